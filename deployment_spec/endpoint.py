@@ -1,0 +1,157 @@
+"""The ``endpoints:`` section: how models are served, scaled, watched and updated."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Mapping, Optional
+
+from deployment_spec.errors import Problem
+from deployment_spec.parse import meta
+
+ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"
+
+
+class EndpointKind(str, enum.Enum):
+    SINGLE_MODEL = "single-model"
+    MULTI_MODEL = "multi-model"
+
+
+class Strategy(str, enum.Enum):
+    ALL_AT_ONCE = "all_at_once"
+    CANARY = "canary"
+    LINEAR = "linear"
+
+
+class CaptureMode(str, enum.Enum):
+    INPUT = "input"
+    OUTPUT = "output"
+    BOTH = "both"
+
+
+DEFAULT_GPU_TARGET = 70.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Scaling:
+    """Target tracking on one scalable target per variant (FACTS §7)."""
+
+    min_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
+    max_instances: int = dataclasses.field(default=2, metadata=meta(minimum=1, maximum=100))
+    max_rps_per_instance: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.001))
+    safety_factor: float = dataclasses.field(default=0.5, metadata=meta(minimum=0.05, maximum=1))
+    invocations_target: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=1))
+    # Per-GPU percent; defaults to DEFAULT_GPU_TARGET on GPU instance types, none on CPU types.
+    gpu_utilization_target: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=100))
+    cpu_utilization_target: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=100))
+    scale_in_cooldown_s: int = dataclasses.field(default=600, metadata=meta(minimum=0, maximum=86400))
+    scale_out_cooldown_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=86400))
+
+    def invocations_per_instance_target(self) -> Optional[float]:
+        """SageMakerVariantInvocationsPerInstance target: explicit, or max RPS x 60 x safety factor."""
+        if self.invocations_target is not None:
+            return self.invocations_target
+        if self.max_rps_per_instance is not None:
+            return round(self.max_rps_per_instance * 60 * self.safety_factor, 2)
+        return None
+
+    def problems(self, path: str) -> list[Problem]:
+        if self.min_instances > self.max_instances:
+            return [Problem(f"{path}.max_instances", str(self.max_instances),
+                            f"an integer >= min_instances ({self.min_instances})",
+                            "raise max_instances or lower min_instances")]
+        return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Alarms:
+    latency_sla_ms: float = dataclasses.field(default=500.0, metadata=meta(minimum=0.001))
+    error_5xx_threshold: float = dataclasses.field(default=1.0, metadata=meta(minimum=0))
+    gpu_memory_percent: float = dataclasses.field(default=90.0, metadata=meta(minimum=1, maximum=100))
+    disk_percent: float = dataclasses.field(default=90.0, metadata=meta(minimum=1, maximum=100))
+    model_loading_wait_ms: float = dataclasses.field(default=10_000.0, metadata=meta(minimum=1))
+    cache_hit_ratio_min: float = dataclasses.field(default=0.5, metadata=meta(minimum=0, maximum=1))
+    sns_topic: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployment:
+    """Blue/green traffic shifting with auto-rollback, used where the environment enables guardrails."""
+
+    strategy: Strategy = Strategy.CANARY
+    canary_percent: int = dataclasses.field(default=10, metadata=meta(minimum=1, maximum=50))
+    linear_step_percent: int = dataclasses.field(default=20, metadata=meta(minimum=10, maximum=50))
+    wait_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=3600))
+    termination_wait_s: int = dataclasses.field(default=120, metadata=meta(minimum=0, maximum=3600))
+    max_execution_timeout_s: int = dataclasses.field(default=1800, metadata=meta(minimum=600, maximum=28800))
+    auto_rollback: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Container:
+    """SageMaker Triton container settings, mapped to SAGEMAKER_TRITON_* variables (FACTS §2)."""
+
+    thread_count: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=1024))
+    buffer_manager_thread_count: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=0, maximum=1024))
+    shm_default_bytes: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1))
+    shm_growth_bytes: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1))
+    log_verbose: Optional[bool] = None
+    model_load_gpu_limit: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.01, maximum=1))
+    ping_mode: Optional[str] = None
+    additional_args: tuple[str, ...] = ()
+    environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def problems(self, path: str) -> list[Problem]:
+        import re
+        out = []
+        for key in self.environment:
+            if not re.fullmatch(ENV_KEY, key):
+                out.append(Problem(f"{path}.environment.{key}", repr(key), "names matching [a-zA-Z_][a-zA-Z0-9_]*",
+                                   "rename the variable"))
+        if self.ping_mode not in (None, "ready", "live"):
+            out.append(Problem(f"{path}.ping_mode", repr(self.ping_mode), "ready, live", "use ready or live"))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DataCapture:
+    sampling_percent: int = dataclasses.field(default=20, metadata=meta(minimum=0, maximum=100))
+    capture: CaptureMode = CaptureMode.BOTH
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+    subnet_ids: tuple[str, ...] = ()
+    security_group_ids: tuple[str, ...] = ()
+    isolation: bool = False
+
+    def problems(self, path: str) -> list[Problem]:
+        out = []
+        if self.subnet_ids and len(self.subnet_ids) < 2:
+            out.append(Problem(f"{path}.subnet_ids", f"{len(self.subnet_ids)} subnet",
+                               "2 to 16 subnets in different availability zones", "add a subnet in another zone"))
+        if bool(self.subnet_ids) != bool(self.security_group_ids):
+            out.append(Problem(path, "subnets without security groups or the reverse",
+                               "both subnet_ids and security_group_ids, or neither", "give both lists"))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointSpec:
+    kind: EndpointKind = dataclasses.field(metadata=meta(help="single-model or multi-model"))
+    models: tuple[str, ...] = dataclasses.field(metadata=meta(help="the names of the models served here"))
+    default_model: Optional[str] = None
+    instance_type: str = "ml.g5.xlarge"
+    initial_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
+    variant_name: str = dataclasses.field(default="AllTraffic", metadata=meta(
+        pattern=r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", pattern_help="1-63 letters, digits or '-'"))
+    scaling: Optional[Scaling] = None
+    alarms: Alarms = Alarms()
+    deployment: Deployment = Deployment()
+    container: Container = Container()
+    model_cache: bool = True
+    data_capture: Optional[DataCapture] = None
+    network: Optional[Network] = None
+    volume_size_gb: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=512))
+    startup_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
+    download_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
+    name: str = dataclasses.field(default="", metadata=meta(yaml=False))

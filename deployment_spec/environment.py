@@ -1,0 +1,28 @@
+"""The ``environments:`` section: one CDK stage each."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Mapping, Optional
+
+from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.parse import meta
+
+
+class RemovalPolicy(str, enum.Enum):
+    DESTROY = "destroy"
+    RETAIN = "retain"
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvironmentSpec:
+    account: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        pattern=r"[0-9]{12}", pattern_help="a 12-digit AWS account ID in quotes"))
+    region: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        pattern=r"[a-z]{2}(-[a-z]+)+-[0-9]", pattern_help="an AWS region such as us-east-1"))
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+    guardrails: bool = False
+    termination_protection: bool = False
+    name: str = dataclasses.field(default="", metadata=meta(yaml=False))
+    # The endpoints as deployed here: the spec's endpoints with this environment's overrides applied.
+    endpoints: Mapping[str, EndpointSpec] = dataclasses.field(default_factory=dict, metadata=meta(yaml=False))

@@ -1,0 +1,73 @@
+"""Facts about SageMaker instance types that decide what a spec may ask for.
+
+Sources: FACTS.md §6.2 (GPU per family, compute capability), §8 (local NVMe
+storage: no KmsKeyId, no VolumeSizeInGB), §9 (multi-model endpoints on GPU).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+_TYPE = re.compile(r"ml\.([a-z0-9-]+)\.([0-9]*x?large|[a-z]+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    gpu: str | None                    # GPU model, None for CPU families
+    compute_capability: str | None     # e.g. "8.6"
+    gpus: dict[str, int]               # GPUs per size; sizes not listed have 1 (GPU) / 0 (CPU)
+    nvme: bool                         # local NVMe instance storage
+    mme: bool                          # listed for multi-model endpoints
+    burstable: bool = False
+
+
+_G5_SIZES = {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
+FAMILIES: dict[str, Family] = {
+    "g4dn": Family("T4", "7.5", {"12xlarge": 4}, nvme=True, mme=True),
+    "g5": Family("A10G", "8.6", _G5_SIZES, nvme=True, mme=True),
+    "g6": Family("L4", "8.9", _G5_SIZES, nvme=True, mme=False),
+    "g6e": Family("L40S", "8.9", _G5_SIZES, nvme=True, mme=False),
+    "p3": Family("V100", "7.0", {"8xlarge": 4, "16xlarge": 8}, nvme=False, mme=True),
+    "p4d": Family("A100", "8.0", {"24xlarge": 8}, nvme=True, mme=False),
+    "p5": Family("H100", "9.0", {"48xlarge": 8}, nvme=True, mme=False),
+    "c5": Family(None, None, {}, nvme=False, mme=True),
+    "c5d": Family(None, None, {}, nvme=True, mme=True),
+    "c6i": Family(None, None, {}, nvme=False, mme=True),
+    "m5": Family(None, None, {}, nvme=False, mme=True),
+    "m5d": Family(None, None, {}, nvme=True, mme=True),
+    "m6i": Family(None, None, {}, nvme=False, mme=True),
+    "r5": Family(None, None, {}, nvme=False, mme=True),
+    "t2": Family(None, None, {}, nvme=False, mme=False, burstable=True),
+    "t3": Family(None, None, {}, nvme=False, mme=False, burstable=True),
+}
+SIZES = ("medium", "large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge",
+         "24xlarge", "48xlarge")
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceType:
+    name: str
+    family_name: str
+    size: str
+    family: Family
+
+    @property
+    def gpu_count(self) -> int:
+        default = 1 if self.family.gpu else 0
+        return self.family.gpus.get(self.size, default)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.family.gpu is not None
+
+
+def lookup(name: str) -> InstanceType | None:
+    """The facts for ``name`` (e.g. ``ml.g5.xlarge``), or None if the family is unknown here."""
+    m = _TYPE.fullmatch(name)
+    if not m or m.group(1) not in FAMILIES or m.group(2) not in SIZES:
+        return None
+    return InstanceType(name, m.group(1), m.group(2), FAMILIES[m.group(1)])
+
+
+def known_families() -> str:
+    return ", ".join(FAMILIES)

@@ -1,0 +1,130 @@
+"""The build manifest: what model_build produced, read by the CDK app and the local endpoint.
+
+model_build writes it (``assets/manifest.json``); nothing here imports torch or aws_cdk.
+Paths inside are relative to the manifest's folder.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+DEFAULT_MANIFEST = pathlib.Path("assets") / "manifest.json"
+
+
+class ManifestError(ValueError):
+    """The manifest is missing, unreadable or does not match the spec."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    data_type: str            # Triton enum name, e.g. "TYPE_FP32"
+    dims: tuple[int, ...]     # without the batch dimension when max_batch_size > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class BuilderFacts:
+    """Tool versions and hardware a model was built with (TensorRT plans only run where they were built)."""
+
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)   # e.g. {"torch": "2.13.0", "tensorrt": "10.9.0"}
+    gpu_name: Optional[str] = None
+    gpu_compute_capability: Optional[str] = None                         # e.g. "8.6"; set for TensorRT plans
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    """One Triton model directory as built (a renamed MME copy is its own entry)."""
+
+    name: str                 # Triton model name (directory name)
+    spec_model: str           # the spec's model key it was built from
+    backend: str
+    max_batch_size: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    build_hash: str           # sha256 of the build inputs; unchanged => not rebuilt
+    parity: Optional[dict[str, float]] = None   # max_abs_error, max_rel_error, atol, rtol
+    builder: BuilderFacts = BuilderFacts()
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    """One .tar.gz: an SME repository, or one MME model."""
+
+    file: str                 # relative to the manifest folder
+    sha256: str
+    size: int
+    models: tuple[str, ...]   # Triton model directories inside
+
+    @property
+    def object_name(self) -> str:
+        """The S3 object name / MME TargetModel: the tarball's file name, content-versioned."""
+        return pathlib.PurePosixPath(self.file).name
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointArtifacts:
+    kind: str                                 # "single-model" | "multi-model"
+    artifacts: tuple[Artifact, ...]           # SME: exactly one; MME: one per Triton model
+    default_model: Optional[str] = None       # SME only: SAGEMAKER_TRITON_DEFAULT_MODEL_NAME
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    triton_version: str
+    models: dict[str, ModelEntry]
+    endpoints: dict[str, EndpointArtifacts]
+    root: pathlib.Path = pathlib.Path(".")
+    schema: int = SCHEMA_VERSION
+
+    def artifact_path(self, artifact: Artifact) -> pathlib.Path:
+        return self.root / artifact.file
+
+    def to_json(self) -> str:
+        body = dataclasses.asdict(self)
+        body.pop("root")
+        return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+def load_manifest(path: str | pathlib.Path = DEFAULT_MANIFEST) -> Manifest:
+    path = pathlib.Path(path)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no build manifest; run `tritonsm build` first (it writes {path})") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{path}: unreadable build manifest ({exc}); delete it and run `tritonsm build`") from None
+    if raw.get("schema") != SCHEMA_VERSION:
+        raise ManifestError(f"{path}: manifest schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
+                            "run `tritonsm build` to rewrite it")
+    try:
+        return Manifest(
+            triton_version=raw["triton_version"],
+            models={k: _model(v) for k, v in raw["models"].items()},
+            endpoints={k: _endpoint(v) for k, v in raw["endpoints"].items()},
+            root=path.parent,
+        )
+    except (KeyError, TypeError) as exc:
+        raise ManifestError(f"{path}: malformed build manifest (missing {exc}); run `tritonsm build`") from None
+
+
+def _tensor(raw: dict[str, Any]) -> TensorSpec:
+    return TensorSpec(raw["name"], raw["data_type"], tuple(raw["dims"]))
+
+
+def _model(raw: dict[str, Any]) -> ModelEntry:
+    b = raw.get("builder") or {}
+    return ModelEntry(
+        name=raw["name"], spec_model=raw["spec_model"], backend=raw["backend"],
+        max_batch_size=raw["max_batch_size"],
+        inputs=tuple(_tensor(t) for t in raw["inputs"]), outputs=tuple(_tensor(t) for t in raw["outputs"]),
+        build_hash=raw["build_hash"], parity=raw.get("parity"),
+        builder=BuilderFacts(dict(b.get("versions", {})), b.get("gpu_name"), b.get("gpu_compute_capability")),
+    )
+
+
+def _endpoint(raw: dict[str, Any]) -> EndpointArtifacts:
+    arts = tuple(Artifact(a["file"], a["sha256"], a["size"], tuple(a["models"])) for a in raw["artifacts"])
+    return EndpointArtifacts(raw["kind"], arts, raw.get("default_model"))

@@ -1,0 +1,276 @@
+"""The ``models:`` section: what each Triton model is and how it is built and served."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from typing import Mapping, Optional
+
+from deployment_spec.errors import Problem, describe
+from deployment_spec.parse import meta
+from deployment_spec import recipes
+
+# A Triton model directory name that is also a safe S3 key segment and tarball stem.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
+NAME_HELP = "1-63 letters, digits, '-' or '_', starting with a letter or digit"
+USER_RECIPE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+class Backend(str, enum.Enum):
+    TENSORRT = "tensorrt"
+    ONNXRUNTIME = "onnxruntime"
+    PYTORCH = "pytorch"
+    PYTHON = "python"
+    ENSEMBLE = "ensemble"
+
+
+class Precision(str, enum.Enum):
+    FP32 = "fp32"
+    FP16 = "fp16"
+    INT8 = "int8"
+
+
+class InstanceKind(str, enum.Enum):
+    AUTO = "auto"
+    GPU = "gpu"
+    CPU = "cpu"
+
+
+class GraphLevel(str, enum.Enum):
+    ALL = "all"
+    EXTENDED = "extended"
+    BASIC = "basic"
+    DISABLED = "disabled"
+
+
+class ConvAlgoSearch(str, enum.Enum):
+    EXHAUSTIVE = "exhaustive"
+    HEURISTIC = "heuristic"
+    DEFAULT = "default"
+
+
+class ExecutionMode(str, enum.Enum):
+    SEQUENTIAL = "sequential"
+    PARALLEL = "parallel"
+
+
+class ArenaExtendStrategy(str, enum.Enum):
+    NEXT_POWER_OF_TWO = "next_power_of_two"
+    SAME_AS_REQUESTED = "same_as_requested"
+
+
+class HardwareCompatibility(str, enum.Enum):
+    NONE = "none"
+    AMPERE_PLUS = "ampere_plus"
+    SAME_COMPUTE_CAPABILITY = "same_compute_capability"
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where the model comes from: exactly one of the four keys."""
+
+    recipe: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="a built-in recipe name or 'package.module:function'"))
+    onnx: Optional[str] = None
+    torchscript: Optional[str] = None
+    python_dir: Optional[str] = None
+
+    def kind(self) -> str:
+        return next(k for k in ("recipe", "onnx", "torchscript", "python_dir") if getattr(self, k))
+
+    def problems(self, path: str) -> list[Problem]:
+        given = [k for k in ("recipe", "onnx", "torchscript", "python_dir") if getattr(self, k) is not None]
+        if len(given) != 1:
+            return [Problem(path, f"{len(given)} sources ({', '.join(given) or 'none'})",
+                            "exactly one of recipe, onnx, torchscript, python_dir",
+                            "keep one source key")]
+        if self.recipe is not None and self.recipe not in recipes.BUILTIN and not USER_RECIPE.fullmatch(self.recipe):
+            return [Problem(f"{path}.recipe", describe(self.recipe),
+                            f"a built-in recipe ({', '.join(recipes.BUILTIN)}) or 'package.module:function'",
+                            "use a built-in name or point at your own function as module:function")]
+        return []
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicBatching:
+    preferred_batch_sizes: tuple[int, ...] = dataclasses.field(default=(), metadata=meta(minimum=1))
+    max_queue_delay_us: int = dataclasses.field(default=100, metadata=meta(minimum=0, maximum=10_000_000))
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceGroup:
+    kind: InstanceKind = InstanceKind.AUTO
+    count: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=64))
+
+
+@dataclasses.dataclass(frozen=True)
+class OrtTensorRTAccelerator:
+    """ONNX Runtime's TensorRT execution provider: the engine is built on the endpoint's GPU at load."""
+
+    precision: Precision = Precision.FP16
+    max_workspace_mib: int = dataclasses.field(default=1024, metadata=meta(minimum=1))
+    engine_cache: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class OnnxRuntimeSettings:
+    """ONNX Runtime backend parameters (FACTS §5); unset keys keep the backend's default."""
+
+    graph_optimization_level: GraphLevel = GraphLevel.ALL
+    cudnn_conv_algo_search: Optional[ConvAlgoSearch] = None
+    execution_mode: Optional[ExecutionMode] = None
+    arena_extend_strategy: Optional[ArenaExtendStrategy] = None
+    enable_mem_pattern: Optional[bool] = None
+    enable_mem_arena: Optional[bool] = None
+    intra_op_threads: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=0, maximum=256))
+    inter_op_threads: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=0, maximum=256))
+    tensorrt_accelerator: Optional[OrtTensorRTAccelerator] = None
+    optimize_at_build: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorRTSettings:
+    """trtexec build settings (FACTS §6)."""
+
+    workspace_mib: int = dataclasses.field(default=4096, metadata=meta(minimum=1))
+    builder_optimization_level: int = dataclasses.field(default=3, metadata=meta(minimum=0, maximum=5))
+    opt_batch_size: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1))
+    hardware_compatibility: HardwareCompatibility = HardwareCompatibility.NONE
+    version_compatible: bool = False
+    timing_cache: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class PythonSettings:
+    execution_env: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="path to a conda-pack .tar.gz shipped in the model directory as EXECUTION_ENV_PATH"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleStep:
+    model: str
+    input_map: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    output_map: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleSettings:
+    steps: tuple[EnsembleStep, ...] = dataclasses.field(default=(), metadata=meta(help="a list of steps"))
+    outputs: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    atol: float = dataclasses.field(default=1e-3, metadata=meta(minimum=0))
+    rtol: float = dataclasses.field(default=1e-3, metadata=meta(minimum=0))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One Triton model; its key in ``models:`` is its Triton name."""
+
+    backend: Backend = dataclasses.field(metadata=meta(help="tensorrt, onnxruntime, pytorch, python or ensemble"))
+    source: Optional[Source] = None
+    weights: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="a local directory with the model's weights (and tokenizer); random init from config if absent"))
+    max_batch_size: int = dataclasses.field(default=8, metadata=meta(minimum=0, maximum=4096))
+    sequence_length: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=8192))
+    dynamic_batching: Optional[DynamicBatching] = None
+    instance_groups: tuple[InstanceGroup, ...] = ()
+    precision: Precision = Precision.FP32
+    onnxruntime: Optional[OnnxRuntimeSettings] = None
+    tensorrt: Optional[TensorRTSettings] = None
+    python: Optional[PythonSettings] = None
+    ensemble: Optional[EnsembleSettings] = None
+    copies: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
+    warmup: bool = False
+    tolerance: Tolerance = Tolerance()
+    name: str = dataclasses.field(default="", metadata=meta(yaml=False))
+
+    def problems(self, path: str) -> list[Problem]:
+        out: list[Problem] = []
+        b = self.backend
+        if b is Backend.ENSEMBLE:
+            if self.source is not None:
+                out.append(Problem(f"{path}.source", "a source", "no source for an ensemble (its steps are models)",
+                                   "remove source"))
+            if self.ensemble is None or not self.ensemble.steps:
+                out.append(Problem(f"{path}.ensemble.steps", "no steps", "a list of at least one step",
+                                   "add ensemble: {steps: [{model: <name>, input_map: ..., output_map: ...}]}"))
+            for key in ("dynamic_batching", "instance_groups"):
+                if getattr(self, key):
+                    out.append(Problem(f"{path}.{key}", "a value", "nothing: Triton rejects it on ensembles",
+                                       f"remove {key} here and set it on the step models"))
+            return out
+        if self.source is None:
+            out.append(Problem(f"{path}.source", "nothing (the key is missing)",
+                               "recipe, onnx, torchscript or python_dir", "add a source"))
+        else:
+            out += self._source_fits_backend(path)
+        if self.ensemble is not None:
+            out.append(Problem(f"{path}.ensemble", "ensemble settings", "only with backend: ensemble",
+                               "remove ensemble or set backend: ensemble"))
+        for key, wanted in (("onnxruntime", Backend.ONNXRUNTIME), ("tensorrt", Backend.TENSORRT),
+                            ("python", Backend.PYTHON)):
+            if getattr(self, key) is not None and b is not wanted:
+                out.append(Problem(f"{path}.{key}", f"{key} settings with backend {b.value}",
+                                   f"only with backend: {wanted.value}", f"remove {key} or change the backend"))
+        db = self.dynamic_batching
+        if db is not None:
+            if self.max_batch_size == 0:
+                out.append(Problem(f"{path}.dynamic_batching", "dynamic batching with max_batch_size 0",
+                                   "max_batch_size >= 1", "raise max_batch_size or remove dynamic_batching"))
+            too_big = [s for s in db.preferred_batch_sizes if s > self.max_batch_size]
+            if too_big and self.max_batch_size:
+                out.append(Problem(f"{path}.dynamic_batching.preferred_batch_sizes", str(list(too_big)),
+                                   f"sizes <= max_batch_size ({self.max_batch_size})",
+                                   "lower them or raise max_batch_size"))
+        if self.precision is Precision.FP16 and b is not Backend.TENSORRT:
+            ort_trt = self.onnxruntime and self.onnxruntime.tensorrt_accelerator
+            if not ort_trt:
+                out.append(Problem(f"{path}.precision", "'fp16'",
+                                   "fp16 with backend tensorrt (or onnxruntime.tensorrt_accelerator.precision)",
+                                   "use fp32, or set backend: tensorrt"))
+        if self.precision is Precision.INT8 and b not in (Backend.ONNXRUNTIME, Backend.TENSORRT):
+            out.append(Problem(f"{path}.precision", "'int8'", "int8 with backend onnxruntime or tensorrt",
+                               "use fp32 for this backend"))
+        if self.tensorrt and self.tensorrt.opt_batch_size and self.tensorrt.opt_batch_size > max(self.max_batch_size, 1):
+            out.append(Problem(f"{path}.tensorrt.opt_batch_size", str(self.tensorrt.opt_batch_size),
+                               f"1..max_batch_size ({self.max_batch_size})", "lower opt_batch_size"))
+        if b is Backend.TENSORRT and self.max_batch_size == 0:
+            out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for tensorrt (shape profiles need a batch axis)",
+                               "set max_batch_size to the largest batch you serve"))
+        return out
+
+    def _source_fits_backend(self, path: str) -> list[Problem]:
+        src, b = self.source, self.backend
+        kind = src.kind()
+        fits = {
+            "onnx": (Backend.ONNXRUNTIME, Backend.TENSORRT),
+            "torchscript": (Backend.PYTORCH,),
+            "python_dir": (Backend.PYTHON,),
+        }
+        if kind == "recipe" and src.recipe in recipes.BUILTIN:
+            allowed = recipes.BUILTIN[src.recipe]
+            if b.value not in allowed:
+                return [Problem(f"{path}.backend", describe(b.value),
+                                f"{' or '.join(allowed)} for recipe {src.recipe}",
+                                f"set backend to {allowed[0]}")]
+            return []
+        if kind == "recipe":
+            ok = b in (Backend.ONNXRUNTIME, Backend.TENSORRT, Backend.PYTORCH)
+            if not ok:
+                return [Problem(f"{path}.backend", describe(b.value), "onnxruntime, tensorrt or pytorch for a user recipe",
+                                "use a python_dir source for Python-backend models")]
+            return []
+        if b not in fits[kind]:
+            return [Problem(f"{path}.backend", describe(b.value),
+                            f"{' or '.join(x.value for x in fits[kind])} for a {kind} source",
+                            "change the backend or the source")]
+        return []
+
+    def triton_names(self) -> list[str]:
+        """The Triton model names this entry produces: itself, or its renamed copies on an MME."""
+        if self.copies == 1:
+            return [self.name]
+        return [f"{self.name}-{i}" for i in range(self.copies)]

@@ -1,0 +1,176 @@
+"""Generic, schema-driven parsing of plain YAML data into frozen dataclasses.
+
+The dataclasses are the schema: each field's type says what is allowed, its
+``metadata`` adds bounds and a help text. Every problem is collected (never
+raised on the first one) so a user sees the whole list at once.
+"""
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import difflib
+import enum
+import re
+import types
+import typing
+from typing import Any, Mapping
+
+from deployment_spec.errors import Problem, describe
+
+_MISSING = object()
+
+
+def meta(*, help: str = "", minimum: float | None = None, maximum: float | None = None,
+         pattern: str | None = None, pattern_help: str = "", yaml: bool = True) -> dict[str, Any]:
+    """Field metadata: a help text for missing keys, numeric bounds, a regex for strings.
+
+    ``yaml=False`` marks a field the loader fills in (never read from the file).
+    """
+    return {"help": help, "minimum": minimum, "maximum": maximum, "pattern": pattern,
+            "pattern_help": pattern_help, "yaml": yaml}
+
+
+def yaml_fields(cls: type) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
+
+
+def suggest(word: str, choices: typing.Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_keys(raw: Mapping[str, Any], allowed: list[str], path: str, problems: list[Problem]) -> None:
+    """Reports every key not in ``allowed``, with the closest valid key when there is one."""
+    for key in raw:
+        if key in allowed:
+            continue
+        near = suggest(str(key), allowed)
+        fix = f"did you mean '{near}'?" if near else "remove it or fix its spelling"
+        problems.append(Problem(f"{join(path, str(key))}", f"unknown key '{key}'",
+                                ", ".join(allowed), fix))
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def parse_dataclass(cls: type, raw: Any, path: str, problems: list[Problem]) -> Any:
+    """Parses ``raw`` into ``cls``; returns None (and records problems) when it can't."""
+    if not isinstance(raw, dict):
+        problems.append(Problem(path or "(top level)", describe(raw), f"a mapping of {cls.__name__} settings",
+                                "write the settings as 'key: value' lines under this key"))
+        return None
+    fields = yaml_fields(cls)
+    names = [f.name for f in fields]
+    check_keys(raw, names, path, problems)
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    before = len(problems)
+    for f in fields:
+        fpath = join(path, f.name)
+        if f.name not in raw:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                problems.append(Problem(fpath, "nothing (the key is missing)", f.metadata.get("help") or "a value",
+                                        f"add '{f.name}:' under {path or 'the top level'}"))
+            continue
+        value = parse_value(hints[f.name], raw[f.name], fpath, problems, f.metadata)
+        if value is not _MISSING:
+            values[f.name] = value
+    if len(problems) != before:
+        return None
+    try:
+        obj = cls(**values)
+    except TypeError:  # a required field was missing: already reported above
+        return None
+    check = getattr(obj, "problems", None)
+    if check is not None:
+        problems.extend(check(path))
+    return obj
+
+
+def parse_value(tp: Any, raw: Any, path: str, problems: list[Problem], md: Mapping[str, Any] | None = None) -> Any:
+    md = md or {}
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        if raw is None:
+            return None
+        return parse_value(inner[0], raw, path, problems, md)
+    if origin is tuple:
+        if not isinstance(raw, list):
+            problems.append(Problem(path, describe(raw), "a list", f"write {path.rsplit('.', 1)[-1]} as a YAML list, e.g. [a, b]"))
+            return _MISSING
+        items = [parse_value(args[0], item, f"{path}[{i}]", problems, md) for i, item in enumerate(raw)]
+        return _MISSING if any(i is _MISSING for i in items) else tuple(items)
+    if origin in (dict, collections.abc.Mapping) or tp is dict:
+        if not isinstance(raw, dict):
+            problems.append(Problem(path, describe(raw), "a mapping", "write it as 'name: value' lines"))
+            return _MISSING
+        out = {}
+        for key, item in raw.items():
+            value = parse_value(args[1], item, join(path, str(key)), problems, md)
+            if value is not _MISSING:
+                out[str(key)] = value
+        return types.MappingProxyType(out)
+    if dataclasses.is_dataclass(tp):
+        obj = parse_dataclass(tp, raw, path, problems)
+        return _MISSING if obj is None else obj
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        allowed = [m.value for m in tp]
+        if raw in allowed:
+            return tp(raw)
+        near = suggest(str(raw), allowed) if isinstance(raw, str) else None
+        fix = f"did you mean '{near}'?" if near else f"use one of {', '.join(allowed)}"
+        problems.append(Problem(path, describe(raw), ", ".join(allowed), fix))
+        return _MISSING
+    return parse_scalar(tp, raw, path, problems, md)
+
+
+def parse_scalar(tp: type, raw: Any, path: str, problems: list[Problem], md: Mapping[str, Any]) -> Any:
+    lo, hi = md.get("minimum"), md.get("maximum")
+    if tp is bool:
+        if isinstance(raw, bool):
+            return raw
+        problems.append(Problem(path, describe(raw), "true or false", "write true or false without quotes"))
+        return _MISSING
+    if tp in (int, float):
+        ok = isinstance(raw, int) and not isinstance(raw, bool) or (tp is float and isinstance(raw, float))
+        if not ok:
+            kind = "an integer" if tp is int else "a number"
+            problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi), f"write {kind} without quotes"))
+            return _MISSING
+        if (lo is not None and raw < lo) or (hi is not None and raw > hi):
+            kind = "an integer" if tp is int else "a number"
+            problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi),
+                                    f"set it within {fmt_bound(lo)}..{fmt_bound(hi)}"))
+            return _MISSING
+        return tp(raw)
+    if tp is str:
+        if not isinstance(raw, str):
+            problems.append(Problem(path, f"{describe(raw)} (not a string)", "a string",
+                                    f"quote the value: \"{raw}\"" if isinstance(raw, (int, float)) else "write a string"))
+            return _MISSING
+        pattern = md.get("pattern")
+        if pattern and not re.fullmatch(pattern, raw):
+            problems.append(Problem(path, describe(raw), md.get("pattern_help") or f"text matching {pattern}",
+                                    "rename it to match"))
+            return _MISSING
+        return raw
+    raise TypeError(f"schema error: unsupported field type {tp!r} at {path}")  # a bug in the schema, not user input
+
+
+def bounds_text(kind: str, lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"{kind} from {fmt_bound(lo)} to {fmt_bound(hi)}"
+    if lo is not None:
+        return f"{kind} >= {fmt_bound(lo)}"
+    if hi is not None:
+        return f"{kind} <= {fmt_bound(hi)}"
+    return kind
+
+
+def fmt_bound(v: float | None) -> str:
+    if v is None:
+        return "any"
+    return str(int(v)) if float(v).is_integer() else str(v)

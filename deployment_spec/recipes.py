@@ -1,0 +1,24 @@
+"""Names of the built-in model recipes and the backends each can feed.
+
+model_build implements them (torch lives there); the spec only needs the names,
+so validation runs without importing torch.
+"""
+EXPORTABLE = ("tensorrt", "onnxruntime", "pytorch")
+PYTHON = ("python",)
+
+BUILTIN: dict[str, tuple[str, ...]] = {
+    # The models of the reference articles.
+    "bert-base": EXPORTABLE,
+    "bert-large": EXPORTABLE,
+    "roberta-base": EXPORTABLE,
+    "roberta-large": EXPORTABLE,
+    "resnet50": EXPORTABLE,
+    "t5-small": PYTHON,
+    # Tokenizing preprocessor for a text ensemble (Python backend).
+    "text-preprocess": PYTHON,
+    # Tiny variants with the same graph shapes, for tests and quick CPU builds.
+    "tiny-bert": EXPORTABLE,
+    "tiny-roberta": EXPORTABLE,
+    "tiny-resnet": EXPORTABLE,
+    "tiny-t5": PYTHON,
+}

@@ -1,0 +1,182 @@
+"""The deployment spec: one YAML file, one typed loader, shared by model_build and app.py."""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, Mapping
+
+import yaml
+
+from deployment_spec import images, rules
+from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.environment import EnvironmentSpec
+from deployment_spec.errors import Problem, SpecError, describe
+from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
+from deployment_spec.parse import check_keys, parse_dataclass, parse_value
+
+import re
+
+DEFAULT_SPEC = "triton.yaml"
+TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
+ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    project: str
+    triton_version: str
+    models: Mapping[str, ModelSpec]
+    endpoints: Mapping[str, EndpointSpec]
+    environments: Mapping[str, EnvironmentSpec]
+    path: pathlib.Path
+
+    @property
+    def root(self) -> pathlib.Path:
+        """Relative paths in the spec (weights, onnx files, ...) are relative to the spec's folder."""
+        return self.path.parent
+
+    def served_models(self, endpoint: EndpointSpec) -> list[ModelSpec]:
+        return rules.served_models(endpoint, self.models)
+
+
+def load_spec(path: str | pathlib.Path = DEFAULT_SPEC) -> Spec:
+    """Reads and validates a spec; raises SpecError listing every problem."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError(str(path), [Problem("(file)", "no such file", "a path to an existing YAML spec",
+                                            "pass --spec PATH or create triton.yaml")]) from None
+    except OSError as exc:
+        raise SpecError(str(path), [Problem("(file)", f"unreadable file ({exc.strerror})", "a readable YAML file",
+                                            "check the path and its permissions")]) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        raise SpecError(str(path), [Problem("(file)", f"invalid YAML at {where} ({getattr(exc, 'problem', exc)})",
+                                            "a YAML document", "fix the syntax at that position")]) from None
+    return parse_spec(raw, path)
+
+
+def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
+    problems: list[Problem] = []
+    if not isinstance(raw, dict):
+        raise SpecError(str(path), [Problem("(top level)", describe(raw), "a mapping with " + ", ".join(TOP_KEYS),
+                                            "start from examples/ or the README")])
+    check_keys(raw, TOP_KEYS, "", problems)
+    for key in ("triton_version", "models", "endpoints", "environments"):
+        if key not in raw:
+            problems.append(Problem(key, "nothing (the key is missing)", "a value", f"add '{key}:' at the top level"))
+    project = parse_value(str, raw.get("project", "Triton"), "project", problems,
+                          {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
+    version = parse_value(str, raw.get("triton_version", "25.04"), "triton_version", problems, {})
+    if isinstance(version, str) and version not in images.versions():
+        problems.append(Problem("triton_version", describe(version),
+                                f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
+                                "pick one of those tags"))
+    models = _named(raw.get("models", {}), "models", ModelSpec, problems)
+    endpoints = _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems)
+    problems += rules.model_rules(models)
+    base: list[Problem] = []
+    for name, ep in endpoints.items():
+        base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version)
+    problems += base
+    environments = _environments(raw, endpoints, models, version, problems, base)
+    if problems:
+        raise SpecError(str(path), _dedupe(problems))
+    return Spec(project, version, models, endpoints, environments, path.resolve())
+
+
+def _named(raw: Any, section: str, cls: type, problems: list[Problem]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        problems.append(Problem(section, describe(raw), f"a mapping of name: settings", f"write {section} as a mapping"))
+        return {}
+    out = {}
+    for name, body in raw.items():
+        if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
+            problems.append(Problem(f"{section}.{name}", f"the name {describe(name)}", NAME_HELP, "rename it"))
+            continue
+        obj = parse_dataclass(cls, body, f"{section}.{name}", problems)
+        if obj is not None:
+            out[name] = dataclasses.replace(obj, name=name)
+    return out
+
+
+def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
+                  problems: list[Problem], base: list[Problem]) -> dict[str, EnvironmentSpec]:
+    envs_raw = raw.get("environments", {})
+    if not isinstance(envs_raw, dict) or not envs_raw:
+        problems.append(Problem("environments", describe(envs_raw), "a mapping with at least one environment",
+                                "add e.g. dev: {region: us-east-1}"))
+        return {}
+    base_text = {str(p) for p in base}
+    out = {}
+    for env_name, body in envs_raw.items():
+        path = f"environments.{env_name}"
+        if not isinstance(env_name, str) or not re.fullmatch(ENV_NAME, env_name):
+            problems.append(Problem(path, f"the name {describe(env_name)}", "letters and digits, starting with a letter "
+                                    "(it names a CDK stage)", "rename the environment"))
+            continue
+        body = dict(body) if isinstance(body, dict) else body
+        overrides = body.pop("overrides", {}) if isinstance(body, dict) else {}
+        env = parse_dataclass(EnvironmentSpec, body, path, problems)
+        if env is None:
+            continue
+        problems += rules.environment_rules(path, env, version)
+        resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
+                                    problems, base_text)
+        out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
+    return out
+
+
+def _apply_overrides(path: str, overrides: Any, endpoints_raw: Any, endpoints: dict[str, EndpointSpec],
+                     models: dict[str, ModelSpec], version: str, problems: list[Problem],
+                     base_text: set[str]) -> dict[str, EndpointSpec]:
+    opath = f"{path}.overrides"
+    if not isinstance(overrides, dict):
+        problems.append(Problem(opath, describe(overrides), "a mapping with endpoints:", "write overrides: {endpoints: {...}}"))
+        return dict(endpoints)
+    check_keys(overrides, ["endpoints"], opath, problems)
+    per_endpoint = overrides.get("endpoints", {}) or {}
+    if not isinstance(per_endpoint, dict):
+        problems.append(Problem(f"{opath}.endpoints", describe(per_endpoint), "a mapping of endpoint name: settings",
+                                "write one entry per endpoint"))
+        return dict(endpoints)
+    resolved = dict(endpoints)
+    for ep_name, patch in per_endpoint.items():
+        epath = f"{opath}.endpoints.{ep_name}"
+        if ep_name not in endpoints:
+            if isinstance(endpoints_raw, dict) and ep_name not in endpoints_raw:
+                problems.append(rules.unknown_name(epath, str(ep_name), endpoints, "endpoints"))
+            continue
+        merged_raw = _deep_merge(endpoints_raw[ep_name], patch)
+        found: list[Problem] = []
+        ep = parse_dataclass(EndpointSpec, merged_raw, f"endpoints.{ep_name}", found)
+        if ep is not None:
+            ep = dataclasses.replace(ep, name=ep_name)
+            found += rules.endpoint_rules(f"endpoints.{ep_name}", ep, models, version)
+            resolved[ep_name] = ep
+        for p in found:
+            if str(p) not in base_text:  # only what this environment's override causes
+                problems.append(dataclasses.replace(p, path=p.path.replace(f"endpoints.{ep_name}", epath, 1)))
+    return resolved
+
+
+def _deep_merge(base: Any, patch: Any) -> Any:
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = _deep_merge(base.get(key), value) if key in base else value
+        return out
+    return patch
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen, out = set(), []
+    for p in problems:
+        if str(p) not in seen:
+            seen.add(str(p))
+            out.append(p)
+    return out

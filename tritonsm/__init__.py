@@ -1,0 +1,1 @@
+"""The `tritonsm` command line: validate, build, serve, invoke, bench."""

@@ -1,0 +1,5 @@
+import sys
+
+from tritonsm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,80 @@
+"""`tritonsm <subcommand>`: one entry point; each subcommand imports its heavy code lazily."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from deployment_spec import DEFAULT_SPEC, SpecError, load_spec
+
+# Exit codes: 0 ok, 1 a step failed, 2 bad input (spec, arguments, files).
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+
+
+class UserError(Exception):
+    """A mistake the user can fix; printed without a traceback, exit code 2."""
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    n_env = len(spec.environments)
+    print(f"{args.spec}: valid ({len(spec.models)} models, {len(spec.endpoints)} endpoints, "
+          f"{n_env} environments: {', '.join(spec.environments)}; Triton {spec.triton_version})")
+    return 0
+
+
+def _lazy(module: str, func: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+        return getattr(importlib.import_module(module), func)(args)
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritonsm", description=(
+        "Triton models on SageMaker as code: validate the deployment spec, build model repositories, "
+        "serve them on a local Triton server, invoke and benchmark them."))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, help_: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--spec", default=DEFAULT_SPEC, help=f"deployment spec (default: {DEFAULT_SPEC})")
+        p.set_defaults(run=run)
+        return p
+
+    add("validate", "check the deployment spec and list every problem", cmd_validate)
+    for register in _registrations():
+        register(add)
+    return parser
+
+
+def _registrations() -> list[Callable]:
+    """Subcommands of other packages; each module's `register(add)` defines its arguments (no heavy imports)."""
+    import importlib
+    out = []
+    for module in ("model_build.cli", "local_endpoint.commands", "tritonsm.bench"):
+        try:
+            out.append(importlib.import_module(module).register)
+        except ModuleNotFoundError as exc:
+            if not module.startswith(exc.name or "?"):  # a broken install, not an absent subcommand
+                raise
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
