@@ -1,0 +1,39 @@
+"""User-facing errors of the local endpoint and the invoke client.
+
+Every error here is a mistake the user can fix (a bad tarball, a busy port, a
+rejected payload) or a server failure they need to see. Entry points print the
+message and exit non-zero without a traceback, so each message names the file
+or field, the value, what is allowed and the fix.
+"""
+
+
+class LocalEndpointError(Exception):
+    """Base class: the message is the whole story, printed as is."""
+
+
+class TarballError(LocalEndpointError):
+    """A model archive is missing, unreadable or laid out the wrong way."""
+
+
+class EnvironmentVariableError(LocalEndpointError):
+    """A SageMaker container environment variable has a bad name or value."""
+
+
+class UnsupportedBackendError(LocalEndpointError):
+    """A model needs a Triton backend that the local server does not ship."""
+
+
+class PortInUseError(LocalEndpointError):
+    """The requested port is taken by another process."""
+
+
+class ServerStartError(LocalEndpointError):
+    """The Triton server exited or stayed unready during start-up."""
+
+
+class ServerCrashedError(LocalEndpointError):
+    """The Triton server exited while it was serving."""
+
+
+class InvokeError(LocalEndpointError):
+    """A request could not be built, sent, or was rejected by the endpoint."""

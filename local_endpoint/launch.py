@@ -1,0 +1,63 @@
+"""Starting tritonserver the way the SageMaker Triton container does."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+
+from local_endpoint.errors import PortInUseError, ServerStartError
+from local_endpoint.serve_flags import sagemaker_server_launch
+from local_endpoint.server_process import TritonProcess
+from local_endpoint.triton_install import (
+    TritonInstall,
+    prepare_backend_directory,
+    server_process_environment,
+)
+
+
+def default_log_path(mode: str, port: int) -> pathlib.Path:
+    """Where the server log goes when the caller names no file.
+
+    Outside the endpoint's work directory, which is deleted on stop, so a
+    crash report's log path still exists afterwards.
+    """
+    logs = pathlib.Path(tempfile.gettempdir()) / "tritonsm-logs"
+    logs.mkdir(exist_ok=True)
+    return logs / f"triton-{mode}-port{port}-pid{os.getpid()}.log"
+
+
+def start_sagemaker_triton(
+    *,
+    install: TritonInstall,
+    mode: str,
+    repository: pathlib.Path,
+    port: int,
+    env: dict[str, str],
+    default_model: str | None,
+    work_dir: pathlib.Path,
+    log_path: pathlib.Path,
+    startup_timeout: float,
+) -> TritonProcess:
+    """Start tritonserver with the serve script's flags and wait for /ping."""
+    backend_dir = prepare_backend_directory(install, work_dir / "backends")
+    launch = sagemaker_server_launch(
+        mode=mode, model_repository=str(repository), port=port, env=env, default_model=default_model
+    )
+    # The one flag the container does not pass: its backends live at the
+    # default /opt/tritonserver/backends, ours in a directory we assembled.
+    arguments = [*launch.arguments, f"--backend-directory={backend_dir}"]
+    process = TritonProcess(
+        install, arguments, server_process_environment(install, launch.environment), log_path
+    )
+    try:
+        process.wait_until_ready(port, startup_timeout)
+    except ServerStartError:
+        if "already in use" in process.log_tail():
+            raise PortInUseError(
+                f"port {port} is already in use by another process (it was taken while the "
+                "server started); stop that process, choose another port with --port, or leave "
+                "--port out to use a free one"
+            ) from None
+        raise
+    return process

@@ -1,0 +1,119 @@
+"""Owning one `tritonserver` process: start, readiness, crash report, stop."""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import pathlib
+import signal
+import subprocess
+import time
+
+from local_endpoint.errors import ServerCrashedError, ServerStartError
+from local_endpoint.triton_install import TritonInstall
+
+LOG_TAIL_LINES = 30
+STOP_GRACE_SECONDS = 15.0
+POLL_SECONDS = 0.1
+
+
+class TritonProcess:
+    """A running `tritonserver` whose output goes to `log_path`."""
+
+    def __init__(
+        self,
+        install: TritonInstall,
+        arguments: list[str],
+        environment: dict[str, str],
+        log_path: pathlib.Path,
+    ) -> None:
+        self.log_path = log_path
+        self._stopping = False
+        self.command = [str(install.server_binary), *arguments]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("wb") as log:
+            log.write(("$ " + " ".join(self.command) + "\n").encode())
+            log.flush()
+            # A session of its own: Ctrl-C in the terminal reaches us, and we
+            # stop the server in order instead of it dying mid-request.
+            self._process = subprocess.Popen(
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=environment,
+                start_new_session=True,
+            )
+        atexit.register(self.stop)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def exit_code(self) -> int | None:
+        return self._process.poll()
+
+    def wait_until_ready(self, port: int, timeout: float) -> None:
+        """Poll the SageMaker `/ping` until it answers 200, the process exits, or time is up."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.exit_code() is not None:
+                raise ServerStartError(
+                    f"the Triton server exited during start-up with {describe_exit(self.exit_code())}; "
+                    f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
+                )
+            if ping(port) == 200:
+                return
+            time.sleep(POLL_SECONDS)
+        self.stop()
+        raise ServerStartError(
+            f"the Triton server did not answer /ping with 200 within {timeout:g} s; "
+            f"raise the start-up timeout if the models are slow to load; last lines of its log "
+            f"({self.log_path}):\n{self.log_tail()}"
+        )
+
+    def check_running(self) -> None:
+        """Raise ServerCrashedError, with the log tail, if the server has exited."""
+        code = self.exit_code()
+        if code is not None and not self._stopping:
+            raise ServerCrashedError(
+                f"the Triton server exited unexpectedly with {describe_exit(code)}; "
+                f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
+            )
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after a grace period. Safe to call twice."""
+        self._stopping = True
+        atexit.unregister(self.stop)
+        if self._process.poll() is not None:
+            return
+        self._process.send_signal(signal.SIGTERM)
+        try:
+            self._process.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        return f"signal {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def ping(port: int, host: str = "127.0.0.1") -> int | None:
+    """Status of GET /ping, or None if nothing answers."""
+    connection = http.client.HTTPConnection(host, port, timeout=2)
+    try:
+        connection.request("GET", "/ping")
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()

@@ -1,0 +1,139 @@
+"""A local single-model endpoint (SME): one tarball, served as SageMaker serves it."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import tempfile
+
+from local_endpoint import archive, backends
+from local_endpoint.errors import EnvironmentVariableError
+from local_endpoint.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint.serve_flags import SME, validate_environment
+from local_endpoint.server_process import TritonProcess
+from local_endpoint.triton_install import find_triton_install
+
+DEFAULT_STARTUP_TIMEOUT = 120.0
+
+
+class SingleModelEndpoint:
+    """The real Triton server on one model tarball, started like the SageMaker container.
+
+    The tarball is unpacked into a private directory (the container's
+    /opt/ml/model/), checked like the serve script checks it, and served by
+    tritonserver's SageMaker front end: `GET /ping`, `POST /invocations`.
+
+    Use as a context manager; the server stops on exit::
+
+        with SingleModelEndpoint(Path("assets/ensemble.tar.gz"), default_model="ensemble") as ep:
+            requests.post(f"{ep.url}/invocations", ...)
+
+    Args:
+        tarball: The model archive, as uploaded for `ModelDataUrl`.
+        default_model: The model `/invocations` serves. Defaults to
+            SAGEMAKER_TRITON_DEFAULT_MODEL_NAME from `env`, else to the only
+            directory in the archive.
+        env: The container environment (SAGEMAKER_TRITON_* and the model's
+            own variables). Defaults to none, i.e. the script's defaults.
+        port: The port to listen on. Defaults to a free port.
+        log_file: Where the server log goes. Defaults to a file under the
+            temp directory (`tritonsm-logs/`).
+        startup_timeout: Seconds to wait for `/ping` to answer 200.
+    """
+
+    def __init__(
+        self,
+        tarball: pathlib.Path,
+        *,
+        default_model: str | None = None,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        log_file: pathlib.Path | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    ) -> None:
+        self.tarball = pathlib.Path(tarball)
+        self.env = dict(env or {})
+        self._requested_default = default_model
+        self._requested_port = port
+        self._requested_log = log_file
+        self.startup_timeout = startup_timeout
+        self.port: int | None = None
+        self.default_model: str | None = None
+        self.log_path: pathlib.Path | None = None
+        self._work_dir: pathlib.Path | None = None
+        self._process: TritonProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def server_pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> SingleModelEndpoint:
+        """Check everything a user can get wrong, then start and wait for readiness."""
+        validate_environment(self.env)
+        default_model = self._resolve_default_model()
+        archive.check_tarball_path(self.tarball)
+        listing = backends.list_archive_models(self.tarball)
+        archive.check_single_model_layout(self.tarball, listing)
+        self.default_model = archive.choose_default_model(self.tarball, listing, default_model)
+        install = find_triton_install()
+        available = install.available_backends()
+        needed = backends.models_to_load(listing, self.tarball, self.default_model)
+        backends.raise_if_unsupported(backends.check_backends(needed, self.tarball, available), available)
+        if self._requested_port is None:
+            self.port = free_port()
+        else:
+            ensure_port_free(self._requested_port)
+            self.port = self._requested_port
+        self.log_path = self._requested_log or default_log_path(SME, self.port)
+        self._work_dir = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-sme-"))
+        try:
+            repository = self._work_dir / "opt-ml-model"
+            archive.extract_tarball(self.tarball, repository)
+            self._process = start_sagemaker_triton(
+                install=install,
+                mode=SME,
+                repository=repository,
+                port=self.port,
+                env=self.env,
+                default_model=self.default_model,
+                work_dir=self._work_dir,
+                log_path=self.log_path,
+                startup_timeout=self.startup_timeout,
+            )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def check_running(self) -> None:
+        """Raise ServerCrashedError, with the log tail, if the server died."""
+        if self._process is not None:
+            self._process.check_running()
+
+    def stop(self) -> None:
+        """Stop the server and delete the unpacked model. Safe to call twice."""
+        if self._process is not None:
+            self._process.stop()
+        if self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+            self._work_dir = None
+
+    def __enter__(self) -> SingleModelEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _resolve_default_model(self) -> str | None:
+        from_env = self.env.get("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME")
+        if self._requested_default and from_env and self._requested_default != from_env:
+            raise EnvironmentVariableError(
+                f"default model {self._requested_default!r} contradicts "
+                f"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME={from_env!r}; give one of them, or the same name"
+            )
+        return self._requested_default or from_env

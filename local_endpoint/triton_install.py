@@ -1,0 +1,130 @@
+"""Where the Triton server of the nvidia-pytriton wheel lives, and how to run it.
+
+The wheel ships `tritonserver`, the Python backend (`libtriton_python.so`) and
+one `triton_python_backend_stub` per Python version. Started directly (not
+through PyTriton's API), Triton looks for the stub next to
+`libtriton_python.so` and fails with "triton_python_backend_stub is not found".
+We therefore assemble a backend directory of our own from symlinks; the
+installed wheel is never written to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import pathlib
+import sys
+
+from local_endpoint.errors import LocalEndpointError
+
+# Triton resolves these without a backend library of their own.
+BUILT_IN_BACKENDS = ("ensemble",)
+
+
+@dataclasses.dataclass(frozen=True)
+class TritonInstall:
+    """Paths inside the installed nvidia-pytriton wheel."""
+
+    root: pathlib.Path
+
+    @property
+    def server_binary(self) -> pathlib.Path:
+        return self.root / "bin" / "tritonserver"
+
+    @property
+    def backends_dir(self) -> pathlib.Path:
+        return self.root / "backends"
+
+    @property
+    def bundled_libs_dir(self) -> pathlib.Path:
+        # auditwheel puts the shared libraries next to the package directory.
+        return self.root.parent.parent / "nvidia_pytriton.libs"
+
+    def stub_for(self, python_version: str) -> pathlib.Path:
+        return self.root / "python_backend_stubs" / python_version / "triton_python_backend_stub"
+
+    def available_backends(self) -> tuple[str, ...]:
+        """Backend names this server can load, e.g. ('ensemble', 'python')."""
+        shipped = sorted(p.name for p in self.backends_dir.iterdir() if p.is_dir())
+        return tuple(sorted(set(shipped) | set(BUILT_IN_BACKENDS)))
+
+
+def find_triton_install() -> TritonInstall:
+    """Locate the Triton server inside the installed nvidia-pytriton wheel."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or spec.origin is None:
+        raise LocalEndpointError(
+            "the Triton server comes from the PyPI package nvidia-pytriton, which is not installed "
+            f"in this Python ({sys.executable}); run scripts/bootstrap.sh (it installs "
+            "nvidia-pytriton==0.7.0) and try again"
+        )
+    install = TritonInstall(pathlib.Path(spec.origin).parent / "tritonserver")
+    if not install.server_binary.is_file():
+        raise LocalEndpointError(
+            f"nvidia-pytriton is installed but {install.server_binary} is missing; "
+            "reinstall it (scripts/bootstrap.sh)"
+        )
+    return install
+
+
+def prepare_backend_directory(install: TritonInstall, destination: pathlib.Path) -> pathlib.Path:
+    """Build a `--backend-directory` whose python backend has this Python's stub.
+
+    Every shipped backend is linked as is; the python backend gets its library
+    and utilities linked file by file plus the stub for the running Python.
+    Returns `destination`.
+    """
+    python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = install.stub_for(python_version)
+    if not stub.is_file():
+        shipped = sorted(p.name for p in (install.root / "python_backend_stubs").iterdir())
+        raise LocalEndpointError(
+            f"nvidia-pytriton has no Python backend stub for Python {python_version} "
+            f"(it ships stubs for {', '.join(shipped)}); run the local endpoint with one of those "
+            "Python versions (the project pins 3.11)"
+        )
+    destination.mkdir(parents=True, exist_ok=True)
+    for backend in install.backends_dir.iterdir():
+        if not backend.is_dir():
+            continue
+        target = destination / backend.name
+        if backend.name != "python":
+            _symlink(backend, target)
+            continue
+        target.mkdir(exist_ok=True)
+        for item in backend.iterdir():
+            if item.is_file():
+                _symlink(item, target / item.name)
+        _symlink(stub, target / stub.name)
+    return destination
+
+
+def server_process_environment(install: TritonInstall, extra: dict[str, str]) -> dict[str, str]:
+    """The environment for `tritonserver`: ours, plus `extra`, plus two paths.
+
+    - The stub embeds libpython and finds its prefix by looking up `python3`
+      on PATH; putting this interpreter's bin directory first makes the model
+      code see this virtualenv's site-packages (numpy, torch, transformers).
+    - Libraries the backends open by name at run time resolve against the
+      wheel's bundled libraries, as PyTriton arranges it too.
+    """
+    # Only the given container environment counts, not SAGEMAKER_* variables
+    # that happen to be set in the user's shell.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGEMAKER_")}
+    env.update(extra)
+    interpreter_bin = pathlib.Path(sys.prefix) / "bin"
+    env["PATH"] = os.pathsep.join([str(interpreter_bin), env.get("PATH", "")])
+    library_path = [str(install.bundled_libs_dir)]
+    if env.get("LD_LIBRARY_PATH"):
+        library_path.append(env["LD_LIBRARY_PATH"])
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)
+    return env
+
+
+def _symlink(source: pathlib.Path, link: pathlib.Path) -> None:
+    if link.is_symlink() or link.exists():
+        if link.is_symlink() and link.resolve() == source.resolve():
+            return
+        link.unlink()
+    link.symlink_to(source)
