@@ -17,7 +17,8 @@ def unknown_name(path: str, name: str, known: Mapping[str, object], what: str) -
     return Problem(path, describe(name), f"a name declared under {what}: ({', '.join(known) or 'none'})", fix)
 
 
-def model_rules(models: Mapping[str, ModelSpec]) -> list[Problem]:
+def model_rules(models: Mapping[str, ModelSpec], declared: set[str]) -> list[Problem]:
+    """``declared`` holds every name written under models:, parsed or not (no cascade of errors)."""
     out: list[Problem] = []
     for name, model in models.items():
         if model.ensemble is None:
@@ -26,7 +27,7 @@ def model_rules(models: Mapping[str, ModelSpec]) -> list[Problem]:
             path = f"models.{name}.ensemble.steps[{i}].model"
             if step.model == name:
                 out.append(Problem(path, describe(step.model), "another declared model", "an ensemble cannot call itself"))
-            elif step.model not in models:
+            elif step.model not in declared:
                 out.append(unknown_name(path, step.model, models, "models"))
     return out
 
@@ -48,13 +49,14 @@ def served_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> li
     return list(seen.values())
 
 
-def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str) -> list[Problem]:
+def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str,
+                   declared: set[str]) -> list[Problem]:
     out: list[Problem] = []
     if not ep.models:
         out.append(Problem(f"{path}.models", "an empty list", "one or more declared model names",
                            "list the models this endpoint serves"))
     for i, name in enumerate(ep.models):
-        if name not in models:
+        if name not in declared:
             out.append(unknown_name(f"{path}.models[{i}]", name, models, "models"))
     sme = ep.kind is EndpointKind.SINGLE_MODEL
     served = served_models(ep, models)

@@ -19,6 +19,12 @@ import re
 DEFAULT_SPEC = "triton.yaml"
 TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
+REQUIRED_TOP = {
+    "triton_version": 'a sagemaker-tritonserver tag in quotes, e.g. "25.04"',
+    "models": "a mapping of model name: settings",
+    "endpoints": "a mapping of endpoint name: settings",
+    "environments": "a mapping of environment name: settings",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,9 +72,9 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
         raise SpecError(str(path), [Problem("(top level)", describe(raw), "a mapping with " + ", ".join(TOP_KEYS),
                                             "start from examples/ or the README")])
     check_keys(raw, TOP_KEYS, "", problems)
-    for key in ("triton_version", "models", "endpoints", "environments"):
+    for key, allowed in REQUIRED_TOP.items():
         if key not in raw:
-            problems.append(Problem(key, "nothing (the key is missing)", "a value", f"add '{key}:' at the top level"))
+            problems.append(Problem(key, "nothing (the key is missing)", allowed, f"add '{key}:' at the top level"))
     project = parse_value(str, raw.get("project", "Triton"), "project", problems,
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
     version = parse_value(str, raw.get("triton_version", "25.04"), "triton_version", problems, {})
@@ -77,13 +83,18 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
                                 f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
                                 "pick one of those tags"))
     models = _named(raw.get("models", {}), "models", ModelSpec, problems)
+    # Names written under models: even if their body is invalid; with no models: at all,
+    # references are not checked (one "missing models" problem says it all).
+    models_raw = raw.get("models")
+    declared = set(models_raw) if isinstance(models_raw, dict) else None
     endpoints = _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems)
-    problems += rules.model_rules(models)
+    if declared is not None:
+        problems += rules.model_rules(models, declared)
     base: list[Problem] = []
     for name, ep in endpoints.items():
-        base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version)
+        base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version, declared or set(ep.models))
     problems += base
-    environments = _environments(raw, endpoints, models, version, problems, base)
+    environments = _environments(raw, endpoints, models, version, problems, base, declared)
     if problems:
         raise SpecError(str(path), _dedupe(problems))
     return Spec(project, version, models, endpoints, environments, path.resolve())
@@ -105,7 +116,8 @@ def _named(raw: Any, section: str, cls: type, problems: list[Problem]) -> dict[s
 
 
 def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
-                  problems: list[Problem], base: list[Problem]) -> dict[str, EnvironmentSpec]:
+                  problems: list[Problem], base: list[Problem], declared: set[str] | None
+                  ) -> dict[str, EnvironmentSpec]:
     envs_raw = raw.get("environments", {})
     if not isinstance(envs_raw, dict) or not envs_raw:
         problems.append(Problem("environments", describe(envs_raw), "a mapping with at least one environment",
@@ -126,14 +138,14 @@ def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[st
             continue
         problems += rules.environment_rules(path, env, version)
         resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
-                                    problems, base_text)
+                                    problems, base_text, declared)
         out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
     return out
 
 
 def _apply_overrides(path: str, overrides: Any, endpoints_raw: Any, endpoints: dict[str, EndpointSpec],
                      models: dict[str, ModelSpec], version: str, problems: list[Problem],
-                     base_text: set[str]) -> dict[str, EndpointSpec]:
+                     base_text: set[str], declared: set[str] | None) -> dict[str, EndpointSpec]:
     opath = f"{path}.overrides"
     if not isinstance(overrides, dict):
         problems.append(Problem(opath, describe(overrides), "a mapping with endpoints:", "write overrides: {endpoints: {...}}"))
@@ -156,7 +168,7 @@ def _apply_overrides(path: str, overrides: Any, endpoints_raw: Any, endpoints: d
         ep = parse_dataclass(EndpointSpec, merged_raw, f"endpoints.{ep_name}", found)
         if ep is not None:
             ep = dataclasses.replace(ep, name=ep_name)
-            found += rules.endpoint_rules(f"endpoints.{ep_name}", ep, models, version)
+            found += rules.endpoint_rules(f"endpoints.{ep_name}", ep, models, version, declared or set(ep.models))
             resolved[ep_name] = ep
         for p in found:
             if str(p) not in base_text:  # only what this environment's override causes

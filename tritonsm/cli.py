@@ -17,10 +17,15 @@ class UserError(Exception):
 
 def cmd_validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    n_env = len(spec.environments)
-    print(f"{args.spec}: valid ({len(spec.models)} models, {len(spec.endpoints)} endpoints, "
-          f"{n_env} environments: {', '.join(spec.environments)}; Triton {spec.triton_version})")
+    print(f"{args.spec}: valid ({_count(spec.models, 'model')}, {_count(spec.endpoints, 'endpoint')}, "
+          f"{_count(spec.environments, 'environment')}: {', '.join(spec.environments)}; "
+          f"Triton {spec.triton_version})")
     return 0
+
+
+def _count(items: object, noun: str) -> str:
+    n = len(items)  # type: ignore[arg-type]
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _lazy(module: str, func: str) -> Callable[[argparse.Namespace], int]:

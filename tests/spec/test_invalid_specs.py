@@ -1,0 +1,201 @@
+"""Every invalid spec is rejected with one message naming the field, the value, what is allowed and the fix.
+
+Each case mutates a copy of the default spec (triton.yaml) in one way.
+"""
+import copy
+import pathlib
+
+import pytest
+import yaml
+
+from deployment_spec import SpecError
+from deployment_spec.spec import parse_spec
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+BASE = yaml.safe_load((ROOT / "triton.yaml").read_text())
+
+
+def _set(path: str, value):
+    """A mutation that sets the dotted ``path`` (``a.b.c``) of the raw spec to ``value``."""
+    def mutate(raw):
+        *parents, leaf = path.split(".")
+        for key in parents:
+            raw = raw[key]
+        raw[leaf] = value
+    return mutate
+
+
+def _both(*mutations):
+    def mutate(raw):
+        for m in mutations:
+            m(raw)
+    return mutate
+
+
+def _add_model(name, like):
+    return lambda raw: raw["models"].__setitem__(name, copy.deepcopy(raw["models"][like]))
+
+
+def _step_model(index, name):
+    return lambda raw: raw["models"]["text-classifier"]["ensemble"]["steps"][index].__setitem__("model", name)
+
+
+CASES = {
+    "unknown key, closest suggested": (
+        _set("models.bert.max_batch_sise", 4),
+        "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "
+        "max_batch_size, sequence_length, dynamic_batching, instance_groups, precision, onnxruntime, tensorrt, "
+        "python, ensemble, copies, warmup, tolerance; fix: did you mean 'max_batch_size'?"),
+    "quoted integer": (
+        _set("models.bert.max_batch_size", "16"),
+        "models.bert.max_batch_size: got '16'; allowed: an integer from 0 to 4096; fix: write an integer without quotes"),
+    "unquoted version parsed as a number": (
+        _set("triton_version", 25.04),
+        'triton_version: got 25.04 (not a string); allowed: a string; fix: quote the value: "25.04"'),
+    "unknown Triton release": (
+        _set("triton_version", "24.12"),
+        "triton_version: got '24.12'; allowed: a sagemaker-tritonserver release of the SageMaker SDK "
+        "(23.12, 24.01, 24.03, 24.05, 24.09, 25.04, 25.09, 26.05); fix: pick one of those tags"),
+    "min above max": (
+        _both(_set("endpoints.vision-nlp.scaling.min_instances", 5), _set("endpoints.vision-nlp.scaling.max_instances", 2)),
+        "endpoints.vision-nlp.scaling.max_instances: got 2; allowed: an integer >= min_instances (5); "
+        "fix: raise max_instances or lower min_instances"),
+    "initial outside the scaling range": (
+        _set("endpoints.vision-nlp.initial_instances", 9),
+        "endpoints.vision-nlp.initial_instances: got 9; allowed: an integer within "
+        "scaling.min_instances..scaling.max_instances (1..4); fix: move initial_instances into that range or widen the range"),
+    "burstable type with auto-scaling": (
+        _set("endpoints.classifier.instance_type", "ml.t2.medium"),
+        "endpoints.classifier.scaling: got auto-scaling on ml.t2.medium; allowed: no auto-scaling on burstable ml.t* "
+        "types; fix: remove scaling or use a non-burstable type such as ml.c5.xlarge"),
+    "SME with two models and no default": (
+        _set("endpoints.classifier.models", ["text-classifier", "resnet50"]),
+        "endpoints.classifier.default_model: got nothing; allowed: one of text-classifier, resnet50; fix: a "
+        "single-model endpoint with several models needs default_model (it becomes SAGEMAKER_TRITON_DEFAULT_MODEL_NAME)"),
+    "ensemble step names an undeclared model": (
+        _step_model(1, "bret"),
+        "models.text-classifier.ensemble.steps[1].model: got 'bret'; allowed: a name declared under models: "
+        "(resnet50, bert, preprocess, text-classifier); fix: did you mean 'bert'?"),
+    "model name not a Triton name / S3 key segment": (
+        _add_model("bert/v2", "bert"),
+        "models.bert/v2: got the name 'bert/v2'; allowed: 1-63 letters, digits, '-' or '_', starting with a letter "
+        "or digit; fix: rename it"),
+    "renamed copy clashes with another model on the endpoint": (
+        _both(_set("models.resnet50.copies", 2), _add_model("resnet50-1", "bert"),
+              _set("endpoints.vision-nlp.models", ["resnet50", "bert", "resnet50-1"])),
+        "endpoints.vision-nlp.models: got the Triton name 'resnet50-1' from both resnet50 and resnet50-1; "
+        "allowed: unique Triton model names per endpoint; fix: rename one model or change its copies"),
+    "MME on an instance family without multi-model support": (
+        _set("endpoints.vision-nlp.instance_type", "ml.g6.xlarge"),
+        "endpoints.vision-nlp.instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family "
+        "(g4dn, g5, p3, c5, c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint "
+        "single-model"),
+    "MME on a multi-GPU type": (
+        _set("endpoints.vision-nlp.instance_type", "ml.g5.12xlarge"),
+        "endpoints.vision-nlp.instance_type: got 'ml.g5.12xlarge'; allowed: a single-GPU instance type for a "
+        "multi-model endpoint; fix: use a single-GPU size such as ml.g5.2xlarge"),
+    "Triton version absent from the region": (
+        _both(_set("triton_version", "26.05"), _set("environments.dev.region", "cn-north-1")),
+        "environments.dev.region: got 'cn-north-1'; allowed: a region with sagemaker-tritonserver:26.05-py3 "
+        "(af-south-1, ap-east-1, ap-east-2, ap-northeast-1, ap-northeast-2, ap-northeast-3, ap-south-1, ap-south-2, "
+        "ap-southeast-1, ap-southeast-2, ap-southeast-3, ap-southeast-4, ap-southeast-5, ap-southeast-6, "
+        "ap-southeast-7, ca-central-1, ca-west-1, eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, "
+        "eu-west-1, eu-west-2, eu-west-3, il-central-1, me-central-1, me-south-1, mx-central-1, sa-east-1, "
+        "us-east-1, us-east-2, us-west-1, us-west-2); fix: choose one of those regions or another triton_version"),
+    "enum typo": (
+        _set("models.bert.backend", "onnx-runtime"),
+        "models.bert.backend: got 'onnx-runtime'; allowed: tensorrt, onnxruntime, pytorch, python, ensemble; "
+        "fix: did you mean 'onnxruntime'?"),
+    "environment override breaks a cross-field rule": (
+        _set("environments.prod.overrides.endpoints.vision-nlp.scaling.max_instances", 1),
+        "environments.prod.overrides.endpoints.vision-nlp.scaling.max_instances: got 1; allowed: an integer >= "
+        "min_instances (2); fix: raise max_instances or lower min_instances"),
+    "override names an unknown endpoint": (
+        _set("environments.prod.overrides.endpoints.clasifier", {}),
+        "environments.prod.overrides.endpoints.clasifier: got 'clasifier'; allowed: a name declared under "
+        "endpoints: (vision-nlp, classifier); fix: did you mean 'classifier'?"),
+    "account without region": (
+        _both(_set("environments.dev.account", "123456789012"), _set("environments.dev.region", None)),
+        "environments.dev.region: got nothing; allowed: a region whenever account is set; fix: add region, or "
+        "remove account for an environment-agnostic stage"),
+    "unquoted account ID": (
+        _set("environments.dev.account", 123456789012),
+        'environments.dev.account: got 123456789012 (not a string); allowed: a string; fix: quote the value: '
+        '"123456789012"'),
+    "two sources": (
+        _set("models.bert.source.onnx", "model.onnx"),
+        "models.bert.source: got 2 sources (recipe, onnx); allowed: exactly one of recipe, onnx, torchscript, "
+        "python_dir; fix: keep one source key"),
+    "recipe served by a backend it cannot feed": (
+        _set("models.preprocess.backend", "onnxruntime"),
+        "models.preprocess.backend: got 'onnxruntime'; allowed: python for recipe text-preprocess; "
+        "fix: set backend to python"),
+    "preferred batch size above max_batch_size": (
+        _set("models.bert.dynamic_batching.preferred_batch_sizes", [4, 64]),
+        "models.bert.dynamic_batching.preferred_batch_sizes: got [64]; allowed: sizes <= max_batch_size (16); "
+        "fix: lower them or raise max_batch_size"),
+    "renamed copies on a single-model endpoint": (
+        _set("models.preprocess.copies", 2),
+        "models.preprocess.copies: got 2; allowed: 1 on a single-model endpoint (classifier); "
+        "fix: serve the copies from a multi-model endpoint"),
+    "missing top-level section": (
+        lambda raw: raw.pop("models"),
+        "models: got nothing (the key is missing); allowed: a mapping of model name: settings; "
+        "fix: add 'models:' at the top level"),
+    "environment name not a CDK stage id": (
+        _set("environments.prod-eu", {"region": "eu-west-1"}),
+        "environments.prod-eu: got the name 'prod-eu'; allowed: letters and digits, starting with a letter "
+        "(it names a CDK stage); fix: rename the environment"),
+    "volume size on an NVMe instance type": (
+        _set("endpoints.classifier.volume_size_gb", 100),
+        "endpoints.classifier.volume_size_gb: got 100; allowed: nothing on ml.g5.xlarge: it has local NVMe "
+        "storage; fix: remove volume_size_gb"),
+    "data capture on an MME": (
+        _set("endpoints.vision-nlp.data_capture", {"sampling_percent": 5}),
+        "endpoints.vision-nlp.data_capture: got a data capture setting; allowed: single-model endpoints only; "
+        "fix: remove data_capture or make the endpoint single-model"),
+    "linear step outside SageMaker's range": (
+        _set("endpoints.classifier.deployment", {"strategy": "linear", "linear_step_percent": 5}),
+        "endpoints.classifier.deployment.linear_step_percent: got 5; allowed: an integer from 10 to 50; "
+        "fix: set it within 10..50"),
+    "GPU utilization target on a CPU instance": (
+        _set("endpoints.classifier.scaling.gpu_utilization_target", 60),
+        "endpoints.classifier.scaling.gpu_utilization_target: got 60.0; allowed: nothing on the CPU instance type "
+        "ml.c5.xlarge; fix: remove it, or use cpu_utilization_target"),
+}
+CASES["GPU utilization target on a CPU instance"] = (
+    _both(_set("endpoints.classifier.instance_type", "ml.c5.xlarge"), CASES["GPU utilization target on a CPU instance"][0]),
+    CASES["GPU utilization target on a CPU instance"][1])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_invalid_spec_is_rejected_with_its_exact_message(name):
+    mutate, expected = CASES[name]
+    raw = copy.deepcopy(BASE)
+    mutate(raw)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, pathlib.Path("spec.yaml"))
+    # Exactly one problem, rendered with path, value, what is allowed and the fix.
+    assert str(caught.value) == f"spec.yaml: 1 problem\n  - {expected}"
+
+
+def test_every_problem_is_listed_at_once():
+    raw = copy.deepcopy(BASE)
+    _set("models.bert.max_batch_size", "16")(raw)
+    _set("endpoints.classifier.instance_type", "ml.t2.medium")(raw)
+    _set("triton_version", "24.12")(raw)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, pathlib.Path("spec.yaml"))
+    # Three unrelated mistakes come back together, in file order, under one header.
+    assert [p.path for p in caught.value.problems] == [
+        "triton_version", "models.bert.max_batch_size", "endpoints.classifier.scaling"]
+    assert str(caught.value).startswith("spec.yaml: 3 problems\n  - triton_version: got '24.12'")
+
+
+def test_an_invalid_model_body_does_not_cascade_into_reference_errors():
+    raw = copy.deepcopy(BASE)
+    _set("models.bert.backend", "onnx-runtime")(raw)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, pathlib.Path("spec.yaml"))
+    # The endpoint and the ensemble still name 'bert'; only the real mistake is reported.
+    assert len(caught.value.problems) == 1
