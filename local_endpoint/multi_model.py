@@ -1,0 +1,157 @@
+"""A local multi-model endpoint (MME): several tarballs behind SageMaker's front door."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import tempfile
+
+from local_endpoint import archive, backends
+from local_endpoint.errors import LocalEndpointError, TarballError
+from local_endpoint.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.mme_front_door import FrontDoor
+from local_endpoint.model_cache import MultiModelCache
+from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint.serve_flags import MME, validate_environment
+from local_endpoint.server_process import TritonProcess
+from local_endpoint.triton_install import find_triton_install
+
+DEFAULT_STARTUP_TIMEOUT = 60.0
+
+
+class MultiModelEndpoint:
+    """Triton in SageMaker MME mode, with SageMaker's model loading emulated in front.
+
+    Triton starts on an empty repository and a private port, as the container
+    does with SAGEMAKER_MULTI_MODEL=true. A front door on `port` accepts
+    `POST /invocations` with `X-Amzn-SageMaker-Target-Model: <name>.tar.gz`,
+    loads that tarball on first use and evicts the least recently used model
+    beyond `capacity` (see `model_cache`).
+
+    Args:
+        tarballs: The model archives; each is addressed by its file name.
+        env: The container environment. Defaults to none.
+        port: The front door's port. Defaults to a free port.
+        capacity: Most models loaded at once. Defaults to no limit.
+        log_file: Where the Triton log goes. Defaults to a file under the
+            temp directory (`tritonsm-logs/`).
+        startup_timeout: Seconds to wait for Triton's `/ping`.
+    """
+
+    def __init__(
+        self,
+        tarballs: list[pathlib.Path],
+        *,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        capacity: int | None = None,
+        log_file: pathlib.Path | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    ) -> None:
+        self.tarballs = [pathlib.Path(t) for t in tarballs]
+        self.env = dict(env or {})
+        self.capacity = capacity
+        self._requested_port = port
+        self._requested_log = log_file
+        self.startup_timeout = startup_timeout
+        self.port: int | None = None
+        self.log_path: pathlib.Path | None = None
+        self.cache: MultiModelCache | None = None
+        self._work_dir: pathlib.Path | None = None
+        self._process: TritonProcess | None = None
+        self._front_door: FrontDoor | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def server_pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def target_models(self) -> list[str]:
+        return sorted(t.name for t in self.tarballs)
+
+    def start(self) -> MultiModelEndpoint:
+        validate_environment(self.env)
+        if self.capacity is not None and self.capacity < 1:
+            raise LocalEndpointError(
+                f"MME capacity {self.capacity} must be at least 1 (models loaded at once); "
+                "leave it out for no limit"
+            )
+        archives = self._check_archives()
+        if self._requested_port is None:
+            self.port = free_port()
+        else:
+            ensure_port_free(self._requested_port)
+            self.port = self._requested_port
+        self.log_path = self._requested_log or default_log_path(MME, self.port)
+        self._work_dir = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-mme-"))
+        try:
+            # The container's dummy repository (/tmp/sagemaker): models arrive via /models.
+            empty_repository = self._work_dir / "empty-repository"
+            empty_repository.mkdir()
+            triton_port = free_port()
+            self._process = start_sagemaker_triton(
+                install=find_triton_install(),
+                mode=MME,
+                repository=empty_repository,
+                port=triton_port,
+                env=self.env,
+                default_model=None,
+                work_dir=self._work_dir,
+                log_path=self.log_path,
+                startup_timeout=self.startup_timeout,
+            )
+            self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity)
+            self._front_door = FrontDoor(self.port, self.cache, str(self.log_path))
+            self._front_door.start_in_background()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def check_running(self) -> None:
+        """Raise ServerCrashedError, with the log tail, if Triton died."""
+        if self._process is not None:
+            self._process.check_running()
+
+    def stop(self) -> None:
+        """Stop the front door and Triton, delete unpacked models. Safe to call twice."""
+        if self._front_door is not None:
+            self._front_door.stop()
+            self._front_door = None
+        if self._process is not None:
+            self._process.stop()
+        if self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+            self._work_dir = None
+
+    def __enter__(self) -> MultiModelEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _check_archives(self) -> dict[str, pathlib.Path]:
+        """Every tarball readable, uniquely named, and loadable by the local server."""
+        if not self.tarballs:
+            raise TarballError("a multi-model endpoint needs at least one model archive (.tar.gz)")
+        archives: dict[str, pathlib.Path] = {}
+        for tarball in self.tarballs:
+            archive.check_tarball_path(tarball)
+            if tarball.name in archives:
+                raise TarballError(
+                    f"model archives {archives[tarball.name]} and {tarball} share the name "
+                    f"{tarball.name!r}, the target model clients use; rename one of them"
+                )
+            archives[tarball.name] = tarball
+        available = find_triton_install().available_backends()
+        problems = []
+        for tarball in self.tarballs:
+            listing = backends.list_archive_models(tarball)
+            root = backends.mme_root_model(listing)
+            problems += backends.check_backends(backends.models_to_load(listing, tarball, root), tarball, available)
+        backends.raise_if_unsupported(problems, available)
+        return archives
