@@ -1,0 +1,78 @@
+"""Measured capacity: the highest requests/s one instance sustains under the latency SLA.
+
+`tritonsm bench load --record` writes ``capacity.json`` (commit it: it is reviewed like
+code, and `cdk diff` shows the scaling target it moves). The CDK app derives the
+SageMakerVariantInvocationsPerInstance target from it when the spec gives neither
+``scaling.invocations_target`` nor ``scaling.max_rps_per_instance``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from typing import Optional
+
+from deployment_spec.endpoint import EndpointSpec
+
+DEFAULT_CAPACITY = pathlib.Path("capacity.json")
+SCHEMA_VERSION = 1
+
+
+class CapacityError(ValueError):
+    """capacity.json is unreadable or malformed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    max_rps_per_instance: float
+    latency_sla_ms: float
+    p99_ms: float
+    measured_on: str          # where the load test ran, e.g. "local CPU (2 cores)" or "ml.g5.xlarge"
+    command: str              # how to repeat it
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    value: float
+    source: str               # "spec: invocations_target", "spec: max_rps_per_instance", "capacity.json: ..."
+
+
+def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Measurement]:
+    """Endpoint name -> measurement; an absent file means no measurements."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+        if raw.get("schema") != SCHEMA_VERSION:
+            raise CapacityError(f"{path}: schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
+                                "rerun `tritonsm bench load --record`")
+        return {name: Measurement(**body) for name, body in raw["endpoints"].items()}
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise CapacityError(f"{path}: malformed capacity file ({exc}); rerun `tritonsm bench load --record` "
+                            "or delete the file") from None
+
+
+def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
+    body = {"schema": SCHEMA_VERSION,
+            "endpoints": {k: dataclasses.asdict(v) for k, v in sorted(measurements.items())}}
+    tmp = pathlib.Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def invocations_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Optional[Target]:
+    """The invocations-per-instance target: the spec wins, then the measurement, else none."""
+    sc = endpoint.scaling
+    if sc is None:
+        return None
+    if sc.invocations_target is not None:
+        return Target(sc.invocations_target, "spec: scaling.invocations_target")
+    if sc.max_rps_per_instance is not None:
+        return Target(round(sc.max_rps_per_instance * 60 * sc.safety_factor, 2),
+                      f"spec: {sc.max_rps_per_instance} rps x 60 x {sc.safety_factor}")
+    m = capacity.get(endpoint.name)
+    if m is None:
+        return None
+    return Target(round(m.max_rps_per_instance * 60 * sc.safety_factor, 2),
+                  f"capacity.json: {m.max_rps_per_instance} rps measured on {m.measured_on} x 60 x {sc.safety_factor}")
