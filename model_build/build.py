@@ -1,0 +1,226 @@
+"""``tritonsm build``: every spec model -> cached model directory -> endpoint tarballs -> manifest.
+
+Order of work: hash the inputs of every model (cheap, no torch), rebuild only models whose hash
+has no cached result, pack only tarballs whose models changed, and write the manifest only if
+its content changed. A second build of an unchanged spec therefore imports no torch, writes no
+file and takes well under two seconds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import time
+from typing import Callable, Iterable, Optional
+
+from deployment_spec import Spec
+from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
+from deployment_spec.model import Backend, ModelSpec
+from model_build import archive, hashing, packaging
+from model_build.errors import BuildError, ToolUnavailable
+
+MANIFEST = "manifest.json"
+
+
+@dataclasses.dataclass
+class Report:
+    built: list[str] = dataclasses.field(default_factory=list)
+    cached: list[str] = dataclasses.field(default_factory=list)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)      # model -> error
+    unavailable: dict[str, str] = dataclasses.field(default_factory=dict)  # model -> why it cannot build here
+    not_requested: list[str] = dataclasses.field(default_factory=list)
+    endpoints_skipped: dict[str, str] = dataclasses.field(default_factory=dict)
+    written: list[str] = dataclasses.field(default_factory=list)          # files (re)written in out/
+    requested: tuple[str, ...] = ()
+
+    def exit_code(self) -> int:
+        """1 when a model failed, or a model asked for by name could not be built here; else 0."""
+        if self.failed or any(m in self.unavailable for m in self.requested):
+            return 1
+        return 0
+
+
+def build_order(spec: Spec) -> list[ModelSpec]:
+    """Ensemble steps before their ensembles; otherwise spec order."""
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        model = spec.models[name]
+        for step in (model.ensemble.steps if model.ensemble else ()):
+            visit(step.model)
+        order.append(name)
+
+    for name in spec.models:
+        visit(name)
+    return [spec.models[n] for n in order]
+
+
+def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable) -> dict[str, str]:
+    code = hashing.code_version()
+    tools = hashing.tool_versions()
+    out: dict[str, str] = {}
+    for model in build_order(spec):
+        entry = hashing.plain(model)
+        entry.pop("copies")  # copies are renamed at packing time; the model directory is the same
+        parts = [("spec", entry), ("triton_version", spec.triton_version), ("code", code), ("tools", tools),
+                 ("sources", _source_hashes(spec, model, hasher))]
+        if model.ensemble:
+            parts.append(("steps", {s.model: out[s.model] for s in model.ensemble.steps}))
+        if model.source and model.source.recipe == "text-preprocess":
+            # its output type follows the ensembles it feeds (int32 for TensorRT classifiers)
+            parts.append(("consumers", sorted((m.name, m.backend.value) for m in spec.models.values())))
+        if model.backend is Backend.TENSORRT:
+            tc = toolchain()
+            parts.append(("gpu", tc.gpu.compute_capability if tc.gpu else None))
+        out[model.name] = hashing.combine(parts)
+    return out
+
+
+def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> dict[str, str]:
+    out = {}
+    src = model.source
+    for key in ("onnx", "torchscript", "python_dir"):
+        value = getattr(src, key, None) if src else None
+        if value:
+            path = (spec.root / value).resolve()
+            out[key] = hasher.tree(path) if path.exists() else "missing"
+    if src and src.recipe and ":" in src.recipe:
+        out["recipe_module"] = hasher.module(src.recipe.split(":", 1)[0])
+    for key, value in (("weights", model.weights),
+                       ("execution_env", model.python.execution_env if model.python else None)):
+        if value:
+            path = (spec.root / value).resolve()
+            out[key] = hasher.tree(path) if path.exists() else "missing"
+    return out
+
+
+def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
+        force: bool = False, log: Callable[[str], None] = print) -> Report:
+    requested = tuple(requested)
+    report = Report(requested=requested)
+    selected = _selected(spec, requested)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    toolchain = _lazy_toolchain()
+    hasher = hashing.FileHasher(work_dir / "file-hashes.json")
+    hashes = build_hashes(spec, hasher, toolchain)
+    hasher.save()
+
+    from model_build import model_builder  # no torch here; recipes import it when they run
+    ctx = model_builder.Context(spec, work_dir, log, toolchain)
+    dirs: dict[str, pathlib.Path] = {}
+    entries: dict[str, ModelEntry] = {}
+    order = build_order(spec)
+    for i, model in enumerate(order, 1):
+        name = model.name
+        cached = None if (force and name in selected) else model_builder.load_cached(work_dir, name, hashes[name])
+        if cached:
+            dirs[name], entries[name] = cached
+            report.cached.append(name)
+            continue
+        if name not in selected:
+            report.not_requested.append(name)
+            continue
+        missing_steps = [s.model for s in model.ensemble.steps if s.model not in entries] if model.ensemble else []
+        if missing_steps:
+            report.failed[name] = f"model {name}: not built because its step(s) {', '.join(missing_steps)} failed"
+            log(f"[{i}/{len(order)}] {name}: skipped (steps {', '.join(missing_steps)} not built)")
+            continue
+        log(f"[{i}/{len(order)}] {name}: building ({model.backend.value})")
+        start = time.monotonic()
+        try:
+            dirs[name], entries[name] = model_builder.build_model(ctx, model, hashes[name], entries)
+        except ToolUnavailable as exc:
+            report.unavailable[name] = str(exc)
+            log(f"[{i}/{len(order)}] {name}: cannot be built on this machine: {exc}")
+            continue
+        except BuildError as exc:
+            report.failed[name] = str(exc)
+            log(f"[{i}/{len(order)}] {name}: FAILED: {exc}")
+            continue
+        report.built.append(name)
+        log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
+
+    manifest = _package(spec, out_dir, dirs, entries, report, log)
+    _write_manifest(out_dir, manifest, report)
+    return report
+
+
+def _selected(spec: Spec, requested: tuple[str, ...]) -> set[str]:
+    if not requested:
+        return set(spec.models)
+    unknown = [n for n in requested if n not in spec.models]
+    if unknown:
+        from tritonsm.cli import UserError
+        raise UserError(f"--model {', '.join(unknown)}: not in {spec.path.name} "
+                        f"(models: {', '.join(spec.models)})")
+    out: set[str] = set()
+    for name in requested:
+        out |= {name, *packaging._steps(spec, name)}
+    return out
+
+
+def _lazy_toolchain() -> Callable:
+    def get():
+        from model_build.tensorrt import gpu
+        return gpu.detect()
+    return get
+
+
+def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, log) -> Manifest:
+    old = _old_manifest(out_dir)
+    models: dict[str, ModelEntry] = {}
+    for name, entry in entries.items():
+        for triton_name in spec.models[name].triton_names():
+            models[triton_name] = dataclasses.replace(entry, name=triton_name)
+    endpoints: dict[str, EndpointArtifacts] = {}
+    for ep_name, endpoint in spec.endpoints.items():
+        planned = packaging.plan(spec, endpoint)
+        missing = sorted({m for p in planned for _, m in p.members if m not in dirs})
+        if missing:
+            report.endpoints_skipped[ep_name] = f"models not built: {', '.join(missing)}"
+            log(f"endpoint {ep_name}: not packed (models not built: {', '.join(missing)})")
+            continue
+        try:
+            packaging.check_endpoint(endpoint, planned)
+        except BuildError as exc:
+            report.failed[ep_name] = str(exc)
+            continue
+        default = packaging.default_model(spec, endpoint)
+        artifacts = []
+        for p in planned:
+            old_ep = old.endpoints.get(ep_name) if old else None
+            found = packaging.reusable(old_ep, endpoint, default, p, old.models if old else {}, models, out_dir)
+            if found is None:
+                start = time.monotonic()
+                found = packaging.pack(out_dir, p, dirs)
+                report.written.append(found.file)
+                log(f"endpoint {ep_name}: packed {found.file} ({found.size / 1e6:.1f} MB, "
+                    f"{time.monotonic() - start:.1f} s)")
+            artifacts.append(found)
+        endpoints[ep_name] = EndpointArtifacts(endpoint.kind.value, tuple(artifacts), default)
+    return Manifest(spec.triton_version, models, endpoints, root=out_dir)
+
+
+def _old_manifest(out_dir: pathlib.Path) -> Optional[Manifest]:
+    try:
+        return load_manifest(out_dir / MANIFEST)
+    except ManifestError:
+        return None
+
+
+def _write_manifest(out_dir: pathlib.Path, manifest: Manifest, report: Report) -> None:
+    path = out_dir / MANIFEST
+    text = manifest.to_json()
+    old = _old_manifest(out_dir)  # read before it is replaced: it names the tarballs now superseded
+    if not path.is_file() or path.read_text() != text:
+        archive.write_text_atomic(path, text)
+        report.written.append(MANIFEST)
+    # Tarballs the previous manifest listed and this one does not: superseded content.
+    keep = {a.file for ep in manifest.endpoints.values() for a in ep.artifacts}
+    for ep in (old.endpoints.values() if old else ()):
+        for artifact in ep.artifacts:
+            stale = out_dir / artifact.file
+            if artifact.file not in keep and stale.is_file() and stale.parent == out_dir:
+                stale.unlink()

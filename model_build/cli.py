@@ -1,0 +1,45 @@
+"""``tritonsm build``: argument definitions (no heavy imports) and the run function."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+DEFAULT_OUT = "assets"
+DEFAULT_WORK = ".tritonsm/build"
+
+
+def register(add) -> None:
+    p = add("build", "export, convert, verify and package every model of the spec into assets/ "
+                     "(Triton model repositories as .tar.gz, plus manifest.json)", run_build)
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="build only this model (and its ensemble steps); repeatable. Fails if it cannot be "
+                        "built on this machine (e.g. TensorRT without a GPU)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"folder for tarballs and manifest.json (default: {DEFAULT_OUT})")
+    p.add_argument("--work-dir", default=DEFAULT_WORK,
+                   help=f"cache of built model directories, keyed by input hash (default: {DEFAULT_WORK})")
+    p.add_argument("--force", action="store_true", help="rebuild the selected models even if their inputs are unchanged")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from deployment_spec import load_spec
+    from model_build import build
+
+    start = time.monotonic()
+    spec = load_spec(args.spec)
+    report = build.run(spec, pathlib.Path(args.out), pathlib.Path(args.work_dir), args.model, args.force,
+                       log=_log)
+    for name, why in report.unavailable.items():
+        _log(f"not built here: {why}")
+    for name, why in report.failed.items():
+        print(f"error: {why}", file=sys.stderr, flush=True)
+    summary = (f"build: {len(report.built)} built, {len(report.cached)} unchanged, "
+               f"{len(report.unavailable)} not buildable here, {len(report.failed)} failed; "
+               f"{len(report.written)} file(s) written to {args.out}/ in {time.monotonic() - start:.1f} s")
+    _log(summary)
+    return report.exit_code()
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)

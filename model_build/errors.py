@@ -1,0 +1,13 @@
+"""Build failures, each with a message that names the model, what went wrong and the fix."""
+from __future__ import annotations
+
+
+class BuildError(Exception):
+    """A model could not be built; printed without a traceback (exit code 1)."""
+
+
+class ToolUnavailable(BuildError):
+    """A build step needs something this machine lacks (an NVIDIA GPU, a Docker engine).
+
+    The other models still build; the command fails only if this model was asked for by name.
+    """

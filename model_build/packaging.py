@@ -1,0 +1,106 @@
+"""Endpoint artifacts: which model directories go into which tarball, and packing them.
+
+SME: one tarball per endpoint, one top-level directory per served model (ensemble + steps),
+never a bare config.pbtxt (FACTS §3.1). MME: one tarball per Triton model; renamed copies get
+their own directory name and config name; an ensemble travels with its steps (FACTS §3.2).
+File names are ``<name>-<sha256[:12]>.tar.gz``: new content, new name (never overwrite an S3 key).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from typing import Mapping, Optional
+
+from deployment_spec import Spec
+from deployment_spec.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
+from model_build import archive, checks, layout, model_config
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """One tarball to make: its name stem and (Triton name, spec model) per top-level directory."""
+
+    stem: str
+    members: tuple[tuple[str, str], ...]
+
+    @property
+    def triton_names(self) -> tuple[str, ...]:
+        return tuple(t for t, _ in self.members)
+
+
+def plan(spec: Spec, endpoint: EndpointSpec) -> list[Planned]:
+    if endpoint.kind is EndpointKind.SINGLE_MODEL:
+        members = tuple((t, m.name) for m in spec.served_models(endpoint) for t in m.triton_names())
+        return [Planned(endpoint.name, members)]
+    out = []
+    for name in endpoint.models:
+        model = spec.models[name]
+        steps = _steps(spec, name)
+        for triton_name in model.triton_names():
+            out.append(Planned(triton_name, ((triton_name, name),) + tuple((s, s) for s in steps)))
+    return out
+
+
+def _steps(spec: Spec, name: str) -> list[str]:
+    """All models an ensemble calls, depth first, each once."""
+    out: list[str] = []
+    model = spec.models[name]
+    for step in (model.ensemble.steps if model.ensemble else ()):
+        for found in [step.model] + _steps(spec, step.model):
+            if found not in out:
+                out.append(found)
+    return out
+
+
+def default_model(spec: Spec, endpoint: EndpointSpec) -> Optional[str]:
+    if endpoint.kind is not EndpointKind.SINGLE_MODEL:
+        return None
+    return endpoint.default_model or endpoint.models[0]
+
+
+def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path]) -> Artifact:
+    """Writes one deterministic tarball; returns its manifest record."""
+    tree, replace = {}, {}
+    for triton_name, spec_model in planned.members:
+        source = dirs[spec_model]
+        tree[triton_name] = source
+        if triton_name != spec_model:
+            text = (source / layout.CONFIG).read_text()
+            replace[f"{triton_name}/{layout.CONFIG}"] = model_config.renamed(text, triton_name).encode()
+    tmp = out_dir / f".{planned.stem}.partial.tar.gz"
+    try:
+        sha = archive.write_tarball(tmp, tree, replace)
+        final = out_dir / f"{planned.stem}-{sha[:12]}.tar.gz"
+        size = tmp.stat().st_size
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return Artifact(final.name, sha, size, planned.triton_names)
+
+
+def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: Optional[str], planned: Planned,
+             old_models: Mapping[str, ModelEntry], new_models: Mapping[str, ModelEntry],
+             out_dir: pathlib.Path) -> Optional[Artifact]:
+    """The previous build's tarball for ``planned`` if nothing in it changed (no re-pack, no rewrite)."""
+    if old is None or old.kind != endpoint.kind.value or old.default_model != default:
+        return None
+    for artifact in old.artifacts:
+        if artifact.models != planned.triton_names or not artifact.file.startswith(planned.stem + "-"):
+            continue
+        if any(t not in old_models or t not in new_models or old_models[t].build_hash != new_models[t].build_hash
+               for t in artifact.models):
+            return None
+        path = out_dir / artifact.file
+        if path.is_file() and path.stat().st_size == artifact.size:
+            return artifact
+    return None
+
+
+def check_endpoint(endpoint: EndpointSpec, planned: list[Planned]) -> None:
+    if endpoint.kind is EndpointKind.MULTI_MODEL:
+        checks.check_unique_names(endpoint.name, [p.stem for p in planned])
+    for p in planned:
+        checks.check_unique_names(endpoint.name, p.triton_names)

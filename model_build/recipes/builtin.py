@@ -1,0 +1,123 @@
+"""Built-in exportable recipes: BERT, RoBERTa and ResNet-50 at their real sizes, plus tiny variants.
+
+Weights come from the spec's ``weights`` directory (transformers ``from_pretrained``, offline)
+or are initialised from the architecture config with a fixed seed, so builds are reproducible
+and need no hub access.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import torch
+
+from deployment_spec.model import Backend, ModelSpec
+from model_build.recipes import ExportableModel, weights_dir
+
+DEFAULT_SEQUENCE = 128
+NUM_LABELS = 2
+TEXT = {
+    # recipe: (family, architecture sizes of the published checkpoint)
+    "bert-base": ("bert", dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                               intermediate_size=3072, max_position_embeddings=512)),
+    "bert-large": ("bert", dict(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                intermediate_size=4096, max_position_embeddings=512)),
+    "roberta-base": ("roberta", dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                     intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
+                                     pad_token_id=1)),
+    "roberta-large": ("roberta", dict(vocab_size=50265, hidden_size=1024, num_hidden_layers=24,
+                                      num_attention_heads=16, intermediate_size=4096, max_position_embeddings=514,
+                                      type_vocab_size=1, pad_token_id=1)),
+    "tiny-bert": ("bert", dict(vocab_size=1024, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=512)),
+    "tiny-roberta": ("roberta", dict(vocab_size=1024, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=514, type_vocab_size=1,
+                                     pad_token_id=1)),
+}
+VISION = {
+    "resnet50": dict(num_channels=3, embedding_size=64, hidden_sizes=[256, 512, 1024, 2048], depths=[3, 4, 6, 3],
+                     layer_type="bottleneck", num_labels=1000),
+    "tiny-resnet": dict(num_channels=3, embedding_size=8, hidden_sizes=[16, 32], depths=[1, 1],
+                        layer_type="basic", num_labels=10),
+}
+IMAGE_SIZE = 224
+
+
+class TextClassifier(torch.nn.Module):
+    """Named inputs passed as keywords: transformers 5 models reject positional export calls."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # int32 ids (TensorRT engines) are widened here, inside the graph.
+        return self.model(input_ids=input_ids.long(), attention_mask=attention_mask.long()).logits
+
+
+class ImageClassifier(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixel_values).logits
+
+
+def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
+    recipe = model.source.recipe
+    if recipe in TEXT:
+        return _text(model, root)
+    return _vision(model, root)
+
+
+def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
+    from transformers import AutoModelForSequenceClassification, BertConfig, RobertaConfig
+
+    recipe = model.source.recipe
+    family, sizes = TEXT[recipe]
+    weights = weights_dir(model, root)
+    if weights is not None:
+        net = AutoModelForSequenceClassification.from_pretrained(weights, local_files_only=True)
+        note = f"weights from {weights}"
+    else:
+        torch.manual_seed(0)
+        config = (BertConfig if family == "bert" else RobertaConfig)(num_labels=NUM_LABELS, **sizes)
+        net = AutoModelForSequenceClassification.from_config(config)
+        note = (f"no weights directory: {recipe} initialised with random weights from its architecture config "
+                f"({sizes['num_hidden_layers']} layers, hidden {sizes['hidden_size']}, seed 0)")
+    vocab = net.config.vocab_size
+    seq = model.sequence_length or DEFAULT_SEQUENCE
+    id_dtype = torch.int32 if model.backend is Backend.TENSORRT else torch.int64
+
+    def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
+        gen = torch.Generator().manual_seed(seed)
+        ids = torch.randint(5, vocab, (batch, seq), generator=gen, dtype=torch.int64)
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[0, seq // 2:] = 0  # one padded row, so the mask path is compared too
+        return {"input_ids": ids.to(id_dtype), "attention_mask": mask.to(id_dtype)}
+
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+            "logits": {0: "batch"}}
+    return ExportableModel(TextClassifier(net.eval()), sample(2, 0), ("input_ids", "attention_mask"), ("logits",),
+                           axes, sample, note)
+
+
+def _vision(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    recipe = model.source.recipe
+    weights = weights_dir(model, root)
+    if weights is not None:
+        net = ResNetForImageClassification.from_pretrained(weights, local_files_only=True)
+        note = f"weights from {weights}"
+    else:
+        torch.manual_seed(0)
+        net = ResNetForImageClassification(ResNetConfig(**VISION[recipe]))
+        note = f"no weights directory: {recipe} initialised with random weights from its architecture config (seed 0)"
+
+    def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
+        gen = torch.Generator().manual_seed(seed)
+        return {"pixel_values": torch.randn(batch, 3, IMAGE_SIZE, IMAGE_SIZE, generator=gen)}
+
+    return ExportableModel(ImageClassifier(net.eval()), sample(2, 0), ("pixel_values",), ("logits",),
+                           {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, sample, note)
