@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag.
+
+Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
+picks the spec (default ``triton.yaml``), the build manifest (default
+``assets/manifest.json``, written by ``tritonsm build``) and the measured
+capacity (default ``capacity.json``, optional). A user mistake
+prints one error and exits 2, without a traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent
+# jsii runs aws-cdk-lib in Node: prefer the pinned Node next to this interpreter (the system one may be too old).
+_NODE = pathlib.Path(sys.executable).with_name("node")
+if _NODE.exists():
+    os.environ.setdefault("JSII_NODE", str(_NODE))
+
+import aws_cdk as cdk  # noqa: E402  (after JSII_NODE)
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from deployment_spec import DEFAULT_SPEC, Spec, SpecError, load_spec  # noqa: E402
+from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement, load_capacity  # noqa: E402
+from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
+from stacks import TritonStage  # noqa: E402
+from triton_constructs import SynthError  # noqa: E402
+
+EXIT_BAD_INPUT = 2
+
+
+def cdk_json_context() -> dict:
+    """The feature flags of cdk.json, so a plain ``python app.py`` synthesizes what ``cdk synth`` does."""
+    return json.loads((ROOT / "cdk.json").read_text()).get("context", {})
+
+
+def stage_id(spec: Spec, environment: str) -> str:
+    """``TritonProd`` for project Triton, environment prod: select it with ``cdk deploy "TritonProd/*"``."""
+    return f"{spec.project}{environment[:1].upper()}{environment[1:]}"
+
+
+def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
+              capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None) -> cdk.App:
+    """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default)."""
+    app = app or cdk.App(context=cdk_json_context())
+    for name, environment in spec.environments.items():
+        TritonStage(app, stage_id(spec, name), spec=spec, environment=environment, manifest=manifest,
+                    manifest_path=manifest_path, capacity=capacity or {})
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+def main() -> int:
+    app = cdk.App(context=cdk_json_context())
+    spec_path = pathlib.Path(app.node.try_get_context("spec") or DEFAULT_SPEC)
+    manifest_path = pathlib.Path(app.node.try_get_context("manifest") or DEFAULT_MANIFEST)
+    capacity_path = pathlib.Path(app.node.try_get_context("capacity") or DEFAULT_CAPACITY)
+    try:
+        spec = load_spec(spec_path)
+        manifest = load_manifest(manifest_path)
+        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app)
+    except (SpecError, ManifestError, CapacityError, SynthError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

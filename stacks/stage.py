@@ -1,0 +1,57 @@
+"""One deployment environment of the spec: its storage stack and one stack per endpoint."""
+from __future__ import annotations
+
+import pathlib
+from typing import Mapping, Optional
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from deployment_spec import Spec
+from deployment_spec.capacity import Measurement
+from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
+from deployment_spec.manifest import Manifest
+from stacks.endpoint_stack import EndpointStack
+from triton_constructs import checks
+from stacks.storage_stack import StorageStack
+
+
+class TritonStage(cdk.Stage):
+    """A ``cdk.Stage`` per environment; deploy it with ``cdk deploy "<environment>/*"``.
+
+    Stack names are ``<project>-<environment>-Storage`` and
+    ``<project>-<environment>-<endpoint>`` (also the endpoint's name). An environment without account and
+    region synthesizes environment-agnostic stacks.
+
+    Args:
+        scope: The app.
+        id_: Construct ID, e.g. ``TritonProd``.
+        spec: The deployment spec.
+        environment: The environment.
+        manifest: The build manifest.
+        manifest_path: Where it was read from (for messages).
+        capacity: Measured capacity per endpoint (capacity.json). Defaults to none.
+
+    Attributes:
+        storage: The storage stack.
+        endpoints: The endpoint stacks, by spec endpoint name.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec, manifest: Manifest,
+                 manifest_path: pathlib.Path, capacity: Optional[Mapping[str, Measurement]] = None) -> None:
+        super().__init__(scope, id_, env=cdk.Environment(account=environment.account, region=environment.region))
+        prefix = f"{spec.project}-{environment.name}"
+        protect = environment.termination_protection
+        self.storage = StorageStack(
+            self, "Storage", stack_name=f"{prefix}-Storage", termination_protection=protect,
+            removal_policy=cdk.RemovalPolicy.DESTROY if environment.removal_policy is RemovalPolicy.DESTROY
+            else cdk.RemovalPolicy.RETAIN)
+        self.endpoints: dict[str, EndpointStack] = {}
+        for name, endpoint in environment.endpoints.items():
+            # The stack is named like the SageMaker endpoint; checked first for a readable error.
+            endpoint_name = checks.endpoint_name(spec.project, environment.name, name)
+            self.endpoints[name] = EndpointStack(
+                self, name, stack_name=endpoint_name, termination_protection=protect, spec=spec,
+                environment=environment, endpoint=endpoint, endpoint_name=endpoint_name, manifest=manifest,
+                manifest_path=manifest_path, storage=self.storage,
+                capacity=dict(capacity or {}))

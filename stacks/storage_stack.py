@@ -1,0 +1,49 @@
+"""The model bucket of one environment, shared by its endpoint stacks through named exports."""
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_kms as kms, aws_s3 as s3
+from constructs import Construct
+
+from triton_constructs.model_store import ModelStore
+
+
+class StorageStack(cdk.Stack):
+    """Holds the environment's ``ModelStore`` and exports its bucket and key under fixed names.
+
+    Named exports (``<stack>-BucketArn``, ``-BucketName``, ``-KeyArn``) are the
+    contract with the endpoint stacks: readable in ``cdk diff``, and the same
+    text in IAM policies before and after synthesis (so each cdk-nag
+    acknowledgement names one exact finding).
+
+    Args:
+        scope: The stage.
+        id_: Construct ID.
+        removal_policy: ``RETAIN`` keeps bucket, objects and key when the stack is deleted;
+            ``DESTROY`` deletes them.
+        **kwargs: ``cdk.Stack`` arguments (stack name, termination protection, ...).
+
+    Attributes:
+        store: The model store.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy, **kwargs: Any) -> None:
+        super().__init__(scope, id_, description="Triton model bucket, its KMS key and access logs", **kwargs)
+        self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy)
+        for name, value in (("BucketArn", self.store.bucket.bucket_arn),
+                            ("BucketName", self.store.bucket.bucket_name), ("KeyArn", self.store.key.key_arn)):
+            cdk.CfnOutput(self, name, value=value, export_name=self._export(name))
+
+    def _export(self, name: str) -> str:
+        return f"{self.stack_name}-{name}"
+
+    def import_into(self, consumer: cdk.Stack) -> tuple[s3.IBucket, kms.IKey]:
+        """The bucket and key as seen from ``consumer``, which then deploys after this stack."""
+        consumer.add_dependency(self, "imports the model bucket and key")
+        bucket = s3.Bucket.from_bucket_attributes(
+            consumer, "ModelBucket", bucket_arn=cdk.Fn.import_value(self._export("BucketArn")),
+            bucket_name=cdk.Fn.import_value(self._export("BucketName")))
+        key = kms.Key.from_key_arn(consumer, "ModelKey", cdk.Fn.import_value(self._export("KeyArn")))
+        return bucket, key

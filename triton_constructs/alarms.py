@@ -1,0 +1,87 @@
+"""Alarms of one endpoint variant, optionally notifying an encrypted SNS topic."""
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_iam as iam,
+                     aws_kms as kms, aws_sns as sns)
+from constructs import Construct
+
+from deployment_spec.endpoint import Alarms
+from triton_constructs.execution_role import METRIC_NAMESPACE
+
+INVOCATION_NAMESPACE = "AWS/SageMaker"
+ONE_MINUTE = cdk.Duration.minutes(1)
+
+
+class EndpointAlarms(Construct):
+    """CloudWatch alarms on latency, errors, GPU memory and disk (and model loading on multi-model endpoints).
+
+    ``ModelLatency`` and ``ModelLoadingWaitTime`` are in microseconds, so the
+    millisecond thresholds of the spec are multiplied by 1000.
+    ``GPUMemoryUtilization`` sums over GPUs, so its threshold is per-GPU
+    percent x GPUs. Missing data (no traffic) is not breaching.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        endpoint_name: The endpoint's name (alarms exist before the endpoint, which names them for rollback).
+        variant_name: The variant watched.
+        thresholds: From the spec.
+        gpu_count: GPUs per instance; 0 on CPU types (no GPU memory alarm).
+        multi_model: Add the model-loading and cache-hit alarms. Defaults to False.
+        notify: Create an SNS topic (KMS-encrypted, SSL-only) for alarm and OK actions. Defaults to False.
+
+    Attributes:
+        latency, errors: The alarms that roll a guarded deployment back.
+        all: Every alarm.
+        topic: The SNS topic, or None.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, endpoint_name: str, variant_name: str, thresholds: Alarms,
+                 gpu_count: int, multi_model: bool = False, notify: bool = False) -> None:
+        super().__init__(scope, id_)
+        dims = {"EndpointName": endpoint_name, "VariantName": variant_name}
+
+        def alarm(id_: str, namespace: str, metric_name: str, statistic: str, threshold: float, description: str,
+                  *, below: bool = False, periods: int = 3) -> cloudwatch.Alarm:
+            metric = cloudwatch.Metric(namespace=namespace, metric_name=metric_name, statistic=statistic,
+                                       dimensions_map=dims, period=ONE_MINUTE)
+            return cloudwatch.Alarm(
+                self, id_, metric=metric, threshold=threshold, evaluation_periods=periods,
+                datapoints_to_alarm=periods, alarm_description=f"{endpoint_name}: {description}",
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD if below
+                else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+
+        t = thresholds
+        self.latency = alarm("ModelLatency", INVOCATION_NAMESPACE, "ModelLatency", "Average",
+                             t.latency_sla_ms * 1000, f"average model latency at or above the {t.latency_sla_ms} ms "
+                             "SLA (ModelLatency is in microseconds)", periods=2)
+        self.errors = alarm("Errors5xx", INVOCATION_NAMESPACE, "Invocation5XXErrors", "Sum", t.error_5xx_threshold,
+                            f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
+        self.all = [self.latency, self.errors]
+        if gpu_count:
+            self.all.append(alarm("GpuMemory", METRIC_NAMESPACE, "GPUMemoryUtilization", "Average",
+                                  t.gpu_memory_percent * gpu_count,
+                                  f"GPU memory at or above {t.gpu_memory_percent:g} % per GPU ({gpu_count} GPUs)"))
+        self.all.append(alarm("Disk", METRIC_NAMESPACE, "DiskUtilization", "Average", t.disk_percent,
+                              f"disk at or above {t.disk_percent:g} %"))
+        if multi_model:
+            self.all.append(alarm("ModelLoadingWait", INVOCATION_NAMESPACE, "ModelLoadingWaitTime", "Average",
+                                  t.model_loading_wait_ms * 1000, f"requests wait {t.model_loading_wait_ms:g} ms or "
+                                  "more for a model to load (microseconds)"))
+            self.all.append(alarm("CacheHit", INVOCATION_NAMESPACE, "ModelCacheHit", "Average", t.cache_hit_ratio_min,
+                                  f"model cache hit ratio below {t.cache_hit_ratio_min:g}", below=True, periods=5))
+        self.topic = None
+        if notify:
+            key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")
+            # CloudWatch publishes to the encrypted topic with this key.
+            key.add_to_resource_policy(iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}))
+            self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True,
+                                   display_name=f"{endpoint_name} alarms")
+            for each in self.all:
+                each.add_alarm_action(actions.SnsAction(self.topic))
+                each.add_ok_action(actions.SnsAction(self.topic))

@@ -1,0 +1,179 @@
+"""Synth-time checks of a spec endpoint against the build manifest and the instance type.
+
+Pure functions (no constructs): each collects every problem and raises one SynthError.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+from typing import Mapping, Optional
+
+from deployment_spec import instances
+from deployment_spec.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.manifest import Artifact, Manifest, ModelEntry
+from deployment_spec.model import Backend, HardwareCompatibility, ModelSpec
+from triton_constructs.errors import raise_if
+
+REBUILD = "run `tritonsm build`"
+# SageMaker endpoint names: letters, digits and '-', at most 63 (CreateEndpoint).
+ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltEndpoint:
+    """What the build produced for one endpoint, checked against the spec.
+
+    Attributes:
+        artifacts: The tarballs (single-model: exactly one).
+        default_model: Single-model endpoints whose tarball holds several model directories: the
+            model ``/invocations`` serves (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME``); else None.
+    """
+
+    artifacts: tuple[Artifact, ...]
+    default_model: Optional[str]
+
+
+def endpoint_name(project: str, environment: str, endpoint: str) -> str:
+    """The SageMaker endpoint name of a spec endpoint in one environment.
+
+    Deterministic on purpose: the auto-rollback alarms must exist before the
+    endpoint and carry its name as a dimension, and the execution role may
+    only write the endpoint's own log group; a CloudFormation-generated name
+    would make both circular.
+    """
+    name = f"{project}-{environment}-{endpoint}"
+    raise_if(f"endpoint '{endpoint}'", [] if ENDPOINT_NAME.fullmatch(name) else [
+        f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>) must be 1-63 letters, digits "
+        "or '-'; rename the endpoint (no '_') or shorten the project or environment name"])
+    return name
+
+
+def expected_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> list[str]:
+    """The Triton model names an endpoint's artifacts must hold (MME copies and ensemble steps included)."""
+    out: list[str] = []
+
+    def add(name: str) -> None:
+        spec = models[name]
+        for triton_name in spec.triton_names():
+            if triton_name not in out:
+                out.append(triton_name)
+        for step in spec.ensemble.steps if spec.ensemble else ():
+            add(step.model)
+
+    for name in endpoint.models:
+        add(name)
+    return out
+
+
+def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str,
+                   manifest: Manifest, manifest_path: pathlib.Path) -> BuiltEndpoint:
+    """Checks that the manifest holds every artifact the endpoint needs, on disk, content-versioned.
+
+    Raises:
+        SynthError: listing every missing or stale artifact; each problem says to run `tritonsm build`.
+    """
+    subject = f"endpoint '{endpoint.name}'"
+    if manifest.triton_version != triton_version:
+        raise_if(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks for "
+                           f"{triton_version}; {REBUILD}"])
+    built = manifest.endpoints.get(endpoint.name)
+    if built is None:
+        raise_if(subject, [f"{manifest_path} has no artifacts for this endpoint; {REBUILD}"])
+    if built.kind != endpoint.kind.value:
+        raise_if(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
+                           f"{REBUILD}"])
+    problems = []
+    single = endpoint.kind is EndpointKind.SINGLE_MODEL
+    if single and len(built.artifacts) != 1:
+        problems.append(f"{manifest_path} lists {len(built.artifacts)} tarballs for this single-model endpoint, "
+                        f"which serves exactly one; {REBUILD}")
+    packed = [name for artifact in built.artifacts for name in artifact.models]
+    for triton_name in expected_models(endpoint, models):
+        if triton_name not in packed:
+            problems.append(f"model '{triton_name}' has no artifact in {manifest_path}; {REBUILD}")
+    for artifact in built.artifacts:
+        problems += _file_problems(artifact, manifest)
+    default_model = None
+    if single and built.artifacts and len(built.artifacts[0].models) > 1:
+        default_model = endpoint.default_model or endpoint.models[0]
+        if built.default_model not in (None, default_model):
+            problems.append(f"{manifest_path} serves '{built.default_model}' by default, the spec says "
+                            f"'{default_model}'; {REBUILD}")
+    raise_if(subject, problems)
+    return BuiltEndpoint(built.artifacts, default_model)
+
+
+def _file_problems(artifact: Artifact, manifest: Manifest) -> list[str]:
+    path = manifest.artifact_path(artifact)
+    if not path.is_file():
+        return [f"artifact {artifact.file} is missing ({path} does not exist); {REBUILD}"]
+    out = []
+    size = path.stat().st_size
+    if size != artifact.size:
+        out.append(f"artifact {artifact.file} is {size} bytes, the manifest says {artifact.size} (a stale or "
+                   f"partial build); {REBUILD}")
+    if not artifact.object_name.endswith(f"-{artifact.sha256[:12]}.tar.gz"):
+        out.append(f"artifact {artifact.file} is not named <name>-<first 12 hex digits of its sha256>.tar.gz: "
+                   f"S3 objects are never overwritten, because instances cache models by name; {REBUILD}")
+    return out
+
+
+def instance_problems(endpoint: EndpointSpec) -> list[str]:
+    """What SageMaker rejects about the endpoint's instance type for its kind."""
+    itype = instances.lookup(endpoint.instance_type)
+    if itype is None:
+        return [f"instance type {endpoint.instance_type!r} is unknown here (families: {instances.known_families()})"]
+    if endpoint.kind is not EndpointKind.MULTI_MODEL:
+        return []
+    supported = ", ".join(f"ml.{name}" for name, fam in instances.FAMILIES.items() if fam.mme)
+    if not itype.family.mme:
+        return [f"{endpoint.instance_type} cannot host a multi-model endpoint; supported families: {supported}"]
+    if itype.gpu_count > 1:
+        return [f"{endpoint.instance_type} has {itype.gpu_count} GPUs; GPU multi-model endpoints run on "
+                "single-GPU instance types only (e.g. ml.g5.2xlarge)"]
+    return []
+
+
+def plan_problems(endpoint: EndpointSpec, built: BuiltEndpoint, manifest: Manifest,
+                  models: Mapping[str, ModelSpec]) -> list[str]:
+    """TensorRT plans run only on the compute capability they were built for (FACTS §6.2)."""
+    itype = instances.lookup(endpoint.instance_type)
+    if itype is None:
+        return []
+    out = []
+    for triton_name in [name for artifact in built.artifacts for name in artifact.models]:
+        entry: Optional[ModelEntry] = manifest.models.get(triton_name)
+        if entry is None or entry.backend != Backend.TENSORRT.value:
+            continue
+        built_cc = entry.builder.gpu_compute_capability
+        if built_cc is None:
+            out.append(f"model '{triton_name}' is a TensorRT plan without a recorded GPU compute capability; "
+                       f"{REBUILD} on the target GPU")
+            continue
+        spec = models.get(entry.spec_model)
+        mode = spec.tensorrt.hardware_compatibility if spec and spec.tensorrt else HardwareCompatibility.NONE
+        target_cc = itype.family.compute_capability
+        if target_cc is not None and _plan_runs(built_cc, target_cc, mode):
+            continue
+        gpu = f"{itype.family.gpu}, compute capability {target_cc}" if target_cc else "no GPU"
+        out.append(f"model '{triton_name}' is a TensorRT plan built for compute capability {built_cc} "
+                   f"({entry.builder.gpu_name or 'unknown GPU'}); {endpoint.instance_type} has {gpu}. "
+                   f"Build it on a {target_cc or 'GPU'} device or choose an instance family with compute "
+                   f"capability {built_cc} ({_families_with(built_cc)})")
+    return out
+
+
+def _plan_runs(built_cc: str, target_cc: str, mode: HardwareCompatibility) -> bool:
+    if mode is HardwareCompatibility.AMPERE_PLUS:
+        return _cc(target_cc) >= (8, 0)
+    return built_cc == target_cc
+
+
+def _cc(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _families_with(cc: str) -> str:
+    names = [f"ml.{name}" for name, fam in instances.FAMILIES.items() if fam.compute_capability == cc]
+    return ", ".join(names) or "none known"

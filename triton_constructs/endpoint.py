@@ -1,0 +1,165 @@
+"""The endpoint configuration and the endpoint: variants, storage, timeouts, guarded deployments."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as logs, aws_sagemaker as sagemaker
+from constructs import Construct
+
+from deployment_spec import instances
+from deployment_spec.endpoint import CaptureMode, Deployment, Strategy
+from triton_constructs.errors import raise_if
+from triton_constructs.triton_model import TritonModel
+
+_CAPTURE = {CaptureMode.INPUT: ["Input"], CaptureMode.OUTPUT: ["Output"], CaptureMode.BOTH: ["Input", "Output"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class DataCaptureSettings:
+    """Where and how much of the traffic to capture (single-model endpoints).
+
+    Attributes:
+        destination_url: ``s3://`` prefix to write to.
+        key: KMS key to encrypt the captured objects with.
+        sampling_percent: Share of requests captured, 0-100.
+        mode: Requests, responses or both.
+    """
+
+    destination_url: str
+    key: kms.IKey
+    sampling_percent: int
+    mode: CaptureMode = CaptureMode.BOTH
+
+
+class TritonEndpoint(Construct):
+    """A real-time SageMaker endpoint with one production variant serving a ``TritonModel``.
+
+    Settings SageMaker would reject at deploy time are handled at synth:
+    ``VolumeSizeInGB`` and ``KmsKeyId`` are left out on instance types with
+    local NVMe storage (hardware-encrypted; CreateEndpointConfig fails with
+    either), and the reason is written into the template's metadata.
+    ``RetainAllVariantProperties`` keeps the instance count the autoscaler
+    chose across configuration updates.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        model: The model to serve.
+        endpoint_name: The endpoint's name (see ``checks.endpoint_name`` for why it is not generated).
+        instance_type: e.g. ``ml.g5.xlarge``.
+        initial_instances: Instances at creation. Defaults to 1.
+        variant_name: Defaults to ``AllTraffic``.
+        inference_ami_version: Host AMI (driver) for GPU types, from the image's CUDA version.
+            Defaults to SageMaker's default AMI.
+        volume_key: Encrypts the ML storage volume; ignored on NVMe instance types. Defaults to an
+            AWS-managed key.
+        volume_size_gb: ML storage volume size; only on instance types without local NVMe storage.
+            Defaults to SageMaker's default.
+        startup_timeout: Container start-up health check timeout. Defaults to 10 minutes.
+        download_timeout: Model download timeout. Defaults to 10 minutes.
+        data_capture: Capture requests and responses. Defaults to none.
+        deployment: Blue/green traffic shifting for updates. Defaults to SageMaker's all-at-once.
+        rollback_alarms: Alarms that roll a guarded deployment back (1-10); used with ``deployment``.
+        log_retention: Retention of the endpoint's log group. Defaults to one year.
+        log_removal_policy: Defaults to ``RETAIN``.
+
+    Attributes:
+        config: The ``CfnEndpointConfig``.
+        resource: The ``CfnEndpoint``.
+        log_group: The endpoint's log group, ``/aws/sagemaker/Endpoints/<name>``.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, model: TritonModel, endpoint_name: str, instance_type: str,
+                 initial_instances: int = 1, variant_name: str = "AllTraffic",
+                 inference_ami_version: Optional[str] = None, volume_key: Optional[kms.IKey] = None,
+                 volume_size_gb: Optional[int] = None,
+                 startup_timeout: cdk.Duration = cdk.Duration.minutes(10),
+                 download_timeout: cdk.Duration = cdk.Duration.minutes(10),
+                 data_capture: Optional[DataCaptureSettings] = None, deployment: Optional[Deployment] = None,
+                 rollback_alarms: Sequence[cloudwatch.IAlarm] = (),
+                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+                 log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN) -> None:
+        super().__init__(scope, id_)
+        itype = instances.lookup(instance_type)
+        problems = [] if itype else [f"instance type {instance_type!r} is unknown here "
+                                     f"(families: {instances.known_families()})"]
+        nvme = bool(itype and itype.family.nvme)
+        if volume_size_gb is not None and nvme:
+            problems.append(f"{instance_type} has local NVMe storage; SageMaker rejects VolumeSizeInGB there")
+        if deployment is not None:
+            problems += _deployment_problems(deployment, rollback_alarms)
+        raise_if(f"endpoint {endpoint_name}", problems)
+        self.endpoint_name = endpoint_name
+        self.variant_name = variant_name
+        self.instance_type = instance_type
+        # SageMaker writes the container's output here; created up front to set retention and removal.
+        self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+                                       retention=log_retention, removal_policy=log_removal_policy)
+        variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=variant_name, model_name=model.model_name, instance_type=instance_type,
+            initial_instance_count=initial_instances, initial_variant_weight=1.0,
+            inference_ami_version=inference_ami_version if itype and itype.is_gpu else None,
+            volume_size_in_gb=None if nvme else volume_size_gb,
+            container_startup_health_check_timeout_in_seconds=int(startup_timeout.to_seconds()),
+            model_data_download_timeout_in_seconds=int(download_timeout.to_seconds()))
+        capture = None
+        if data_capture is not None:
+            capture = sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
+                enable_capture=True, initial_sampling_percentage=data_capture.sampling_percent,
+                destination_s3_uri=data_capture.destination_url, kms_key_id=data_capture.key.key_arn,
+                capture_options=[sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode=m)
+                                 for m in _CAPTURE[data_capture.mode]],
+                # JSON requests (KServe v2) stay readable; binary+json payloads are stored base64.
+                capture_content_type_header=sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
+                    json_content_types=["application/json"]))
+        self.config = sagemaker.CfnEndpointConfig(
+            self, "Config", production_variants=[variant], data_capture_config=capture,
+            kms_key_id=None if nvme or volume_key is None else volume_key.key_arn)
+        if nvme:
+            self.config.add_metadata("KmsKeyIdOmitted", (
+                f"{instance_type} has local NVMe instance storage, which is hardware-encrypted; "
+                "CreateEndpointConfig rejects KmsKeyId (and VolumeSizeInGB) on such instance types."))
+        self.resource = sagemaker.CfnEndpoint(
+            self, "Resource", endpoint_config_name=self.config.attr_endpoint_config_name,
+            endpoint_name=endpoint_name, retain_all_variant_properties=True,
+            deployment_config=_deployment_config(deployment, rollback_alarms) if deployment else None)
+
+
+def _steps(deployment: Deployment) -> int:
+    if deployment.strategy is Strategy.LINEAR:
+        return math.ceil(100 / deployment.linear_step_percent)
+    return 2 if deployment.strategy is Strategy.CANARY else 1
+
+
+def _deployment_problems(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm]) -> list[str]:
+    out = []
+    needed = _steps(deployment) * deployment.wait_s + deployment.termination_wait_s
+    if needed > deployment.max_execution_timeout_s:
+        out.append(f"deployment.max_execution_timeout_s ({deployment.max_execution_timeout_s}) is shorter than the "
+                   f"traffic shift it must cover ({_steps(deployment)} steps x wait_s {deployment.wait_s} + "
+                   f"termination_wait_s {deployment.termination_wait_s} = {needed} s); raise it or shorten wait_s")
+    if deployment.auto_rollback and not 1 <= len(alarms) <= 10:
+        out.append(f"auto-rollback needs 1 to 10 alarms; got {len(alarms)}")
+    return out
+
+
+def _deployment_config(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm]
+                       ) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
+    size = sagemaker.CfnEndpoint.CapacitySizeProperty
+    routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+        type=deployment.strategy.value.upper(), wait_interval_in_seconds=deployment.wait_s,
+        canary_size=size(type="CAPACITY_PERCENT", value=deployment.canary_percent)
+        if deployment.strategy is Strategy.CANARY else None,
+        linear_step_size=size(type="CAPACITY_PERCENT", value=deployment.linear_step_percent)
+        if deployment.strategy is Strategy.LINEAR else None)
+    rollback = sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+        alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in alarms]) \
+        if deployment.auto_rollback else None
+    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+        blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+            traffic_routing_configuration=routing, termination_wait_in_seconds=deployment.termination_wait_s,
+            maximum_execution_timeout_in_seconds=deployment.max_execution_timeout_s),
+        auto_rollback_configuration=rollback)

@@ -1,0 +1,65 @@
+"""The SageMaker Triton image of one release, resolved for the stack's region."""
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from deployment_spec import images, triton_images
+from triton_constructs.errors import SynthError
+
+# CUDA major version of the image -> the inference AMI whose driver runs it (FACTS §8): the default
+# AMIs of g4dn/g5 ship driver 470 (CUDA 11.4), too old for every supported Triton image.
+INFERENCE_AMI = {12: "al2-ami-sagemaker-inference-gpu-3-1", 13: "al2023-ami-sagemaker-inference-gpu-4-1"}
+
+
+class TritonImage(Construct):
+    """The ``sagemaker-tritonserver`` GPU image URI and its ECR repository, for one release.
+
+    The table is the SageMaker SDK's registry map, vendored in
+    ``deployment_spec/triton_images.py`` (a test proves it equals the SDK), so
+    synth never imports the SDK. In an environment-agnostic stack the region
+    is only known at deploy time: the URI then comes from a CloudFormation
+    mapping keyed by region, holding exactly the regions where the image is
+    published (deploying elsewhere fails before any resource is created).
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        version: The image tag's release, e.g. ``"25.04"``; must be in the SDK's registry.
+
+    Attributes:
+        image_uri: The image URI (a literal, or a token in an environment-agnostic stack).
+        repository_arn: ARN of the ``sagemaker-tritonserver`` repository the URI points into.
+        cuda_major: CUDA major version inside the image.
+        inference_ami_version: The ``InferenceAmiVersion`` whose driver supports that CUDA version.
+
+    Raises:
+        SynthError: the version is not in the registry, or the stack's region has no such image.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, version: str) -> None:
+        super().__init__(scope, id_)
+        if version not in images.versions():
+            raise SynthError("Triton image", [
+                f"sagemaker-tritonserver {version!r} is not in the SageMaker SDK's registry; "
+                f"supported versions: {', '.join(images.versions())}"])
+        stack = cdk.Stack.of(self)
+        regions = images.regions(version)
+        if cdk.Token.is_unresolved(stack.region):
+            registry = cdk.CfnMapping(self, "Registry", mapping={
+                region: {"Uri": images.image_uri(version, region), "Account": images.account(version, region)}
+                for region in regions})
+            self.image_uri: str = registry.find_in_map(cdk.Aws.REGION, "Uri")
+            account = registry.find_in_map(cdk.Aws.REGION, "Account")
+        else:
+            if stack.region not in regions:
+                raise SynthError("Triton image", [
+                    f"sagemaker-tritonserver:{triton_images.TAG_PREFIX[version]} is not published in "
+                    f"{stack.region}; supported regions: {', '.join(regions)}"])
+            self.image_uri = images.image_uri(version, stack.region)
+            account = images.account(version, stack.region)
+        self.repository_arn: str = stack.format_arn(
+            service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
+        self.version = version
+        self.cuda_major: int = images.CUDA_MAJOR[version]
+        self.inference_ami_version: str = INFERENCE_AMI[self.cuda_major]

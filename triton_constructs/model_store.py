@@ -1,0 +1,69 @@
+"""The model bucket of one environment: tarballs under per-endpoint prefixes, plus data capture."""
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_kms as kms, aws_s3 as s3
+from constructs import Construct
+
+from triton_constructs.nag import acknowledge
+
+
+class ModelStore(Construct):
+    """An S3 bucket for model tarballs and captured requests, with its own KMS key and access logs.
+
+    The bucket is versioned, SSL-only, blocks all public access, is encrypted
+    with a customer-managed key (rotation on) and logs server access to a
+    second bucket. Model objects are never overwritten: their names carry a
+    content hash, because multi-model instances cache models by name.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        removal_policy: What happens to the buckets and the key when the stack
+            goes away. ``DESTROY`` also deletes every object (for throw-away
+            environments). Defaults to ``RETAIN``.
+        access_log_days: Days to keep server access logs. Defaults to 365.
+
+    Attributes:
+        bucket: The model bucket.
+        key: Its KMS key.
+        access_logs: The server access log bucket.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+                 access_log_days: int = 365) -> None:
+        super().__init__(scope, id_)
+        # Grant log delivery with a bucket policy, not the legacy LogDeliveryWrite ACL (which needs ACLs
+        # enabled); set here so the construct does not depend on the app's cdk.json.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        destroy = removal_policy == cdk.RemovalPolicy.DESTROY
+        self.key = kms.Key(self, "Key", description="Triton model tarballs and captured endpoint data",
+                           enable_key_rotation=True, removal_policy=removal_policy,
+                           pending_window=cdk.Duration.days(7) if destroy else None)
+        # Server access logs can only be delivered to an SSE-S3 bucket, hence no KMS key here.
+        self.access_logs = s3.Bucket(
+            self, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(access_log_days))],
+            removal_policy=removal_policy, auto_delete_objects=destroy)
+        acknowledge(self.access_logs, "AwsSolutions-S1",
+                    "This is the access-log bucket of the model bucket; logging its own access would loop.")
+        self.bucket = s3.Bucket(
+            self, "Bucket", encryption=s3.BucketEncryption.KMS, encryption_key=self.key, bucket_key_enabled=True,
+            versioned=True, enforce_ssl=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=self.access_logs, server_access_logs_prefix="model-bucket/",
+            lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=cdk.Duration.days(90),
+                                              abort_incomplete_multipart_upload_after=cdk.Duration.days(7))],
+            removal_policy=removal_policy, auto_delete_objects=destroy)
+
+    @staticmethod
+    def model_prefix(endpoint_name: str) -> str:
+        """The key prefix (ending in '/') holding every tarball version of one endpoint."""
+        return f"models/{endpoint_name}/"
+
+    @staticmethod
+    def capture_prefix(endpoint_name: str) -> str:
+        """The key prefix (ending in '/') where an endpoint's data capture lands."""
+        return f"data-capture/{endpoint_name}/"

@@ -1,0 +1,47 @@
+"""cdk-nag v3 acknowledgements: one finding per call, each with a reason about that resource."""
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import IConstruct
+
+
+def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
+    """Acknowledges one cdk-nag finding on ``scope`` and everything below it.
+
+    Args:
+        scope: The construct whose resources carry the finding; keep it as narrow as possible.
+        finding: The exact finding ID, e.g. ``"AwsSolutions-IAM5[Resource::*]"``.
+        reason: Why this resource needs it (shown in the validation report).
+    """
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def wildcard_finding(scope: IConstruct, resource_arn: str) -> str:
+    """The IAM5 finding ID cdk-nag reports for a wildcard resource ARN used in ``scope``'s stack.
+
+    cdk-nag flattens the resolved ARN (``Fn::Join`` joined, ``Fn::GetAtt`` as ``<Id.Attr>``,
+    ``Fn::ImportValue`` as the export name, ``Ref`` as ``<Id>``); computing the same string here
+    keeps acknowledgements exact without hard-coding logical IDs.
+    """
+    return f"AwsSolutions-IAM5[Resource::{_flatten(cdk.Stack.of(scope).resolve(resource_arn))}]"
+
+
+def _flatten(node: Any) -> str:
+    if isinstance(node, str):
+        return node.replace("${", "<").replace("}", ">")
+    if isinstance(node, dict):
+        if "Fn::Join" in node:
+            delimiter, items = node["Fn::Join"]
+            return delimiter.join(_flatten(item) for item in items)
+        if "Fn::Sub" in node:
+            return _flatten(node["Fn::Sub"])
+        if "Fn::GetAtt" in node:
+            resource, attribute = node["Fn::GetAtt"]
+            return f"<{_flatten(resource)}.{_flatten(attribute)}>"
+        if "Fn::ImportValue" in node:
+            return _flatten(node["Fn::ImportValue"])
+        if "Ref" in node:
+            return f"<{_flatten(node['Ref'])}>"
+    raise ValueError(f"cannot name the cdk-nag finding for {node!r}")

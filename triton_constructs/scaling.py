@@ -1,0 +1,100 @@
+"""Auto-scaling of one production variant: invocations per instance and GPU utilization."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import aws_cdk as cdk
+from aws_cdk import aws_applicationautoscaling as autoscaling, aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from deployment_spec import instances
+from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
+from triton_constructs.errors import raise_if
+from triton_constructs.execution_role import METRIC_NAMESPACE
+from triton_constructs.endpoint import TritonEndpoint
+
+
+def vcpus(instance_type: str) -> int:
+    """vCPUs of a SageMaker instance size (CPUUtilization is 0-100 % per vCPU, summed)."""
+    size = instance_type.rsplit(".", 1)[-1]
+    if size == "medium":
+        return 1
+    if size == "large":
+        return 2
+    match = re.fullmatch(r"(\d*)xlarge", size)
+    return 4 * int(match.group(1) or 1) if match else 1
+
+
+def utilization_metric(metric_name: str, endpoint: TritonEndpoint) -> cloudwatch.Metric:
+    """A per-instance utilization metric of the variant (namespace /aws/sagemaker/Endpoints, Average)."""
+    return cloudwatch.Metric(namespace=METRIC_NAMESPACE, metric_name=metric_name, statistic="Average",
+                             unit=cloudwatch.Unit.PERCENT,
+                             dimensions_map={"EndpointName": endpoint.endpoint_name,
+                                             "VariantName": endpoint.variant_name})
+
+
+class VariantScaling(Construct):
+    """One scalable target for an endpoint variant, with every target-tracking policy on it.
+
+    Policies: ``SageMakerVariantInvocationsPerInstance`` (target from the spec:
+    max RPS per instance x 60 x safety factor), ``GPUUtilization`` on GPU types
+    (per-GPU target x GPUs, because the metric sums over GPUs), and
+    ``CPUUtilization`` when the spec sets a CPU target (per-vCPU target x vCPUs).
+    The target depends on the endpoint: the variant must exist before it can
+    be registered.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        endpoint: The endpoint whose variant scales.
+        scaling: Bounds, targets and cooldowns from the spec.
+        initial_instances: The variant's initial instance count, which must lie within the bounds.
+        invocations_target: SageMakerVariantInvocationsPerInstance target (per instance per minute).
+            Defaults to ``scaling.invocations_per_instance_target()``; no policy when that is None too.
+
+    Attributes:
+        target: The ``ScalableTarget``.
+        gpu_target: The GPUUtilization target value, or None on CPU instance types.
+
+    Raises:
+        SynthError: burstable (``ml.t*``) instance types, or an initial count outside the bounds.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
+                 initial_instances: int, invocations_target: Optional[float] = None) -> None:
+        super().__init__(scope, id_)
+        itype = instances.lookup(endpoint.instance_type)
+        problems = []
+        if itype is None or itype.family.burstable:
+            problems.append(f"auto-scaling is not supported for {endpoint.instance_type}: SageMaker does not scale "
+                            "burstable (ml.t*) instance types; remove scaling or use e.g. ml.c5.xlarge")
+        if not scaling.min_instances <= initial_instances <= scaling.max_instances:
+            problems.append(f"initial_instances {initial_instances} lies outside min_instances..max_instances "
+                            f"({scaling.min_instances}..{scaling.max_instances})")
+        raise_if(f"auto-scaling of {endpoint.endpoint_name}/{endpoint.variant_name}", problems)
+        self.target = autoscaling.ScalableTarget(
+            self, "Target", service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{endpoint.variant_name}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=scaling.min_instances, max_capacity=scaling.max_instances)
+        self.target.node.add_dependency(endpoint.resource)
+        cooldowns = {"scale_in_cooldown": cdk.Duration.seconds(scaling.scale_in_cooldown_s),
+                     "scale_out_cooldown": cdk.Duration.seconds(scaling.scale_out_cooldown_s)}
+        invocations = invocations_target if invocations_target is not None \
+            else scaling.invocations_per_instance_target()
+        if invocations is not None:
+            self.target.scale_to_track_metric(
+                "Invocations", target_value=invocations,
+                predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+                **cooldowns)
+        self.gpu_target: Optional[float] = None
+        if itype.is_gpu:
+            self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
+            self.target.scale_to_track_metric("GpuUtilization", target_value=self.gpu_target,
+                                              custom_metric=utilization_metric("GPUUtilization", endpoint),
+                                              **cooldowns)
+        if scaling.cpu_utilization_target is not None:
+            self.target.scale_to_track_metric(
+                "CpuUtilization", target_value=scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
+                custom_metric=utilization_metric("CPUUtilization", endpoint), **cooldowns)

@@ -1,0 +1,123 @@
+"""The SageMaker model: the Triton image, its model data and the container environment."""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
+from constructs import Construct
+
+from deployment_spec.endpoint import Container
+from triton_constructs.errors import SynthError
+from triton_constructs.image import TritonImage
+
+# Limits of CreateModel's Environment (FACTS §2).
+MAX_ENV_ENTRIES, MAX_ENV_VALUE_BYTES, MAX_ENV_TOTAL_BYTES = 100, 1024, 32 * 1024
+
+
+def container_environment(container: Container, *, multi_model: bool, default_model: Optional[str] = None,
+                          verbose_default: bool = False) -> dict[str, str]:
+    """The SAGEMAKER_TRITON_* variables for one model (FACTS §2), deterministic and sorted.
+
+    Args:
+        container: The endpoint's container settings from the spec.
+        multi_model: Whether the endpoint is multi-model.
+        default_model: For a single-model endpoint whose tarball holds several model directories (an
+            ensemble and its steps): the model ``/invocations`` serves. Defaults to none (one directory).
+        verbose_default: ``SAGEMAKER_TRITON_LOG_VERBOSE`` when the spec leaves it unset. Defaults to False:
+            the container's own default is verbose, which no production endpoint wants.
+
+    Returns:
+        The variables; ``container.environment`` entries override computed ones.
+    """
+    env: dict[str, str] = {}
+    if default_model is not None and not multi_model:
+        env["SAGEMAKER_TRITON_DEFAULT_MODEL_NAME"] = default_model
+    # The serve script computes the ping mode (ready for SME, live for MME, or the override) without
+    # exporting it; tritonserver only sees it when the variable is already in the environment (§2.1).
+    env["SAGEMAKER_TRITON_PING_MODE"] = container.ping_mode or ("live" if multi_model else "ready")
+    if container.ping_mode is not None:
+        env["SAGEMAKER_TRITON_OVERRIDE_PING_MODE"] = container.ping_mode
+    verbose = container.log_verbose if container.log_verbose is not None else verbose_default
+    env["SAGEMAKER_TRITON_LOG_VERBOSE"] = "true" if verbose else "false"
+    optional = {
+        "SAGEMAKER_TRITON_THREAD_COUNT": container.thread_count,
+        "SAGEMAKER_TRITON_BUFFER_MANAGER_THREAD_COUNT": container.buffer_manager_thread_count,
+        "SAGEMAKER_TRITON_SHM_DEFAULT_BYTE_SIZE": container.shm_default_bytes,
+        "SAGEMAKER_TRITON_SHM_GROWTH_BYTE_SIZE": container.shm_growth_bytes,
+        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": container.model_load_gpu_limit,
+        "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join(container.additional_args) or None,
+    }
+    env.update({k: str(v) for k, v in optional.items() if v is not None})
+    env.update(container.environment)
+    return dict(sorted(env.items()))
+
+
+def environment_problems(env: Mapping[str, str]) -> list[str]:
+    """What CreateModel would reject in an Environment map."""
+    out = []
+    if len(env) > MAX_ENV_ENTRIES:
+        out.append(f"the container environment has {len(env)} variables; SageMaker allows {MAX_ENV_ENTRIES}")
+    for key, value in env.items():
+        if len(value.encode()) > MAX_ENV_VALUE_BYTES:
+            out.append(f"{key} is {len(value.encode())} bytes long; SageMaker allows {MAX_ENV_VALUE_BYTES}")
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
+    if total > MAX_ENV_TOTAL_BYTES:
+        out.append(f"the container environment totals {total} bytes; SageMaker allows {MAX_ENV_TOTAL_BYTES}")
+    return out
+
+
+class TritonModel(Construct):
+    """A SageMaker model (``AWS::SageMaker::Model``) running the Triton image.
+
+    The L2 alpha ``Model`` has no multi-model mode, so this wraps the L1 resource.
+    The model depends on its role (and so on the role's policy), because
+    CreateModel checks access to the model data and fails if the policy is
+    not there yet.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        image: The Triton image.
+        role: The execution role (its policy must grant the model data, image and logs).
+        model_data_url: ``s3://`` URL of the tarball (single-model), or of the prefix ending in '/'
+            that holds one tarball per model (multi-model).
+        multi_model: Serve many models from the prefix. Defaults to False.
+        environment: Container environment, e.g. from ``container_environment``. Defaults to none.
+        model_cache: Multi-model only: keep loaded models cached (False unloads after each call, for
+            rarely used models). Changing it replaces the model. Defaults to True.
+        subnet_ids: Subnets (2 or more, in different zones) to run in. Defaults to no VPC.
+        security_group_ids: Security groups for the VPC. Required with ``subnet_ids``.
+        network_isolation: Forbid the container any network access. Defaults to False.
+
+    Attributes:
+        resource: The ``CfnModel``.
+        model_name: Its CloudFormation-generated name.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, image: TritonImage, role: iam.IRole, model_data_url: str,
+                 multi_model: bool = False, environment: Optional[Mapping[str, str]] = None,
+                 model_cache: bool = True, subnet_ids: Sequence[str] = (), security_group_ids: Sequence[str] = (),
+                 network_isolation: bool = False) -> None:
+        super().__init__(scope, id_)
+        env = dict(environment or {})
+        problems = environment_problems(env)
+        if multi_model and not model_data_url.endswith("/"):
+            problems.append(f"a multi-model endpoint's model data must be an S3 prefix ending in '/'; "
+                            f"got {model_data_url!r}")
+        if bool(subnet_ids) != bool(security_group_ids):
+            problems.append("a VPC needs both subnet_ids and security_group_ids")
+        if problems:
+            raise SynthError(f"SageMaker model {self.node.path}", problems)
+        container = sagemaker.CfnModel.ContainerDefinitionProperty(
+            image=image.image_uri, model_data_url=model_data_url,
+            mode="MultiModel" if multi_model else "SingleModel",
+            environment=env or None,
+            multi_model_config=sagemaker.CfnModel.MultiModelConfigProperty(
+                model_cache_setting="Enabled" if model_cache else "Disabled") if multi_model else None)
+        vpc = sagemaker.CfnModel.VpcConfigProperty(subnets=list(subnet_ids), security_group_ids=list(security_group_ids)) \
+            if subnet_ids else None
+        self.resource = sagemaker.CfnModel(self, "Resource", execution_role_arn=role.role_arn,
+                                           primary_container=container, vpc_config=vpc,
+                                           enable_network_isolation=network_isolation or None)
+        self.resource.node.add_dependency(role)
+        self.model_name: str = self.resource.attr_model_name
