@@ -1,0 +1,52 @@
+"""The local endpoint: the real Triton server started as SageMaker starts it, and an invoke client.
+
+Public API (plain parameters, no spec objects, so any front end can wire it):
+
+- `SingleModelEndpoint(tarball, default_model=, env=, port=, log_file=, startup_timeout=)`
+- `MultiModelEndpoint(tarballs, env=, port=, capacity=, log_file=, startup_timeout=)`
+- `encode_request(tensors, binary=)`, `read_input_file(path, input_name)`,
+  `tokenize_text(text, tokenizer_dir, ...)`, `text_tensor(text, input_name)`
+- `invoke_url(url, request, target_model=)`,
+  `invoke_sagemaker_endpoint(endpoint_name, request, region=, target_model=, client=)`
+- `local_endpoint.cli.serve_main(argv)`, `local_endpoint.cli.invoke_main(argv)`
+
+Heavy modules (transformers, boto3, grpc protobufs) load only when used.
+"""
+
+from local_endpoint.errors import (
+    EnvironmentVariableError,
+    InvokeError,
+    LocalEndpointError,
+    PortInUseError,
+    ServerCrashedError,
+    ServerStartError,
+    TarballError,
+    UnsupportedBackendError,
+)
+from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.multi_model import MultiModelEndpoint
+from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
+from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
+from local_endpoint.single_model import SingleModelEndpoint
+
+__all__ = [
+    "DecodedResponse",
+    "EncodedRequest",
+    "EnvironmentVariableError",
+    "InvokeError",
+    "LocalEndpointError",
+    "MultiModelEndpoint",
+    "NamedTensor",
+    "PortInUseError",
+    "ServerCrashedError",
+    "ServerStartError",
+    "SingleModelEndpoint",
+    "TarballError",
+    "UnsupportedBackendError",
+    "encode_request",
+    "invoke_sagemaker_endpoint",
+    "invoke_url",
+    "read_input_file",
+    "text_tensor",
+    "tokenize_text",
+]

@@ -1,0 +1,166 @@
+"""`serve` and `invoke`: command-line entry points the tritonsm CLI delegates to.
+
+Both return an exit code and never let a traceback reach the user for a
+mistake they can fix: every LocalEndpointError is printed as one message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import signal
+import sys
+import threading
+
+from local_endpoint.errors import LocalEndpointError
+from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.multi_model import MultiModelEndpoint
+from local_endpoint.payload import encode_request
+from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
+from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
+from local_endpoint.serve_flags import MME, SME
+from local_endpoint.single_model import SingleModelEndpoint
+
+CRASH_POLL_SECONDS = 0.5
+
+
+def serve_main(argv: list[str]) -> int:
+    """Serve tarballs on the local Triton server until Ctrl-C; 0 on a clean stop."""
+    parser = _serve_parser()
+    try:
+        args = parser.parse_args(argv)
+        endpoint = _endpoint_from_args(parser, args)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    except LocalEndpointError as error:
+        return _fail(error)
+    stop_requested = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        endpoint.start()
+        print(f"serving {len(endpoint.tarballs) if args.mode == MME else 1} model archive(s) "
+              f"({args.mode.upper()}) at {endpoint.url}", flush=True)
+        if args.mode == MME:
+            print(f"target models: {', '.join(endpoint.target_models)}", flush=True)
+        else:
+            print(f"default model: {endpoint.default_model}", flush=True)
+        print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
+        while not stop_requested.wait(CRASH_POLL_SECONDS):
+            endpoint.check_running()
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except LocalEndpointError as error:
+        return _fail(error)
+    finally:
+        endpoint.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        print("stopped", flush=True)
+
+
+def invoke_main(argv: list[str]) -> int:
+    """Send one request to a local or deployed endpoint and print the outputs."""
+    parser = _invoke_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
+            parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
+        request = encode_request(_tensors_from_args(parser, args), binary=args.binary)
+        if args.url:
+            response = invoke_url(args.url, request, target_model=args.target_model, timeout=args.timeout)
+        else:
+            response = invoke_sagemaker_endpoint(
+                args.endpoint_name, request, region=args.region, target_model=args.target_model
+            )
+        print(format_response(response))
+        if args.output is not None:
+            save_response(response, args.output)
+            print(f"outputs saved to {args.output}")
+        return 0
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    except LocalEndpointError as error:
+        return _fail(error)
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tritonsm serve",
+        description="Run the real Triton server on model tarballs, started as the SageMaker container starts it.",
+    )
+    parser.add_argument("tarballs", nargs="+", type=pathlib.Path, help="model archives (.tar.gz)")
+    parser.add_argument("--mode", choices=(SME, MME), default=SME,
+                        help="single-model (one tarball, /invocations) or multi-model (target model per request)")
+    parser.add_argument("--default-model", help="SME: the model /invocations serves (default: the only one)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: a free one)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="container environment variable, e.g. SAGEMAKER_TRITON_LOG_VERBOSE=0 (repeatable)")
+    parser.add_argument("--mme-capacity", type=int, help="MME: most models loaded at once (default: no limit)")
+    parser.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
+    parser.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
+    return parser
+
+
+def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    env = {}
+    for item in args.env:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            parser.error(f"--env {item!r} must be KEY=VALUE, e.g. --env SAGEMAKER_TRITON_THREAD_COUNT=16")
+        env[key] = value
+    if args.mode == SME:
+        if len(args.tarballs) != 1:
+            parser.error(f"--mode sme serves one tarball, got {len(args.tarballs)}; use --mode mme for several")
+        if args.mme_capacity is not None:
+            parser.error("--mme-capacity applies to --mode mme only")
+        return SingleModelEndpoint(args.tarballs[0], default_model=args.default_model, env=env, port=args.port,
+                                   log_file=args.log_file, startup_timeout=args.startup_timeout)
+    if args.default_model is not None:
+        parser.error("--default-model applies to --mode sme only; an MME picks the model per request "
+                     "(tritonsm invoke --target-model)")
+    return MultiModelEndpoint(args.tarballs, env=env, port=args.port, capacity=args.mme_capacity,
+                              log_file=args.log_file, startup_timeout=args.startup_timeout)
+
+
+def _invoke_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tritonsm invoke",
+        description="Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).",
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="local endpoint, e.g. http://127.0.0.1:8080")
+    where.add_argument("--endpoint-name", help="deployed SageMaker endpoint (boto3 sagemaker-runtime)")
+    parser.add_argument("--region", help="the deployed endpoint's region (default: boto3's)")
+    parser.add_argument("--target-model", help="MME: the model archive to run, e.g. resnet.tar.gz")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--input", type=pathlib.Path, help="inputs: KServe v2 .json, .npy (with --input-name) or .npz")
+    what.add_argument("--text", help="text input: tokenized with --tokenizer, else sent as BYTES --input-name")
+    parser.add_argument("--input-name", help="model input fed by a .npy file or by raw --text")
+    parser.add_argument("--tokenizer", type=pathlib.Path, help="directory of the model's saved tokenizer")
+    parser.add_argument("--max-length", type=int, help="pad/truncate tokens to this length (fixed-shape models)")
+    parser.add_argument("--token-datatype", choices=("INT64", "INT32"), default="INT64",
+                        help="datatype of the token inputs (default INT64)")
+    parser.add_argument("--binary", action="store_true",
+                        help="send binary+json (application/vnd.sagemaker-triton.binary+json) instead of JSON")
+    parser.add_argument("--output", type=pathlib.Path, help="also save the outputs (.json or .npz)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
+    return parser
+
+
+def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    if args.input is not None:
+        return read_input_file(args.input, args.input_name)
+    if args.tokenizer is not None:
+        return tokenize_text(args.text, args.tokenizer, max_length=args.max_length, datatype=args.token_datatype)
+    if not args.input_name:
+        parser.error("--text needs --tokenizer DIR (token inputs) or --input-name NAME (a BYTES input)")
+    return [text_tensor(args.text, args.input_name)]
+
+
+def _fail(error: LocalEndpointError) -> int:
+    print(f"error: {error}", file=sys.stderr)
+    return 1

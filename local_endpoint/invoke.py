@@ -1,0 +1,90 @@
+"""Sending one request to a local endpoint or to a deployed SageMaker endpoint.
+
+Both paths take the same `EncodedRequest` and give the same decoded result,
+so a payload proven locally is the payload sent to SageMaker.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from local_endpoint.errors import InvokeError
+from local_endpoint.http_call import call
+from local_endpoint.model_cache import TARGET_MODEL_HEADER
+from local_endpoint.payload import DecodedResponse, EncodedRequest, decode_response, error_message
+
+DEFAULT_TIMEOUT = 60.0  # InvokeEndpoint's own limit
+
+
+def invoke_url(
+    url: str, request: EncodedRequest, *, target_model: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> DecodedResponse:
+    """POST to `<url>/invocations` (a local endpoint) and decode the answer."""
+    parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
+        raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    path = parsed.path.rstrip("/")
+    path = path if path.endswith("/invocations") else f"{path}/invocations"
+    headers = {"Content-Type": request.content_type}
+    if target_model:
+        headers[TARGET_MODEL_HEADER] = target_model
+    try:
+        reply = call(parsed.hostname, parsed.port, "POST", path, body=request.body, headers=headers, timeout=timeout)
+    except OSError as error:
+        raise InvokeError(
+            f"nothing answers at {url} ({error.strerror or error}); start the endpoint first "
+            "(tritonsm serve ...) or fix --url"
+        ) from None
+    if reply.status != 200:
+        raise InvokeError(f"the endpoint rejected the request (HTTP {reply.status}): {error_message(reply.body)}")
+    return decode_response(reply.body, reply.content_type)
+
+
+def invoke_sagemaker_endpoint(
+    endpoint_name: str,
+    request: EncodedRequest,
+    *,
+    region: str | None = None,
+    target_model: str | None = None,
+    client: object | None = None,
+) -> DecodedResponse:
+    """Call `sagemaker-runtime` `InvokeEndpoint` with the same body and decode the answer.
+
+    Args:
+        endpoint_name: The deployed endpoint's name.
+        request: The encoded body and its content type.
+        region: The endpoint's region. Defaults to boto3's configured region.
+        target_model: For an MME, the tarball to run (`TargetModel`).
+        client: A `sagemaker-runtime` client to use instead of a new one (tests
+            pass one wrapped in botocore's Stubber).
+    """
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    arguments = {"EndpointName": endpoint_name, "Body": request.body, "ContentType": request.content_type}
+    if target_model:
+        arguments["TargetModel"] = target_model
+    try:
+        runtime = client or boto3.client("sagemaker-runtime", region_name=region)
+        response = runtime.invoke_endpoint(**arguments)
+        body = response["Body"].read()
+    except NoRegionError:
+        raise InvokeError(
+            f"no AWS region for endpoint {endpoint_name!r}; pass --region or set AWS_REGION"
+        ) from None
+    except NoCredentialsError:
+        raise InvokeError(
+            "no AWS credentials found; configure them (aws configure, AWS_PROFILE or "
+            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) to invoke a deployed endpoint"
+        ) from None
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        status = error.response.get("OriginalStatusCode") or error.response.get(
+            "ResponseMetadata", {}).get("HTTPStatusCode")
+        raise InvokeError(
+            f"endpoint {endpoint_name!r} rejected the request ({details.get('Code', 'error')}, "
+            f"HTTP {status}): {details.get('Message', '')}"
+        ) from None
+    except BotoCoreError as error:
+        raise InvokeError(f"could not call endpoint {endpoint_name!r}: {error}") from None
+    return decode_response(body, response.get("ContentType", ""))
