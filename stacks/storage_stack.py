@@ -41,7 +41,7 @@ class StorageStack(cdk.Stack):
 
     def import_into(self, consumer: cdk.Stack) -> tuple[s3.IBucket, kms.IKey]:
         """The bucket and key as seen from ``consumer``, which then deploys after this stack."""
-        consumer.add_dependency(self, "imports the model bucket and key")
+        consumer.add_stack_dependency(self, "imports the model bucket and key")
         bucket = s3.Bucket.from_bucket_attributes(
             consumer, "ModelBucket", bucket_arn=cdk.Fn.import_value(self._export("BucketArn")),
             bucket_name=cdk.Fn.import_value(self._export("BucketName")))

@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 import aws_cdk as cdk
-from aws_cdk import aws_applicationautoscaling as autoscaling, aws_cloudwatch as cloudwatch
+from aws_cdk import aws_applicationautoscaling as autoscaling, aws_cloudwatch as cloudwatch, aws_iam as iam
 from constructs import Construct
 
 from deployment_spec import instances
@@ -13,6 +13,9 @@ from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
 from triton_constructs.errors import raise_if
 from triton_constructs.execution_role import METRIC_NAMESPACE
 from triton_constructs.endpoint import TritonEndpoint
+
+SERVICE_LINKED_ROLE = ("aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
+                       "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
 
 
 def vcpus(instance_type: str) -> int:
@@ -73,8 +76,12 @@ class VariantScaling(Construct):
             problems.append(f"initial_instances {initial_instances} lies outside min_instances..max_instances "
                             f"({scaling.min_instances}..{scaling.max_instances})")
         raise_if(f"auto-scaling of {endpoint.endpoint_name}/{endpoint.variant_name}", problems)
+        # The service-linked role Application Auto Scaling creates on first use holds exactly the SageMaker
+        # permissions it needs; without it the L2 would create an empty role of its own.
+        service_linked_role = iam.Role.from_role_arn(self, "ServiceLinkedRole", cdk.Stack.of(self).format_arn(
+            service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE), mutable=False)
         self.target = autoscaling.ScalableTarget(
-            self, "Target", service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
+            self, "Target", service_namespace=autoscaling.ServiceNamespace.SAGEMAKER, role=service_linked_role,
             resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{endpoint.variant_name}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=scaling.min_instances, max_capacity=scaling.max_instances)

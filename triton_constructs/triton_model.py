@@ -119,5 +119,8 @@ class TritonModel(Construct):
         self.resource = sagemaker.CfnModel(self, "Resource", execution_role_arn=role.role_arn,
                                            primary_container=container, vpc_config=vpc,
                                            enable_network_isolation=network_isolation or None)
-        self.resource.node.add_dependency(role)
+        # Depend on the role's policy, not just the role: CreateModel checks the model data with it.
+        # (The role itself is already ordered by the ARN reference; naming it again is cfn-lint W3005.)
+        policy = role.node.try_find_child("DefaultPolicy")
+        self.resource.node.add_dependency(policy if policy is not None else role)
         self.model_name: str = self.resource.attr_model_name
