@@ -45,18 +45,22 @@ def serve_main(argv: list[str]) -> int:
         else:
             print(f"default model: {endpoint.default_model}", flush=True)
         print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
-        while not stop_requested.wait(CRASH_POLL_SECONDS):
-            endpoint.check_running()
+        try:
+            while not stop_requested.wait(CRASH_POLL_SECONDS):
+                endpoint.check_running()
+        except KeyboardInterrupt:
+            pass
+        endpoint.stop()
+        print("stopped", flush=True)
         return 0
     except KeyboardInterrupt:
-        return 0
+        return 130  # interrupted during start-up
     except LocalEndpointError as error:
         return _fail(error)
     finally:
         endpoint.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        print("stopped", flush=True)
 
 
 def invoke_main(argv: list[str]) -> int:
