@@ -1,0 +1,130 @@
+"""A single-model endpoint on the real Triton server, started like the SageMaker container."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import time
+
+import numpy as np
+import pytest
+
+import triton_model_fixtures as models
+from local_endpoint.errors import InvokeError, PortInUseError, ServerCrashedError, ServerStartError
+from local_endpoint.http_call import call
+from local_endpoint.invoke import invoke_url
+from local_endpoint.payload import NamedTensor, encode_request
+from local_endpoint.single_model import SingleModelEndpoint
+
+pytestmark = pytest.mark.triton
+
+INPUT = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def ensemble_endpoint(tarballs: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory):
+    log_file = tmp_path_factory.mktemp("logs") / "ensemble.log"
+    env = {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "pipeline", "SAGEMAKER_TRITON_THREAD_COUNT": "4"}
+    with SingleModelEndpoint(tarballs["ensemble"], env=env, log_file=log_file) as endpoint:
+        yield endpoint
+
+
+def send(endpoint, tensors: list[NamedTensor], binary: bool = False):
+    return invoke_url(endpoint.url, encode_request(tensors, binary=binary))
+
+
+def test_ping_answers_as_on_sagemaker(ensemble_endpoint) -> None:
+    assert call("127.0.0.1", ensemble_endpoint.port, "GET", "/ping").status == 200
+
+
+def test_ensemble_of_python_models_answers_correctly(ensemble_endpoint) -> None:
+    # OUTPUT = INPUT * 2 + 1 through two Python-backend steps.
+    response = send(ensemble_endpoint, [NamedTensor("INPUT", "FP32", INPUT)])
+    assert response.model_name == "pipeline"
+    assert response.outputs[0].array.tolist() == (INPUT * 2 + 1).tolist()
+
+
+def test_json_and_binary_payloads_give_the_same_outputs(ensemble_endpoint) -> None:
+    as_json = send(ensemble_endpoint, [NamedTensor("INPUT", "FP32", INPUT)], binary=False)
+    as_binary = send(ensemble_endpoint, [NamedTensor("INPUT", "FP32", INPUT)], binary=True)
+    assert np.array_equal(as_json.outputs[0].array, as_binary.outputs[0].array)
+    assert as_binary.outputs[0].array.dtype == np.float32
+
+
+def test_server_started_with_the_serve_scripts_flags(ensemble_endpoint) -> None:
+    # The log opens with the exact command line: SageMaker front end only,
+    # explicit control, the default model, env-derived flags, our backends.
+    command = ensemble_endpoint.log_path.read_text().splitlines()[0]
+    for flag in ("--allow-sagemaker=true", "--allow-http=false", "--model-control-mode=explicit",
+                 "--load-model=pipeline", "--sagemaker-thread-count=4",
+                 "--backend-config=python,shm-default-byte-size=16777216", "--backend-directory="):
+        assert flag in command
+
+
+@pytest.mark.parametrize(
+    ("tensor", "message"),
+    [
+        (NamedTensor("IMAGE", "FP32", INPUT),
+         "the endpoint rejected the request (HTTP 400): unexpected inference input 'IMAGE' for model 'pipeline'"),
+        (NamedTensor("INPUT", "FP32", np.ones((2, 2, 2), dtype=np.float32)),
+         "the endpoint rejected the request (HTTP 400): [request id: <id_unknown>] unexpected shape for input "
+         "'INPUT' for model 'pipeline'. Expected [-1,-1], got [2,2,2]. NOTE: Setting a non-zero max_batch_size "
+         "in the model config requires a batch dimension to be prepended to each input shape. If you want to "
+         "specify the full shape including the batch dim in your input dims config, try setting "
+         "max_batch_size to zero. See the model configuration docs for more info on max_batch_size."),
+        (NamedTensor("INPUT", "INT32", INPUT.astype(np.int32)),
+         "the endpoint rejected the request (HTTP 400): [request id: <id_unknown>] inference input 'INPUT' "
+         "data-type is 'INT32', but model 'pipeline' expects 'FP32'"),
+    ],
+    ids=["wrong-name", "wrong-shape", "wrong-datatype"],
+)
+def test_bad_requests_surface_tritons_message(ensemble_endpoint, tensor: NamedTensor, message: str) -> None:
+    with pytest.raises(InvokeError) as caught:
+        send(ensemble_endpoint, [tensor])
+    assert str(caught.value) == message
+
+
+def test_a_port_in_use_is_refused_before_start(tarballs: dict[str, pathlib.Path]) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("0.0.0.0", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        with pytest.raises(PortInUseError) as caught:
+            SingleModelEndpoint(tarballs["add"], port=port).start()
+    assert str(caught.value) == (
+        f"port {port} is already in use by another process; stop that process, choose another port "
+        "with --port, or leave --port out to use a free one"
+    )
+
+
+def test_a_crash_mid_run_is_reported_with_the_log_tail(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    # The server dies while serving; the next check says how and shows the log.
+    log_file = tmp_path / "crash.log"
+    with SingleModelEndpoint(tarballs["add"], log_file=log_file) as endpoint:
+        endpoint.check_running()  # healthy so far
+        os.kill(endpoint.server_pid, signal.SIGKILL)
+        with pytest.raises(ServerCrashedError) as caught:
+            for _ in range(50):  # until the kernel has reaped it
+                endpoint.check_running()
+                time.sleep(0.1)
+        tail = "\n".join(log_file.read_text().rstrip("\n").splitlines()[-30:])
+        assert str(caught.value) == (
+            f"the Triton server exited unexpectedly with signal SIGKILL; last lines of its log ({log_file}):\n{tail}"
+        )
+        with pytest.raises(InvokeError, match=r"^nothing answers at http://127\.0\.0\.1:\d+ \(Connection refused\)"):
+            send(endpoint, [NamedTensor("A", "FP32", np.ones((1, 4), np.float32))])
+
+
+def test_a_model_failing_to_load_stops_start_up_with_the_log(tmp_path: pathlib.Path) -> None:
+    # A broken model.py: the server exits (as the container would) and we show why.
+    models.write_model(tmp_path / "repo", "broken", models.ADD_CONFIG, {"model.py": "raise RuntimeError('boom')\n"})
+    tarball = models.pack(tmp_path / "repo", tmp_path / "broken.tar.gz")
+    with pytest.raises(ServerStartError) as caught:
+        SingleModelEndpoint(tarball, log_file=tmp_path / "broken.log").start()
+    message = str(caught.value)
+    assert message.startswith(
+        f"the Triton server exited during start-up with exit code 1; last lines of its log ({tmp_path / 'broken.log'}):\n"
+    )
+    assert "RuntimeError: boom" in message
