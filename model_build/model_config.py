@@ -108,7 +108,7 @@ def _set_paths(message, prefix: str = "") -> set[str]:
         path = f"{prefix}{field.name}"
         out.add(path)
         if field.message_type is not None and not field.message_type.GetOptions().map_entry:
-            items = value if field.label == field.LABEL_REPEATED else [value]
+            items = value if field.is_repeated else [value]
             for item in items:
                 out |= _set_paths(item, path + ".")
     return out

@@ -7,6 +7,7 @@ File names are ``<name>-<sha256[:12]>.tar.gz``: new content, new name (never ove
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -16,6 +17,9 @@ from deployment_spec import Spec
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
 from model_build import archive, checks, layout, model_config
+
+
+PROGRESS_MIN_BYTES = 50_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +75,8 @@ def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Pat
             replace[f"{triton_name}/{layout.CONFIG}"] = model_config.renamed(text, triton_name).encode()
     tmp = out_dir / f".{planned.stem}.partial.tar.gz"
     try:
-        sha = archive.write_tarball(tmp, tree, replace)
+        with _progress_bar(planned.stem, archive.total_bytes(tree)) as update:
+            sha = archive.write_tarball(tmp, tree, replace, progress=update)
         final = out_dir / f"{planned.stem}-{sha[:12]}.tar.gz"
         size = tmp.stat().st_size
         os.replace(tmp, final)
@@ -79,6 +84,17 @@ def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Pat
         if tmp.exists():
             tmp.unlink()
     return Artifact(final.name, sha, size, planned.triton_names)
+
+
+@contextlib.contextmanager
+def _progress_bar(stem: str, total: int):
+    """A byte counter on a terminal for big tarballs (gzip of weights takes a while); silent in logs."""
+    if total < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from tqdm import tqdm
+    with tqdm(total=total, unit="B", unit_scale=True, desc=f"pack {stem}", leave=False, disable=None) as bar:
+        yield bar.update
 
 
 def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: Optional[str], planned: Planned,
