@@ -1,0 +1,121 @@
+"""Endpoint configuration and endpoint: storage rules per instance type, AMI, timeouts, capture, guardrails."""
+from aws_cdk.assertions import Capture, Match
+
+from synth_helpers import resource_id
+
+
+def _variant(template):
+    variants = Capture()
+    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"ProductionVariants": variants})
+    [variant] = variants.as_array()
+    return variant
+
+
+def test_variant_serves_this_stacks_model(default_synth):
+    template = default_synth.template("prod", "vision-nlp")
+    model_id = resource_id(template, "AWS::SageMaker::Model")
+    variant = _variant(template)
+    # The only variant runs the model of this stack on the spec's type and prod's initial count (override).
+    assert variant["ModelName"] == {"Fn::GetAtt": [model_id, "ModelName"]}
+    assert (variant["InstanceType"], variant["InitialInstanceCount"], variant["VariantName"]) == (
+        "ml.g5.xlarge", 2, "AllTraffic")
+
+
+def test_nvme_instance_types_get_neither_kms_key_nor_volume_size(default_synth, variety_synth):
+    for template in (default_synth.template("prod", "vision-nlp"), variety_synth.template("dev", "embeddings")):
+        # ml.g5 / ml.g4dn have local NVMe storage: CreateEndpointConfig rejects KmsKeyId and VolumeSizeInGB.
+        template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"KmsKeyId": Match.absent()})
+        assert "VolumeSizeInGB" not in _variant(template)
+        # The reason is recorded in the template for reviewers.
+        config = next(iter(template.find_resources("AWS::SageMaker::EndpointConfig").values()))
+        assert "hardware-encrypted" in config["Metadata"]["KmsKeyIdOmitted"]
+
+
+def test_ebs_only_instance_type_gets_the_kms_key_and_volume_size(variety_synth):
+    template = variety_synth.template("dev", "cpu")
+    # ml.c5 has no instance storage: its ML volume is encrypted with the model bucket's key.
+    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
+        "KmsKeyId": {"Fn::ImportValue": "Test-dev-Storage-KeyArn"}})
+    variant = _variant(template)
+    assert variant["VolumeSizeInGB"] == 40
+    # A CPU instance type gets no GPU inference AMI.
+    assert "InferenceAmiVersion" not in variant
+
+
+def test_inference_ami_matches_the_images_cuda_major(default_synth):
+    # Triton 25.04 is a CUDA 12 image: the gpu-3-1 AMI (driver 550), not the default driver 470.
+    assert _variant(default_synth.template("dev", "classifier"))["InferenceAmiVersion"] == \
+        "al2-ami-sagemaker-inference-gpu-3-1"
+
+
+def test_timeouts_from_the_spec(default_synth):
+    variant = _variant(default_synth.template("dev", "classifier"))
+    assert (variant["ContainerStartupHealthCheckTimeoutInSeconds"],
+            variant["ModelDataDownloadTimeoutInSeconds"]) == (600, 600)
+
+
+def test_data_capture_goes_to_the_model_bucket(variety_synth):
+    # Single-model data capture: input only at 25 %, under the endpoint's capture prefix, with the bucket key.
+    variety_synth.template("dev", "cpu").has_resource_properties("AWS::SageMaker::EndpointConfig", {
+        "DataCaptureConfig": {
+            "EnableCapture": True, "InitialSamplingPercentage": 25,
+            "CaptureOptions": [{"CaptureMode": "Input"}],
+            "DestinationS3Uri": {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "Test-dev-Storage-BucketName"},
+                                                   "/data-capture/cpu/"]]},
+            "KmsKeyId": {"Fn::ImportValue": "Test-dev-Storage-KeyArn"},
+            "CaptureContentTypeHeader": {"JsonContentTypes": ["application/json"]}}})
+
+
+def test_endpoint_keeps_autoscaled_counts_and_has_a_stable_name(default_synth):
+    template = default_synth.template("dev", "vision-nlp")
+    config_id = resource_id(template, "AWS::SageMaker::EndpointConfig")
+    # Config updates keep the instance count the autoscaler chose; the name is <project>-<env>-<endpoint>.
+    template.has_resource_properties("AWS::SageMaker::Endpoint", {
+        "EndpointConfigName": {"Fn::GetAtt": [config_id, "EndpointConfigName"]},
+        "EndpointName": "Triton-dev-vision-nlp", "RetainAllVariantProperties": True})
+
+
+def test_guarded_deployment_only_where_the_environment_asks(default_synth):
+    # dev has no guardrails: SageMaker's default all-at-once update.
+    default_synth.template("dev", "vision-nlp").has_resource_properties(
+        "AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.absent()})
+    for environment in ("staging", "prod"):
+        template = default_synth.template(environment, "vision-nlp")
+        errors = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "Invocation5XXErrors"})
+        latency = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "ModelLatency"})
+        # Blue/green canary (10 % of capacity, 5 min bake) rolled back by the 5XX and latency alarms.
+        template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {"Type": "CANARY", "WaitIntervalInSeconds": 300,
+                                                "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}},
+                "TerminationWaitInSeconds": 120, "MaximumExecutionTimeoutInSeconds": 1800},
+            "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": {"Ref": errors}},
+                                                     {"AlarmName": {"Ref": latency}}]}}})
+
+
+def test_linear_and_all_at_once_strategies(variety_synth):
+    variety_synth.template("china", "big-gpu").has_resource_properties("AWS::SageMaker::Endpoint", {
+        "DeploymentConfig": Match.object_like({"BlueGreenUpdatePolicy": Match.object_like({
+            "TrafficRoutingConfiguration": {"Type": "LINEAR", "WaitIntervalInSeconds": 120,
+                                            "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 50}}})})})
+    # auto_rollback false: no alarms named.
+    variety_synth.template("china", "cpu").has_resource_properties("AWS::SageMaker::Endpoint", {
+        "DeploymentConfig": {"BlueGreenUpdatePolicy": Match.object_like({
+            "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 300}})}})
+
+
+def test_guarded_role_may_read_its_rollback_alarms(default_synth):
+    template = default_synth.template("prod", "classifier")
+    errors = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "Invocation5XXErrors"})
+    latency = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "ModelLatency"})
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
+        {"Action": "cloudwatch:DescribeAlarms", "Effect": "Allow",
+         "Resource": [{"Fn::GetAtt": [errors, "Arn"]}, {"Fn::GetAtt": [latency, "Arn"]}]}])}})
+
+
+def test_endpoint_log_group_retention_per_environment(default_synth):
+    for environment, days, policy in (("dev", 30, "Delete"), ("prod", 365, "Retain")):
+        template = default_synth.template(environment, "classifier")
+        template.has_resource("AWS::Logs::LogGroup", {
+            "Properties": {"LogGroupName": f"/aws/sagemaker/Endpoints/Triton-{environment}-classifier",
+                           "RetentionInDays": days}, "DeletionPolicy": policy})
