@@ -1,0 +1,154 @@
+"""`serve` and `invoke` as a user runs them: exit codes and messages, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import psutil
+import pytest
+
+from local_endpoint.cli import invoke_main, serve_main
+from local_endpoint.ports import free_port
+from local_endpoint.single_model import SingleModelEndpoint
+
+REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SERVE = "import sys; from local_endpoint.cli import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+
+
+def run_serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", SERVE, *args], cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for_line(process: subprocess.Popen, text: str) -> list[str]:
+    lines = []
+    for line in process.stdout:
+        lines.append(line.rstrip("\n"))
+        if text in line:
+            return lines
+    raise AssertionError(f"serve ended before printing {text!r}: {lines} {process.stderr.read()}")
+
+
+@pytest.mark.triton
+def test_serve_runs_until_ctrl_c_and_stops_the_server(tarballs: dict[str, pathlib.Path]) -> None:
+    port = free_port()
+    process = run_serve(str(tarballs["add"]), "--port", str(port), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
+    lines = wait_for_line(process, "press Ctrl-C to stop")
+    assert lines[:2] == [f"serving 1 model archive(s) (SME) at http://127.0.0.1:{port}", "default model: add"]
+    server = psutil.Process(process.pid).children()[0]
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stdout.strip(), stderr) == (0, "stopped", "")
+    assert not server.is_running()
+
+
+@pytest.mark.triton
+def test_serve_reports_a_server_crash_and_fails(tarballs: dict[str, pathlib.Path]) -> None:
+    process = run_serve(str(tarballs["add"]))
+    wait_for_line(process, "press Ctrl-C to stop")
+    psutil.Process(process.pid).children()[0].kill()
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert stderr.startswith("error: the Triton server exited unexpectedly with signal SIGKILL; last lines of its log (")
+    assert "Traceback" not in stderr
+
+
+def test_serve_reports_a_busy_port(tarballs: dict[str, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("0.0.0.0", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        assert serve_main([str(tarballs["add"]), "--port", str(port)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: port {port} is already in use by another process; stop that process, choose another port "
+        "with --port, or leave --port out to use a free one\n"
+    )
+
+
+def test_serve_reports_a_bare_config_tarball(tarballs: dict[str, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    assert serve_main([str(tarballs["bare"])]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"error: model archive {tarballs['bare']} has config.pbtxt at its top level (found: 1, config.pbtxt); "
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a.tar.gz", "b.tar.gz"], "--mode sme serves one tarball, got 2; use --mode mme for several"),
+        (["a.tar.gz", "--env", "THREADS"], "--env 'THREADS' must be KEY=VALUE, e.g. --env SAGEMAKER_TRITON_THREAD_COUNT=16"),
+        (["a.tar.gz", "--mme-capacity", "2"], "--mme-capacity applies to --mode mme only"),
+        (["--mode", "mme", "a.tar.gz", "--default-model", "x"],
+         "--default-model applies to --mode sme only; an MME picks the model per request (tritonsm invoke --target-model)"),
+    ],
+)
+def test_serve_argument_mistakes(argv: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    assert serve_main(argv) == 2
+    assert capsys.readouterr().err.endswith(f"tritonsm serve: error: {message}\n")
+
+
+@pytest.fixture(scope="module")
+def add_endpoint(tarballs: dict[str, pathlib.Path]):
+    with SingleModelEndpoint(tarballs["add"]) as endpoint:
+        yield endpoint
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
+def test_invoke_prints_and_saves_outputs(add_endpoint, tmp_path: pathlib.Path, capsys, binary: bool) -> None:
+    np.savez(tmp_path / "in.npz", A=np.full((1, 4), 1.5, np.float32), B=np.ones((1, 4), np.float32))
+    argv = ["--url", add_endpoint.url, "--input", str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.json")]
+    assert invoke_main(argv + (["--binary"] if binary else [])) == 0
+    assert capsys.readouterr().out == (
+        f"model: add\nSUM FP32 [1, 4]\n[[2.5 2.5 2.5 2.5]]\noutputs saved to {tmp_path / 'out.json'}\n"
+    )
+    assert json.loads((tmp_path / "out.json").read_text())["outputs"][0]["data"] == [2.5] * 4
+
+
+@pytest.mark.triton
+def test_invoke_reports_a_rejected_request(add_endpoint, tmp_path: pathlib.Path, capsys) -> None:
+    np.save(tmp_path / "a.npy", np.ones((1, 4), np.float32))
+    assert invoke_main(["--url", add_endpoint.url, "--input", str(tmp_path / "a.npy"), "--input-name", "A"]) == 1
+    assert capsys.readouterr().err == (
+        "error: the endpoint rejected the request (HTTP 400): [request id: <id_unknown>] expected 2 inputs but "
+        "got 1 inputs for model 'add'. Got input(s) ['A'], but missing required input(s) ['B']. Please "
+        "provide all required input(s).\n"
+    )
+
+
+def test_invoke_reports_nothing_listening(tmp_path: pathlib.Path, capsys) -> None:
+    np.save(tmp_path / "a.npy", np.ones((1, 4), np.float32))
+    port = free_port()
+    assert invoke_main(["--url", f"http://127.0.0.1:{port}", "--input", str(tmp_path / "a.npy"), "--input-name", "A"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: nothing answers at http://127.0.0.1:{port} (Connection refused); start the endpoint first "
+        "(tritonsm serve ...) or fix --url\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--url", "http://x:1", "--text", "hi"], "--text needs --tokenizer DIR (token inputs) or --input-name NAME (a BYTES input)"),
+        (["--url", "http://x:1", "--text", "hi", "--input-name", "T", "--output", "o.csv"], "--output o.csv must end in .json or .npz"),
+        (["--text", "hi"], "one of the arguments --url --endpoint-name is required"),
+    ],
+)
+def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None:
+    assert invoke_main(argv) == 2
+    assert capsys.readouterr().err.endswith(f"tritonsm invoke: error: {message}\n")
+
+
+def test_invoke_reports_a_malformed_url(tmp_path: pathlib.Path, capsys) -> None:
+    assert invoke_main(["--url", "localhost", "--text", "hi", "--input-name", "T"]) == 1
+    assert capsys.readouterr().err == (
+        "error: --url 'localhost' must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)\n"
+    )
