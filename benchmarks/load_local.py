@@ -1,0 +1,107 @@
+"""Load check of a local single-model endpoint: N requests at concurrency C, zero errors expected.
+
+Usage:
+    .venv/bin/python benchmarks/load_local.py                       # the tests' tiny add model
+    .venv/bin/python benchmarks/load_local.py assets/x.tar.gz --default-model x --input in.json [--binary]
+
+Prints throughput and p50/p99 latency; exits 1 if any request failed. A
+script, not a timed test: the numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import pathlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY_ROOT))
+
+import numpy as np  # noqa: E402
+
+from local_endpoint import LocalEndpointError, NamedTensor, SingleModelEndpoint, encode_request, read_input_file  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tarball", nargs="?", type=pathlib.Path, help="model archive (default: a tiny add model)")
+    parser.add_argument("--default-model", help="the model /invocations serves")
+    parser.add_argument("--input", type=pathlib.Path, help="request inputs (.json, .npz)")
+    parser.add_argument("--binary", action="store_true", help="send binary+json instead of JSON")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--env", action="append", default=["SAGEMAKER_TRITON_LOG_VERBOSE=0"], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            tarball, tensors = _workload(args, pathlib.Path(scratch))
+            request = encode_request(tensors, binary=args.binary)
+            with SingleModelEndpoint(tarball, default_model=args.default_model, env=env) as endpoint:
+                print(f"{tarball.name} ({endpoint.default_model}) at {endpoint.url}, "
+                      f"{args.requests} requests, concurrency {args.concurrency}, "
+                      f"{'binary+json' if args.binary else 'JSON'}")
+                return _run(endpoint.port, request.body, request.content_type, args.requests, args.concurrency)
+        except LocalEndpointError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+
+
+def _workload(args: argparse.Namespace, scratch: pathlib.Path):
+    if args.tarball is not None:
+        if args.input is None:
+            raise LocalEndpointError("give --input with the request inputs for this model")
+        return args.tarball, read_input_file(args.input)
+    sys.path.insert(0, str(REPOSITORY_ROOT / "tests" / "local_endpoint"))
+    import triton_model_fixtures as models
+
+    models.write_add(scratch / "repository")
+    tarball = models.pack(scratch / "repository", scratch / "add.tar.gz")
+    ones = np.ones((1, 4), dtype=np.float32)
+    return tarball, [NamedTensor("A", "FP32", ones), NamedTensor("B", "FP32", ones)]
+
+
+def _run(port: int, body: bytes, content_type: str, total: int, concurrency: int) -> int:
+    local = threading.local()
+    headers = {"Content-Type": content_type}
+
+    def one_request(_: int) -> tuple[float, str | None]:
+        # One keep-alive connection per worker, as a real client pool would hold.
+        if not hasattr(local, "connection"):
+            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        started = time.perf_counter()
+        try:
+            local.connection.request("POST", "/invocations", body=body, headers=headers)
+            response = local.connection.getresponse()
+            payload = response.read()
+            error = None if response.status == 200 else f"HTTP {response.status}: {payload[:200]!r}"
+        except OSError as exc:
+            local.connection.close()
+            del local.connection
+            error = f"{type(exc).__name__}: {exc}"
+        return time.perf_counter() - started, error
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(one_request, range(concurrency)))  # warm-up: connections and first batch
+        started = time.perf_counter()
+        results = list(pool.map(one_request, range(total)))
+        elapsed = time.perf_counter() - started
+    latencies_ms = sorted(latency * 1000 for latency, _ in results)
+    errors = [error for _, error in results if error]
+    quantiles = statistics.quantiles(latencies_ms, n=100)
+    print(f"throughput: {total / elapsed:.1f} requests/s over {elapsed:.2f} s")
+    print(f"latency: p50 {quantiles[49]:.2f} ms, p99 {quantiles[98]:.2f} ms, max {latencies_ms[-1]:.2f} ms")
+    print(f"errors: {len(errors)}")
+    for error in sorted(set(errors))[:5]:
+        print(f"  {error}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
