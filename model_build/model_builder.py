@@ -168,8 +168,7 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
 
 
 def _torchscript(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
-    from model_build import parity as parity_check, torchscript
-    from model_build.recipes import load_exportable
+    from model_build import torchscript
 
     target = scratch / "model.pt"
     if model.source.kind() == "torchscript":
@@ -180,17 +179,34 @@ def _torchscript(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
         shutil.copyfile(src, target)
         inputs, outputs = torchscript.read_io(model.name, target)
         return inputs, outputs, None
-    made = load_exportable(model, ctx.spec.root)
-    if made.note:
-        ctx.log(f"  {model.name}: {made.note}")
-    step = _Step(ctx, model.name, "trace TorchScript")
-    traced = torchscript.trace(model.name, made, target, model.max_batch_size)
-    step.done()
-    inputs, outputs = torchscript.read_io(model.name, target)
-    step = _Step(ctx, model.name, "check TorchScript against eager PyTorch")
-    result = parity_check.check_traced(model.name, made, traced, model.tolerance)
+    step = _Step(ctx, model.name, "trace TorchScript and check it against eager PyTorch")
+    result = _run_trace_worker(ctx, model, scratch)
     step.done(f" (max abs error {result['max_abs_error']:.2e})")
+    inputs, outputs = torchscript.read_io(model.name, target)
     return inputs, outputs, result
+
+
+def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    from model_build import trace_worker
+
+    cmd = [sys.executable, "-m", "model_build.trace_worker", str(ctx.spec.path), model.name, str(scratch)]
+    ctx.log("  $ " + " ".join(cmd))
+    # The child sees the same import path (user recipe modules, this checkout).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    for line in proc.stdout.splitlines():
+        ctx.log(line)
+    if proc.returncode == trace_worker.FAILED:
+        message = proc.stderr.rsplit(trace_worker.MARKER, 1)[-1].strip()
+        raise BuildError(message)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
+        raise BuildError(f"model {model.name}: the TorchScript trace process failed (exit {proc.returncode}):\n{tail}")
+    return json.loads((scratch / "parity.json").read_text())
 
 
 def _python(ctx: Context, model: ModelSpec):
