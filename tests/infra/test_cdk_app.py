@@ -1,0 +1,162 @@
+"""The real app wiring: stages, outputs, cdk-nag, cfn-lint, deterministic synth, minimal diffs, app.py errors."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+from aws_cdk.assertions import Match
+from cdk_nag import AwsSolutionsChecks
+from cfnlint.api import ManualArgs, lint_file
+
+from deployment_spec import images
+from synth_helpers import ROOT, SPECS, synth_spec
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def example_synths(tmp_path_factory):
+    return {path.stem: synth_spec(path, tmp_path_factory.mktemp(path.stem)) for path in EXAMPLES}
+
+
+def test_one_stage_per_environment_with_termination_protection_where_asked(default_synth):
+    assert [c.node.id for c in default_synth.app.node.children if hasattr(c, "synth")] == [
+        "TritonDev", "TritonStaging", "TritonProd"]
+    for environment, protected in (("dev", False), ("staging", False), ("prod", True)):
+        for name in ("Storage", "vision-nlp", "classifier"):
+            stack = default_synth.stack(environment, name)
+            assert stack.termination_protection is protected, (environment, name)
+    # Stacks are named like the endpoint they hold.
+    assert default_synth.stack("prod", "vision-nlp").stack_name == "Triton-prod-vision-nlp"
+
+
+def test_outputs_name_the_endpoint_and_show_an_invoke_command(default_synth):
+    sme = default_synth.template("prod", "classifier").find_outputs("*")
+    assert sme["EndpointName"]["Value"] == "Triton-prod-classifier"
+    assert sme["InvokeCommand"]["Value"] == (
+        "aws sagemaker-runtime invoke-endpoint --region us-east-1 --endpoint-name Triton-prod-classifier "
+        "--content-type application/json --body fileb://request.json response.json")
+    mme = default_synth.template("prod", "vision-nlp").find_outputs("*")
+    manifest = json.loads(default_synth.manifest_path.read_text())
+    names = [a["file"] for a in manifest["endpoints"]["vision-nlp"]["artifacts"]]
+    # A multi-model call names its TargetModel: the content-versioned object name.
+    assert f"--target-model {names[0]} " in mme["InvokeCommand"]["Value"]
+    assert mme["TargetModels"]["Value"] == " ".join(names)
+
+
+def test_cdk_nag_passes_on_every_environment_of_the_default_spec(default_synth):
+    result = AwsSolutionsChecks().validate_scope(default_synth.app)
+    assert result.success, sorted(v.rule_name for v in result.violations)
+
+
+def test_cdk_nag_passes_on_every_example_and_the_variety_spec(example_synths, variety_synth):
+    for name, synth in [*example_synths.items(), ("variety", variety_synth)]:
+        result = AwsSolutionsChecks().validate_scope(synth.app)
+        assert result.success, (name, sorted(v.rule_name for v in result.violations))
+
+
+def _lint(assembly_dir: pathlib.Path) -> list[str]:
+    found = []
+    manifest = json.loads((assembly_dir / "manifest.json").read_text())
+    for artifact in manifest["artifacts"].values():
+        if artifact["type"] == "cdk:cloudformation-stack":
+            region = artifact["environment"].rsplit("/", 1)[-1]
+            template = assembly_dir / artifact["properties"]["templateFile"]
+            config = ManualArgs(regions=["us-east-1" if region == "unknown-region" else region])
+            found += [f"{template.name}: {m}" for m in lint_file(template, config=config)]
+        elif artifact["type"] == "cdk:cloud-assembly":
+            found += _lint(assembly_dir / artifact["properties"]["directoryName"])
+    return found
+
+
+def test_cfn_lint_finds_nothing_in_any_synthesized_template(default_synth, example_synths, variety_synth):
+    for synth in [default_synth, variety_synth, *example_synths.values()]:
+        # app.synth() also runs the registered cdk-nag plugin: it raises on any finding.
+        assembly = synth.app.synth()
+        assert _lint(pathlib.Path(assembly.directory)) == []
+
+
+def test_two_synths_of_unchanged_inputs_are_identical(tmp_path):
+    first = synth_spec(ROOT / "triton.yaml", tmp_path / "a").app.synth()
+    second = synth_spec(ROOT / "triton.yaml", tmp_path / "b").app.synth()
+    files = sorted(p.relative_to(first.directory) for p in pathlib.Path(first.directory).rglob("*")
+                   if p.suffix == ".json" and p.name not in ("tree.json", "validation-report.json"))
+    assert any(str(f).endswith(".assets.json") for f in files)
+    for relative in files:
+        # Templates and asset manifests (hence asset hashes) are byte-identical.
+        assert (pathlib.Path(first.directory) / relative).read_bytes() == \
+            (pathlib.Path(second.directory) / relative).read_bytes(), relative
+
+
+def test_raising_max_instances_changes_only_the_scalable_target(default_synth, tmp_path):
+    text = (ROOT / "triton.yaml").read_text()
+    changed = tmp_path / "triton.yaml"
+    assert "max_instances: 8}" in text
+    changed.write_text(text.replace("max_instances: 8}", "max_instances: 9}"))
+    after = synth_spec(changed, tmp_path)
+    differences = []
+    for stack in default_synth.stacks():
+        env = next(e for e in default_synth.spec.environments if default_synth.stage(e) is stack.node.scope)
+        name = "Storage" if stack is default_synth.stack(env) else stack.node.id
+        old = default_synth.template(env, name).to_json()
+        new = after.template(env, name).to_json()
+        for logical_id in sorted(set(old["Resources"]) | set(new["Resources"])):
+            if old["Resources"].get(logical_id) != new["Resources"].get(logical_id):
+                differences.append((env, name, new["Resources"][logical_id]["Type"]))
+        assert old.get("Outputs") == new.get("Outputs")
+    assert differences == [("prod", "vision-nlp", "AWS::ApplicationAutoScaling::ScalableTarget")]
+
+
+def test_china_region_uses_its_domain_and_partition(variety_synth):
+    template = variety_synth.template("china", "cpu")
+    template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({
+        "Image": "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:25.04-py3"})})
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Resource": "arn:aws-cn:ecr:cn-north-1:727897471807:repository/sagemaker-tritonserver"})])}})
+
+
+def test_environment_agnostic_stage_maps_the_image_by_region(variety_synth):
+    template = variety_synth.template("dev", "cpu").to_json()
+    [mapping_id] = template["Mappings"]
+    mapping = template["Mappings"][mapping_id]
+    # Exactly the regions that publish the image, each with the SDK's URI and account.
+    assert sorted(mapping) == images.regions("25.04")
+    assert all(v == {"Uri": images.image_uri("25.04", r), "Account": images.account("25.04", r)}
+               for r, v in mapping.items())
+    model = next(r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model")
+    assert model["Properties"]["PrimaryContainer"]["Image"] == {
+        "Fn::FindInMap": [mapping_id, {"Ref": "AWS::Region"}, "Uri"]}
+
+
+def _run_app(tmp_path, context, env=None):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
+    environ.update(CDK_CONTEXT_JSON=json.dumps(context), CDK_OUTDIR=str(tmp_path / "cdk.out"), **(env or {}))
+    return subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=environ, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_app_without_a_build_says_to_run_tritonsm_build(tmp_path):
+    missing = tmp_path / "assets" / "manifest.json"
+    done = _run_app(tmp_path, {"manifest": str(missing)})
+    assert done.returncode == 2
+    assert done.stderr == (f"error: {missing}: no build manifest; run `tritonsm build` first "
+                           f"(it writes {missing})\n")
+
+
+def test_app_synthesizes_every_stage_with_cdk_nag(tmp_path, default_synth):
+    done = _run_app(tmp_path, {"manifest": str(default_synth.manifest_path)})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "cdk.out").glob("assembly-*")) == [
+        "assembly-TritonDev", "assembly-TritonProd", "assembly-TritonStaging"]
+
+
+def test_cdk_cli_synth_exits_zero(tmp_path, default_synth):
+    cdk = next((p for p in (ROOT / ".venv/bin/cdk", ROOT / "node_modules/.bin/cdk") if p.exists()), None)
+    if cdk is None or shutil.which("node") is None and not (ROOT / ".venv/bin/node").exists():
+        pytest.skip("the CDK CLI is not installed (scripts/bootstrap.sh installs it)")
+    done = subprocess.run([str(cdk), "synth", "--quiet", "-c", f"manifest={default_synth.manifest_path}",
+                           "-o", str(tmp_path / "cdk.out")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
