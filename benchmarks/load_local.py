@@ -94,7 +94,7 @@ def _run(port: int, body: bytes, content_type: str, total: int, concurrency: int
         elapsed = time.perf_counter() - started
     latencies_ms = sorted(latency * 1000 for latency, _ in results)
     errors = [error for _, error in results if error]
-    quantiles = statistics.quantiles(latencies_ms, n=100)
+    quantiles = statistics.quantiles(latencies_ms, n=100, method="inclusive")
     print(f"throughput: {total / elapsed:.1f} requests/s over {elapsed:.2f} s")
     print(f"latency: p50 {quantiles[49]:.2f} ms, p99 {quantiles[98]:.2f} ms, max {latencies_ms[-1]:.2f} ms")
     print(f"errors: {len(errors)}")

@@ -80,10 +80,18 @@ def decode_response(body: bytes, content_type: str) -> DecodedResponse:
         ) from None
     response = result.get_response()
     outputs = [
-        NamedTensor(output["name"], output["datatype"], result.as_numpy(output["name"]))
+        NamedTensor(output["name"], output["datatype"], _as_bytes_if_text(result.as_numpy(output["name"])))
         for output in response.get("outputs", [])
     ]
     return DecodedResponse(response.get("model_name"), outputs)
+
+
+def _as_bytes_if_text(array: np.ndarray) -> np.ndarray:
+    # BYTES outputs decode to str from JSON but to bytes from binary; one type
+    # for both keeps a JSON and a binary answer comparable.
+    if array.dtype != np.object_:
+        return array
+    return np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(array)
 
 
 def error_message(body: bytes) -> str:

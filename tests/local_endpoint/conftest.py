@@ -28,6 +28,7 @@ def tarballs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path
     build("ensemble", "ensemble.tar.gz", models.write_ensemble)
     build("bare", "bare.tar.gz", lambda r: models.write_add(r, "add"), pack_subdir="add")
     build("onnx", "resnet.tar.gz", models.write_onnx_stub)
+    build("whereami", "whereami.tar.gz", models.write_whereami)
     for key, factor in (("times2", 2), ("times3", 3), ("times4", 4)):
         build(key, f"{key}.tar.gz",
               lambda r, k=key, f=factor: models.write_affine(r, k, factor=f, offset=0, input_name="INPUT",

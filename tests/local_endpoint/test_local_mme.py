@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import signal
+import sys
+import time
 
 import numpy as np
 import pytest
 
-from local_endpoint.errors import InvokeError, UnsupportedBackendError
+from local_endpoint.errors import InvokeError, ServerCrashedError, UnsupportedBackendError
 from local_endpoint.http_call import call
 from local_endpoint.invoke import invoke_url
 from local_endpoint.multi_model import MultiModelEndpoint
@@ -17,7 +21,7 @@ from local_endpoint.payload import NamedTensor, encode_request
 pytestmark = pytest.mark.triton
 
 VECTOR = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
-MME_MODELS = ("times2", "times3", "times4", "ensemble", "bare")
+MME_MODELS = ("times2", "times3", "times4", "ensemble", "bare", "whereami")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +84,7 @@ def test_an_unknown_target_model_is_a_404(mme) -> None:
         send(mme, "resnet.tar.gz", [NamedTensor("INPUT", "FP32", VECTOR)])
     assert str(caught.value) == (
         "the endpoint rejected the request (HTTP 404): target model 'resnet.tar.gz' is not one of this "
-        "endpoint's models (bare.tar.gz, ensemble.tar.gz, times2.tar.gz, times3.tar.gz, times4.tar.gz); "
+        "endpoint's models (bare.tar.gz, ensemble.tar.gz, times2.tar.gz, times3.tar.gz, times4.tar.gz, whereami.tar.gz); "
         "pass one of those names as the target model"
     )
 
@@ -91,7 +95,7 @@ def test_a_request_without_target_model_is_refused(mme) -> None:
     assert str(caught.value) == (
         "the endpoint rejected the request (HTTP 400): this is a multi-model endpoint: name the model with "
         "the X-Amzn-SageMaker-Target-Model header (TargetModel in InvokeEndpoint, --target-model in tritonsm "
-        "invoke), one of: bare.tar.gz, ensemble.tar.gz, times2.tar.gz, times3.tar.gz, times4.tar.gz"
+        "invoke), one of: bare.tar.gz, ensemble.tar.gz, times2.tar.gz, times3.tar.gz, times4.tar.gz, whereami.tar.gz"
     )
 
 
@@ -102,6 +106,15 @@ def test_a_bad_request_surfaces_tritons_message(mme) -> None:
         "the endpoint rejected the request (HTTP 400): [request id: <id_unknown>] inference input 'INPUT' "
         "data-type is 'INT32', but model 'times2.tar.gz' expects 'FP32'"
     )
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["json", "binary"])
+def test_python_models_run_in_this_virtualenv(mme, binary: bool) -> None:
+    # The backend stub imports numpy from the interpreter that started the
+    # server, not from whatever Python the system has.
+    response = send(mme, "whereami.tar.gz", [NamedTensor("ASK", "FP32", np.zeros(1, np.float32))], binary=binary)
+    numpy_file = response.outputs[0].array[0].decode()
+    assert numpy_file.startswith(sys.prefix), numpy_file
 
 
 def test_ping_is_passed_to_triton(mme) -> None:
@@ -117,3 +130,19 @@ def test_models_of_missing_backends_are_named_before_start(tarballs: dict[str, p
         "it has only: ensemble, python; test these models on a deployed endpoint "
         "(tritonsm invoke --endpoint-name ...)"
     )
+
+
+def test_a_triton_crash_behind_the_front_door_is_reported(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    # Clients get a 502 naming the log; the endpoint's check says what happened.
+    log_file = tmp_path / "mme-crash.log"
+    with MultiModelEndpoint([tarballs["times2"]], log_file=log_file) as endpoint:
+        os.kill(endpoint.server_pid, signal.SIGKILL)
+        with pytest.raises(InvokeError) as caught:
+            send(endpoint, "times2.tar.gz", [NamedTensor("INPUT", "FP32", VECTOR)])
+        assert str(caught.value) == (
+            "the endpoint rejected the request (HTTP 502): the Triton server behind this endpoint did not answer "
+            f"([Errno 111] Connection refused); see its log: {log_file}"
+        )
+        time.sleep(0.2)  # let the kernel reap the server
+        with pytest.raises(ServerCrashedError, match=r"^the Triton server exited unexpectedly with signal SIGKILL; "):
+            endpoint.check_running()

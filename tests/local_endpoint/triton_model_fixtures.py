@@ -98,6 +98,26 @@ ensemble_scheduling {
 }
 """
 
+# Reports where the model's numpy comes from: proves the stub runs in this virtualenv.
+WHEREAMI_CONFIG = """\
+backend: "python"
+max_batch_size: 0
+input [ { name: "ASK" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "NUMPY_FILE" data_type: TYPE_STRING dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+WHEREAMI_MODEL = """\
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        answer = np.array([np.__file__.encode()], dtype=np.object_)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("NUMPY_FILE", answer)]) for _ in requests]
+"""
+
 ONNX_CONFIG = """\
 platform: "onnxruntime_onnx"
 max_batch_size: 8
@@ -132,6 +152,10 @@ def write_ensemble(repository: pathlib.Path, name: str = "pipeline") -> None:
     write_affine(repository, "double", factor=2, offset=0)
     write_affine(repository, "plus_one", factor=1, offset=1)
     write_model(repository, name, ENSEMBLE_CONFIG, {})
+
+
+def write_whereami(repository: pathlib.Path, name: str = "whereami") -> pathlib.Path:
+    return write_model(repository, name, WHEREAMI_CONFIG, {"model.py": WHEREAMI_MODEL})
 
 
 def write_onnx_stub(repository: pathlib.Path, name: str = "resnet") -> None:
