@@ -1,0 +1,94 @@
+"""The artifact-copy custom resource handler, run locally against a fake S3 client (no AWS)."""
+import importlib.util
+import json
+
+import pytest
+from botocore.exceptions import ClientError
+
+from synth_helpers import ROOT
+
+_spec = importlib.util.spec_from_file_location("copy_handler_index",
+                                               ROOT / "triton_constructs" / "copy_handler" / "index.py")
+handler_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(handler_module)
+
+PROPS = {"SourceBucket": "cdk-assets", "SourceKey": "abc.gz", "DestinationBucket": "models",
+         "DestinationKey": "models/vision-nlp/bert-0123456789ab.tar.gz", "Size": "1234", "Sha256": "0123456789ab" * 5,
+         "KmsKeyArn": "arn:aws:kms:us-east-1:111122223333:key/k"}
+
+
+class FakeS3:
+    def __init__(self, existing_size=None, head_error="404"):
+        self.existing_size, self.head_error, self.copies = existing_size, head_error, []
+
+    def head_object(self, Bucket, Key):
+        if self.existing_size is None:
+            raise ClientError({"Error": {"Code": self.head_error}}, "HeadObject")
+        return {"ContentLength": self.existing_size}
+
+    def copy(self, source, bucket, key, ExtraArgs, Config):
+        self.copies.append((source, bucket, key, ExtraArgs, Config.multipart_chunksize))
+
+
+@pytest.fixture
+def responses(monkeypatch):
+    sent = []
+    monkeypatch.setattr(handler_module, "respond", lambda event, status, reason, pid: sent.append((status, reason, pid)))
+    return sent
+
+
+def _event(kind="Create"):
+    return {"RequestType": kind, "ResourceProperties": PROPS, "StackId": "s", "RequestId": "r",
+            "LogicalResourceId": "l", "ResponseURL": "https://example.invalid/response"}
+
+
+@pytest.mark.parametrize("head_error", ["404", "403"])
+def test_copies_a_missing_object_server_side(responses, head_error):
+    s3 = FakeS3(head_error=head_error)
+    handler_module.handler(_event(), None, s3=s3)
+    # One server-side copy with the bucket's key and the sha256 as metadata, in 256 MiB parts.
+    assert s3.copies == [({"Bucket": "cdk-assets", "Key": "abc.gz"}, "models", PROPS["DestinationKey"], {
+        "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": PROPS["KmsKeyArn"], "Metadata": {"sha256": PROPS["Sha256"]},
+        "MetadataDirective": "REPLACE"}, 256 * 1024 * 1024)]
+    assert responses == [("SUCCESS", "copied", f"s3://models/{PROPS['DestinationKey']}")]
+
+
+def test_an_object_already_in_place_is_not_copied_again(responses):
+    s3 = FakeS3(existing_size=1234)
+    handler_module.handler(_event("Update"), None, s3=s3)
+    assert s3.copies == [] and responses[0][:2] == ("SUCCESS", "already present")
+
+
+def test_never_overwrites_a_content_versioned_object(responses):
+    s3 = FakeS3(existing_size=99)
+    handler_module.handler(_event(), None, s3=s3)
+    assert s3.copies == []
+    assert responses[0][:2] == ("FAILED", (
+        f"RuntimeError: s3://models/{PROPS['DestinationKey']} exists with 99 bytes, expected 1234: a "
+        "content-versioned model object is never overwritten; rebuild the models (tritonsm build)"))
+
+
+def test_delete_keeps_the_object(responses):
+    s3 = FakeS3(existing_size=1234)
+    handler_module.handler(_event("Delete"), None, s3=s3)
+    assert s3.copies == [] and responses[0][0] == "SUCCESS"
+
+
+def test_response_is_put_to_the_presigned_url(monkeypatch):
+    seen = []
+
+    class Reply:
+        status = 200
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(handler_module.urllib.request, "urlopen", lambda request, timeout: seen.append(request) or Reply())
+    handler_module.respond(_event(), "SUCCESS", "copied", "s3://models/x")
+    [request] = seen
+    assert (request.get_method(), request.full_url) == ("PUT", "https://example.invalid/response")
+    assert json.loads(request.data) == {"Status": "SUCCESS", "Reason": "copied", "PhysicalResourceId": "s3://models/x",
+                                        "StackId": "s", "RequestId": "r", "LogicalResourceId": "l"}
