@@ -1,0 +1,216 @@
+"""Every user-facing build error, with its exact message; a failed model leaves no artifact behind."""
+from __future__ import annotations
+
+import pytest
+
+from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
+from model_build import build, checks, ensemble, layout
+from model_build.errors import BuildError
+
+from mb_support import make_spec
+
+
+def _build(tmp_path, models: str, **kwargs):
+    spec = make_spec(tmp_path, models, **kwargs)
+    report = build.run(spec, tmp_path / "assets", tmp_path / "work", log=lambda line: None)
+    return spec, report
+
+
+def _one_failure(tmp_path, models: str) -> str:
+    _, report = _build(tmp_path, models)
+    assert report.exit_code() == 1
+    (message,) = report.failed.values()
+    return message
+
+
+def test_unsupported_operator_names_op_and_opset(tmp_path):
+    message = _one_failure(tmp_path, """\
+odd: {backend: onnxruntime, source: {recipe: 'user_recipes:unsupported_op'}}
+""")
+    assert message == ("model odd: cannot export to ONNX: operator tritonsm_test.mystery has no ONNX conversion at "
+                       "opset 18; replace it with supported torch ops, register a translation "
+                       "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
+
+
+def test_parity_failure_leaves_no_tarball_and_no_manifest_entry(tmp_path):
+    spec, report = _build(tmp_path, """\
+good: {backend: onnxruntime, source: {recipe: 'user_recipes:scale'}}
+bad: {backend: onnxruntime, source: {recipe: 'user_recipes:drifting'}}
+""", endpoints="""\
+one: {kind: multi-model, models: [good], instance_type: ml.g5.xlarge}
+two: {kind: multi-model, models: [bad], instance_type: ml.g5.xlarge}
+""")
+    assert report.failed == {"bad": "model bad: ONNX Runtime output y differs from PyTorch beyond tolerance (max abs "
+                                    "error 1, max rel error 0.5; atol 0.001, rtol 0.001); check the export or raise "
+                                    "models.bad.tolerance"}
+    manifest = load_manifest(tmp_path / "assets" / "manifest.json")
+    assert sorted(manifest.models) == ["good"] and sorted(manifest.endpoints) == ["one"]
+    assert sorted(p.name for p in (tmp_path / "assets").iterdir()) == sorted([
+        "manifest.json", manifest.endpoints["one"].artifacts[0].file])
+    assert [p.name for p in (tmp_path / "work" / "models").iterdir()] == [f"good-{manifest.models['good'].build_hash[:16]}"]
+
+
+def test_batch_dimension_inconsistent_with_max_batch_size(tmp_path):
+    message = _one_failure(tmp_path, """\
+fixed: {backend: onnxruntime, source: {recipe: 'user_recipes:fixed_batch'}, max_batch_size: 8}
+""")
+    assert message == ("model fixed: tensor x has shape [2, 4] with first dimension 2, but max_batch_size 8 needs a "
+                       "variable batch axis first; export with a dynamic axis 0, or set max_batch_size: 0")
+
+
+def test_fixed_batch_model_builds_with_max_batch_size_zero(tmp_path):
+    _, report = _build(tmp_path, """\
+fixed: {backend: onnxruntime, source: {recipe: 'user_recipes:fixed_batch'}, max_batch_size: 0}
+""")
+    assert report.built == ["fixed"]
+    text = next((tmp_path / "work" / "models").glob("fixed-*/fixed/config.pbtxt")).read_text()
+    assert "max_batch_size: 0\n" in text and "dims: 2\n  dims: 4\n" in text
+
+
+@pytest.mark.parametrize("recipe, expected", [
+    ("no_such_module:make", "models.m.source.recipe: cannot import module 'no_such_module' (No module named "
+                            "'no_such_module'); make it importable from the current directory or PYTHONPATH"),
+    ("user_recipes:absent", "models.m.source.recipe: module 'user_recipes' has no function 'absent'; define "
+                            "def absent(model) -> model_build.recipes.ExportableModel"),
+    ("user_recipes:wrong_type", "models.m.source.recipe: user_recipes:wrong_type returned dict, not "
+                                "model_build.recipes.ExportableModel"),
+    ("user_recipes:mismatched_names", "models.m.source.recipe: user_recipes:mismatched_names returned an invalid "
+                                      "ExportableModel: example_inputs has ['x'], input_names ['input']"),
+])
+def test_user_recipe_mistakes(tmp_path, recipe, expected):
+    assert _one_failure(tmp_path, f"m: {{backend: onnxruntime, source: {{recipe: '{recipe}'}}}}\n") == expected
+
+
+def test_missing_weights_directory(tmp_path):
+    message = _one_failure(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}, weights: nowhere}\n")
+    assert message == (f"models.m.weights: {tmp_path / 'nowhere'} is not a directory; give a local directory with the "
+                       "model's config.json and weights (and tokenizer files), or remove weights to initialise "
+                       "randomly")
+
+
+def test_preprocess_weights_without_vocabulary(tmp_path):
+    (tmp_path / "w").mkdir()
+    message = _one_failure(tmp_path, "p: {backend: python, source: {recipe: text-preprocess}, weights: w}\n")
+    assert message == (f"models.p.weights: {tmp_path / 'w'} has no vocab.txt; text-preprocess needs the classifier's "
+                       "WordPiece vocabulary (vocab.txt)")
+
+
+def test_missing_onnx_source(tmp_path):
+    message = _one_failure(tmp_path, "m: {backend: onnxruntime, source: {onnx: absent.onnx}}\n")
+    assert message == (f"models.m.source.onnx: {tmp_path / 'absent.onnx'} does not exist; give the path of an .onnx "
+                       "file, relative to the spec's folder")
+
+
+def test_torchscript_source_without_tensor_description(tmp_path):
+    import torch
+    torch.jit.save(torch.jit.script(torch.nn.Identity()), str(tmp_path / "plain.pt"))
+    message = _one_failure(tmp_path, "m: {backend: pytorch, source: {torchscript: plain.pt}}\n")
+    assert message.startswith(f"model m: TorchScript file {tmp_path / 'work'}")
+    assert "has no triton_io.json describing its tensors; save it with torch.jit.save(module, path, " in message
+
+
+def test_python_dir_without_model_py(tmp_path):
+    (tmp_path / "pydir").mkdir()
+    message = _one_failure(tmp_path, "m: {backend: python, source: {python_dir: pydir}}\n")
+    assert message == (f"models.m.source.python_dir: {tmp_path / 'pydir'} has no model.py; the Python backend loads "
+                       "<version>/model.py")
+
+
+def test_execution_env_must_be_a_tarball(tmp_path):
+    (tmp_path / "env.zip").write_bytes(b"x")
+    message = _one_failure(tmp_path, """\
+m: {backend: python, source: {recipe: text-preprocess}, python: {execution_env: env.zip}}
+""")
+    assert message == (f"models.m.python.execution_env: {tmp_path / 'env.zip'} is not a .tar.gz file; give a "
+                       "conda-pack archive (conda pack -n <env> -o env.tar.gz)")
+
+
+def test_unknown_model_requested(tmp_path):
+    from tritonsm.cli import UserError
+    spec = make_spec(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}}\n")
+    with pytest.raises(UserError) as caught:
+        build.run(spec, tmp_path / "a", tmp_path / "w", requested=["bertt"], log=lambda line: None)
+    assert str(caught.value) == "--model bertt: not in spec.yaml (models: m)"
+
+
+def _model_dir(tmp_path, name="m", config_name="m", version=True):
+    model_dir = tmp_path / name
+    model_dir.mkdir()
+    (model_dir / "config.pbtxt").write_text(f'name: "{config_name}"\nbackend: "python"\nmax_batch_size: 0\n'
+                                            'input { name: "x" data_type: TYPE_FP32 dims: 1 }\n')
+    if version:
+        (model_dir / "1").mkdir()
+        (model_dir / "1" / "model.py").write_text("")
+    return model_dir
+
+
+def test_missing_version_directory(tmp_path):
+    with pytest.raises(BuildError) as caught:
+        checks.check_model_dir(_model_dir(tmp_path, version=False))
+    assert str(caught.value) == ("model directory m/ has no version directory (e.g. m/1/); Triton loads only numeric "
+                                 "version subdirectories, so the model would have no version to serve")
+
+
+def test_config_name_differs_from_directory(tmp_path):
+    with pytest.raises(BuildError) as caught:
+        checks.check_model_dir(_model_dir(tmp_path, config_name="other"))
+    assert str(caught.value) == ("model directory m/: config.pbtxt names the model 'other'; Triton refuses a name "
+                                 "that differs from its directory, set name: \"m\" or rename the directory")
+
+
+def test_valid_model_directory_passes(tmp_path):
+    checks.check_model_dir(_model_dir(tmp_path))
+
+
+def test_duplicate_names_on_one_endpoint():
+    with pytest.raises(BuildError) as caught:
+        checks.check_unique_names("vision-nlp", ["bert", "resnet", "bert"])
+    assert str(caught.value) == ("endpoint vision-nlp: model name(s) bert appear more than once; Triton requires "
+                                 "unique model names, rename one model or use copies (renamed <name>-<i>)")
+
+
+def test_onnx_inputs_not_matching_config():
+    graph = [TensorSpec("input_ids", "TYPE_INT64", (-1,)), TensorSpec("attention_mask", "TYPE_INT64", (-1,))]
+    with pytest.raises(BuildError) as caught:
+        checks.check_onnx_matches_config("bert", [TensorSpec("input_ids", "TYPE_INT64", (-1,))], graph)
+    assert str(caught.value) == ("model bert: config.pbtxt inputs ['input_ids'] do not match the ONNX graph inputs "
+                                 "['attention_mask', 'input_ids'] (not in config: ['attention_mask']; not in graph: "
+                                 "none); regenerate the config from the graph")
+    with pytest.raises(BuildError) as caught:
+        checks.check_onnx_matches_config("bert", [TensorSpec("input_ids", "TYPE_INT32", (-1,)), graph[1]], graph)
+    assert str(caught.value) == ("model bert: input input_ids is TYPE_INT32 in config.pbtxt but TYPE_INT64 in the "
+                                 "ONNX graph; make them equal")
+    with pytest.raises(BuildError) as caught:
+        checks.check_onnx_matches_config("bert", [TensorSpec("input_ids", "TYPE_INT64", (128, 2)), graph[1]], graph)
+    assert str(caught.value) == ("model bert: input input_ids has dims [128, 2] in config.pbtxt but [-1] in the ONNX "
+                                 "graph (batch axis excluded); make them agree")
+
+
+def test_ensemble_type_mismatch_between_steps(tmp_path):
+    spec = make_spec(tmp_path, """\
+pre: {backend: python, source: {recipe: text-preprocess}, max_batch_size: 8}
+cls: {backend: onnxruntime, source: {recipe: tiny-bert}, max_batch_size: 8}
+ens:
+  backend: ensemble
+  max_batch_size: 8
+  ensemble:
+    steps:
+      - {model: pre, input_map: {TEXT: TEXT}, output_map: {input_ids: ids, attention_mask: mask}}
+      - {model: cls, input_map: {input_ids: ids, attention_mask: mask}, output_map: {logits: logits}}
+""")
+
+    def entry(name, inputs, outputs):
+        return ModelEntry(name, name, "x", 8, tuple(inputs), tuple(outputs), "h")
+    steps = {"pre": entry("pre", [TensorSpec("TEXT", "TYPE_STRING", (1,))],
+                          [TensorSpec("input_ids", "TYPE_INT64", (16,)), TensorSpec("attention_mask", "TYPE_INT64", (16,))]),
+             "cls": entry("cls", [TensorSpec("input_ids", "TYPE_INT32", (16,)), TensorSpec("attention_mask", "TYPE_INT32", (16,))],
+                          [TensorSpec("logits", "TYPE_FP32", (2,))])}
+    with pytest.raises(BuildError) as caught:
+        ensemble.wire(spec.models["ens"], steps)
+    assert str(caught.value) == ("models.ens.ensemble.steps[1] (cls): tensor 'ids' is TYPE_INT64 but cls input "
+                                 "input_ids takes TYPE_INT32; make the producing model emit TYPE_INT32")
+    steps["cls"] = entry("cls", steps["pre"].outputs, [TensorSpec("logits", "TYPE_FP32", (2,))])
+    inputs, outputs, configs = ensemble.wire(spec.models["ens"], steps)
+    assert [t.name for t in inputs] == ["TEXT"] and [t.name for t in outputs] == ["logits"]
+    assert [c["model_name"] for c in configs] == ["pre", "cls"]
+    assert layout.VERSION == "1"
