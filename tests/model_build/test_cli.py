@@ -1,0 +1,69 @@
+"""`tritonsm build` from the command line: arguments, exit codes, messages without tracebacks."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from tritonsm.cli import main
+
+from mb_support import HERE, TINY_SPEC
+
+ROOT = HERE.parents[1]
+
+
+def test_unknown_model_is_a_user_error_exit_2(tmp_path, capsys):
+    code = main(["build", "--spec", str(TINY_SPEC), "--model", "visoin", "--out", str(tmp_path / "a"),
+                 "--work-dir", str(tmp_path / "w")])
+    assert code == 2
+    assert capsys.readouterr().err == ("error: --model visoin: not in tiny.yaml (models: vision, classifier, "
+                                       "preprocess, text, traced, plan)\n")
+
+
+def test_bad_spec_is_reported_without_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [\n")
+    assert main(["build", "--spec", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: 1 problem") and "Traceback" not in err
+
+
+def test_requested_tensorrt_model_without_gpu_exits_1(tmp_path):
+    # Explicitly asked for, but no GPU/Docker here: the reason is printed, exit code 1.
+    proc = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(TINY_SPEC), "--model", "plan",
+                           "--out", str(tmp_path / "a"), "--work-dir", str(tmp_path / "w")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    assert "not built here: model plan: a TensorRT plan needs an NVIDIA GPU and a Docker engine" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_build_help_loads_no_torch():
+    # Argument parsing must stay light: heavy imports happen inside the build only.
+    code = "from tritonsm.cli import build_parser; build_parser().parse_args(['build', '--help'])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "--model NAME" in proc.stdout
+    check = ("import sys\nfrom tritonsm.cli import build_parser\n"
+             "build_parser().parse_args(['build'])\nprint('torch' in sys.modules, 'onnx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.strip() == "False False"
+
+
+def test_model_build_never_imports_aws_cdk():
+    # The two halves meet only at the manifest (DESIGN.md).
+    import re
+    pattern = re.compile(r"^\s*(import|from)\s+aws_cdk", re.MULTILINE)
+    offenders = [p.relative_to(ROOT).as_posix() for p in (ROOT / "model_build").rglob("*.py")
+                 if pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_second_cli_build_of_unchanged_tiny_spec_is_fast(tiny_build):
+    spec, out, work, _, _ = tiny_build
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(TINY_SPEC), "--out", str(out),
+                           "--work-dir", str(work)], capture_output=True, text=True, cwd=ROOT)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert "0 built, 5 unchanged" in proc.stdout and "0 file(s) written" in proc.stdout
+    assert elapsed < 2.0
