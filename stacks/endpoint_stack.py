@@ -13,11 +13,10 @@ from deployment_spec.capacity import Measurement, invocations_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from stacks.storage_stack import StorageStack
 from triton_constructs import (ArtifactFile, DataCaptureSettings, EndpointAlarms, EndpointDashboard, ModelArtifacts,
                                ModelStore, TritonEndpoint, TritonExecutionRole, TritonImage, TritonModel,
-                               VariantScaling, container_environment)
-from triton_constructs import checks
-from stacks.storage_stack import StorageStack
+                               VariantScaling, checks, container_environment)
 from triton_constructs.errors import raise_if
 
 
@@ -48,6 +47,7 @@ class EndpointStack(cdk.Stack):
                  storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
         name = endpoint_name
+        prefix, capture = ModelStore.model_prefix(endpoint.name), endpoint.data_capture
         raise_if(f"endpoint '{endpoint.name}'", checks.instance_problems(endpoint))
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
         raise_if(f"endpoint '{endpoint.name}'", checks.plan_problems(endpoint, built, manifest, spec.models))
@@ -57,11 +57,9 @@ class EndpointStack(cdk.Stack):
 
         bucket, key = storage.import_into(self)
         image = TritonImage(self, "Image", version=spec.triton_version)
-        artifacts = ModelArtifacts(self, "Artifacts", bucket=bucket, key=key, prefix=ModelStore.model_prefix(endpoint.name), files=[
+        artifacts = ModelArtifacts(self, "Artifacts", bucket=bucket, key=key, prefix=prefix, files=[
             ArtifactFile(manifest.artifact_path(a), a.sha256, a.size, a.object_name) for a in built.artifacts])
-        capture = endpoint.data_capture
-        role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=bucket, key=key,
-                                   model_prefix=ModelStore.model_prefix(endpoint.name),
+        role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=bucket, key=key, model_prefix=prefix,
                                    capture_prefix=ModelStore.capture_prefix(endpoint.name) if capture else None,
                                    vpc=bool(endpoint.network and endpoint.network.subnet_ids))
         network = endpoint.network

@@ -12,16 +12,16 @@ from deployment_spec.capacity import Measurement
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
 from stacks.endpoint_stack import EndpointStack
-from triton_constructs import checks
 from stacks.storage_stack import StorageStack
+from triton_constructs import checks
 
 
 class TritonStage(cdk.Stage):
-    """A ``cdk.Stage`` per environment; deploy it with ``cdk deploy "<environment>/*"``.
+    """A ``cdk.Stage`` per environment; deploy it with ``cdk deploy "TritonProd/*"`` (see ``app.stage_id``).
 
-    Stack names are ``<project>-<environment>-Storage`` and
-    ``<project>-<environment>-<endpoint>`` (also the endpoint's name). An environment without account and
-    region synthesizes environment-agnostic stacks.
+    Stack names are ``<project>-<environment>-Storage`` and ``<project>-<environment>-<endpoint>``
+    (also the SageMaker endpoint's name). An environment without account and region synthesizes
+    environment-agnostic stacks.
 
     Args:
         scope: The app.

@@ -2,6 +2,7 @@
 
 One construct per module; stacks in ``stacks/`` compose them. Nothing here imports torch or model_build.
 """
+from triton_constructs import checks
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
 from triton_constructs.dashboard import EndpointDashboard
@@ -15,4 +16,4 @@ from triton_constructs.triton_model import TritonModel, container_environment
 
 __all__ = ["ArtifactFile", "DataCaptureSettings", "EndpointAlarms", "EndpointDashboard", "ModelArtifacts",
            "ModelStore", "SynthError", "TritonEndpoint", "TritonExecutionRole", "TritonImage", "TritonModel",
-           "VariantScaling", "container_environment"]
+           "VariantScaling", "checks", "container_environment"]

@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint_file
 
 from deployment_spec import images
-from synth_helpers import ROOT, SPECS, synth_spec
+from synth_helpers import ROOT, synth_spec
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
@@ -160,3 +160,11 @@ def test_cdk_cli_synth_exits_zero(tmp_path, default_synth):
     done = subprocess.run([str(cdk), "synth", "--quiet", "-c", f"manifest={default_synth.manifest_path}",
                            "-o", str(tmp_path / "cdk.out")], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk():
+    code = ("import sys, app; heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torch', 'onnx', 'tensorrt', 'model_build', 'sagemaker', 'transformers'}); print(heavy)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # app.py, stacks/ and triton_constructs/ load only aws-cdk-lib, cdk-nag and the spec loader.
+    assert done.stdout.strip() == "[]", done.stderr
