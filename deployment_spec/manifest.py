@@ -78,6 +78,9 @@ class Manifest:
     endpoints: dict[str, EndpointArtifacts]
     root: pathlib.Path = pathlib.Path(".")
     schema: int = SCHEMA_VERSION
+    # Optional: what the build could not produce and why, keyed by spec path
+    # ("models.<name>", "endpoints.<name>"), e.g. a TensorRT model on a machine without a GPU.
+    not_built: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def artifact_path(self, artifact: Artifact) -> pathlib.Path:
         return self.root / artifact.file
@@ -105,6 +108,7 @@ def load_manifest(path: str | pathlib.Path = DEFAULT_MANIFEST) -> Manifest:
             models={k: _model(v) for k, v in raw["models"].items()},
             endpoints={k: _endpoint(v) for k, v in raw["endpoints"].items()},
             root=path.parent,
+            not_built=dict(raw.get("not_built") or {}),
         )
     except (KeyError, TypeError) as exc:
         raise ManifestError(f"{path}: malformed build manifest (missing {exc}); run `tritonsm build`") from None
