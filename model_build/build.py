@@ -28,13 +28,14 @@ class Report:
     failed: dict[str, str] = dataclasses.field(default_factory=dict)      # model -> error
     unavailable: dict[str, str] = dataclasses.field(default_factory=dict)  # model -> why it cannot build here
     not_requested: list[str] = dataclasses.field(default_factory=list)
-    endpoints_skipped: dict[str, str] = dataclasses.field(default_factory=dict)
+    endpoints_skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # a model is missing
+    endpoints_failed: dict[str, str] = dataclasses.field(default_factory=dict)   # repository checks failed
     written: list[str] = dataclasses.field(default_factory=list)          # files (re)written in out/
     requested: tuple[str, ...] = ()
 
     def exit_code(self) -> int:
         """1 when a model failed, or a model asked for by name could not be built here; else 0."""
-        if self.failed or any(m in self.unavailable for m in self.requested):
+        if self.failed or self.endpoints_failed or any(m in self.unavailable for m in self.requested):
             return 1
         return 0
 
@@ -143,8 +144,17 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 
     manifest = _package(spec, out_dir, dirs, entries, report, log)
+    manifest = dataclasses.replace(manifest, not_built=_not_built(report))
     _write_manifest(out_dir, manifest, report)
     return report
+
+
+def _not_built(report: Report) -> dict[str, str]:
+    """Reasons by spec path, so the CDK app can say why an endpoint has no artifacts."""
+    out = {f"models.{m}": why for m, why in {**report.unavailable, **report.failed}.items()}
+    out.update({f"models.{m}": "not requested (--model) and not built before" for m in report.not_requested})
+    out.update({f"endpoints.{e}": why for e, why in {**report.endpoints_skipped, **report.endpoints_failed}.items()})
+    return dict(sorted(out.items()))
 
 
 def _selected(spec: Spec, requested: tuple[str, ...]) -> set[str]:
@@ -185,7 +195,7 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
         try:
             packaging.check_endpoint(endpoint, planned)
         except BuildError as exc:
-            report.failed[ep_name] = str(exc)
+            report.endpoints_failed[ep_name] = str(exc)
             continue
         default = packaging.default_model(spec, endpoint)
         artifacts = []

@@ -32,7 +32,7 @@ def run_build(args: argparse.Namespace) -> int:
                        log=_log)
     for name, why in report.unavailable.items():
         _log(f"not built here: {why}")
-    for name, why in report.failed.items():
+    for why in list(report.failed.values()) + list(report.endpoints_failed.values()):
         print(f"error: {why}", file=sys.stderr, flush=True)
     summary = (f"build: {len(report.built)} built, {len(report.cached)} unchanged, "
                f"{len(report.unavailable)} not buildable here, {len(report.failed)} failed; "

@@ -36,6 +36,8 @@ def test_manifest_lists_models_and_endpoints(tiny_build):
     assert manifest.models["vision-1"].spec_model == "vision"
     assert sorted(manifest.endpoints) == ["multi", "single"]
     assert manifest.endpoints["single"].default_model == "text"
+    # Added optional field: why something is missing, by spec path.
+    assert list(manifest.not_built) == ["endpoints.gpu-only", "models.plan"]
     assert [a.models for a in manifest.endpoints["multi"].artifacts] == [
         ("vision-0",), ("vision-1",), ("traced",), ("text", "preprocess", "classifier")]
 
