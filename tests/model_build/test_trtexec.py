@@ -1,6 +1,8 @@
 """Exact trtexec and docker command lines for the reference TensorRT scenarios (FACTS §6)."""
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from deployment_spec.manifest import TensorSpec
@@ -104,3 +106,28 @@ def test_variable_dimension_without_sequence_length_is_refused(spec):
 def test_plan_version_probe_command():
     assert trtexec.plan_version_args() == ["/usr/src/tensorrt/bin/trtexec", "--loadEngine=/workspace/model.plan",
                                            "--getPlanVersionOnly"]
+
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_command_for_the_tensorrt_bert_example_spec():
+    # examples/tensorrt-bert-mme.yaml as written: fp16, 1/16/128 x 128, the article's 14000 MiB workspace.
+    from deployment_spec import load_spec
+    model = load_spec(EXAMPLES / "tensorrt-bert-mme.yaml").models["bert"]
+    assert trtexec.trtexec_args(model, IDS_128, "10.9.0", "8.6")[3:9] == [
+        "--minShapes=input_ids:1x128,attention_mask:1x128", "--optShapes=input_ids:16x128,attention_mask:16x128",
+        "--maxShapes=input_ids:128x128,attention_mask:128x128", "--memPoolSize=workspace:14000M",
+        "--builderOptimizationLevel=3", "--timingCacheFile=/cache/timing-trt10.9.0-sm86.cache"]
+    assert model.triton_names() == ["bert-0", "bert-1", "bert-2", "bert-3"]
+
+
+def test_command_for_the_bert_large_example_spec():
+    # examples/bert-large-tuned-sme.yaml: seq 512, profile 1/16/32, fp16.
+    from deployment_spec import load_spec
+    model = load_spec(EXAMPLES / "bert-large-tuned-sme.yaml").models["bert-large-trt"]
+    assert trtexec.trtexec_args(model, IDS_512, "10.9.0", "8.6")[3:] == [
+        "--minShapes=input_ids:1x512,attention_mask:1x512", "--optShapes=input_ids:16x512,attention_mask:16x512",
+        "--maxShapes=input_ids:32x512,attention_mask:32x512", "--memPoolSize=workspace:8192M",
+        "--builderOptimizationLevel=3", "--timingCacheFile=/cache/timing-trt10.9.0-sm86.cache", "--fp16",
+        "--skipInference"]
