@@ -55,7 +55,7 @@ def serve_main(argv: list[str]) -> int:
         return 0
     except KeyboardInterrupt:
         return 130  # interrupted during start-up
-    except LocalEndpointError as error:
+    except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --log-file
         return _fail(error)
     finally:
         endpoint.stop()
@@ -87,7 +87,7 @@ def invoke_main(argv: list[str]) -> int:
         return 0
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    except LocalEndpointError as error:
+    except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --output
         return _fail(error)
 
 
@@ -165,6 +165,6 @@ def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
     return [text_tensor(args.text, args.input_name)]
 
 
-def _fail(error: LocalEndpointError) -> int:
+def _fail(error: Exception) -> int:
     print(f"error: {error}", file=sys.stderr)
     return 1

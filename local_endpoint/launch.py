@@ -53,11 +53,15 @@ def start_sagemaker_triton(
     try:
         process.wait_until_ready(port, startup_timeout)
     except ServerStartError:
+        process.stop()
         if "already in use" in process.log_tail():
             raise PortInUseError(
                 f"port {port} is already in use by another process (it was taken while the "
                 "server started); stop that process, choose another port with --port, or leave "
                 "--port out to use a free one"
             ) from None
+        raise
+    except BaseException:  # Ctrl-C while waiting: leave no server behind
+        process.stop()
         raise
     return process

@@ -68,7 +68,8 @@ class TritonProcess:
         self.stop()
         raise ServerStartError(
             f"the Triton server did not answer /ping with 200 within {timeout:g} s; "
-            f"raise the start-up timeout if the models are slow to load; last lines of its log "
+            f"if the models are just slow to load, raise the start-up timeout (--startup-timeout); "
+            f"last lines of its log "
             f"({self.log_path}):\n{self.log_tail()}"
         )
 

@@ -137,12 +137,13 @@ def test_a_triton_crash_behind_the_front_door_is_reported(tarballs: dict[str, pa
     log_file = tmp_path / "mme-crash.log"
     with MultiModelEndpoint([tarballs["times2"]], log_file=log_file) as endpoint:
         os.kill(endpoint.server_pid, signal.SIGKILL)
+        with pytest.raises(ServerCrashedError, match=r"^the Triton server exited unexpectedly with signal SIGKILL; "):
+            for _ in range(50):  # until the kernel has reaped it
+                endpoint.check_running()
+                time.sleep(0.1)
         with pytest.raises(InvokeError) as caught:
             send(endpoint, "times2.tar.gz", [NamedTensor("INPUT", "FP32", VECTOR)])
         assert str(caught.value) == (
             "the endpoint rejected the request (HTTP 502): the Triton server behind this endpoint did not answer "
             f"([Errno 111] Connection refused); see its log: {log_file}"
         )
-        time.sleep(0.2)  # let the kernel reap the server
-        with pytest.raises(ServerCrashedError, match=r"^the Triton server exited unexpectedly with signal SIGKILL; "):
-            endpoint.check_running()

@@ -9,6 +9,7 @@ import socket
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 import triton_model_fixtures as models
@@ -128,3 +129,23 @@ def test_a_model_failing_to_load_stops_start_up_with_the_log(tmp_path: pathlib.P
         f"the Triton server exited during start-up with exit code 1; last lines of its log ({tmp_path / 'broken.log'}):\n"
     )
     assert "RuntimeError: boom" in message
+
+
+def test_a_server_not_ready_in_time_is_stopped_and_reported(tmp_path: pathlib.Path) -> None:
+    # A model still initialising at the deadline: stop the server, show the log.
+    slow_model = "import time\n\n\nclass TritonPythonModel:\n    def initialize(self, args):\n        time.sleep(60)\n"
+    models.write_model(tmp_path / "repo", "slow", models.ADD_CONFIG, {"model.py": slow_model})
+    tarball = models.pack(tmp_path / "repo", tmp_path / "slow.tar.gz")
+    endpoint = SingleModelEndpoint(tarball, log_file=tmp_path / "slow.log", startup_timeout=1)
+    servers_before = triton_children()
+    with pytest.raises(ServerStartError) as caught:
+        endpoint.start()
+    assert str(caught.value).startswith(
+        "the Triton server did not answer /ping with 200 within 1 s; if the models are just slow to load, "
+        f"raise the start-up timeout (--startup-timeout); last lines of its log ({tmp_path / 'slow.log'}):\n"
+    )
+    assert triton_children() == servers_before  # stopped, not left running
+
+
+def triton_children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.name() == "tritonserver"}
