@@ -74,7 +74,8 @@ class MultiModelCache:
         self._state = threading.Condition()
         # One load or unload at a time, as SageMaker's agent does per instance.
         self._management = threading.Lock()
-        self.events: list[tuple[str, str]] = []  # ("load" | "unload", target model), for tests
+        # Every load and unload, oldest first: what a user watching the endpoint (or a test) asks about.
+        self.events: list[tuple[str, str]] = []
 
     def loaded_models(self) -> list[str]:
         """Loaded target models, least recently used first."""
