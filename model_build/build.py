@@ -8,6 +8,7 @@ file and takes well under two seconds.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import pathlib
 import time
 from typing import Callable, Iterable, Optional
@@ -140,6 +141,8 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
             report.failed[name] = str(exc)
             log(f"[{i}/{len(order)}] {name}: FAILED: {exc}")
             continue
+        finally:
+            gc.collect()  # the torch model of this step is garbage now; keep the peak at one model
         report.built.append(name)
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 

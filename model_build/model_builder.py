@@ -83,6 +83,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
         if not tools.usable:  # before the export: no point spending minutes on an ONNX we cannot convert
             raise ToolUnavailable(f"model {model.name}: a TensorRT plan needs an NVIDIA GPU and a Docker engine "
                                   f"(or a local trtexec): {tools.reason}")
+        _check_target_gpus(ctx.spec, model, tools.gpu.compute_capability)
     if model.backend is Backend.ENSEMBLE:
         inputs, outputs, step_configs = ensemble.wire(model, steps)
         files: dict = {}
@@ -258,6 +259,30 @@ def _feeds_tensorrt(spec: Spec, name: str) -> bool:
                    if s.model in spec.models):
                 return True
     return False
+
+
+def _check_target_gpus(spec: Spec, model: ModelSpec, local_cc: str) -> None:
+    """A plan runs only on the GPU architecture it was built on (FACTS §6.2): refuse a mismatch early."""
+    from deployment_spec import instances
+    from deployment_spec.model import HardwareCompatibility, TensorRTSettings
+
+    level = (model.tensorrt or TensorRTSettings()).hardware_compatibility
+    for ep in spec.endpoints.values():
+        if model.name not in {m.name for m in spec.served_models(ep)}:
+            continue
+        itype = instances.lookup(ep.instance_type)
+        target = itype.family.compute_capability if itype else None
+        if target is None:
+            continue
+        if level is HardwareCompatibility.AMPERE_PLUS:
+            if float(target) < 8.0:
+                raise BuildError(f"models.{model.name}.tensorrt.hardware_compatibility: an ampere_plus plan does not "
+                                 f"run on {ep.instance_type} (compute capability {target}) of endpoint {ep.name}; "
+                                 "use none and build on that GPU")
+        elif target != local_cc:
+            raise ToolUnavailable(f"model {model.name}: endpoint {ep.name} runs on {ep.instance_type} (compute "
+                                  f"capability {target}) but this machine's GPU has {local_cc}; a TensorRT plan only "
+                                  f"loads on the architecture it was built on, build it on a {target} GPU")
 
 
 def _opset(path: pathlib.Path) -> str:

@@ -109,7 +109,10 @@ def _call_user_recipe(model: ModelSpec, recipe: str) -> ExportableModel:
     if not callable(func):
         raise BuildError(f"{where}: module {module_name!r} has no function {func_name!r}; define "
                          f"def {func_name}(model) -> model_build.recipes.ExportableModel")
-    made = func(model)
+    try:
+        made = func(model)
+    except Exception as exc:  # the user's code: report it in spec terms instead of a traceback
+        raise BuildError(f"{where}: {recipe} raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(made, ExportableModel):
         raise BuildError(f"{where}: {recipe} returned {type(made).__name__}, not "
                          "model_build.recipes.ExportableModel")
@@ -126,3 +129,4 @@ def _quiet_transformers() -> None:
     except ImportError:
         return
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()

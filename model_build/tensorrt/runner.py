@@ -24,7 +24,7 @@ def build_plan(model: ModelSpec, inputs: Sequence[TensorSpec], workdir: pathlib.
     """Turns ``workdir/model.onnx`` into ``workdir/model.plan``; returns TensorRT version facts."""
     if not tools.usable:
         raise ToolUnavailable(f"model {model.name}: a TensorRT plan needs an NVIDIA GPU and a Docker engine "
-                              f"(or trtexec): {tools.reason}")
+                              f"(or a local trtexec): {tools.reason}")
     cache_dir.mkdir(parents=True, exist_ok=True)
     image = trtexec.image(triton_version)
     if tools.local_trtexec:

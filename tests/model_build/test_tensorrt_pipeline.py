@@ -52,3 +52,14 @@ def test_plan_build_runs_probe_trtexec_and_plan_version_in_the_triton_tag_image(
     assert artifact.models == ("plan",)
     config = next((tmp_path / "work" / "models").glob("plan-*/plan/config.pbtxt")).read_text()
     assert model_config.parse(config).platform == "tensorrt_plan"
+
+
+def test_plan_for_another_gpu_architecture_is_not_built_here(tmp_path, monkeypatch):
+    # The endpoint runs on ml.g5 (A10G, 8.6); a T4 (7.5) here cannot build its plan.
+    monkeypatch.setattr(gpu, "detect", lambda: gpu.Toolchain(gpu.Gpu("Tesla T4", "7.5"), True, False))
+    report = build.run(load_spec(TINY_SPEC), tmp_path / "assets", tmp_path / "work", requested=["plan"],
+                       log=lambda line: None)
+    assert report.unavailable == {"plan": "model plan: endpoint gpu-only runs on ml.g5.xlarge (compute capability "
+                                          "8.6) but this machine's GPU has 7.5; a TensorRT plan only loads on the "
+                                          "architecture it was built on, build it on a 8.6 GPU"}
+    assert report.exit_code() == 1
