@@ -37,30 +37,45 @@ def serve_main(argv: list[str]) -> int:
     stop_requested = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        endpoint.start()
-        print(f"serving {len(endpoint.tarballs) if args.mode == MME else 1} model archive(s) "
-              f"({args.mode.upper()}) at {endpoint.url}", flush=True)
-        if args.mode == MME:
-            print(f"target models: {', '.join(endpoint.target_models)}", flush=True)
-        else:
-            print(f"default model: {endpoint.default_model}", flush=True)
-        print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
         try:
+            endpoint.start()
+        except KeyboardInterrupt:
+            return 130  # interrupted during start-up; start() stopped the server
+        # From here on Ctrl-C is the normal way to stop, wherever it lands.
+        try:
+            _announce(endpoint, args.mode)
             while not stop_requested.wait(CRASH_POLL_SECONDS):
                 endpoint.check_running()
         except KeyboardInterrupt:
             pass
-        endpoint.stop()
+        _stop_ignoring_ctrl_c(endpoint)
         print("stopped", flush=True)
         return 0
-    except KeyboardInterrupt:
-        return 130  # interrupted during start-up
     except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --log-file
         return _fail(error)
     finally:
-        endpoint.stop()
+        _stop_ignoring_ctrl_c(endpoint)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _stop_ignoring_ctrl_c(endpoint) -> None:
+    # An impatient second Ctrl-C must not abandon the server half-stopped.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        endpoint.stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _announce(endpoint, mode: str) -> None:
+    archives = len(endpoint.tarballs) if mode == MME else 1
+    print(f"serving {archives} model archive(s) ({mode.upper()}) at {endpoint.url}", flush=True)
+    if mode == MME:
+        print(f"target models: {', '.join(endpoint.target_models)}", flush=True)
+    else:
+        print(f"default model: {endpoint.default_model}", flush=True)
+    print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
 
 
 def invoke_main(argv: list[str]) -> int:
