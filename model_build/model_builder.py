@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Optional
 
 from deployment_spec import Spec
 from deployment_spec.manifest import BuilderFacts, ModelEntry, TensorSpec, _model as entry_from_json
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.model import Backend, ModelSpec, Precision
 from model_build import checks, ensemble, layout, model_config
 from model_build.errors import BuildError, ToolUnavailable
 from model_build.hashing import tool_versions
@@ -152,6 +152,9 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
                              f"{str(exc).splitlines()[0]}") from None
         inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
         return inputs, outputs, None
+    if model.precision is Precision.INT8 and model.backend is Backend.ONNXRUNTIME:
+        raise BuildError(f"models.{model.name}.precision: int8 from a recipe needs quantization, which this builder "
+                         "does not do; quantize the ONNX yourself and give it as source: {onnx: ...}, or use fp32")
     step = _Step(ctx, model.name, "load recipe")
     made = load_exportable(model, ctx.spec.root, batch_axis_only=model.backend is Backend.TENSORRT)
     step.done()

@@ -72,6 +72,8 @@ fixed: {backend: onnxruntime, source: {recipe: 'user_recipes:fixed_batch'}, max_
                             "'no_such_module'); make it importable from the current directory or PYTHONPATH"),
     ("user_recipes:absent", "models.m.source.recipe: module 'user_recipes' has no function 'absent'; define "
                             "def absent(model) -> model_build.recipes.ExportableModel"),
+    ("user_recipes:broken", "models.m.source.recipe: user_recipes:broken raised ValueError: checkpoint has 3 labels, "
+                            "expected 2"),
     ("user_recipes:wrong_type", "models.m.source.recipe: user_recipes:wrong_type returned dict, not "
                                 "model_build.recipes.ExportableModel"),
     ("user_recipes:mismatched_names", "models.m.source.recipe: user_recipes:mismatched_names returned an invalid "
@@ -214,3 +216,30 @@ ens:
     assert [t.name for t in inputs] == ["TEXT"] and [t.name for t in outputs] == ["logits"]
     assert [c["model_name"] for c in configs] == ["pre", "cls"]
     assert layout.VERSION == "1"
+
+
+def test_int8_recipe_for_onnxruntime_is_refused(tmp_path):
+    message = _one_failure(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}, precision: int8}\n")
+    assert message == ("models.m.precision: int8 from a recipe needs quantization, which this builder does not do; "
+                       "quantize the ONNX yourself and give it as source: {onnx: ...}, or use fp32")
+
+
+def test_onnx_file_source_is_checked_and_described_from_its_graph(tmp_path):
+    # A ready ONNX file: copied, onnx.checker-ed, config tensors read from the graph (no parity: no torch model).
+    import user_recipes
+    from model_build import onnx_export
+    onnx_export.export("src", user_recipes.scale(None), tmp_path / "given.onnx")
+    _, report = _build(tmp_path, "m: {backend: onnxruntime, source: {onnx: given.onnx}, max_batch_size: 4}\n")
+    assert report.built == ["m"]
+    entry = load_manifest(tmp_path / "assets" / "manifest.json").models["m"]
+    assert entry.inputs == (TensorSpec("x", "TYPE_FP32", (4,)),) and entry.parity is None
+
+
+def test_force_rebuilds_but_gives_the_same_bytes(tiny_build, tmp_path):
+    import shutil
+    spec, out, work, _, _ = tiny_build
+    shutil.copytree(out, tmp_path / "assets")
+    before = sorted(p.name for p in (tmp_path / "assets").iterdir())
+    report = build.run(spec, tmp_path / "assets", work, requested=["preprocess"], force=True, log=lambda line: None)
+    assert report.built == ["preprocess"]
+    assert sorted(p.name for p in (tmp_path / "assets").iterdir()) == before

@@ -72,3 +72,7 @@ def wrong_type(model):
 
 def mismatched_names(model):
     return ExportableModel(Scale(), _examples(2, 0), ("input",), ("y",))
+
+
+def broken(model):
+    raise ValueError("checkpoint has 3 labels, expected 2")
