@@ -1,8 +1,9 @@
 """What each target Triton release accepts (FACTS §4.2, §5, §6).
 
-Triton rejects config fields newer than its own proto, ONNX Runtime fails the load on an
-unknown accelerator key, and trtexec exits on a removed flag; so every such field, key and
-flag is gated here by the spec's ``triton_version`` (the ``sagemaker-tritonserver`` tag).
+Triton rejects config fields newer than its own proto and ONNX Runtime fails the load on an
+unknown accelerator key, so such fields and keys are gated by the spec's ``triton_version`` (the
+``sagemaker-tritonserver`` tag). trtexec flags are gated by the probed TensorRT version
+(tensorrt/trtexec.py), since the TensorRT inside each image is not documented reliably.
 """
 from __future__ import annotations
 
@@ -17,13 +18,6 @@ CONFIG_FIELD_SINCE = {
 
 # ONNX Runtime backend: `trt_*` accelerator keys exist from r24.05 (FACTS §5; r24.01/r24.03 unconfirmed).
 ORT_TRT_EXTRA_KEYS_SINCE = "24.05"
-
-# TensorRT in nvcr.io/nvidia/tensorrt:<tag>-py3 as far as known (FACTS §6.3, UNCONFIRMED for the main
-# images): used to choose flags when the image cannot be probed; a GPU build always probes the image.
-EXPECTED_TENSORRT = {
-    "23.12": "8.6.1", "24.01": "8.6.1", "24.03": "8.6.3", "24.05": "10.0.1", "24.09": "10.4.0",
-    "25.04": "10.9.0", "25.09": "10.13.0",
-}
 
 
 def at_least(release: str, since: str) -> bool:
