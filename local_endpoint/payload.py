@@ -15,7 +15,6 @@ import json
 import numpy as np
 
 from local_endpoint.errors import InvokeError
-from local_endpoint.tritonclient_http import load_http_codec
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
@@ -44,24 +43,23 @@ class DecodedResponse:
 
 def encode_request(tensors: list[NamedTensor], *, binary: bool) -> EncodedRequest:
     """Encode inputs as KServe v2 JSON, or binary+json with binary outputs requested."""
+    from tritonclient.http import InferenceServerClient, InferInput
     from tritonclient.utils import InferenceServerException
 
-    codec = load_http_codec()
     inputs = []
     try:
         for tensor in tensors:
-            infer_input = codec.InferInput(tensor.name, list(tensor.array.shape), tensor.datatype)
+            infer_input = InferInput(tensor.name, list(tensor.array.shape), tensor.datatype)
             infer_input.set_data_from_numpy(tensor.array, binary_data=binary)
             inputs.append(infer_input)
     except InferenceServerException as error:
         raise InvokeError(f"input {tensor.name!r} cannot be encoded: {error.message()}") from None
     if not binary:
+        # generate_request_body would ask for binary outputs; a JSON caller wants a JSON answer.
         body = json.dumps({"inputs": [infer_input._get_tensor() for infer_input in inputs]})
         return EncodedRequest(body.encode(), JSON_CONTENT_TYPE)
-    body, json_size = codec.get_inference_request(
-        inputs=inputs, request_id="", outputs=None, sequence_id=0, sequence_start=False,
-        sequence_end=False, priority=0, timeout=None, custom_parameters=None,
-    )
+    # A JSON header of json_size bytes followed by the raw tensors; outputs come back binary too.
+    body, json_size = InferenceServerClient.generate_request_body(inputs)
     return EncodedRequest(body, f"{BINARY_CONTENT_TYPE_PREFIX}{json_size}")
 
 
@@ -70,9 +68,10 @@ def decode_response(body: bytes, content_type: str) -> DecodedResponse:
     header_length = None
     if content_type.startswith(BINARY_CONTENT_TYPE_PREFIX):
         header_length = int(content_type[len(BINARY_CONTENT_TYPE_PREFIX):])
-    codec = load_http_codec()
+    from tritonclient.http import InferResult
+
     try:
-        result = codec.InferResult.from_response_body(body, header_length=header_length)
+        result = InferResult.from_response_body(body, header_length=header_length)
     except Exception as error:  # rapidjson and struct raise several types
         raise InvokeError(
             f"the endpoint answered with a body that is not a KServe v2 inference response "
