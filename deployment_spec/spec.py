@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import yaml
 
 from deployment_spec import images, rules
+from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
@@ -95,6 +96,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
         base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version, declared or set(ep.models))
     problems += base
     environments = _environments(raw, endpoints, models, version, problems, base, declared)
+    if isinstance(project, str):
+        problems += _endpoint_name_problems(project, environments)
     if problems:
         raise SpecError(str(path), _dedupe(problems))
     return Spec(project, version, models, endpoints, environments, path.resolve())
@@ -140,6 +143,21 @@ def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[st
         resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
                                     problems, base_text, declared)
         out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
+    return out
+
+
+def _endpoint_name_problems(project: str, environments: dict[str, EnvironmentSpec]) -> list[Problem]:
+    """Each endpoint's SageMaker name, <project>-<environment>-<endpoint>, must be valid in every environment."""
+    out, reported = [], set()
+    for env_name, env in environments.items():
+        for ep_name in env.endpoints:
+            full = endpoint_name(project, env_name, ep_name)
+            if ep_name in reported or ENDPOINT_NAME.fullmatch(full):
+                continue
+            reported.add(ep_name)
+            out.append(Problem(f"endpoints.{ep_name}", f"the SageMaker endpoint name '{full}' (environment {env_name})",
+                               "<project>-<environment>-<endpoint> of 1-63 letters, digits or '-'",
+                               "rename the endpoint (no '_') or shorten the project or environment name"))
     return out
 
 

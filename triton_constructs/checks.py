@@ -10,14 +10,13 @@ import re
 from typing import Mapping, Optional
 
 from deployment_spec import instances
+from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name as _joined_name
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, Manifest, ModelEntry
 from deployment_spec.model import Backend, HardwareCompatibility, ModelSpec
 from triton_constructs.errors import raise_if
 
 REBUILD = "run `tritonsm build`"
-# SageMaker endpoint names: letters, digits and '-', at most 63 (CreateEndpoint).
-ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +41,8 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
     only write the endpoint's own log group; a CloudFormation-generated name
     would make both circular.
     """
-    name = f"{project}-{environment}-{endpoint}"
+    # The spec loader already refuses invalid names; this guards specs built in code.
+    name = _joined_name(project, environment, endpoint)
     raise_if(f"endpoint '{endpoint}'", [] if ENDPOINT_NAME.fullmatch(name) else [
         f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>) must be 1-63 letters, digits "
         "or '-'; rename the endpoint (no '_') or shorten the project or environment name"])

@@ -199,3 +199,16 @@ def test_an_invalid_model_body_does_not_cascade_into_reference_errors():
         parse_spec(raw, pathlib.Path("spec.yaml"))
     # The endpoint and the ensemble still name 'bert'; only the real mistake is reported.
     assert len(caught.value.problems) == 1
+
+
+def test_endpoint_name_must_make_a_valid_sagemaker_endpoint_name():
+    raw = copy.deepcopy(BASE)
+    raw["endpoints"]["my_endpoint"] = raw["endpoints"].pop("classifier")
+    raw["environments"]["prod"]["overrides"]["endpoints"].pop("classifier")
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, pathlib.Path("spec.yaml"))
+    # '_' is valid in a Triton name but not in <project>-<environment>-<endpoint>; reported once, not per environment.
+    assert str(caught.value) == (
+        "spec.yaml: 1 problem\n  - endpoints.my_endpoint: got the SageMaker endpoint name 'Triton-dev-my_endpoint' "
+        "(environment dev); allowed: <project>-<environment>-<endpoint> of 1-63 letters, digits or '-'; "
+        "fix: rename the endpoint (no '_') or shorten the project or environment name")
