@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import re
 from typing import Mapping, Optional
 
 from deployment_spec import instances
