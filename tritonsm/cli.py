@@ -55,19 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _registrations() -> list[Callable]:
     """Subcommands of other packages; each module's `register(add)` defines its arguments (no heavy imports)."""
-    import importlib
-    out = []
-    for module in ("model_build.cli", "local_endpoint.commands", "tritonsm.bench"):
-        try:
-            out.append(importlib.import_module(module).register)
-        except ModuleNotFoundError as exc:
-            if not module.startswith(exc.name or "?"):  # a broken install, not an absent subcommand
-                raise
-    return out
+    from model_build.cli import register as build
+    from tritonsm.bench import register as bench
+    from tritonsm.serve import register as serve_and_invoke
+    return [build, serve_and_invoke, bench]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # `invoke` hands its remaining options to the local endpoint's invoke parser.
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "invoke":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.rest = rest
     try:
         return args.run(args)
     except SpecError as exc:
