@@ -1,0 +1,60 @@
+"""Python-backend models: files, tensors and parameters from a built-in recipe or a python_dir."""
+from __future__ import annotations
+
+from deployment_spec import Spec
+from deployment_spec.manifest import TensorSpec
+from deployment_spec.model import Backend, ModelSpec
+from model_build import layout, model_config
+from model_build.errors import BuildError
+from model_build.progress import Step
+
+
+def model_files(ctx, model: ModelSpec):
+    """Files, tensors and parameters of a Python-backend model (built-in recipe or python_dir)."""
+    from model_build.recipes import load_python
+
+    model_files: dict = {}
+    params: dict[str, str] = {}
+    if model.source.kind() == "python_dir":
+        inputs, outputs, files, params = _python_dir(ctx, model)
+    else:
+        step = Step(ctx, model.name, "prepare Python-backend files")
+        made = load_python(model, ctx.spec.root, consumer_int32=_feeds_tensorrt(ctx.spec, model.name))
+        step.done()
+        if made.note:
+            ctx.log(f"  {model.name}: {made.note}")
+        inputs, outputs, files, params = made.inputs, made.outputs, dict(made.files), dict(made.parameters)
+    if model.python and model.python.execution_env:
+        env = (ctx.spec.root / model.python.execution_env).resolve()
+        if not env.is_file() or not env.name.endswith(".tar.gz"):
+            raise BuildError(f"models.{model.name}.python.execution_env: {env} is not a .tar.gz file; give a "
+                             "conda-pack archive (conda pack -n <env> -o env.tar.gz)")
+        # Shipped inside the model directory, resolved by the Python backend at load (FACTS §4.1).
+        model_files[env.name] = env
+        params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{env.name}"
+    return tuple(inputs), tuple(outputs), files, params, model_files
+
+
+def _python_dir(ctx, model: ModelSpec):
+    src = (ctx.spec.root / model.source.python_dir).resolve()
+    where = f"models.{model.name}.source.python_dir"
+    if not (src / "model.py").is_file():
+        raise BuildError(f"{where}: {src} has no model.py; the Python backend loads <version>/model.py")
+    if not (src / layout.CONFIG).is_file():
+        raise BuildError(f"{where}: {src} has no {layout.CONFIG} declaring the model's input and output tensors")
+    declared = model_config.parse((src / layout.CONFIG).read_text(), f"{src / layout.CONFIG}")
+    tensors = [[TensorSpec(t.name, model_config.model_config_pb2.DataType.Name(t.data_type), tuple(t.dims))
+                for t in group] for group in (declared.input, declared.output)]
+    params = {k: v.string_value for k, v in declared.parameters.items()}
+    files = {p.name: p for p in sorted(src.iterdir()) if p.name != layout.CONFIG and p.name != "__pycache__"}
+    return tensors[0], tensors[1], files, params
+
+
+def _feeds_tensorrt(spec: Spec, name: str) -> bool:
+    """True when an ensemble passes this model's outputs to a TensorRT model (int32 token ids)."""
+    for other in spec.models.values():
+        if other.ensemble and any(s.model == name for s in other.ensemble.steps):
+            if any(spec.models[s.model].backend is Backend.TENSORRT for s in other.ensemble.steps
+                   if s.model in spec.models):
+                return True
+    return False

@@ -1,0 +1,27 @@
+"""Which GPU architecture a TensorRT plan is for: the serving endpoints' instance families (FACTS §6.2)."""
+from __future__ import annotations
+
+from deployment_spec import Spec, instances
+from deployment_spec.model import HardwareCompatibility, ModelSpec, TensorRTSettings
+from model_build.errors import BuildError, ToolUnavailable
+
+
+def check_target_gpus(spec: Spec, model: ModelSpec, local_cc: str) -> None:
+    """A plan runs only on the GPU architecture it was built on (FACTS §6.2): refuse a mismatch early."""
+    level = (model.tensorrt or TensorRTSettings()).hardware_compatibility
+    for ep in spec.endpoints.values():
+        if model.name not in {m.name for m in spec.served_models(ep)}:
+            continue
+        itype = instances.lookup(ep.instance_type)
+        target = itype.family.compute_capability if itype else None
+        if target is None:
+            continue
+        if level is HardwareCompatibility.AMPERE_PLUS:
+            if float(target) < 8.0:
+                raise BuildError(f"models.{model.name}.tensorrt.hardware_compatibility: an ampere_plus plan does not "
+                                 f"run on {ep.instance_type} (compute capability {target}) of endpoint {ep.name}; "
+                                 "use none and build on that GPU")
+        elif target != local_cc:
+            raise ToolUnavailable(f"model {model.name}: endpoint {ep.name} runs on {ep.instance_type} (compute "
+                                  f"capability {target}) but this machine's GPU has {local_cc}; a TensorRT plan only "
+                                  f"loads on the architecture it was built on, build it on a {target} GPU")
