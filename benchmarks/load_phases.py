@@ -1,0 +1,123 @@
+"""Phases of rising concurrency against one local endpoint, like Inference Recommender's traffic phases.
+
+Each phase keeps ``concurrency`` users busy (one keep-alive connection each, a new request as
+soon as the last answered) for a bounded time and a bounded number of requests. After a phase
+whose p99 exceeds the latency threshold or whose error rate exceeds the limit, the test stops,
+as an Inference Recommender job stops at ModelLatencyThresholds. Only 127.0.0.1.
+"""
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import threading
+import time
+from typing import Callable, Optional
+
+from benchmarks import stats
+
+HOST = "127.0.0.1"
+REQUEST_TIMEOUT_S = 60  # SageMaker's InvokeEndpoint limit
+
+
+@dataclasses.dataclass(frozen=True)
+class PhasePlan:
+    concurrencies: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    seconds: float = 10.0
+    max_requests: int = 5000        # per phase, whatever the duration
+    latency_threshold_ms: float = 500.0
+    max_error_rate: float = 0.01
+    must_reach: Optional[int] = 16  # still measured after a stop, flagged, for like-for-like comparisons
+
+
+@dataclasses.dataclass
+class PhaseResult:
+    concurrency: int
+    requests: int
+    errors: int
+    seconds: float
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    within_threshold: bool
+    after_stop: bool = False
+    first_error: Optional[str] = None
+
+    @property
+    def invocations_per_minute(self) -> float:
+        return self.rps * 60
+
+
+def run_phases(port: int, body: bytes, content_type: str, plan: PhasePlan,
+               log: Callable[[str], None]) -> list[PhaseResult]:
+    results: list[PhaseResult] = []
+    stopped = False
+    for concurrency in plan.concurrencies:
+        if stopped and concurrency != plan.must_reach:
+            continue
+        result = run_phase(port, body, content_type, concurrency, plan)
+        result.after_stop = stopped
+        results.append(result)
+        log(f"    concurrency {concurrency:3d}: {result.rps:7.1f} req/s ({result.invocations_per_minute:8.0f}/min), "
+            f"p50 {result.p50_ms:7.1f} ms, p99 {result.p99_ms:7.1f} ms, errors {result.errors}/{result.requests}"
+            + ("" if result.within_threshold else "  <- over the threshold") + ("  (after stop)" if stopped else ""))
+        if not result.within_threshold and not stopped:
+            stopped = True
+    return results
+
+
+def run_phase(port: int, body: bytes, content_type: str, concurrency: int, plan: PhasePlan) -> PhaseResult:
+    lock = threading.Lock()
+    latencies: list[float] = []
+    errors: list[str] = []
+    issued = [0]
+    headers = {"Content-Type": content_type}
+    deadline = time.monotonic() + plan.seconds
+
+    def user() -> None:
+        connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+        try:
+            while time.monotonic() < deadline:
+                with lock:
+                    if issued[0] >= plan.max_requests:
+                        return
+                    issued[0] += 1
+                started = time.perf_counter()
+                error = None
+                try:
+                    connection.request("POST", "/invocations", body=body, headers=headers)
+                    response = connection.getresponse()
+                    payload = response.read()
+                    if response.status != 200:
+                        error = f"HTTP {response.status}: {payload[:200]!r}"
+                except OSError as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    connection.close()
+                    connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                with lock:
+                    if error:
+                        errors.append(error)
+                    else:
+                        latencies.append(elapsed_ms)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=user, daemon=True) for _ in range(concurrency)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=plan.seconds + REQUEST_TIMEOUT_S + 5)
+    elapsed = time.perf_counter() - started
+    done = len(latencies) + len(errors)
+    error_rate = len(errors) / done if done else 1.0
+    p99 = stats.percentile(latencies, 99)
+    within = bool(latencies) and p99 <= plan.latency_threshold_ms and error_rate <= plan.max_error_rate
+    return PhaseResult(concurrency, done, len(errors), round(elapsed, 2), len(latencies) / elapsed,
+                       stats.percentile(latencies, 50), p99, within, first_error=errors[0] if errors else None)
+
+
+def best_within_threshold(phases: list[PhaseResult]) -> Optional[PhaseResult]:
+    """The phase with the highest throughput that met the latency threshold and error limit."""
+    ok = [p for p in phases if p.within_threshold and not p.after_stop]
+    return max(ok, key=lambda p: p.rps) if ok else None

@@ -1,0 +1,213 @@
+"""Eager PyTorch vs ONNX Runtime on this CPU, measured side by side in one run.
+
+For each model and batch size, every engine warms up, then the engines take turns: repeat r
+runs one timed block per engine, in an order rotated each repeat, so a burst of background
+load lands on all engines alike. A block is K calls (K chosen from the warm-up so a block lasts
+about ``block_seconds``); the headline number is the median over repeats of the block's mean
+latency. p50/p99 are over all calls.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import multiprocessing
+import os
+import pathlib
+import platform
+import time
+from typing import Any, Callable, Optional
+
+from benchmarks import stats
+from benchmarks.runtime_worker import EAGER, ONNXRUNTIME, EngineSpec, serve
+
+EAGER_LABEL, FP32_LABEL, INT8_LABEL, RAW_LABEL = ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-int8",
+                                                   "onnxruntime-fp32-unoptimized")
+MAX_CALLS_PER_BLOCK = 50
+PAUSE_BETWEEN_BLOCKS_S = 0.05  # lets the previous engine's spinning thread pool go idle
+# Issue 6 targets at batch 1: (recipe, engine) -> minimum speedup over eager PyTorch.
+TARGETS = {("resnet50", FP32_LABEL): 1.5, ("bert-base", FP32_LABEL): 1.2, ("bert-base", INT8_LABEL): 1.8}
+
+
+@dataclasses.dataclass
+class Settings:
+    batches: list[int]
+    repeats: int = 5
+    warmup: int = 3
+    threads: int = os.cpu_count() or 1
+    block_seconds: float = 1.0
+    unoptimized: bool = False
+
+
+@dataclasses.dataclass
+class Cell:
+    model: str
+    recipe: str
+    engine: str
+    batch: int
+    median_ms: float
+    p50_ms: float
+    p99_ms: float
+    throughput_per_s: float      # samples per second at the median latency
+    speedup: float               # eager median / this median, same batch
+    calls: int
+    block_means_ms: list[float]
+    peak_rss_mib: float = math.nan
+    model_rss_mib: float = math.nan
+
+
+def compare(spec, names: list[str], int8_models: set[str], settings: Settings, work: pathlib.Path,
+            log: Callable[[str], None]) -> dict[str, Any]:
+    from benchmarks.runtime_prepare import prepare
+
+    started = time.monotonic()
+    result: dict[str, Any] = {"machine": machine(), "settings": dataclasses.asdict(settings), "models": []}
+    result["machine"]["load_average_start"] = _load_average()
+    for name in names:
+        model = spec.models[name]
+        batches = [b for b in settings.batches if b <= max(model.max_batch_size, 1)]
+        log(f"[{name}] recipe {model.source.recipe}, batch sizes {batches}: preparing ONNX files")
+        prepared = prepare(model, spec.root, work / name, batches, name in int8_models, log)
+        engines = _engines(spec, name, prepared, settings)
+        cells, peaks, outputs = _measure(name, model.source.recipe, engines, prepared.feeds, settings, log)
+        result["models"].append({
+            "name": name, "recipe": model.source.recipe, "sequence_length": model.sequence_length,
+            "optimize": prepared.optimize_report, "quantize": prepared.quantize_report,
+            "parity_fp32_vs_pytorch": prepared.parity, "agreement": _agreement(outputs),
+            "memory": peaks, "cells": [dataclasses.asdict(c) for c in cells]})
+    result["machine"]["load_average_end"] = _load_average()
+    result["targets"] = check_targets(result)
+    result["seconds"] = round(time.monotonic() - started, 1)
+    return result
+
+
+def _engines(spec, name: str, prepared, settings: Settings) -> list[EngineSpec]:
+    out = [EngineSpec(EAGER_LABEL, EAGER, settings.threads, spec_path=str(spec.path), model_name=name)]
+    if settings.unoptimized:
+        out.append(EngineSpec(RAW_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.exported)))
+    out.append(EngineSpec(FP32_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.optimized)))
+    if prepared.int8 is not None:
+        out.append(EngineSpec(INT8_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.int8)))
+    return out
+
+
+class _Worker:
+    def __init__(self, engine: EngineSpec) -> None:
+        ctx = multiprocessing.get_context("spawn")  # a clean process: no torch/ORT state from the parent
+        self.engine = engine
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=serve, args=(child, engine), daemon=True)
+        self.process.start()
+
+    def call(self, *command: Any) -> dict:
+        self.conn.send(command)
+        status, body = self.conn.recv()
+        if status != "ok":
+            raise RuntimeError(f"{self.engine.label}: {body}")
+        return body
+
+    def close(self) -> dict:
+        try:
+            return self.call("stop")
+        finally:
+            self.process.join(timeout=30)
+            if self.process.is_alive():
+                self.process.kill()
+
+
+def _measure(name: str, recipe: str, engines: list[EngineSpec], feeds: dict, settings: Settings,
+             log: Callable[[str], None]):
+    workers = [_Worker(e) for e in engines]
+    try:
+        baseline = {}
+        for w in workers:  # one at a time: loading is CPU-heavy and would disturb the others
+            baseline[w.engine.label] = w.call("load")["rss_before_load_mib"]
+        cells, outputs = [], {}
+        for batch, feed in feeds.items():
+            calls, latencies, blocks = {}, {}, {}
+            for w in workers:
+                warm = w.call("run", feed, settings.warmup)
+                per_call = stats.median(warm["latencies_ms"][1:] or warm["latencies_ms"]) / 1000
+                calls[w.engine.label] = max(1, min(MAX_CALLS_PER_BLOCK, round(settings.block_seconds / per_call)))
+                latencies[w.engine.label], blocks[w.engine.label] = [], []
+                outputs.setdefault(w.engine.label, []).append(warm["output"])
+            for rep in range(settings.repeats):
+                order = workers[rep % len(workers):] + workers[:rep % len(workers)]
+                for w in order:
+                    time.sleep(PAUSE_BETWEEN_BLOCKS_S)
+                    body = w.call("run", feed, calls[w.engine.label])
+                    latencies[w.engine.label] += body["latencies_ms"]
+                    blocks[w.engine.label].append(sum(body["latencies_ms"]) / len(body["latencies_ms"]))
+                log(f"[{name}] batch {batch}: repeat {rep + 1}/{settings.repeats} " + ", ".join(
+                    f"{label} {blocks[label][-1]:.1f} ms" for label in blocks))
+            eager_median = stats.median(blocks[EAGER_LABEL])
+            for w in workers:
+                label = w.engine.label
+                med = stats.median(blocks[label])
+                cells.append(Cell(name, recipe, label, batch, med, stats.percentile(latencies[label], 50),
+                                  stats.percentile(latencies[label], 99), batch * 1000 / med,
+                                  stats.ratio(eager_median, med), len(latencies[label]), blocks[label]))
+        peaks = {}
+        for w in workers:
+            peak = w.close()["peak_rss_mib"]
+            peaks[w.engine.label] = {"peak_rss_mib": round(peak, 1),
+                                     "model_rss_mib": round(peak - baseline[w.engine.label], 1)}
+        for c in cells:
+            c.peak_rss_mib, c.model_rss_mib = peaks[c.engine]["peak_rss_mib"], peaks[c.engine]["model_rss_mib"]
+        return cells, peaks, outputs
+    finally:
+        for w in workers:
+            if w.process.is_alive():
+                w.process.kill()
+
+
+def _agreement(outputs: dict[str, list]) -> dict[str, dict]:
+    """Each ONNX Runtime engine against eager PyTorch on the same inputs (all measured batches)."""
+    import numpy as np
+
+    reference = np.concatenate([o.reshape(o.shape[0], -1) for o in outputs[EAGER_LABEL]])
+    out = {}
+    for label, outs in outputs.items():
+        if label == EAGER_LABEL:
+            continue
+        got = np.concatenate([o.reshape(o.shape[0], -1) for o in outs])
+        cos = (got * reference).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(reference, axis=1) + 1e-12)
+        out[label] = {"rows": int(got.shape[0]), "max_abs_error": float(np.abs(got - reference).max()),
+                      "top1_agreement": float((got.argmax(1) == reference.argmax(1)).mean()),
+                      "min_cosine_similarity": float(cos.min())}
+    return out
+
+
+def check_targets(result: dict) -> list[dict]:
+    found = []
+    for model in result["models"]:
+        for c in model["cells"]:
+            wanted = TARGETS.get((c["recipe"], c["engine"]))
+            if wanted is not None and c["batch"] == 1:
+                found.append({"model": c["model"], "recipe": c["recipe"], "engine": c["engine"], "batch": 1,
+                              "target": wanted, "speedup": round(c["speedup"], 2), "met": c["speedup"] >= wanted})
+    return found
+
+
+def machine() -> dict[str, Any]:
+    import onnxruntime
+    import torch
+
+    return {"cpu": _cpu_name(), "logical_cores": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "onnxruntime": onnxruntime.__version__, "platform": platform.platform()}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _load_average() -> Optional[list[float]]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

@@ -1,0 +1,25 @@
+"""Small statistics shared by the runtime and load benchmarks (no numpy needed)."""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100] (numpy's default method)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def ratio(baseline: float, value: float) -> float:
+    """How many times faster ``value`` is than ``baseline`` (both durations)."""
+    return baseline / value if value > 0 else math.nan

@@ -1,0 +1,273 @@
+"""ONNX Runtime optimizations applied at build time: graph rewrites, transformer fusions, int8.
+
+Pure functions over ONNX files; onnx, onnxruntime and onnxscript load only when called.
+
+What fuses, with torch 2.13 / transformers 5 / onnxruntime 1.31 (checked on BERT, see
+benchmarks/RESULTS.md):
+
+* ``onnxruntime.transformers.optimizer`` finds BERT attention (fused ``Attention`` and
+  ``EmbedLayerNormalization``) only in graphs from the TorchScript exporter
+  (``torch.onnx.export(..., dynamo=False)``, opset 14-18) of a model created with
+  ``attn_implementation="eager"``. With ``"sdpa"`` (the transformers 5 default) or with the
+  torch.export-based exporter (``dynamo=True``, the default since torch 2.9, any opset or
+  ``optimize=`` setting) it fuses only SkipLayerNormalization and BiasGelu.
+* onnxscript's ``rewriter.ort_fusions`` matches the attention of dynamo graphs (eager or sdpa)
+  and emits the same ``com.microsoft`` contrib ops. So a dynamo graph goes through onnxscript
+  first, then through onnxruntime's optimizer for whatever is left; a TorchScript graph goes
+  straight to onnxruntime's optimizer. Either way the report says which fuser matched.
+
+Only hardware-independent ONNX Runtime rewrites are saved into the file (level ``basic``:
+constant folding, redundant nodes); the server applies the rest when it loads the model
+(Triton's ``optimization.graph.level``), on the hardware it actually runs on.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pathlib
+import tempfile
+from typing import Any, Mapping, Optional
+
+# The contrib ops the fusions produce; counted in the report.
+FUSED_OPS = ("Attention", "MultiHeadAttention", "EmbedLayerNormalization", "SkipLayerNormalization",
+             "BiasGelu", "FastGelu", "Gelu", "LayerNormalization", "FusedMatMul")
+# onnxruntime.transformers model types whose attention patterns it knows.
+TRANSFORMER_TYPES = ("bert", "bart", "gpt2", "t5", "vit", "clip", "unet", "phi")
+SAVED_LEVELS = ("disabled", "basic", "extended")
+PROTOBUF_LIMIT = 2_000_000_000
+
+
+class OrtOptimizeError(RuntimeError):
+    """An optimization or quantization step failed; the message names the step and the file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizeReport:
+    """What one optimization did; ``as_dict()`` goes into the build record."""
+
+    fuser: str                      # "onnxruntime.transformers", "onnxscript+onnxruntime.transformers", "none"
+    fused_ops: Mapping[str, int]    # contrib op -> count in the output graph
+    nodes_before: int
+    nodes_after: int
+    bytes_before: int
+    bytes_after: int
+    saved_level: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizeReport:
+    weight_type: str
+    quantized_ops: Mapping[str, int]  # e.g. MatMulInteger, DynamicQuantizeLinear, QAttention
+    bytes_before: int
+    bytes_after: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def transformer_hints(module: Any) -> dict[str, Any]:
+    """``model_type``, ``num_heads``, ``hidden_size`` for a (wrapped) transformers module, else model_type None.
+
+    Looks for a ``config`` with ``num_attention_heads`` on the module or one level down (the
+    recipes wrap the transformers model in a small module whose ``model`` attribute holds it).
+    """
+    for candidate in (module, getattr(module, "model", None)):
+        config = getattr(candidate, "config", None)
+        heads = getattr(config, "num_attention_heads", None)
+        if heads:
+            family = getattr(config, "model_type", "")
+            # RoBERTa, DistilBERT, ALBERT... share BERT's encoder layout for the fuser.
+            model_type = family if family in TRANSFORMER_TYPES else "bert"
+            return {"model_type": model_type, "num_heads": int(heads), "hidden_size": int(config.hidden_size)}
+    return {"model_type": None, "num_heads": 0, "hidden_size": 0}
+
+
+def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *, model_type: Optional[str],
+                     num_heads: int = 0, hidden_size: int = 0, saved_level: str = "basic",
+                     use_gpu: bool = False) -> OptimizeReport:
+    """Writes an optimized copy of ``onnx_in`` to ``onnx_out`` (the same path is fine).
+
+    Args:
+        model_type: an onnxruntime.transformers model type ("bert" for BERT and RoBERTa) to apply
+            transformer fusions, or None for graph optimizations only (vision models).
+        num_heads, hidden_size: the attention geometry; 0 lets the fuser read it from the graph.
+        saved_level: ONNX Runtime rewrites baked into the file: "basic" (portable, the default),
+            "extended" (adds CPU-tuned fusions; only if the server runs on the CPU), "disabled".
+        use_gpu: tell the transformer fuser the model will run on a GPU (Triton on ml.g*).
+    """
+    if saved_level not in SAVED_LEVELS:
+        raise ValueError(f"saved_level={saved_level!r}; use one of {', '.join(SAVED_LEVELS)}")
+    if model_type is not None and model_type not in TRANSFORMER_TYPES:
+        raise ValueError(f"model_type={model_type!r}; use None or one of {', '.join(TRANSFORMER_TYPES)}")
+    src, dst = pathlib.Path(onnx_in), pathlib.Path(onnx_out)
+    import onnx
+
+    before = onnx.load(str(src))
+    nodes_before, bytes_before = len(before.graph.node), _size(src)
+    with tempfile.TemporaryDirectory(prefix="ort-optimize-") as scratch:
+        work = pathlib.Path(scratch) / "model.onnx"
+        fuser = "none"
+        if model_type is not None:
+            fuser = _fuse_transformer(src, work, model_type, num_heads, hidden_size, use_gpu)
+            stage = work
+        else:
+            stage = src
+        _save_ort_level(stage, dst, saved_level, use_gpu)
+    after = onnx.load(str(dst))
+    return OptimizeReport(fuser=fuser, fused_ops=count_ops(after, FUSED_OPS), nodes_before=nodes_before,
+                          nodes_after=len(after.graph.node), bytes_before=bytes_before, bytes_after=_size(dst),
+                          saved_level=saved_level)
+
+
+def quantize_int8_dynamic(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
+                          per_channel: bool = False) -> QuantizeReport:
+    """int8 weights, activations quantized at run time (no calibration data needed).
+
+    Weights are signed int8 with ``reduce_range`` (7-bit): on x86 CPUs without VNNI, ONNX Runtime
+    multiplies u8 x s8 with an instruction that can saturate at full 8-bit range.
+    """
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    src, dst = pathlib.Path(onnx_in), pathlib.Path(onnx_out)
+    bytes_before = _size(src)
+    with tempfile.TemporaryDirectory(prefix="ort-int8-") as scratch, _quiet_root_logger():
+        # Shape inference of fused graphs leaves contrib-op outputs untyped, and stale value_info
+        # from the exporter can contradict it; dropping value_info lets the quantizer re-infer,
+        # and DefaultTensorType covers what stays untyped (all float32 here).
+        model = onnx.load(str(src))
+        del model.graph.value_info[:]
+        staged = pathlib.Path(scratch) / "staged.onnx"
+        out = pathlib.Path(scratch) / "int8.onnx"
+        onnx.save(model, str(staged))
+        try:
+            quantize_dynamic(str(staged), str(out), weight_type=QuantType.QInt8, per_channel=per_channel,
+                             reduce_range=True, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        except Exception as exc:  # the quantizer raises bare RuntimeError/KeyError/InferenceError
+            raise OrtOptimizeError(f"int8 dynamic quantization of {src} failed: {type(exc).__name__}: {exc}") from None
+        _replace(out, dst)
+    quantized = onnx.load(str(dst))
+    return QuantizeReport(weight_type="int8 (reduce_range)", bytes_before=bytes_before, bytes_after=_size(dst),
+                          quantized_ops=count_ops(quantized, ("MatMulInteger", "DynamicQuantizeMatMul",
+                                                              "DynamicQuantizeLinear", "QAttention",
+                                                              "ConvInteger", "QGemm")))
+
+
+@contextlib.contextmanager
+def _quiet_root_logger():
+    """The quantizer advises pre-processing on the root logger at WARNING on every call."""
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def count_ops(model: Any, names: tuple[str, ...]) -> dict[str, int]:
+    counts = {n: 0 for n in names}
+    for node in model.graph.node:
+        if node.op_type in counts:
+            counts[node.op_type] += 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def _fuse_transformer(src: pathlib.Path, dst: pathlib.Path, model_type: str, num_heads: int, hidden_size: int,
+                      use_gpu: bool) -> str:
+    fused = _ort_transformer_fusion(src, dst, model_type, num_heads, hidden_size, use_gpu)
+    if fused.get("Attention", 0) or fused.get("MultiHeadAttention", 0):
+        return "onnxruntime.transformers"
+    # Attention not matched: a torch.export (dynamo) graph; onnxscript knows its patterns.
+    staged = dst.with_name("onnxscript.onnx")
+    _onnxscript_fusion(src, staged)
+    _ort_transformer_fusion(staged, dst, model_type, num_heads, hidden_size, use_gpu)
+    return "onnxscript+onnxruntime.transformers"
+
+
+def _ort_transformer_fusion(src: pathlib.Path, dst: pathlib.Path, model_type: str, num_heads: int,
+                            hidden_size: int, use_gpu: bool) -> dict[str, int]:
+    import logging
+
+    from onnxruntime.transformers import optimizer
+
+    # The fuser logs every pattern it tried; only failures matter in a build log.
+    logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
+    try:
+        # opt_level 0: python fusions only; ONNX Runtime's own rewrites come after, at the chosen level.
+        model = optimizer.optimize_model(str(src), model_type=model_type, num_heads=num_heads,
+                                         hidden_size=hidden_size, opt_level=0, use_gpu=use_gpu)
+    except Exception as exc:
+        raise OrtOptimizeError(f"onnxruntime.transformers fusion of {src} failed: {type(exc).__name__}: {exc}") from None
+    model.save_model_to_file(str(dst), use_external_data_format=_size(src) > PROTOBUF_LIMIT)
+    return {k: v for k, v in model.get_fused_operator_statistics().items() if v}
+
+
+def _onnxscript_fusion(src: pathlib.Path, dst: pathlib.Path) -> None:
+    import onnx
+    import onnx_ir as ir
+    from onnxscript.rewriter.ort_fusions import optimize_for_ort as onnxscript_optimize
+
+    try:
+        # onnx.load pulls external weights into memory, so the result can be written anywhere.
+        model = ir.from_proto(onnx.load(str(src)))
+        model, _ = onnxscript_optimize(model)
+        onnx.save(ir.to_proto(model), str(dst), save_as_external_data=_size(src) > PROTOBUF_LIMIT)
+    except Exception as exc:
+        raise OrtOptimizeError(f"onnxscript transformer fusion of {src} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _save_ort_level(src: pathlib.Path, dst: pathlib.Path, level: str, use_gpu: bool) -> None:
+    """Runs ONNX Runtime's graph optimizer at ``level`` and saves its result."""
+    if level == "disabled":
+        _replace_copy(src, dst)
+        return
+    import onnxruntime
+
+    levels = {"basic": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED}
+    with tempfile.TemporaryDirectory(prefix="ort-level-") as scratch:
+        out = pathlib.Path(scratch) / "model.onnx"
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = levels[level]
+        options.optimized_model_filepath = str(out)
+        options.log_severity_level = 3
+        if _size(src) > PROTOBUF_LIMIT:
+            options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                                             "model.onnx.data")
+        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if use_gpu else ["CPUExecutionProvider"]
+        available = onnxruntime.get_available_providers()
+        try:
+            onnxruntime.InferenceSession(str(src), options, providers=[p for p in providers if p in available])
+        except Exception as exc:
+            raise OrtOptimizeError(f"ONNX Runtime could not load {src} for {level} graph optimization: {exc}") from None
+        _replace(out, dst)
+
+
+def _replace(src: pathlib.Path, dst: pathlib.Path) -> None:
+    """Moves a finished file (and its external data, if any) onto ``dst``."""
+    import shutil
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    data = src.with_name(src.name + ".data")
+    if data.exists():
+        shutil.move(data, dst.with_name(dst.name + ".data"))
+    shutil.move(src, dst)  # the scratch directory may be on another filesystem
+
+
+def _replace_copy(src: pathlib.Path, dst: pathlib.Path) -> None:
+    import shutil
+
+    if src.resolve() != dst.resolve():
+        shutil.copyfile(src, dst)
+
+
+def _size(path: pathlib.Path) -> int:
+    data = path.with_name(path.name + ".data")
+    return path.stat().st_size + (data.stat().st_size if data.exists() else 0)
