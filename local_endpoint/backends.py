@@ -3,7 +3,8 @@
 The Triton server of the nvidia-pytriton wheel ships only the Python backend
 (plus the built-in ensemble scheduler): onnxruntime, tensorrt and pytorch
 models cannot load there. Naming them before the server starts beats a
-"failed to load" buried in the server log.
+"failed to load" buried in the server log; `--cpu-stand-in` (cpu_stand_in)
+covers onnxruntime and pytorch models with labelled Python-backend stand-ins.
 """
 
 from __future__ import annotations
@@ -146,24 +147,39 @@ def mme_root_model(listing: dict[str, ModelFiles]) -> str:
 
 
 def check_backends(
-    models: list[ModelBackend], tarball: pathlib.Path, available: tuple[str, ...]
-) -> list[str]:
-    """One line per model whose backend the local server lacks."""
-    return [
-        f"model {m.model or '(top level)'!r} in {tarball} needs the {m.backend!r} backend"
-        for m in models
-        if m.backend not in available
-    ]
+    models: list[ModelBackend], tarball: pathlib.Path, available: tuple[str, ...], cpu_stand_in: bool = False
+) -> list[tuple[pathlib.Path, ModelBackend]]:
+    """The models whose backend the local server lacks (and `--cpu-stand-in`, if given, does not cover)."""
+    # Lazy: cpu_stand_in imports this module.
+    from local_endpoint.cpu_stand_in import STAND_INS
+
+    return [(tarball, m) for m in models
+            if m.backend not in available and not (cpu_stand_in and m.backend in STAND_INS)]
 
 
-def raise_if_unsupported(problems: list[str], available: tuple[str, ...]) -> None:
-    if problems:
-        raise UnsupportedBackendError(
-            "cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n  "
-            + "\n  ".join(problems)
-            + f"\nit has only: {', '.join(available)}; test these models on a deployed "
-            "endpoint (tritonsm invoke --endpoint-name ...)"
-        )
+def raise_if_unsupported(
+    missing: list[tuple[pathlib.Path, ModelBackend]], available: tuple[str, ...], cpu_stand_in: bool = False
+) -> None:
+    """Name every model that cannot load here, why, and what to do instead."""
+    if not missing:
+        return
+    from local_endpoint.cpu_stand_in import NO_STAND_IN, STAND_INS
+
+    lines = []
+    for tarball, m in missing:
+        reason = f": {NO_STAND_IN[m.backend]}" if m.backend in NO_STAND_IN else ""
+        lines.append(f"model {m.model or '(top level)'!r} in {tarball} needs the {m.backend!r} backend{reason}")
+    standable = sorted({m.backend for _, m in missing if m.backend in STAND_INS})
+    hint = ""
+    if standable and not cpu_stand_in:
+        hint = (f", or exercise their payloads locally with --cpu-stand-in ({' and '.join(standable)} models "
+                "then run as labelled Python-backend stand-ins on the CPU; latency is not representative)")
+    raise UnsupportedBackendError(
+        "cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n  "
+        + "\n  ".join(lines)
+        + f"\nit has only: {', '.join(available)}; test these models on a deployed "
+        f"endpoint (tritonsm invoke --endpoint-name ...){hint}"
+    )
 
 
 def _backend_from_files(files: ModelFiles) -> str:

@@ -75,6 +75,8 @@ def _announce(endpoint, mode: str) -> None:
         print(f"target models: {', '.join(endpoint.target_models)}", flush=True)
     else:
         print(f"default model: {endpoint.default_model}", flush=True)
+    for note in endpoint.stand_in_notes:
+        print(note, flush=True)
     print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
 
 
@@ -121,7 +123,17 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mme-capacity", type=int, help="MME: most models loaded at once (default: no limit)")
     parser.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
     parser.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
+    add_cpu_stand_in_flag(parser)
     return parser
+
+
+def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:
+    """`--cpu-stand-in`, shared with `tritonsm serve <endpoint>`."""
+    parser.add_argument("--cpu-stand-in", action="store_true",
+                        help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
+                             "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (same name, "
+                             "inputs, outputs and batching; latency not representative). TensorRT plans cannot be "
+                             "stood in")
 
 
 def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -137,12 +149,14 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
         if args.mme_capacity is not None:
             parser.error("--mme-capacity applies to --mode mme only")
         return SingleModelEndpoint(args.tarballs[0], default_model=args.default_model, env=env, port=args.port,
-                                   log_file=args.log_file, startup_timeout=args.startup_timeout)
+                                   log_file=args.log_file, startup_timeout=args.startup_timeout,
+                                   cpu_stand_in=args.cpu_stand_in)
     if args.default_model is not None:
         parser.error("--default-model applies to --mode sme only; an MME picks the model per request "
                      "(tritonsm invoke --target-model)")
     return MultiModelEndpoint(args.tarballs, env=env, port=args.port, capacity=args.mme_capacity,
-                              log_file=args.log_file, startup_timeout=args.startup_timeout)
+                              log_file=args.log_file, startup_timeout=args.startup_timeout,
+                              cpu_stand_in=args.cpu_stand_in)
 
 
 def _invoke_parser() -> argparse.ArgumentParser:

@@ -17,10 +17,10 @@ import dataclasses
 import hashlib
 import json
 import pathlib
+import shutil
 import threading
 
-from local_endpoint import archive
-from local_endpoint.backends import TOP_LEVEL, list_archive_models
+from local_endpoint import archive, backends, cpu_stand_in
 from local_endpoint.errors import TarballError
 from local_endpoint.http_call import HttpReply, call
 
@@ -56,6 +56,8 @@ class MultiModelCache:
         triton_port: The SageMaker front end of the Triton server.
         unpack_root: Where tarballs are unpacked (the container's /opt/ml/models/).
         capacity: How many models may be loaded at once. None means no limit.
+        cpu_stand_in: Replace onnxruntime and pytorch models by their CPU
+            stand-ins when unpacking (see `cpu_stand_in`).
     """
 
     def __init__(
@@ -64,11 +66,14 @@ class MultiModelCache:
         triton_port: int,
         unpack_root: pathlib.Path,
         capacity: int | None,
+        *,
+        cpu_stand_in: bool = False,
     ) -> None:
         self.archives = dict(archives)
         self.triton_port = triton_port
         self.unpack_root = unpack_root
         self.capacity = capacity
+        self.cpu_stand_in = cpu_stand_in
         self._loaded: collections.OrderedDict[str, CachedModel] = collections.OrderedDict()
         self._in_flight: collections.Counter[str] = collections.Counter()
         self._state = threading.Condition()
@@ -142,13 +147,21 @@ class MultiModelCache:
         name_hash = hashlib.sha256(target_model.encode()).hexdigest()[:32]
         model_dir = self.unpack_root / name_hash / "model"
         tarball = self.archives[target_model]
+        listing = backends.list_archive_models(tarball)
         if not model_dir.exists():
-            archive.extract_tarball(tarball, model_dir)
+            try:
+                archive.extract_tarball(tarball, model_dir)
+                if self.cpu_stand_in:
+                    needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
+                    cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball)
+            except BaseException:
+                shutil.rmtree(model_dir, ignore_errors=True)  # the next request unpacks afresh
+                raise
         # SageMaker passes /opt/ml/models/<hash>/model in both layouts; the
         # front end accepts a bare config.pbtxt there only under that exact
         # path, so for the bare layout we pass the parent, whose single
         # subdirectory "model" Triton then loads the same way.
-        bare = TOP_LEVEL in list_archive_models(tarball)
+        bare = backends.TOP_LEVEL in listing
         url = model_dir.parent if bare else model_dir
         return CachedModel(target_model, name_hash, str(url))
 

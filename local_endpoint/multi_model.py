@@ -6,7 +6,7 @@ import pathlib
 import shutil
 import tempfile
 
-from local_endpoint import archive, backends
+from local_endpoint import archive, backends, cpu_stand_in
 from local_endpoint.errors import LocalEndpointError, TarballError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.mme_front_door import FrontDoor
@@ -36,6 +36,9 @@ class MultiModelEndpoint:
         log_file: Where the Triton log goes. Defaults to a file under the
             temp directory (`tritonsm-logs/`).
         startup_timeout: Seconds to wait for Triton's `/ping`.
+        cpu_stand_in: Serve onnxruntime and pytorch models, which this server
+            cannot load, as labelled Python-backend stand-ins on the CPU
+            (see `cpu_stand_in`); `stand_in_notes` then says which.
     """
 
     def __init__(
@@ -47,8 +50,11 @@ class MultiModelEndpoint:
         capacity: int | None = None,
         log_file: pathlib.Path | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        cpu_stand_in: bool = False,
     ) -> None:
         self.tarballs = [pathlib.Path(t) for t in tarballs]
+        self.cpu_stand_in = cpu_stand_in
+        self.stand_in_notes: list[str] = []
         self.env = dict(env or {})
         self.capacity = capacity
         self._requested_port = port
@@ -104,7 +110,8 @@ class MultiModelEndpoint:
                 log_path=self.log_path,
                 startup_timeout=self.startup_timeout,
             )
-            self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity)
+            self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity,
+                                         cpu_stand_in=self.cpu_stand_in)
             self._front_door = FrontDoor(self.port, self.cache, str(self.log_path))
             self._front_door.start_in_background()
         except BaseException:
@@ -148,10 +155,15 @@ class MultiModelEndpoint:
                 )
             archives[tarball.name] = tarball
         available = find_triton_install().available_backends()
-        problems = []
+        missing, notes = [], []
         for tarball in self.tarballs:
             listing = backends.list_archive_models(tarball)
-            root = backends.mme_root_model(listing)
-            problems += backends.check_backends(backends.models_to_load(listing, tarball, root), tarball, available)
-        backends.raise_if_unsupported(problems, available)
+            needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
+            missing += backends.check_backends(needed, tarball, available, self.cpu_stand_in)
+            if self.cpu_stand_in:
+                # A bare-layout model is named by its target model, as Triton names it.
+                notes += [cpu_stand_in.stand_in_note(m.model or tarball.name, m.backend)
+                          for m in cpu_stand_in.stand_in_models(needed)]
+        backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
+        self.stand_in_notes = notes
         return archives

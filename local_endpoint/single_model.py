@@ -6,7 +6,7 @@ import pathlib
 import shutil
 import tempfile
 
-from local_endpoint import archive, backends
+from local_endpoint import archive, backends, cpu_stand_in
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.ports import ensure_port_free, free_port
@@ -40,6 +40,9 @@ class SingleModelEndpoint:
         log_file: Where the server log goes. Defaults to a file under the
             temp directory (`tritonsm-logs/`).
         startup_timeout: Seconds to wait for `/ping` to answer 200.
+        cpu_stand_in: Serve onnxruntime and pytorch models, which this server
+            cannot load, as labelled Python-backend stand-ins on the CPU
+            (see `cpu_stand_in`); `stand_in_notes` then says which.
     """
 
     def __init__(
@@ -51,8 +54,10 @@ class SingleModelEndpoint:
         port: int | None = None,
         log_file: pathlib.Path | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        cpu_stand_in: bool = False,
     ) -> None:
         self.tarball = pathlib.Path(tarball)
+        self.cpu_stand_in = cpu_stand_in
         self.env = dict(env or {})
         self._requested_default = default_model
         self._requested_port = port
@@ -63,6 +68,7 @@ class SingleModelEndpoint:
         self.log_path: pathlib.Path | None = None
         self._work_dir: pathlib.Path | None = None
         self._process: TritonProcess | None = None
+        self._stand_ins: list[backends.ModelBackend] = []
 
     @property
     def url(self) -> str:
@@ -71,6 +77,11 @@ class SingleModelEndpoint:
     @property
     def server_pid(self) -> int | None:
         return self._process.pid if self._process else None
+
+    @property
+    def stand_in_notes(self) -> list[str]:
+        """One line per model served by a CPU stand-in instead of its real backend."""
+        return [cpu_stand_in.stand_in_note(m.model, m.backend) for m in self._stand_ins]
 
     def start(self) -> SingleModelEndpoint:
         """Check everything a user can get wrong, then start and wait for readiness."""
@@ -83,7 +94,9 @@ class SingleModelEndpoint:
         install = find_triton_install()
         available = install.available_backends()
         needed = backends.models_to_load(listing, self.tarball, self.default_model)
-        backends.raise_if_unsupported(backends.check_backends(needed, self.tarball, available), available)
+        missing = backends.check_backends(needed, self.tarball, available, self.cpu_stand_in)
+        backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
+        self._stand_ins = cpu_stand_in.stand_in_models(needed) if self.cpu_stand_in else []
         if self._requested_port is None:
             self.port = free_port()
         else:
@@ -94,6 +107,7 @@ class SingleModelEndpoint:
         try:
             repository = self._work_dir / "opt-ml-model"
             archive.extract_tarball(self.tarball, repository)
+            cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball)
             self._process = start_sagemaker_triton(
                 install=install,
                 mode=SME,

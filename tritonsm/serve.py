@@ -27,6 +27,11 @@ def register(add) -> None:
     serve.add_argument("--mme-capacity", type=int, help="multi-model: most models loaded at once (default: no limit)")
     serve.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
     serve.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
+    # Spelled out here, not imported: importing local_endpoint would load numpy for every tritonsm command.
+    serve.add_argument("--cpu-stand-in", action="store_true",
+                       help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
+                            "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (latency not "
+                            "representative); TensorRT plans cannot be stood in")
 
     invoke = add("invoke", "send one request to a local endpoint (--url) or a deployed one "
                            "(--endpoint with --deployed); other options as in `tritonsm invoke --url URL --help`",
@@ -59,6 +64,8 @@ def run_serve(args: argparse.Namespace) -> int:
         argv += ["--default-model", built.default_model]
     for key, value in env.items():
         argv += ["--env", f"{key}={value}"]
+    if args.cpu_stand_in:
+        argv.append("--cpu-stand-in")
     for flag, value in (("--port", args.port), ("--mme-capacity", args.mme_capacity), ("--log-file", args.log_file)):
         if value is not None:
             argv += [flag, str(value)]

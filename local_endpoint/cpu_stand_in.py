@@ -1,0 +1,101 @@
+"""Opt-in CPU stand-ins for the backends the local Triton server lacks (`--cpu-stand-in`).
+
+The nvidia-pytriton server ships only the Python backend. To exercise an
+onnxruntime or pytorch model's payloads locally anyway, its unpacked model
+directory is turned into a Python-backend model that runs the model's own
+file (model.onnx with ONNX Runtime's CPUExecutionProvider, model.pt with
+torch.jit.load) under the same name, inputs, outputs, max_batch_size and
+dynamic batching. It is never the real backend: every replaced model is
+announced as a stand-in, and its config says so in a parameter. A TensorRT
+plan cannot be stood in: the engine runs only on the GPU it was built for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import shutil
+
+from local_endpoint.backends import ModelBackend
+from local_endpoint.errors import TarballError
+
+MODEL_CODE = pathlib.Path(__file__).resolve().parent / "stand_in_models" / "cpu_stand_in_model.py"
+# Config parameters the stand-in model reads; their names make the config self-describing.
+BACKEND_PARAMETER = "tritonsm_cpu_stand_in"
+FILE_PARAMETER = "tritonsm_stand_in_file"
+
+
+@dataclasses.dataclass(frozen=True)
+class StandInKind:
+    model_file: str  # Triton's default file name for the backend
+    runtime: str  # what actually runs, as the start-up note names it
+
+
+STAND_INS = {
+    "onnxruntime": StandInKind("model.onnx", "ONNX Runtime"),
+    "pytorch": StandInKind("model.pt", "TorchScript (torch.jit.load)"),
+}
+
+# Backends that cannot be stood in, and what to do instead.
+NO_STAND_IN = {
+    "tensorrt": "a TensorRT plan (model.plan) is GPU-only and cannot be stood in on the CPU; serve the ONNX "
+                "variant of the model (backend: onnxruntime) with --cpu-stand-in, or test it on a deployed endpoint",
+}
+
+
+def stand_in_note(model: str, backend: str) -> str:
+    """The start-up line that labels one replaced model."""
+    kind = STAND_INS[backend]
+    return (
+        f"model {model!r} ({backend}) runs as a CPU stand-in: a Python-backend model running {kind.runtime} "
+        f"on its {kind.model_file}; latency and the backend's tuning parameters are not representative"
+    )
+
+
+def stand_in_models(models: list[ModelBackend]) -> list[ModelBackend]:
+    """The models `--cpu-stand-in` replaces."""
+    return [m for m in models if m.backend in STAND_INS]
+
+
+def replace_with_stand_ins(repository: pathlib.Path, models: list[ModelBackend], tarball: pathlib.Path) -> None:
+    """Rewrite each unpacked model of a stand-in backend in `repository` (a top-level model is the repository)."""
+    for model in stand_in_models(models):
+        model_dir = repository / model.model if model.model else repository
+        prefix = f"{model.model}/" if model.model else ""
+        replace_model_directory(model_dir, model.backend, f"{prefix}config.pbtxt in {tarball}")
+
+
+def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str) -> None:
+    """Turn one model directory into its Python-backend stand-in, in place; `where` names it in errors."""
+    # Lazy: the protobuf module pulls in grpc, which only serving needs.
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    config_path = model_dir / "config.pbtxt"
+    config = text_format.Parse(config_path.read_text(), model_config_pb2.ModelConfig())
+    if not config.input or not config.output:
+        raise TarballError(
+            f"{where} lists no {'input' if not config.input else 'output'} tensors; the {backend} "
+            "backend fills them in from the model file, the CPU stand-in cannot: list every input and output "
+            "in config.pbtxt (tritonsm build writes them)"
+        )
+    model_file = config.default_model_filename or STAND_INS[backend].model_file
+    versions = [d for d in sorted(model_dir.iterdir()) if d.is_dir() and d.name.isdigit() and (d / model_file).exists()]
+    if not versions:
+        raise TarballError(
+            f"{where}: the model has no version directory holding {model_file} (e.g. 1/{model_file}); "
+            f"the CPU stand-in runs the model's own {model_file}: rebuild the model (tritonsm build)"
+        )
+    for version in versions:
+        shutil.copyfile(MODEL_CODE, version / "model.py")
+    config.ClearField("platform")
+    config.backend = "python"
+    config.ClearField("default_model_filename")  # for the Python backend it would name the .py file
+    for group in config.instance_group:
+        if group.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU:
+            # This server has no GPU; the group's count is kept.
+            group.kind = model_config_pb2.ModelInstanceGroup.KIND_CPU
+            group.ClearField("gpus")
+    config.parameters[BACKEND_PARAMETER].string_value = backend
+    config.parameters[FILE_PARAMETER].string_value = model_file
+    config_path.write_text(text_format.MessageToString(config))
