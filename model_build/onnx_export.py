@@ -49,6 +49,21 @@ def export(name: str, made: ExportableModel, target: pathlib.Path, optimize: boo
         raise BuildError(f"model {name}: the exported ONNX graph fails onnx.checker: {str(exc).splitlines()[0]}")
 
 
+def check_file(path: pathlib.Path, where: str) -> None:
+    """A user-supplied .onnx file: parseable, then valid for onnx.checker."""
+    import onnx
+
+    try:
+        onnx.load(str(path), load_external_data=False)
+    except Exception:  # protobuf's DecodeError and friends: the bytes are not a ModelProto
+        raise BuildError(f"{where}: {path} is not an ONNX model (it does not parse as an ONNX protobuf); export it "
+                         "with torch.onnx.export or give the right file") from None
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except onnx.checker.ValidationError as exc:
+        raise BuildError(f"{where}: {path} fails onnx.checker: {str(exc).splitlines()[0]}") from None
+
+
 def _explain(name: str, exc: BaseException) -> str:
     chain, seen = [], exc
     while seen is not None and len(chain) < 10:

@@ -243,3 +243,77 @@ def test_force_rebuilds_but_gives_the_same_bytes(tiny_build, tmp_path):
     report = build.run(spec, tmp_path / "assets", work, requested=["preprocess"], force=True, log=lambda line: None)
     assert report.built == ["preprocess"]
     assert sorted(p.name for p in (tmp_path / "assets").iterdir()) == before
+
+
+def test_onnx_source_that_is_not_onnx(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(b"garbage")
+    message = _one_failure(tmp_path, "m: {backend: onnxruntime, source: {onnx: bad.onnx}}\n")
+    assert message == (f"models.m.source.onnx: {tmp_path / 'bad.onnx'} is not an ONNX model (it does not parse as an "
+                       "ONNX protobuf); export it with torch.onnx.export or give the right file")
+
+
+def test_missing_torchscript_source(tmp_path):
+    message = _one_failure(tmp_path, "m: {backend: pytorch, source: {torchscript: absent.pt}}\n")
+    assert message == (f"models.m.source.torchscript: {tmp_path / 'absent.pt'} does not exist; give the path of a "
+                       "TorchScript file, relative to the spec's folder")
+
+
+def test_python_dir_without_config(tmp_path):
+    (tmp_path / "pydir").mkdir()
+    (tmp_path / "pydir" / "model.py").write_text("")
+    message = _one_failure(tmp_path, "m: {backend: python, source: {python_dir: pydir}}\n")
+    assert message == (f"models.m.source.python_dir: {tmp_path / 'pydir'} has no config.pbtxt declaring the model's "
+                       "input and output tensors")
+
+
+def test_t5_weights_without_tokenizer(tmp_path):
+    (tmp_path / "t5w").mkdir()
+    message = _one_failure(tmp_path, "m: {backend: python, source: {recipe: tiny-t5}, weights: t5w}\n")
+    assert message == (f"models.m.weights: {tmp_path / 't5w'} has no tokenizer.json; save the tokenizer with "
+                       "transformers (tokenizer.save_pretrained) into that directory")
+
+
+ENSEMBLE = """\
+pre: {backend: python, source: {recipe: text-preprocess}, max_batch_size: 4}
+cls: {backend: onnxruntime, source: {recipe: tiny-bert}, max_batch_size: 4}
+ens:
+  backend: ensemble
+  max_batch_size: %d
+  ensemble:
+    steps:
+      - {model: pre, input_map: {TEXT: TEXT}, output_map: {%s: ids, attention_mask: mask}}
+      - {model: cls, input_map: {input_ids: ids, %s: mask}, output_map: {logits: logits}}
+    outputs: [%s]
+"""
+
+
+def _wire_error(tmp_path, *values):
+    spec = make_spec(tmp_path, ENSEMBLE % values)
+    ids = [TensorSpec("input_ids", "TYPE_INT64", (16,)), TensorSpec("attention_mask", "TYPE_INT64", (16,))]
+    steps = {"pre": ModelEntry("pre", "pre", "python", 4, (TensorSpec("TEXT", "TYPE_STRING", (1,)),), tuple(ids), "h"),
+             "cls": ModelEntry("cls", "cls", "onnxruntime", 4, tuple(ids),
+                               (TensorSpec("logits", "TYPE_FP32", (2,)),), "h")}
+    with pytest.raises(BuildError) as caught:
+        ensemble.wire(spec.models["ens"], steps)
+    return str(caught.value)
+
+
+def test_ensemble_batch_larger_than_a_step(tmp_path):
+    assert _wire_error(tmp_path, 8, "input_ids", "attention_mask", "logits") == (
+        "models.ens.ensemble.steps[0] (pre): the ensemble's max_batch_size 8 exceeds the step's 4; Triton refuses "
+        "it, lower the ensemble's max_batch_size")
+
+
+def test_ensemble_maps_an_unknown_step_tensor(tmp_path):
+    assert _wire_error(tmp_path, 4, "ids", "attention_mask", "logits") == (
+        "models.ens.ensemble.steps[0] (pre): output_map key 'ids' is not an output of pre (outputs: input_ids, "
+        "attention_mask)")
+    assert _wire_error(tmp_path, 4, "input_ids", "mask", "logits") == (
+        "models.ens.ensemble.steps[1] (cls): input_map key 'mask' is not an input of cls (inputs: input_ids, "
+        "attention_mask)")
+
+
+def test_ensemble_output_nobody_produces(tmp_path):
+    assert _wire_error(tmp_path, 4, "input_ids", "attention_mask", "probabilities") == (
+        "models.ens.ensemble.outputs: probabilities not produced by any step (step outputs: ids, mask, logits); "
+        "map them in a step's output_map")
