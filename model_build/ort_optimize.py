@@ -2,19 +2,23 @@
 
 Pure functions over ONNX files; onnx, onnxruntime and onnxscript load only when called.
 
-What fuses, with torch 2.13 / transformers 5 / onnxruntime 1.31 (checked on BERT, see
-benchmarks/RESULTS.md):
+What fuses, with torch 2.13 / transformers 5.23 / onnxruntime 1.31 / onnxscript 0.7 (checked on
+BERT-base and tiny-bert; tests/bench/test_ort_optimize.py):
 
-* ``onnxruntime.transformers.optimizer`` finds BERT attention (fused ``Attention`` and
+* ``onnxruntime.transformers.optimizer`` fuses BERT attention (``Attention`` per layer and
   ``EmbedLayerNormalization``) only in graphs from the TorchScript exporter
-  (``torch.onnx.export(..., dynamo=False)``, opset 14-18) of a model created with
-  ``attn_implementation="eager"``. With ``"sdpa"`` (the transformers 5 default) or with the
-  torch.export-based exporter (``dynamo=True``, the default since torch 2.9, any opset or
-  ``optimize=`` setting) it fuses only SkipLayerNormalization and BiasGelu.
-* onnxscript's ``rewriter.ort_fusions`` matches the attention of dynamo graphs (eager or sdpa)
-  and emits the same ``com.microsoft`` contrib ops. So a dynamo graph goes through onnxscript
-  first, then through onnxruntime's optimizer for whatever is left; a TorchScript graph goes
-  straight to onnxruntime's optimizer. Either way the report says which fuser matched.
+  (``torch.onnx.export(..., dynamo=False)``, opsets 14, 17, 18 tried) of a model created with
+  ``attn_implementation="eager"``. With ``"sdpa"`` (transformers 5's default) or with the
+  torch.export-based exporter (``dynamo=True``, torch's default since 2.9, opset 18 or 20,
+  ``optimize=`` on or off) it fuses only SkipLayerNormalization and BiasGelu.
+* onnxscript's ``rewriter.ort_fusions`` matches the attention of dynamo graphs (eager or sdpa
+  alike) and emits the same ``com.microsoft`` ops; it does not match TorchScript graphs.
+  So: ONNX Runtime's fuser first; if it found no attention, onnxscript, then ONNX Runtime's fuser
+  again for what is left. The report names the path taken. A TorchScript + sdpa graph gets no
+  attention fusion from either.
+* int8: the quantizer turns the TorchScript path's ``Attention`` into ``QAttention``. The
+  onnxscript ``Attention`` takes its mask as an additive bias input, which the quantizer does not
+  handle: it stays fp32, QKV projection included; the other MatMuls become int8.
 
 Only hardware-independent ONNX Runtime rewrites are saved into the file (level ``basic``:
 constant folding, redundant nodes); the server applies the rest when it loads the model
@@ -117,6 +121,7 @@ def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
         else:
             stage = src
         _save_ort_level(stage, dst, saved_level, use_gpu)
+    _prune_opset_imports(dst)
     after = onnx.load(str(dst))
     return OptimizeReport(fuser=fuser, fused_ops=count_ops(after, FUSED_OPS), nodes_before=nodes_before,
                           nodes_after=len(after.graph.node), bytes_before=bytes_before, bytes_after=_size(dst),
@@ -169,6 +174,29 @@ def _quiet_root_logger():
         yield
     finally:
         root.setLevel(level)
+
+
+def agreement(reference_onnx: str | os.PathLike, candidate_onnx: str | os.PathLike,
+              feeds: Mapping[str, Any]) -> dict[str, float]:
+    """How closely ``candidate`` (e.g. int8) follows ``reference`` (fp32) on ``feeds`` (numpy inputs).
+
+    int8 outputs are not held to the fp32 parity tolerance; this is what the build records instead:
+    top-1 agreement of the first output's last axis, its max abs error, the lowest per-row cosine.
+    """
+    import numpy as np
+    import onnxruntime
+
+    outs = []
+    for path in (reference_onnx, candidate_onnx):
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        first = session.run(None, dict(feeds))[0]
+        outs.append(first.reshape(first.shape[0], -1).astype(np.float64))
+    ref, got = outs
+    cosine = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1) + 1e-12)
+    return {"rows": int(ref.shape[0]), "top1_agreement": float((ref.argmax(1) == got.argmax(1)).mean()),
+            "max_abs_error": float(np.abs(ref - got).max()), "min_cosine_similarity": float(cosine.min())}
 
 
 def count_ops(model: Any, names: tuple[str, ...]) -> dict[str, int]:
@@ -248,6 +276,26 @@ def _save_ort_level(src: pathlib.Path, dst: pathlib.Path, level: str, use_gpu: b
         except Exception as exc:
             raise OrtOptimizeError(f"ONNX Runtime could not load {src} for {level} graph optimization: {exc}") from None
         _replace(out, dst)
+
+
+def _prune_opset_imports(path: pathlib.Path) -> None:
+    """Drops the opset imports no node uses.
+
+    ONNX Runtime writes every domain it knows (ai.onnx.ml 5, ai.onnx.training, com.microsoft.nchwc,
+    ...) into a model it saves; an older ONNX Runtime in the Triton image may refuse an opset
+    version it does not know even though no node needs it.
+    """
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)  # external weights stay where they are
+    used = {node.domain or "" for node in model.graph.node} | {""}
+    for function in model.functions:
+        used |= {node.domain or "" for node in function.node} | {function.domain}
+    keep = [o for o in model.opset_import if (o.domain or "") in used]
+    if len(keep) != len(model.opset_import):
+        del model.opset_import[:]
+        model.opset_import.extend(keep)
+        onnx.save(model, str(path))
 
 
 def _replace(src: pathlib.Path, dst: pathlib.Path) -> None:

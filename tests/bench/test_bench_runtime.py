@@ -1,0 +1,37 @@
+"""`tritonsm bench runtime` on a tiny model: JSON, markdown and PNG; no timing assertions."""
+import json
+
+from tritonsm.cli import main
+
+
+def test_runtime_smoke_writes_json_markdown_and_png(tiny_spec, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["bench", "--spec", str(tiny_spec.path), "runtime", "tiny-text", "--batch-sizes", "1,2,64",
+                 "--block-seconds", "0.02", "--out", str(out), "--work", str(tmp_path / "work")])
+    assert code == 0
+    result = json.loads((out / "runtime.json").read_text())
+    (model,) = result["models"]
+    # precision: int8 in the spec adds the int8 engine; 64 is above max_batch_size 8 and skipped.
+    assert {(c["engine"], c["batch"]) for c in model["cells"]} == {
+        (e, b) for e in ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-int8") for b in (1, 2)}
+    assert all(c["calls"] >= 5 and c["median_ms"] > 0 and c["peak_rss_mib"] > 0 for c in model["cells"])
+    assert model["optimize"]["fused_ops"]["Attention"] == 2
+    assert model["agreement"]["onnxruntime-int8"]["rows"] == 3  # batch 1 + batch 2
+    assert result["settings"]["threads"] >= 1
+    table = (out / "runtime.md").read_text()
+    assert "| model | engine | batch | median ms | p50 ms | p99 ms | samples/s | speedup vs eager | peak RSS MiB |" in table
+    assert table in capsys.readouterr().out
+    assert (out / "runtime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fewer_than_five_repeats_is_a_user_error(tiny_spec, capsys):
+    assert main(["bench", "--spec", str(tiny_spec.path), "runtime", "--repeats", "3"]) == 2
+    assert capsys.readouterr().err == ("error: --repeats 3: medians need at least 5 repeats; use --repeats 5 "
+                                       "or more\n")
+
+
+def test_a_model_without_an_exportable_recipe_is_refused(tiny_spec, capsys):
+    assert main(["bench", "--spec", str(tiny_spec.path), "runtime", "tiny-proc"]) == 2
+    assert capsys.readouterr().err == (f"error: cannot compare tiny-proc: bench runtime takes models of "
+                                       f"{tiny_spec.path} built from a built-in exportable recipe "
+                                       "(tiny-vision, tiny-text)\n")

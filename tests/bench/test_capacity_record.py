@@ -1,0 +1,62 @@
+"""The record path of `bench load --record`: a measurement lands in capacity.json and sets the scaling target."""
+import pytest
+
+from benchmarks import capacity_record
+from deployment_spec.capacity import Measurement, invocations_target, load_capacity, save_capacity
+from tritonsm.cli import main
+
+MEASURED = Measurement(max_rps_per_instance=12.5, latency_sla_ms=300, p99_ms=210.0,
+                       measured_on="local CPU (2 cores), pt-ig-db", command="tritonsm bench load --record tiny-sme")
+
+
+def test_recorded_rps_becomes_rps_x_60_x_safety_factor(tiny_spec, tmp_path):
+    path = tmp_path / "capacity.json"
+    target, note = capacity_record.record(tiny_spec, "tiny-sme", MEASURED, path)
+    # 12.5 req/s x 60 s x 0.5 (the default safety factor) = 375 invocations per instance per minute.
+    assert target.value == 375.0
+    assert note == ("invocations target 375 per instance per minute (capacity.json: 12.5 rps measured on "
+                    "local CPU (2 cores), pt-ig-db x 60 x 0.5)")
+    # What the CDK app reads back gives the same target.
+    assert invocations_target(tiny_spec.endpoints["tiny-sme"], load_capacity(path)).value == 375.0
+
+
+def test_record_keeps_other_endpoints_and_replaces_its_own(tiny_spec, tmp_path):
+    path = tmp_path / "capacity.json"
+    other = Measurement(3.0, 100, 90.0, "ml.g5.xlarge", "by hand")
+    save_capacity({"elsewhere": other, "tiny-sme": MEASURED}, path)
+    newer = Measurement(20.0, 300, 250.0, "local CPU (2 cores), pt-db", "tritonsm bench load --record tiny-sme")
+    capacity_record.record(tiny_spec, "tiny-sme", newer, path)
+    assert load_capacity(path) == {"elsewhere": other, "tiny-sme": newer}
+
+
+def test_a_spec_value_wins_and_the_note_says_so(tiny_spec, tmp_path):
+    target, note = capacity_record.record(tiny_spec, "tiny-fixed", MEASURED, tmp_path / "capacity.json")
+    # max_rps_per_instance 10 in the spec: 10 x 60 x 0.5, whatever was measured.
+    assert target.value == 300.0
+    assert note == ("the spec sets 10.0 rps x 60 x 0.5 for tiny-fixed, which wins over the measurement; "
+                    "remove scaling.invocations_target / scaling.max_rps_per_instance to use it")
+
+
+@pytest.mark.triton
+def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path, capsys):
+    # One short configuration on the real local Triton server, then the capacity file.
+    path = tmp_path / "capacity.json"
+    code = main(["bench", "--spec", str(tiny_spec.path), "load", "--configs", "pt-db", "--concurrency", "1,2",
+                 "--phase-seconds", "1", "--max-requests", "50", "--record", "tiny-sme", "--capacity", str(path),
+                 "--out", str(tmp_path / "load")])
+    assert code == 0
+    measured = load_capacity(path)["tiny-sme"]
+    assert measured.latency_sla_ms == 300.0  # the endpoint's alarms.latency_sla_ms
+    assert measured.max_rps_per_instance > 0
+    target = invocations_target(tiny_spec.endpoints["tiny-sme"], {"tiny-sme": measured})
+    assert target.value == round(measured.max_rps_per_instance * 60 * 0.5, 2)
+    assert (tmp_path / "load" / "load.md").read_text().startswith("Model: encoder")
+    assert f"recorded {measured.max_rps_per_instance:g} req/s for endpoint tiny-sme in {path}" in capsys.readouterr().out
+
+
+def test_record_of_an_unknown_endpoint_is_refused_before_any_load(tiny_spec, tmp_path, capsys):
+    code = main(["bench", "--spec", str(tiny_spec.path), "load", "--record", "nope", "--capacity",
+                 str(tmp_path / "c.json")])
+    assert code == 2
+    assert capsys.readouterr().err == (f"error: --record nope: no such endpoint in {tiny_spec.path} "
+                                       "(tiny-sme, tiny-fixed)\n")
