@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tarfile
-import time
 
 import pytest
 
@@ -106,12 +105,11 @@ def test_parity_and_builder_facts_are_recorded(tiny_build):
     assert manifest.models["preprocess"].parity is None
 
 
-def test_second_build_is_fast_and_writes_nothing(tiny_build):
+def test_second_build_skips_every_model_and_writes_nothing(tiny_build):
+    # The speed of this no-op build is measured by benchmarks/build_memory.py, not timed here.
     spec, out, work, _, _ = tiny_build
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    start = time.monotonic()
     report = build.run(spec, out, work, log=lambda line: None)
-    assert time.monotonic() - start < 2.0
     assert report.built == [] and report.written == []
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
