@@ -15,6 +15,7 @@ import importlib.util
 import os
 import pathlib
 import sys
+import sysconfig
 
 from local_endpoint.errors import LocalEndpointError
 
@@ -106,6 +107,11 @@ def server_process_environment(install: TritonInstall, extra: dict[str, str]) ->
     - The stub embeds libpython and finds its prefix by looking up `python3`
       on PATH; putting this interpreter's bin directory first makes the model
       code see this virtualenv's site-packages (numpy, torch, transformers).
+    - The stub links libpython3.11.so.1.0 dynamically; without help the
+      loader takes the system's copy (e.g. Debian's 3.11.2), older than this
+      interpreter's standard library, and extension modules such as `_ssl`
+      (imported by transformers) fail with "undefined symbol: _PyModule_Add".
+      This interpreter's own libpython directory goes first.
     - Libraries the backends open by name at run time resolve against the
       wheel's bundled libraries, as PyTriton arranges it too.
     """
@@ -116,6 +122,9 @@ def server_process_environment(install: TritonInstall, extra: dict[str, str]) ->
     interpreter_bin = pathlib.Path(sys.prefix) / "bin"
     env["PATH"] = os.pathsep.join([str(interpreter_bin), env.get("PATH", "")])
     library_path = [str(install.bundled_libs_dir)]
+    interpreter_libdir = sysconfig.get_config_var("LIBDIR")
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and interpreter_libdir:
+        library_path.insert(0, interpreter_libdir)
     if env.get("LD_LIBRARY_PATH"):
         library_path.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)

@@ -53,7 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     env_name, endpoint = _endpoint(spec, args.endpoint, args.environment)
-    built = _built(args.manifest, endpoint.name)
+    built = _built(args.manifest, endpoint.name, endpoint.models)
     multi = endpoint.kind is EndpointKind.MULTI_MODEL
     env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
@@ -84,7 +84,7 @@ def run_invoke(args: argparse.Namespace) -> int:
             if region and "--region" not in rest:
                 rest += ["--region", region]
         if args.model:
-            rest += ["--target-model", _target_model(_built(args.manifest, endpoint.name), args.model)]
+            rest += ["--target-model", _target_model(_built(args.manifest, endpoint.name, endpoint.models), args.model)]
     elif args.deployed or args.model:
         raise UserError("--deployed and --model need --endpoint NAME (a spec endpoint)")
     from local_endpoint.cli import invoke_main
@@ -104,12 +104,20 @@ def _endpoint(spec: Spec, name: str, environment: str | None) -> tuple[str, Endp
     return env_name, endpoints[name]
 
 
-def _built(manifest_path: pathlib.Path, endpoint: str) -> EndpointArtifacts:
+def _built(manifest_path: pathlib.Path, endpoint: str, spec_models: tuple[str, ...] = ()) -> EndpointArtifacts:
     try:
         manifest = load_manifest(manifest_path)
     except ManifestError as exc:
         raise UserError(str(exc)) from None
     if endpoint not in manifest.endpoints:
+        # The build records why it skipped an endpoint (e.g. a TensorRT model on a machine without a GPU).
+        reason = manifest.not_built.get(f"endpoints.{endpoint}")
+        if reason:
+            details = [why for key, why in sorted(manifest.not_built.items())
+                       if key.removeprefix("models.") in spec_models]
+            raise UserError(f"{manifest_path}: endpoint {endpoint!r} has not been built ({reason})"
+                            + "".join(f": {why}" for why in details)
+                            + "; run `tritonsm build` where the models can be built")
         raise UserError(f"{manifest_path}: endpoint {endpoint!r} has not been built; run `tritonsm build`")
     built = manifest.endpoints[endpoint]
     missing = [a.file for a in built.artifacts if not manifest.artifact_path(a).exists()]

@@ -1,0 +1,385 @@
+"""`tritonsm serve <endpoint>` on tarballs that `tritonsm build` really built, answering correct results.
+
+One tiny spec is built once for the module: a T5 Python-backend model and a
+text ensemble (tokenizer step + ONNX tiny-BERT) on a multi-model endpoint, the
+same ensemble on a single-model endpoint, and a TensorRT endpoint this machine
+cannot build. Every answer is compared with the same built model run directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from deployment_spec.manifest import Manifest, load_manifest
+from local_endpoint.cpu_stand_in import stand_in_note
+from local_endpoint.http_call import call
+from local_endpoint.invoke import invoke_url
+from local_endpoint.payload import NamedTensor, encode_request
+from local_endpoint.ports import free_port
+from local_endpoint.single_model import SingleModelEndpoint
+from tritonsm.cli import main as tritonsm_main
+
+REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SEQUENCE = 16
+SPEC = f"""\
+project: LocalTest
+triton_version: "25.04"
+models:
+  t5:
+    backend: python
+    source: {{recipe: tiny-t5}}
+    sequence_length: {SEQUENCE}
+    max_batch_size: 4
+    dynamic_batching: {{max_queue_delay_us: 500}}
+  preprocess:
+    backend: python
+    source: {{recipe: text-preprocess}}
+    sequence_length: {SEQUENCE}
+    max_batch_size: 8
+  classifier:
+    backend: onnxruntime
+    source: {{recipe: tiny-bert}}
+    sequence_length: {SEQUENCE}
+    max_batch_size: 8
+    dynamic_batching: {{preferred_batch_sizes: [4], max_queue_delay_us: 100}}
+  text:
+    backend: ensemble
+    max_batch_size: 8
+    ensemble:
+      steps:
+        - model: preprocess
+          input_map: {{TEXT: TEXT}}
+          output_map: {{input_ids: ids, attention_mask: mask}}
+        - model: classifier
+          input_map: {{input_ids: ids, attention_mask: mask}}
+          output_map: {{logits: logits}}
+      outputs: [logits]
+  plan:
+    backend: tensorrt
+    source: {{recipe: tiny-bert}}
+    sequence_length: {SEQUENCE}
+    max_batch_size: 8
+endpoints:
+  t5-mme:
+    kind: multi-model
+    models: [t5, text]
+    instance_type: ml.g5.2xlarge
+    container: {{shm_default_bytes: 67108864, shm_growth_bytes: 16777216}}
+  text-sme:
+    kind: single-model
+    models: [text]
+    instance_type: ml.g5.xlarge
+  gpu-only:
+    kind: multi-model
+    models: [plan]
+    instance_type: ml.g5.xlarge
+environments:
+  dev: {{region: us-east-1, removal_policy: destroy}}
+"""
+TEXTS = ["Hello world, this is a GREAT movie review!", "translate english to german: the model is fast"]
+STARTED = "press Ctrl-C to stop"
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    spec: pathlib.Path
+    manifest_path: pathlib.Path
+    manifest: Manifest
+
+    def tarball(self, endpoint: str, model: str) -> pathlib.Path:
+        artifact = next(a for a in self.manifest.endpoints[endpoint].artifacts if model in a.models)
+        return self.manifest.artifact_path(artifact)
+
+    def target_model(self, endpoint: str, model: str) -> str:
+        return self.tarball(endpoint, model).name
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    url: str
+    lines: list[str]  # what `tritonsm serve` printed up to "press Ctrl-C to stop"
+
+    @property
+    def log_path(self) -> pathlib.Path:
+        return pathlib.Path(next(line for line in self.lines if line.startswith("server log: "))[12:])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The spec above, built once with `tritonsm build` (tiny models: about half a minute)."""
+    root = tmp_path_factory.mktemp("spec-endpoints")
+    spec = root / "spec.yaml"
+    spec.write_text(SPEC)
+    assert tritonsm_main(["build", "--spec", str(spec), "--out", str(root / "assets"),
+                          "--work-dir", str(root / "work")]) == 0
+    manifest_path = root / "assets" / "manifest.json"
+    return Built(spec, manifest_path, load_manifest(manifest_path))
+
+
+@contextlib.contextmanager
+def tritonsm_serve(built: Built, endpoint: str, *flags: str):
+    """`tritonsm serve <endpoint>` as a user runs it; stopped with Ctrl-C (SIGINT) on exit."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tritonsm", "serve", endpoint, "--spec", str(built.spec), "--manifest",
+         str(built.manifest_path), "--port", str(port), "--startup-timeout", "90", *flags],
+        cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        lines = []
+        for line in process.stdout:  # ends at the latest when the start-up timeout stops serve
+            lines.append(line.rstrip("\n"))
+            if STARTED in line:
+                break
+        else:
+            raise AssertionError(f"tritonsm serve {endpoint} did not start: {lines} {process.stderr.read()}")
+        yield Served(f"http://127.0.0.1:{port}", lines)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+@pytest.fixture(scope="module")
+def t5_mme(built: Built):
+    # Capacity 1: every switch of target model unloads the other one.
+    with tritonsm_serve(built, "t5-mme", "--cpu-stand-in", "--mme-capacity", "1") as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def text_sme(built: Built):
+    with tritonsm_serve(built, "text-sme", "--cpu-stand-in") as served:
+        yield served
+
+
+def text_request(texts: list[str], binary: bool = False):
+    array = np.array([[text.encode()] for text in texts], dtype=np.object_)
+    return encode_request([NamedTensor("TEXT", "BYTES", array)], binary=binary)
+
+
+def unpack(tarball: pathlib.Path, destination: pathlib.Path) -> pathlib.Path:
+    with tarfile.open(tarball) as archive:
+        archive.extractall(destination, filter="data")
+    return destination
+
+
+def t5_directly(model_version_dir: pathlib.Path, texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Greedy generation with the built T5 weights and tokenizer, outside Triton."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import T5ForConditionalGeneration
+
+    tokenizer = Tokenizer.from_file(str(model_version_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(SEQUENCE)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("<pad>") or 0, pad_token="<pad>")
+    model = T5ForConditionalGeneration.from_pretrained(model_version_dir / "t5").eval()
+    encoded = tokenizer.encode_batch(texts)
+    with torch.no_grad():
+        generated = model.generate(input_ids=torch.tensor([e.ids for e in encoded]),
+                                   attention_mask=torch.tensor([e.attention_mask for e in encoded]),
+                                   max_new_tokens=32, do_sample=False).numpy()
+    return generated, tokenizer.decode_batch(generated.tolist(), skip_special_tokens=True)
+
+
+def classifier_directly(repository: pathlib.Path, texts: list[str]) -> np.ndarray:
+    """The ensemble's answer without Triton: an independent WordPiece tokenizer, then ONNX Runtime."""
+    import onnxruntime
+    from tokenizers import BertWordPieceTokenizer
+
+    tokenizer = BertWordPieceTokenizer(str(repository / "preprocess" / "1" / "vocab.txt"), lowercase=True)
+    tokenizer.enable_truncation(SEQUENCE)
+    tokenizer.enable_padding(length=SEQUENCE, pad_id=0)
+    encoded = tokenizer.encode_batch(texts)
+    session = onnxruntime.InferenceSession(str(repository / "classifier" / "1" / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    feed = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64)}
+    return session.run(["logits"], feed)[0]
+
+
+def loaded_models(served: Served) -> list[str]:
+    port = int(served.url.rsplit(":", 1)[1])
+    return json.loads(call("127.0.0.1", port, "GET", "/models").body)["models"]
+
+
+# --- the T5 Python-backend MME -------------------------------------------------------------------------------
+
+
+@pytest.mark.triton
+def test_t5_mme_generates_what_the_built_model_generates(built: Built, t5_mme: Served, tmp_path: pathlib.Path) -> None:
+    target = built.target_model("t5-mme", "t5")
+    response = invoke_url(t5_mme.url, text_request(TEXTS), target_model=target)
+    expected_ids, expected_text = t5_directly(unpack(built.tarball("t5-mme", "t5"), tmp_path) / "t5" / "1", TEXTS)
+    outputs = {tensor.name: tensor.array for tensor in response.outputs}
+    assert response.model_name == target
+    assert np.array_equal(outputs["output_ids"], expected_ids)
+    assert [row[0].decode() for row in outputs["OUTPUT_TEXT"]] == expected_text
+
+
+@pytest.mark.triton
+def test_json_and_binary_payloads_give_the_same_generation(built: Built, t5_mme: Served) -> None:
+    # Right after the test above, while T5 is still loaded: a reload costs seconds (torch in the stub).
+    target = built.target_model("t5-mme", "t5")
+    as_json = invoke_url(t5_mme.url, text_request(TEXTS), target_model=target).outputs
+    as_binary = invoke_url(t5_mme.url, text_request(TEXTS, binary=True), target_model=target).outputs
+    assert [(t.name, t.array.tolist()) for t in as_json] == [(t.name, t.array.tolist()) for t in as_binary]
+
+
+@pytest.mark.triton
+def test_mme_loads_on_first_use_and_evicts_the_least_recently_used(built: Built, t5_mme: Served) -> None:
+    # Capacity 1, two built models: each switch unloads the other (SageMaker's DELETE /models/<name>),
+    # and a reloaded model answers as before.
+    t5, text = built.target_model("t5-mme", "t5"), built.target_model("t5-mme", "text")
+    unloads_before = t5_mme.log_path.read_text().count("successfully unloaded")
+    first = invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=t5).outputs
+    assert loaded_models(t5_mme) == [t5]
+    logits = invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=text).outputs[0].array
+    assert loaded_models(t5_mme) == [text]
+    again = invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=t5).outputs
+    assert loaded_models(t5_mme) == [t5]
+    assert [t.array.tolist() for t in first] == [t.array.tolist() for t in again]
+    assert logits.shape == (1, 2)
+    # Triton itself unloaded each evicted model (the ensemble with its two steps, then T5).
+    assert t5_mme.log_path.read_text().count("successfully unloaded") > unloads_before
+
+
+@pytest.mark.triton
+def test_mme_announces_its_stand_in(t5_mme: Served) -> None:
+    assert stand_in_note("classifier", "onnxruntime") in t5_mme.lines
+
+
+# --- the ensemble SME with the ONNX classifier stood in ------------------------------------------------------
+
+
+@pytest.mark.triton
+def test_sme_start_up_labels_the_stand_in(built: Built, text_sme: Served) -> None:
+    assert without_log_path(text_sme.lines) == [
+        f"serving 1 model archive(s) (SME) at {text_sme.url}",
+        "default model: text",
+        "model 'classifier' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime on "
+        "its model.onnx; latency and the backend's tuning parameters are not representative",
+        STARTED,
+    ]
+
+
+def without_log_path(lines: list[str]) -> list[str]:
+    return [line for line in lines if not line.startswith("server log: ")]
+
+
+@pytest.mark.triton
+def test_ensemble_logits_equal_onnx_runtime_on_the_built_model(built: Built, text_sme: Served,
+                                                               tmp_path: pathlib.Path) -> None:
+    response = invoke_url(text_sme.url, text_request(TEXTS))
+    expected = classifier_directly(unpack(built.tarball("text-sme", "text"), tmp_path), TEXTS)
+    assert response.model_name == "text"
+    assert response.outputs[0].name == "logits"
+    np.testing.assert_allclose(response.outputs[0].array, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.triton
+def test_json_and_binary_payloads_give_the_same_logits(text_sme: Served) -> None:
+    as_json = invoke_url(text_sme.url, text_request(TEXTS)).outputs[0].array
+    as_binary = invoke_url(text_sme.url, text_request(TEXTS, binary=True)).outputs[0].array
+    assert as_binary.dtype == np.float32 and np.array_equal(as_json, as_binary)
+
+
+@pytest.mark.triton
+def test_stand_in_answers_concurrent_requests_row_by_row(built: Built, tmp_path: pathlib.Path) -> None:
+    # The ONNX model alone as the default model: concurrent one-row requests meet in the dynamic
+    # batcher, run as one ONNX Runtime call and are split again; each must get its own row back.
+    tarball = built.tarball("text-sme", "text")
+    session_dir = unpack(tarball, tmp_path / "repository")
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(session_dir / "classifier" / "1" / "model.onnx"),
+                                           providers=["CPUExecutionProvider"])
+    rows = np.random.default_rng(0).integers(5, 250, size=(12, SEQUENCE), dtype=np.int64)
+    mask = np.ones_like(rows)
+    expected = session.run(["logits"], {"input_ids": rows, "attention_mask": mask})[0]
+    env = {"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}
+    with SingleModelEndpoint(tarball, default_model="classifier", env=env, cpu_stand_in=True) as endpoint:
+        def one(index: int) -> np.ndarray:
+            request = encode_request([NamedTensor("input_ids", "INT64", rows[index:index + 1]),
+                                      NamedTensor("attention_mask", "INT64", mask[index:index + 1])], binary=True)
+            return invoke_url(endpoint.url, request).outputs[0].array[0]
+
+        with ThreadPoolExecutor(6) as pool:
+            answers = np.stack(list(pool.map(one, range(len(rows)))))
+    np.testing.assert_allclose(answers, expected, rtol=1e-5, atol=1e-6)
+
+
+# --- `tritonsm serve` refusals, each with its exact message --------------------------------------------------
+
+
+def serve_error(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
+    code = tritonsm_main(["serve", *argv])
+    return code, capsys.readouterr().err
+
+
+def test_an_unknown_endpoint_is_named_with_a_suggestion(built: Built, capsys: pytest.CaptureFixture) -> None:
+    assert serve_error(capsys, "text-smee", "--spec", str(built.spec), "--manifest", str(built.manifest_path)) == (
+        2, "error: endpoint 'text-smee' is not in spec.yaml (endpoints: t5-mme, text-sme, gpu-only); "
+           "did you mean 'text-sme'?\n")
+
+
+def test_a_missing_manifest_says_to_build(built: Built, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    manifest = tmp_path / "assets" / "manifest.json"
+    assert serve_error(capsys, "text-sme", "--spec", str(built.spec), "--manifest", str(manifest)) == (
+        2, f"error: {manifest}: no build manifest; run `tritonsm build` first (it writes {manifest})\n")
+
+
+def test_an_endpoint_the_build_skipped_says_why(built: Built, tmp_path: pathlib.Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    # The real build skipped gpu-only (no GPU here); its reasons are machine-specific, so fix them.
+    raw = json.loads(built.manifest_path.read_text())
+    raw["not_built"] = {"endpoints.gpu-only": "models not built: plan",
+                        "models.plan": "model plan: a TensorRT plan needs an NVIDIA GPU"}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(raw))
+    assert serve_error(capsys, "gpu-only", "--spec", str(built.spec), "--manifest", str(manifest)) == (
+        2, f"error: {manifest}: endpoint 'gpu-only' has not been built (models not built: plan): model plan: a "
+           "TensorRT plan needs an NVIDIA GPU; run `tritonsm build` where the models can be built\n")
+
+
+def test_an_endpoint_missing_from_the_manifest_says_to_build(built: Built, tmp_path: pathlib.Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    # E.g. added to the spec after the last build.
+    raw = json.loads(built.manifest_path.read_text())
+    del raw["endpoints"]["text-sme"]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(raw))
+    assert serve_error(capsys, "text-sme", "--spec", str(built.spec), "--manifest", str(manifest)) == (
+        2, f"error: {manifest}: endpoint 'text-sme' has not been built; run `tritonsm build`\n")
+
+
+def test_deleted_tarballs_are_named(built: Built, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    manifest = tmp_path / "manifest.json"  # a copy whose tarballs are not beside it
+    manifest.write_text(built.manifest_path.read_text())
+    tarball = built.tarball("text-sme", "text").name
+    assert serve_error(capsys, "text-sme", "--spec", str(built.spec), "--manifest", str(manifest)) == (
+        2, f"error: {manifest}: {tarball} listed but missing on disk; run `tritonsm build`\n")
+
+
+def test_an_onnx_model_without_the_stand_in_flag_names_the_flag(built: Built, capsys: pytest.CaptureFixture) -> None:
+    tarball = built.tarball("text-sme", "text")
+    assert serve_error(capsys, "text-sme", "--spec", str(built.spec), "--manifest", str(built.manifest_path)) == (
+        1, "error: cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n"
+           f"  model 'classifier' in {tarball} needs the 'onnxruntime' backend\n"
+           "it has only: ensemble, python; test these models on a deployed endpoint (tritonsm invoke "
+           "--endpoint-name ...), or exercise their payloads locally with --cpu-stand-in (onnxruntime models then "
+           "run as labelled Python-backend stand-ins on the CPU; latency is not representative)\n")
