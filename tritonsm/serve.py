@@ -7,13 +7,14 @@ SageMaker model) and hand over to ``local_endpoint.cli``, which owns the server.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 
 from deployment_spec import Spec, load_spec
 from deployment_spec.container_env import container_environment, endpoint_name
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import RemovalPolicy
-from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts, ManifestError, load_manifest
+from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parse import suggest
 from tritonsm.cli import UserError
 
@@ -50,19 +51,38 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help=f"build manifest (default: {DEFAULT_MANIFEST})")
 
 
-def run_serve(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec)
-    env_name, endpoint = _endpoint(spec, args.endpoint, args.environment)
-    built = _built(args.manifest, endpoint.name, endpoint.models)
+@dataclasses.dataclass(frozen=True)
+class LocalEndpoint:
+    """A spec endpoint as the local endpoint serves it: built tarballs and the SageMaker container environment."""
+
+    tarballs: tuple[pathlib.Path, ...]
+    multi_model: bool
+    default_model: str | None  # SME: SAGEMAKER_TRITON_DEFAULT_MODEL_NAME
+    env: dict[str, str]
+    manifest: Manifest
+
+
+def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
+                     manifest_path: pathlib.Path) -> LocalEndpoint:
+    """What `tritonsm serve <name>` serves; UserError (or SpecError) for anything the user must fix."""
+    spec = load_spec(spec_path)
+    env_name, endpoint = _endpoint(spec, name, environment)
+    built = _built(manifest_path, endpoint.name, endpoint.models)
     multi = endpoint.kind is EndpointKind.MULTI_MODEL
     env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
-    manifest = load_manifest(args.manifest)
-    argv = [str(manifest.artifact_path(a)) for a in built.artifacts]
-    argv += ["--mode", "mme" if multi else "sme", "--startup-timeout", str(args.startup_timeout)]
-    if not multi and built.default_model:
-        argv += ["--default-model", built.default_model]
-    for key, value in env.items():
+    manifest = load_manifest(manifest_path)
+    return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
+                         None if multi else built.default_model, env, manifest)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
+    argv = [str(tarball) for tarball in local.tarballs]
+    argv += ["--mode", "mme" if local.multi_model else "sme", "--startup-timeout", str(args.startup_timeout)]
+    if local.default_model:
+        argv += ["--default-model", local.default_model]
+    for key, value in local.env.items():
         argv += ["--env", f"{key}={value}"]
     if args.cpu_stand_in:
         argv.append("--cpu-stand-in")
@@ -84,7 +104,8 @@ def run_invoke(args: argparse.Namespace) -> int:
             if region and "--region" not in rest:
                 rest += ["--region", region]
         if args.model:
-            rest += ["--target-model", _target_model(_built(args.manifest, endpoint.name, endpoint.models), args.model)]
+            built = _built(args.manifest, endpoint.name, endpoint.models)
+            rest += ["--target-model", _target_model(built, args.model)]
     elif args.deployed or args.model:
         raise UserError("--deployed and --model need --endpoint NAME (a spec endpoint)")
     from local_endpoint.cli import invoke_main
