@@ -2,8 +2,10 @@
 
 Public API (plain parameters, no spec objects, so any front end can wire it):
 
-- `SingleModelEndpoint(tarball, default_model=, env=, port=, log_file=, startup_timeout=)`
-- `MultiModelEndpoint(tarballs, env=, port=, capacity=, log_file=, startup_timeout=)`
+- `SingleModelEndpoint(tarball, default_model=, env=, port=, log_file=, startup_timeout=, cpu_stand_in=)`
+- `MultiModelEndpoint(tarballs, env=, port=, capacity=, log_file=, startup_timeout=, cpu_stand_in=)`
+  (`cpu_stand_in`: onnxruntime/pytorch models run as labelled Python-backend
+  stand-ins on the CPU, see `local_endpoint.cpu_stand_in`)
 - `encode_request(tensors, binary=)`, `read_input_file(path, input_name)`,
   `tokenize_text(text, tokenizer_dir, ...)`, `text_tensor(text, input_name)`
 - `invoke_url(url, request, target_model=)`,
