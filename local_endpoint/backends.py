@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import shutil
 import tarfile
 
 from local_endpoint.errors import TarballError, UnsupportedBackendError
@@ -155,6 +156,41 @@ def check_backends(
 
     return [(tarball, m) for m in models
             if m.backend not in available and not (cpu_stand_in and m.backend in STAND_INS)]
+
+
+def machine_has_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None
+
+
+def gpu_group_models(models: list[ModelBackend], listing: dict[str, ModelFiles]) -> list[ModelBackend]:
+    """Models this server runs natively (python) whose config asks for KIND_GPU instances."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    out = []
+    for m in models:
+        text = listing.get(m.model, ModelFiles(None, ())).config_text
+        if m.backend != "python" or not text:
+            continue
+        try:
+            config = text_format.Parse(text, model_config_pb2.ModelConfig())
+        except text_format.ParseError:
+            continue  # Triton reports a malformed config itself, with its own message
+        if any(g.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU for g in config.instance_group):
+            out.append(m)
+    return out
+
+
+def raise_if_gpu_groups(found: list[tuple[pathlib.Path, ModelBackend]], cpu_stand_in: bool) -> None:
+    """Without a GPU, KIND_GPU instances cannot load; say so before start rather than in the server log."""
+    if not found or cpu_stand_in or machine_has_gpu():
+        return
+    lines = [f"model {m.model or '(top level)'!r} in {tarball} asks for KIND_GPU instances (instance_group)"
+             for tarball, m in found]
+    raise UnsupportedBackendError(
+        "cannot serve locally, this machine has no GPU:\n  " + "\n  ".join(lines)
+        + "\nrerun with --cpu-stand-in to run those instances on the CPU (labelled; latency is not "
+        "representative), or test on a deployed endpoint")
 
 
 def raise_if_unsupported(

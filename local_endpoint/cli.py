@@ -132,8 +132,8 @@ def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu-stand-in", action="store_true",
                         help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
                              "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (same name, "
-                             "inputs, outputs and batching; latency not representative). TensorRT plans cannot be "
-                             "stood in")
+                             "inputs, outputs and batching; latency not representative), and run KIND_GPU instance "
+                             "groups on the CPU. TensorRT plans cannot be stood in")
 
 
 def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):

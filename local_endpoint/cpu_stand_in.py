@@ -52,6 +52,34 @@ def stand_in_note(model: str, backend: str) -> str:
     )
 
 
+def gpu_group_note(model: str) -> str:
+    """The start-up line for a natively served model whose GPU instance groups run on the CPU here."""
+    return (f"model {model!r}: its KIND_GPU instance groups run as KIND_CPU on this GPU-less machine "
+            "(same counts); latency is not representative")
+
+
+def move_gpu_groups_to_cpu(repository: pathlib.Path, models: list[ModelBackend]) -> None:
+    """Rewrite KIND_GPU instance groups of the given unpacked models to KIND_CPU, in place."""
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2
+
+    for model in models:
+        config_path = (repository / model.model if model.model else repository) / "config.pbtxt"
+        config = text_format.Parse(config_path.read_text(), model_config_pb2.ModelConfig())
+        _groups_to_cpu(config)
+        config_path.write_text(text_format.MessageToString(config))
+
+
+def _groups_to_cpu(config) -> None:
+    from tritonclient.grpc import model_config_pb2
+
+    for group in config.instance_group:
+        if group.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU:
+            # This server has no GPU; the group's count is kept.
+            group.kind = model_config_pb2.ModelInstanceGroup.KIND_CPU
+            group.ClearField("gpus")
+
+
 def stand_in_models(models: list[ModelBackend]) -> list[ModelBackend]:
     """The models `--cpu-stand-in` replaces."""
     return [m for m in models if m.backend in STAND_INS]
@@ -91,11 +119,7 @@ def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str) -
     config.ClearField("platform")
     config.backend = "python"
     config.ClearField("default_model_filename")  # for the Python backend it would name the .py file
-    for group in config.instance_group:
-        if group.kind == model_config_pb2.ModelInstanceGroup.KIND_GPU:
-            # This server has no GPU; the group's count is kept.
-            group.kind = model_config_pb2.ModelInstanceGroup.KIND_CPU
-            group.ClearField("gpus")
+    _groups_to_cpu(config)
     config.parameters[BACKEND_PARAMETER].string_value = backend
     config.parameters[FILE_PARAMETER].string_value = model_file
     config_path.write_text(text_format.MessageToString(config))

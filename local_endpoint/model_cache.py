@@ -154,6 +154,8 @@ class MultiModelCache:
                 if self.cpu_stand_in:
                     needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
                     cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball)
+                    if not backends.machine_has_gpu():
+                        cpu_stand_in.move_gpu_groups_to_cpu(model_dir, backends.gpu_group_models(needed, listing))
             except BaseException:
                 shutil.rmtree(model_dir, ignore_errors=True)  # the next request unpacks afresh
                 raise

@@ -155,15 +155,19 @@ class MultiModelEndpoint:
                 )
             archives[tarball.name] = tarball
         available = find_triton_install().available_backends()
-        missing, notes = [], []
+        missing, notes, gpu_found = [], [], []
         for tarball in self.tarballs:
             listing = backends.list_archive_models(tarball)
             needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
             missing += backends.check_backends(needed, tarball, available, self.cpu_stand_in)
+            gpu_models = [] if backends.machine_has_gpu() else backends.gpu_group_models(needed, listing)
+            gpu_found += [(tarball, m) for m in gpu_models]
             if self.cpu_stand_in:
                 # A bare-layout model is named by its target model, as Triton names it.
                 notes += [cpu_stand_in.stand_in_note(m.model or tarball.name, m.backend)
                           for m in cpu_stand_in.stand_in_models(needed)]
+                notes += [cpu_stand_in.gpu_group_note(m.model or tarball.name) for m in gpu_models]
         backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
+        backends.raise_if_gpu_groups(gpu_found, self.cpu_stand_in)
         self.stand_in_notes = notes
         return archives

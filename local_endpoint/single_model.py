@@ -69,6 +69,7 @@ class SingleModelEndpoint:
         self._work_dir: pathlib.Path | None = None
         self._process: TritonProcess | None = None
         self._stand_ins: list[backends.ModelBackend] = []
+        self._gpu_moved: list[backends.ModelBackend] = []
 
     @property
     def url(self) -> str:
@@ -81,7 +82,8 @@ class SingleModelEndpoint:
     @property
     def stand_in_notes(self) -> list[str]:
         """One line per model served by a CPU stand-in instead of its real backend."""
-        return [cpu_stand_in.stand_in_note(m.model, m.backend) for m in self._stand_ins]
+        return ([cpu_stand_in.stand_in_note(m.model, m.backend) for m in self._stand_ins]
+                + [cpu_stand_in.gpu_group_note(m.model) for m in self._gpu_moved])
 
     def start(self) -> SingleModelEndpoint:
         """Check everything a user can get wrong, then start and wait for readiness."""
@@ -96,7 +98,10 @@ class SingleModelEndpoint:
         needed = backends.models_to_load(listing, self.tarball, self.default_model)
         missing = backends.check_backends(needed, self.tarball, available, self.cpu_stand_in)
         backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
+        gpu_models = [] if backends.machine_has_gpu() else backends.gpu_group_models(needed, listing)
+        backends.raise_if_gpu_groups([(self.tarball, m) for m in gpu_models], self.cpu_stand_in)
         self._stand_ins = cpu_stand_in.stand_in_models(needed) if self.cpu_stand_in else []
+        self._gpu_moved = gpu_models if self.cpu_stand_in else []
         if self._requested_port is None:
             self.port = free_port()
         else:
@@ -108,6 +113,7 @@ class SingleModelEndpoint:
             repository = self._work_dir / "opt-ml-model"
             archive.extract_tarball(self.tarball, repository)
             cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball)
+            cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
             self._process = start_sagemaker_triton(
                 install=install,
                 mode=SME,

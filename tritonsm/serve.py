@@ -32,7 +32,7 @@ def register(add) -> None:
     serve.add_argument("--cpu-stand-in", action="store_true",
                        help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
                             "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (latency not "
-                            "representative); TensorRT plans cannot be stood in")
+                            "representative), and KIND_GPU instance groups on the CPU; TensorRT plans cannot be stood in")
 
     invoke = add("invoke", "send one request to a local endpoint (--url) or a deployed one "
                            "(--endpoint with --deployed); other options as in `tritonsm invoke --url URL --help`",
