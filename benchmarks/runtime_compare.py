@@ -49,6 +49,7 @@ class Cell:
     p99_ms: float
     throughput_per_s: float      # samples per second at the median latency
     speedup: float               # eager median / this median, same batch
+    paired_speedup: float        # median over repeats of eager block mean / this block mean
     calls: int
     block_means_ms: list[float]
     peak_rss_mib: float = math.nan
@@ -143,9 +144,10 @@ def _measure(name: str, recipe: str, engines: list[EngineSpec], feeds: dict, set
             for w in workers:
                 label = w.engine.label
                 med = stats.median(blocks[label])
+                paired = stats.median([stats.ratio(e, x) for e, x in zip(blocks[EAGER_LABEL], blocks[label])])
                 cells.append(Cell(name, recipe, label, batch, med, stats.percentile(latencies[label], 50),
                                   stats.percentile(latencies[label], 99), batch * 1000 / med,
-                                  stats.ratio(eager_median, med), len(latencies[label]), blocks[label]))
+                                  stats.ratio(eager_median, med), paired, len(latencies[label]), blocks[label]))
         peaks = {}
         for w in workers:
             peak = w.close()["peak_rss_mib"]
@@ -184,7 +186,9 @@ def check_targets(result: dict) -> list[dict]:
             wanted = TARGETS.get((c["recipe"], c["engine"]))
             if wanted is not None and c["batch"] == 1:
                 found.append({"model": c["model"], "recipe": c["recipe"], "engine": c["engine"], "batch": 1,
-                              "target": wanted, "speedup": round(c["speedup"], 2), "met": c["speedup"] >= wanted})
+                              "target": wanted, "speedup": round(c["speedup"], 2),
+                              "paired_speedup": round(c["paired_speedup"], 2),
+                              "met": min(c["speedup"], c["paired_speedup"]) >= wanted})
     return found
 
 

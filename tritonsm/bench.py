@@ -76,6 +76,8 @@ def _register_load(sub) -> None:
     p.add_argument("--capacity", type=pathlib.Path, default=None, help="capacity file (default: capacity.json)")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "load",
                    help="directory for load.json and load.md (default: bench-results/load)")
+    p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
+                   help="scratch directory for the model archives (default: bench-results/work)")
 
 
 def _register_recommender(sub) -> None:
@@ -245,7 +247,7 @@ def run_load(args: argparse.Namespace) -> int:
     from local_endpoint import LocalEndpointError
 
     try:
-        result = load_compare.compare(configs, plan, args.out / "work", _log, binary=not args.json)
+        result = load_compare.compare(configs, plan, args.work / "load", _log, binary=not args.json)
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     command = _command(args, "load")

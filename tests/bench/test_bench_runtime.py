@@ -19,7 +19,8 @@ def test_runtime_smoke_writes_json_markdown_and_png(tiny_spec, tmp_path, capsys)
     assert model["agreement"]["onnxruntime-int8"]["rows"] == 3  # batch 1 + batch 2
     assert result["settings"]["threads"] >= 1
     table = (out / "runtime.md").read_text()
-    assert "| model | engine | batch | median ms | p50 ms | p99 ms | samples/s | speedup vs eager | peak RSS MiB |" in table
+    assert ("| model | engine | batch | median ms | p50 ms | p99 ms | samples/s | speedup vs eager | paired speedup "
+            "| peak RSS MiB |") in table
     assert table in capsys.readouterr().out
     assert (out / "runtime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
