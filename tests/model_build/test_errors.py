@@ -218,10 +218,14 @@ ens:
     assert layout.VERSION == "1"
 
 
-def test_int8_recipe_for_onnxruntime_is_refused(tmp_path):
-    message = _one_failure(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}, precision: int8}\n")
-    assert message == ("models.m.precision: int8 from a recipe needs quantization, which this builder does not do; "
-                       "quantize the ONNX yourself and give it as source: {onnx: ...}, or use fp32")
+def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorded(tmp_path):
+    spec, report = _build(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}, precision: int8}\n")
+    assert report.exit_code() == 0, report.failed
+    parity = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].parity
+    # fp32 parity gated as usual; the int8 graph's agreement with fp32 recorded beside it, not gated.
+    assert parity["max_abs_error"] <= parity["atol"] + parity["rtol"]
+    assert {"int8_top1_agreement", "int8_max_abs_error", "int8_min_cosine_similarity"} <= set(parity)
+    assert 0.0 <= parity["int8_top1_agreement"] <= 1.0
 
 
 def test_onnx_file_source_is_checked_and_described_from_its_graph(tmp_path):
