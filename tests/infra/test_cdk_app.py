@@ -174,3 +174,27 @@ def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, defa
     # app.py, stacks/ and triton_constructs/ load only aws-cdk-lib, cdk-nag and the spec loader.
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr[-3000:]
     assert (tmp_path / "out" / "assembly-TritonProd").is_dir()
+
+
+def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path):
+    # The classifier's target comes from capacity.json when the spec gives no RPS; a new measurement
+    # must show in `cdk diff` as that one policy's TargetValue and nothing else.
+    from deployment_spec.capacity import Measurement
+
+    text = (ROOT / "triton.yaml").read_text()
+    measured_spec = tmp_path / "triton.yaml"
+    measured_spec.write_text(text.replace("max_instances: 3, max_rps_per_instance: 30}", "max_instances: 3}"))
+
+    def measured(rps: float) -> dict:
+        return {"classifier": Measurement(rps, 500, 400.0, "ml.g5.xlarge load test", "tritonsm bench load")}
+
+    before = synth_spec(measured_spec, tmp_path / "before", capacity=measured(20.0))
+    after = synth_spec(measured_spec, tmp_path / "after", capacity=measured(30.0))
+    old = before.template("dev", "classifier").to_json()["Resources"]
+    new = after.template("dev", "classifier").to_json()["Resources"]
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    assert [new[k]["Type"] for k in changed] == ["AWS::ApplicationAutoScaling::ScalingPolicy"]
+    # 20 and 30 rps x 60 s x 0.5 safety factor.
+    config = "TargetTrackingScalingPolicyConfiguration"
+    assert (old[changed[0]]["Properties"][config]["TargetValue"],
+            new[changed[0]]["Properties"][config]["TargetValue"]) == (600, 900)
