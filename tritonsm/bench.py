@@ -277,6 +277,11 @@ def run_load(args: argparse.Namespace) -> int:
         except CapacityError as exc:
             raise UserError(str(exc)) from None
         _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
+        # The phases drive the load test's own Python-backend model on this CPU, not the endpoint's model on
+        # its GPU instance: say so every time, so nobody mistakes it for the endpoint's real capacity.
+        _log(f"note: measured on {result['model']} on this machine, not on {args.record}'s own model and "
+             "instance type; for production targets record a load test of the deployed endpoint "
+             "(tritonsm bench recommender) in capacity.json or set scaling.max_rps_per_instance")
     return 0
 
 
