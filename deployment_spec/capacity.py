@@ -44,11 +44,13 @@ def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Meas
         return {}
     try:
         raw = json.loads(path.read_text())
+        if not isinstance(raw, dict):
+            raise TypeError("a JSON object is expected")
         if raw.get("schema") != SCHEMA_VERSION:
             raise CapacityError(f"{path}: schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
                                 "rerun `tritonsm bench load --record`")
         return {name: Measurement(**body) for name, body in raw["endpoints"].items()}
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise CapacityError(f"{path}: malformed capacity file ({exc}); rerun `tritonsm bench load --record` "
                             "or delete the file") from None
 

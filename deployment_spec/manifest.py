@@ -97,8 +97,10 @@ def load_manifest(path: str | pathlib.Path = DEFAULT_MANIFEST) -> Manifest:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
         raise ManifestError(f"{path}: no build manifest; run `tritonsm build` first (it writes {path})") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{path}: unreadable build manifest ({exc}); delete it and run `tritonsm build`") from None
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{path}: not a build manifest (a JSON object is expected); run `tritonsm build`")
     if raw.get("schema") != SCHEMA_VERSION:
         raise ManifestError(f"{path}: manifest schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
                             "run `tritonsm build` to rewrite it")

@@ -76,10 +76,14 @@ class Source:
     python_dir: Optional[str] = None
 
     def kind(self) -> str:
-        return next(k for k in ("recipe", "onnx", "torchscript", "python_dir") if getattr(self, k))
+        return next(k for k in ("recipe", "onnx", "torchscript", "python_dir") if getattr(self, k) is not None)
 
     def problems(self, path: str) -> list[Problem]:
         given = [k for k in ("recipe", "onnx", "torchscript", "python_dir") if getattr(self, k) is not None]
+        empty = [k for k in given if not getattr(self, k).strip()]
+        if empty:
+            return [Problem(f"{path}.{empty[0]}", "an empty string", "a recipe name or a path",
+                            f"give {empty[0]} a value or remove the key")]
         if len(given) != 1:
             return [Problem(path, f"{len(given)} sources ({', '.join(given) or 'none'})",
                             "exactly one of recipe, onnx, torchscript, python_dir",

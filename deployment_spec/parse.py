@@ -140,6 +140,10 @@ def parse_scalar(tp: type, raw: Any, path: str, problems: list[Problem], md: Map
             kind = "an integer" if tp is int else "a number"
             problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi), f"write {kind} without quotes"))
             return _MISSING
+        if raw != raw or raw in (float("inf"), float("-inf")):  # YAML .nan / .inf
+            problems.append(Problem(path, describe(raw), bounds_text("a finite number", lo, hi),
+                                    "write a finite number"))
+            return _MISSING
         if (lo is not None and raw < lo) or (hi is not None and raw > hi):
             kind = "an integer" if tp is int else "a number"
             problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi),

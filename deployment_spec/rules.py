@@ -7,7 +7,7 @@ from deployment_spec import images, instances
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.model import Backend, InstanceKind, ModelSpec
 from deployment_spec.parse import suggest
 
 
@@ -29,6 +29,30 @@ def model_rules(models: Mapping[str, ModelSpec], declared: set[str]) -> list[Pro
                 out.append(Problem(path, describe(step.model), "another declared model", "an ensemble cannot call itself"))
             elif step.model not in declared:
                 out.append(unknown_name(path, step.model, models, "models"))
+    return out + _ensemble_cycles(models)
+
+
+def _ensemble_cycles(models: Mapping[str, ModelSpec]) -> list[Problem]:
+    """Ensembles that reach themselves through other ensembles (a -> b -> a); one problem per cycle."""
+    out, reported = [], set()
+
+    def walk(name: str, trail: list[str]) -> None:
+        model = models.get(name)
+        if model is None or model.ensemble is None:
+            return
+        for i, step in enumerate(model.ensemble.steps):
+            if step.model in trail:
+                cycle = trail[trail.index(step.model):] + [step.model]
+                if frozenset(cycle) not in reported and len(cycle) > 2:  # a direct self-call is reported above
+                    reported.add(frozenset(cycle))
+                    out.append(Problem(f"models.{name}.ensemble.steps[{i}].model", describe(step.model),
+                                       "a model that does not lead back to this ensemble",
+                                       f"break the cycle {' -> '.join(cycle)}"))
+            elif step.model != name:
+                walk(step.model, trail + [step.model])
+
+    for name in models:
+        walk(name, [name])
     return out
 
 
@@ -124,6 +148,11 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
                            "use ml.g4dn/ml.g5, or triton_version 24.09 or older"))
     if not itype.is_gpu:
         for m in served:
+            if any(g.kind is InstanceKind.GPU for g in m.instance_groups):
+                out.append(Problem(f"models.{m.name}.instance_groups", "kind gpu",
+                                   f"kind cpu or auto on the CPU instance type {ep.instance_type} "
+                                   f"(endpoint {path.split('.', 1)[-1]})",
+                                   "use kind: cpu (or auto), or a GPU instance type"))
             if m.backend is Backend.TENSORRT:
                 out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
                                    f"a GPU instance type for the TensorRT model {m.name}",

@@ -20,6 +20,7 @@ import re
 DEFAULT_SPEC = "triton.yaml"
 TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
+RESERVED_STACK = "Storage"  # each stage's storage stack; stacks/stage.py names endpoint stacks by endpoint
 REQUIRED_TOP = {
     "triton_version": 'a sagemaker-tritonserver tag in quotes, e.g. "25.04"',
     "models": "a mapping of model name: settings",
@@ -54,6 +55,9 @@ def load_spec(path: str | pathlib.Path = DEFAULT_SPEC) -> Spec:
     except FileNotFoundError:
         raise SpecError(str(path), [Problem("(file)", "no such file", "a path to an existing YAML spec",
                                             "pass --spec PATH or create triton.yaml")]) from None
+    except UnicodeDecodeError:
+        raise SpecError(str(path), [Problem("(file)", "a file that is not UTF-8 text", "a YAML text file",
+                                            "pass the path of the spec (.yaml)")]) from None
     except OSError as exc:
         raise SpecError(str(path), [Problem("(file)", f"unreadable file ({exc.strerror})", "a readable YAML file",
                                             "check the path and its permissions")]) from None
@@ -79,7 +83,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     project = parse_value(str, raw.get("project", "Triton"), "project", problems,
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
     version = parse_value(str, raw.get("triton_version", "25.04"), "triton_version", problems, {})
-    if isinstance(version, str) and version not in images.versions():
+    version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
+    if version and version not in images.versions():
         problems.append(Problem("triton_version", describe(version),
                                 f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
                                 "pick one of those tags"))
@@ -98,6 +103,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     environments = _environments(raw, endpoints, models, version, problems, base, declared)
     if isinstance(project, str):
         problems += _endpoint_name_problems(project, environments)
+        problems += _construct_id_problems(project, endpoints, envs_raw=raw.get("environments"))
     if problems:
         raise SpecError(str(path), _dedupe(problems))
     return Spec(project, version, models, endpoints, environments, path.resolve())
@@ -143,6 +149,25 @@ def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[st
         resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
                                     problems, base_text, declared)
         out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
+    return out
+
+
+def _construct_id_problems(project: str, endpoints: Mapping[str, EndpointSpec], envs_raw: Any) -> list[Problem]:
+    """Names that would collide as CDK construct IDs: an endpoint called like the storage stack, two
+    environments that give the same stage ID (dev and Dev both make <project>Dev)."""
+    out = []
+    for name in endpoints:
+        if name.lower() == RESERVED_STACK.lower():
+            out.append(Problem(f"endpoints.{name}", f"the name '{name}'", f"any name but '{RESERVED_STACK}' (the "
+                               "storage stack of each stage has it)", "rename the endpoint"))
+    seen: dict[str, str] = {}
+    for env in envs_raw if isinstance(envs_raw, dict) else {}:
+        stage = f"{project}{str(env)[:1].upper()}{str(env)[1:]}"
+        if stage in seen:
+            out.append(Problem(f"environments.{env}", f"the stage ID '{stage}', also made by environment "
+                               f"'{seen[stage]}'", "environment names that differ beyond their first letter's case",
+                               "rename one of the two environments"))
+        seen.setdefault(stage, str(env))
     return out
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import pathlib
+import sys
 import time
 from typing import Callable, Iterable, Optional
 
@@ -97,10 +99,19 @@ def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> 
     return out
 
 
+def _user_recipes_importable(spec: Spec) -> None:
+    """`recipe: module:function` modules live beside the spec or in the working directory; the
+    console script's sys.path holds neither, so both go first (the spec's folder wins)."""
+    for folder in (os.getcwd(), str(spec.root)):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+
+
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
         force: bool = False, log: Callable[[str], None] = print) -> Report:
     requested = tuple(requested)
     report = Report(requested=requested)
+    _user_recipes_importable(spec)
     selected = _selected(spec, requested)
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -103,8 +103,8 @@ def _call_user_recipe(model: ModelSpec, recipe: str) -> ExportableModel:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise BuildError(f"{where}: cannot import module {module_name!r} ({exc}); make it importable from the "
-                         "current directory or PYTHONPATH") from None
+        raise BuildError(f"{where}: cannot import module {module_name!r} ({exc}); put it in the spec's "
+                         "folder or the current directory, or on PYTHONPATH") from None
     func = getattr(module, func_name, None)
     if not callable(func):
         raise BuildError(f"{where}: module {module_name!r} has no function {func_name!r}; define "

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 from tritonsm.cli import main
 
@@ -58,12 +57,10 @@ def test_model_build_never_imports_aws_cdk():
     assert offenders == []
 
 
-def test_second_cli_build_of_unchanged_tiny_spec_is_fast(tiny_build):
+def test_second_cli_build_of_unchanged_tiny_spec_builds_and_writes_nothing(tiny_build):
+    # Its speed is measured by benchmarks/build_memory.py, not asserted here.
     spec, out, work, _, _ = tiny_build
-    start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(TINY_SPEC), "--out", str(out),
                            "--work-dir", str(work)], capture_output=True, text=True, cwd=ROOT)
-    elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr
     assert "0 built, 5 unchanged" in proc.stdout and "0 file(s) written" in proc.stdout
-    assert elapsed < 2.0

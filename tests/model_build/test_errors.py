@@ -69,7 +69,7 @@ fixed: {backend: onnxruntime, source: {recipe: 'user_recipes:fixed_batch'}, max_
 
 @pytest.mark.parametrize("recipe, expected", [
     ("no_such_module:make", "models.m.source.recipe: cannot import module 'no_such_module' (No module named "
-                            "'no_such_module'); make it importable from the current directory or PYTHONPATH"),
+                            "'no_such_module'); put it in the spec's folder or the current directory, or on PYTHONPATH"),
     ("user_recipes:absent", "models.m.source.recipe: module 'user_recipes' has no function 'absent'; define "
                             "def absent(model) -> model_build.recipes.ExportableModel"),
     ("user_recipes:broken", "models.m.source.recipe: user_recipes:broken raised ValueError: checkpoint has 3 labels, "
@@ -226,6 +226,10 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
     assert parity["max_abs_error"] <= parity["atol"] + parity["rtol"]
     assert {"int8_top1_agreement", "int8_max_abs_error", "int8_min_cosine_similarity"} <= set(parity)
     assert 0.0 <= parity["int8_top1_agreement"] <= 1.0
+    # The packed model really is quantized: integer matmuls in the graph.
+    import onnx
+    graph = onnx.load(str(next((tmp_path / "work").rglob("m/1/model.onnx")))).graph
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {node.op_type for node in graph.node}
 
 
 def test_onnx_file_source_is_checked_and_described_from_its_graph(tmp_path):

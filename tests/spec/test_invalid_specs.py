@@ -167,6 +167,84 @@ CASES["GPU utilization target on a CPU instance"] = (
     _both(_set("endpoints.classifier.instance_type", "ml.c5.xlarge"), CASES["GPU utilization target on a CPU instance"][0]),
     CASES["GPU utilization target on a CPU instance"][1])
 
+def _ensemble_cycle(raw):
+    raw["models"]["ens2"] = {"backend": "ensemble", "max_batch_size": 16,
+                             "ensemble": {"steps": [{"model": "text-classifier"}]}}
+    raw["models"]["text-classifier"]["ensemble"]["steps"][0]["model"] = "ens2"
+
+
+def _rename_endpoint(old, new):
+    def mutate(raw):
+        raw["endpoints"][new] = raw["endpoints"].pop(old)
+        raw["environments"]["prod"]["overrides"]["endpoints"].pop(old, None)
+    return mutate
+
+
+CASES.update({
+    "ensembles calling each other": (
+        _ensemble_cycle,
+        "models.ens2.ensemble.steps[0].model: got 'text-classifier'; allowed: a model that does not lead back to "
+        "this ensemble; fix: break the cycle text-classifier -> ens2 -> text-classifier"),
+    "ensemble calling itself": (
+        _step_model(0, "text-classifier"),
+        "models.text-classifier.ensemble.steps[0].model: got 'text-classifier'; allowed: another declared model; "
+        "fix: an ensemble cannot call itself"),
+    "empty source path": (
+        _set("models.bert.source", {"onnx": ""}),
+        "models.bert.source.onnx: got an empty string; allowed: a recipe name or a path; "
+        "fix: give onnx a value or remove the key"),
+    "unquoted version does not crash the version rules": (
+        _both(_set("triton_version", 25.04), _set("endpoints.classifier.instance_type", "ml.p3.2xlarge")),
+        'triton_version: got 25.04 (not a string); allowed: a string; fix: quote the value: "25.04"'),
+    "endpoint named like the storage stack": (
+        _rename_endpoint("classifier", "Storage"),
+        "endpoints.Storage: got the name 'Storage'; allowed: any name but 'Storage' (the storage stack of each "
+        "stage has it); fix: rename the endpoint"),
+    "two environments making one stage ID": (
+        _set("environments.Dev", {"region": "us-east-1"}),
+        "environments.Dev: got the stage ID 'TritonDev', also made by environment 'dev'; allowed: environment "
+        "names that differ beyond their first letter's case; fix: rename one of the two environments"),
+    "GPU instance group on a CPU instance type": (
+        _both(_set("endpoints.vision-nlp.kind", "single-model"), _set("endpoints.vision-nlp.models", ["resnet50"]),
+              _set("endpoints.vision-nlp.instance_type", "ml.c5.xlarge"),
+              lambda raw: raw["endpoints"]["vision-nlp"]["scaling"].pop("gpu_utilization_target")),
+        "models.resnet50.instance_groups: got kind gpu; allowed: kind cpu or auto on the CPU instance type "
+        "ml.c5.xlarge (endpoint vision-nlp); fix: use kind: cpu (or auto), or a GPU instance type"),
+    "not-a-number": (
+        _set("endpoints.vision-nlp.scaling.max_rps_per_instance", float("nan")),
+        "endpoints.vision-nlp.scaling.max_rps_per_instance: got nan; allowed: a finite number >= 0.001; "
+        "fix: write a finite number"),
+    "model cache setting on an SME": (
+        _set("endpoints.classifier.model_cache", False),
+        "endpoints.classifier.model_cache: got false; allowed: true (model caching is a multi-model setting); "
+        "fix: remove model_cache"),
+    "V100 with a Triton release that dropped it": (
+        _set("endpoints.classifier.instance_type", "ml.p3.2xlarge"),
+        "endpoints.classifier.instance_type: got 'ml.p3.2xlarge'; allowed: a GPU with compute capability >= 7.5 "
+        "for Triton 25.04; fix: use ml.g4dn/ml.g5, or triton_version 24.09 or older"),
+    "two invocation targets": (
+        _set("endpoints.classifier.scaling.invocations_target", 500),
+        "endpoints.classifier.scaling.invocations_target: got 500.0; allowed: either invocations_target or "
+        "max_rps_per_instance, not both; fix: keep one: the target is derived as max_rps_per_instance x 60 x "
+        "safety_factor"),
+    "dynamic batching on an ensemble": (
+        _set("models.text-classifier.dynamic_batching", {"max_queue_delay_us": 5}),
+        "models.text-classifier.dynamic_batching: got a value; allowed: nothing: Triton rejects it on ensembles; "
+        "fix: remove dynamic_batching here and set it on the step models"),
+    "int8 on the Python backend": (
+        _set("models.preprocess.precision", "int8"),
+        "models.preprocess.precision: got 'int8'; allowed: int8 with backend onnxruntime or tensorrt; "
+        "fix: use fp32 for this backend"),
+    "unknown ping mode": (
+        _set("endpoints.classifier.container", {"ping_mode": "alive"}),
+        "endpoints.classifier.container.ping_mode: got 'alive'; allowed: ready, live; fix: use ready or live"),
+    "a VPC with one subnet": (
+        _set("endpoints.classifier.network", {"subnet_ids": ["subnet-1"], "security_group_ids": ["sg-1"]}),
+        "endpoints.classifier.network.subnet_ids: got 1 subnet; allowed: 2 to 16 subnets in different "
+        "availability zones; fix: add a subnet in another zone"),
+})
+
+
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_invalid_spec_is_rejected_with_its_exact_message(name):

@@ -103,3 +103,13 @@ def test_cli_validate_bad_spec_exits_2_without_traceback(tmp_path):
 def test_cli_subcommands_have_help(command):
     done = _cli(command, "--help")
     assert done.returncode == 0 and "--spec" in done.stdout
+
+
+def test_a_file_that_is_not_text(tmp_path):
+    binary = tmp_path / "model.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(SpecError) as caught:
+        load_spec(binary)
+    assert str(caught.value) == (
+        f"{binary}: 1 problem\n  - (file): got a file that is not UTF-8 text; allowed: a YAML text file; "
+        "fix: pass the path of the spec (.yaml)")
