@@ -95,6 +95,11 @@ class EndpointStack(cdk.Stack):
         if guarded and endpoint.deployment.auto_rollback:
             role.grant_describe_alarms([alarms.errors, alarms.latency])
         target = invocations_target(endpoint, dict(capacity or {}))
+        if target and target.source.startswith("capacity.json"):
+            # A measured number steers production scaling: show where it came from on every synth and diff.
+            cdk.Annotations.of(self).add_warning_v2(
+                "tritonsm:invocationsTargetFromCapacity",
+                f"invocations target {target.value:g} per instance per minute comes from {target.source}")
         scaling = VariantScaling(self, "Scaling", endpoint=serving, scaling=endpoint.scaling,
                                  initial_instances=endpoint.initial_instances,
                                  invocations_target=target.value if target else None) if endpoint.scaling else None

@@ -198,3 +198,8 @@ def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path
     config = "TargetTrackingScalingPolicyConfiguration"
     assert (old[changed[0]]["Properties"][config]["TargetValue"],
             new[changed[0]]["Properties"][config]["TargetValue"]) == (600, 900)
+    # The synth output says where the number came from.
+    from aws_cdk.assertions import Annotations
+    Annotations.from_stack(after.stack("dev", "classifier")).has_warning("*", Match.string_like_regexp(
+        r"invocations target 900 per instance per minute comes from capacity\.json: 30(\.0)? rps measured on "
+        r"ml\.g5\.xlarge load test x 60 x 0\.5"))
