@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from deployment_spec import triton_images
 
-# Triton server release inside each SageMaker image tag (FACTS §1) and the CUDA
-# major version of the image (FACTS §6.3), which decides the inference AMI.
-TRITON_SERVER_VERSION = {"23.12": "2.41.0", "24.01": "2.42.0", "24.03": "2.44.0", "24.05": "2.46.0",
-                         "24.09": "2.50.0", "25.04": "2.57.0", "25.09": "2.61.0", "26.05": "2.69.0"}
+# CUDA major version of each image (FACTS §6.3), which decides the inference AMI.
 CUDA_MAJOR = {"23.12": 12, "24.01": 12, "24.03": 12, "24.05": 12, "24.09": 12, "25.04": 12,
               "25.09": 13, "26.05": 13}
 

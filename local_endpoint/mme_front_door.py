@@ -24,7 +24,7 @@ class FrontDoor(ThreadingHTTPServer):
 
     def __init__(self, port: int, cache: MultiModelCache, log_path: str) -> None:
         # Bind to all interfaces like the Triton front end of an SME does.
-        super().__init__(("0.0.0.0", port), FrontDoorHandler)
+        super().__init__(("127.0.0.1", port), FrontDoorHandler)  # local testing only: loopback
         self.cache = cache
         self.log_path = log_path
         self._thread: threading.Thread | None = None

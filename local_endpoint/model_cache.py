@@ -112,13 +112,6 @@ class MultiModelCache:
                 self._in_flight[target_model] -= 1
                 self._state.notify_all()
 
-    def unload_all(self) -> None:
-        with self._management:
-            for target_model in list(self._loaded):
-                with self._state:
-                    model = self._loaded.pop(target_model)
-                self._unload(model)
-
     def _acquire(self, target_model: str) -> CachedModel:
         """The loaded model, counted as in flight; loads it (and evicts) if needed."""
         if (model := self._take_if_loaded(target_model)) is not None:

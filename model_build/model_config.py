@@ -18,8 +18,6 @@ from model_build.errors import BuildError
 
 PLATFORM = {Backend.ONNXRUNTIME: "onnxruntime_onnx", Backend.TENSORRT: "tensorrt_plan",
             Backend.PYTORCH: "pytorch_libtorch", Backend.ENSEMBLE: "ensemble"}
-MODEL_FILE = {Backend.ONNXRUNTIME: "model.onnx", Backend.TENSORRT: "model.plan", Backend.PYTORCH: "model.pt",
-              Backend.PYTHON: "model.py"}
 
 # ORT maps optimization.graph.level 0/unset -> ENABLE_ALL, -1 -> BASIC, 1 -> EXTENDED, 2 -> DISABLE_ALL
 # (ORTBE src/onnxruntime.cc; the proto comment "-1: Disabled" does not hold for ORT). ALL stays unset.

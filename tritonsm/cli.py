@@ -28,13 +28,6 @@ def _count(items: object, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _lazy(module: str, func: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        import importlib
-        return getattr(importlib.import_module(module), func)(args)
-    return run
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritonsm", description=(
         "Triton models on SageMaker as code: validate the deployment spec, build model repositories, "
