@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from typing import Mapping, Optional
 
 from deployment_spec.errors import Problem
@@ -101,7 +102,6 @@ class Container:
     environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problems(self, path: str) -> list[Problem]:
-        import re
         out = []
         for key in self.environment:
             if not re.fullmatch(ENV_KEY, key):

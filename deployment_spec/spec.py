@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 from typing import Any, Mapping
 
 import yaml
@@ -14,8 +15,6 @@ from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
 from deployment_spec.parse import check_keys, parse_dataclass, parse_value
-
-import re
 
 DEFAULT_SPEC = "triton.yaml"
 TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
