@@ -71,10 +71,10 @@ def invocations_target(endpoint: EndpointSpec, capacity: dict[str, Measurement])
     if sc.invocations_target is not None:
         return Target(sc.invocations_target, "spec: scaling.invocations_target")
     if sc.max_rps_per_instance is not None:
-        return Target(round(sc.max_rps_per_instance * 60 * sc.safety_factor, 2),
+        return Target(sc.target_for_rps(sc.max_rps_per_instance),
                       f"spec: {sc.max_rps_per_instance} rps x 60 x {sc.safety_factor}")
     m = capacity.get(endpoint.name)
     if m is None:
         return None
-    return Target(round(m.max_rps_per_instance * 60 * sc.safety_factor, 2),
+    return Target(sc.target_for_rps(m.max_rps_per_instance),
                   f"capacity.json: {m.max_rps_per_instance} rps measured on {m.measured_on} x 60 x {sc.safety_factor}")

@@ -52,8 +52,12 @@ class Scaling:
         if self.invocations_target is not None:
             return self.invocations_target
         if self.max_rps_per_instance is not None:
-            return round(self.max_rps_per_instance * 60 * self.safety_factor, 2)
+            return self.target_for_rps(self.max_rps_per_instance)
         return None
+
+    def target_for_rps(self, rps: float) -> float:
+        """Invocations per instance per minute for a sustained ``rps`` (FACTS §7: RPS x 60 x safety factor)."""
+        return round(rps * 60 * self.safety_factor, 2)
 
     def problems(self, path: str) -> list[Problem]:
         if self.min_instances > self.max_instances:
