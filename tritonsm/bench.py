@@ -73,6 +73,15 @@ def _register_load(sub) -> None:
     p.add_argument("--record", metavar="ENDPOINT", help="write the best configuration's max RPS within the "
                                                         "threshold into the capacity file for this spec endpoint")
     p.add_argument("--record-config", help="record this configuration instead of the best one")
+    p.add_argument("--endpoint", help="load-test this single-model endpoint's own built model (tritonsm build) "
+                                      "instead of the synthetic configurations; --record then records it")
+    p.add_argument("--cpu-stand-in", action="store_true",
+                   help="with --endpoint: serve ONNX Runtime / TorchScript models as labelled CPU stand-ins")
+    p.add_argument("--environment", help="with --endpoint: whose overrides apply (default: the first)")
+    p.add_argument("--manifest", type=pathlib.Path, default=pathlib.Path("assets/manifest.json"),
+                   help="with --endpoint: the build manifest (default: assets/manifest.json)")
+    p.add_argument("--input", type=pathlib.Path, help="with --endpoint: request inputs (.json or .npz); text "
+                                                      "models get a sample sentence by default")
     p.add_argument("--capacity", type=pathlib.Path, default=None, help="capacity file (default: capacity.json)")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "load",
                    help="directory for load.json and load.md (default: bench-results/load)")
@@ -236,12 +245,17 @@ def run_load(args: argparse.Namespace) -> int:
     if not 0 <= args.max_error_rate < 1:
         raise UserError(f"--max-error-rate {args.max_error_rate:g}: use a fraction in [0, 1)")
     threshold = args.latency_threshold_ms
+    if args.endpoint and args.endpoint not in spec.endpoints:
+        raise UserError(f"--endpoint {args.endpoint}: no such endpoint in {spec.path} ({', '.join(spec.endpoints)})")
     if threshold is None:
-        threshold = spec.endpoints[args.record].alarms.latency_sla_ms if args.record else 500.0
+        slo_of = args.record or args.endpoint
+        threshold = spec.endpoints[slo_of].alarms.latency_sla_ms if slo_of else 500.0
     plan = PhasePlan(concurrencies=concurrencies, seconds=args.phase_seconds, max_requests=args.max_requests,
                      latency_threshold_ms=threshold, max_error_rate=args.max_error_rate,
                      must_reach=load_compare.GAIN_CONCURRENCY if load_compare.GAIN_CONCURRENCY in concurrencies
                      else None)
+    if args.endpoint:
+        return _run_endpoint_load(args, spec, plan, threshold)
     _log(f"bench load: {', '.join(configs)}; phases at concurrency {', '.join(map(str, concurrencies))}, "
          f"{args.phase_seconds:g} s each; threshold p99 <= {threshold:g} ms, errors <= {args.max_error_rate:.0%}")
     from local_endpoint import LocalEndpointError
@@ -282,6 +296,48 @@ def run_load(args: argparse.Namespace) -> int:
         _log(f"note: measured on {result['model']} on this machine, not on {args.record}'s own model and "
              "instance type; for production targets record a load test of the deployed endpoint "
              "(tritonsm bench recommender) in capacity.json or set scaling.max_rps_per_instance")
+    return 0
+
+
+def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -> int:
+    """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
+    import os
+
+    from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement
+
+    from benchmarks import capacity_record, load_endpoint
+    from benchmarks.load_local import DEFAULT_TEXT
+    from local_endpoint import LocalEndpointError
+
+    if args.record and args.record != args.endpoint:
+        raise UserError(f"--record {args.record} with --endpoint {args.endpoint}: a measurement is recorded for the "
+                        "endpoint it was taken on; drop --record or make both the same")
+    _log(f"bench load --endpoint {args.endpoint}: phases at concurrency "
+         f"{', '.join(map(str, plan.concurrencies))}, {plan.seconds:g} s each; threshold p99 <= {threshold:g} ms")
+    try:
+        result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment, manifest=args.manifest,
+                                       input_path=args.input, text=DEFAULT_TEXT, cpu_stand_in=args.cpu_stand_in,
+                                       binary=not args.json, plan=plan, log=_log)
+    except LocalEndpointError as exc:
+        raise UserError(str(exc)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    table = load_endpoint.markdown(result)
+    (args.out / "load-endpoint.md").write_text(table)
+    print()
+    print(table)
+    if not args.record:
+        return 0
+    if result.best_rps is None:
+        raise UserError(f"--record {args.record}: no phase met p99 <= {threshold:g} ms; nothing recorded")
+    measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
+                              p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
+                              command=_command(args, "load"))
+    path = args.capacity or DEFAULT_CAPACITY
+    try:
+        _, note = capacity_record.record(spec, args.record, measurement, path)
+    except CapacityError as exc:
+        raise UserError(str(exc)) from None
+    _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
     return 0
 
 

@@ -60,3 +60,35 @@ def test_record_of_an_unknown_endpoint_is_refused_before_any_load(tiny_spec, tmp
     assert code == 2
     assert capsys.readouterr().err == (f"error: --record nope: no such endpoint in {tiny_spec.path} "
                                        "(tiny-sme, tiny-fixed)\n")
+
+
+@pytest.mark.triton
+def test_bench_load_on_the_endpoints_own_model_records_it(tiny_spec, tmp_path):
+    # The endpoint's own built tarball (tiny-text, ONNX Runtime int8, through the labelled CPU stand-in).
+    import json
+    assert main(["build", "--spec", str(tiny_spec.path), "--model", "tiny-text", "--out", str(tmp_path / "assets"),
+                 "--work-dir", str(tmp_path / "work")]) == 0
+    ids = [[101] + [7] * 14 + [102]]
+    (tmp_path / "in.json").write_text(json.dumps({"inputs": [
+        {"name": "input_ids", "shape": [1, 16], "datatype": "INT64", "data": ids},
+        {"name": "attention_mask", "shape": [1, 16], "datatype": "INT64", "data": [[1] * 16]}]}))
+    path = tmp_path / "capacity.json"
+    code = main(["bench", "--spec", str(tiny_spec.path), "load", "--endpoint", "tiny-sme", "--cpu-stand-in",
+                 "--manifest", str(tmp_path / "assets" / "manifest.json"), "--input", str(tmp_path / "in.json"),
+                 "--concurrency", "1,2", "--phase-seconds", "1", "--max-requests", "30", "--record", "tiny-sme",
+                 "--capacity", str(path), "--out", str(tmp_path / "load")])
+    assert code == 0
+    measured = load_capacity(path)["tiny-sme"]
+    # Recorded as what it is: this CPU, the endpoint's own model, through the stand-in.
+    assert measured.measured_on.endswith("endpoint tiny-sme's own model tiny-text as a CPU stand-in")
+    assert measured.max_rps_per_instance > 0 and measured.latency_sla_ms == 300.0
+    assert (tmp_path / "load" / "load-endpoint.md").read_text().startswith("Endpoint tiny-sme: local CPU")
+
+
+def test_endpoint_load_records_only_for_its_own_endpoint(tiny_spec, tmp_path, capsys):
+    code = main(["bench", "--spec", str(tiny_spec.path), "load", "--endpoint", "tiny-sme", "--record", "tiny-fixed",
+                 "--capacity", str(tmp_path / "c.json")])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: --record tiny-fixed with --endpoint tiny-sme: a measurement is recorded for the endpoint it was "
+        "taken on; drop --record or make both the same\n")
