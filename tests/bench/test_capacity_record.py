@@ -92,3 +92,9 @@ def test_endpoint_load_records_only_for_its_own_endpoint(tiny_spec, tmp_path, ca
     assert capsys.readouterr().err == (
         "error: --record tiny-fixed with --endpoint tiny-sme: a measurement is recorded for the endpoint it was "
         "taken on; drop --record or make both the same\n")
+
+
+def test_endpoint_load_of_an_unknown_endpoint_is_refused(tiny_spec, capsys):
+    assert main(["bench", "--spec", str(tiny_spec.path), "load", "--endpoint", "nope"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --endpoint nope: no such endpoint in {tiny_spec.path} (tiny-sme, tiny-fixed)\n")
