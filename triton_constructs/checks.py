@@ -13,6 +13,7 @@ from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name as _joine
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, Manifest, ModelEntry
 from deployment_spec.model import Backend, HardwareCompatibility, ModelSpec
+from deployment_spec.rules import served_models
 from triton_constructs.errors import raise_if
 
 REBUILD = "run `tritonsm build`"
@@ -50,19 +51,7 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
 
 def expected_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> list[str]:
     """The Triton model names an endpoint's artifacts must hold (MME copies and ensemble steps included)."""
-    out: list[str] = []
-
-    def add(name: str) -> None:
-        spec = models[name]
-        for triton_name in spec.triton_names():
-            if triton_name not in out:
-                out.append(triton_name)
-        for step in spec.ensemble.steps if spec.ensemble else ():
-            add(step.model)
-
-    for name in endpoint.models:
-        add(name)
-    return out
+    return [name for model in served_models(endpoint, models) for name in model.triton_names()]
 
 
 def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str,
