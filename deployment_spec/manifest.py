@@ -10,7 +10,7 @@ import json
 import pathlib
 from typing import Any, Optional
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: serving_check per model
 DEFAULT_MANIFEST = pathlib.Path("assets") / "manifest.json"
 
 
@@ -47,6 +47,9 @@ class ModelEntry:
     build_hash: str           # sha256 of the build inputs; unchanged => not rebuilt
     parity: Optional[dict[str, float]] = None   # max_abs_error, max_rel_error, atol, rtol
     builder: BuilderFacts = BuilderFacts()
+    # The check in the serving runtime: {"ran": bool, "triton_version", "runtime", "version", "device",
+    # "graph", "cases", errors, "rejected": {candidate: why}} or {"ran": false, "why": ...}.
+    serving_check: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +131,7 @@ def _model(raw: dict[str, Any]) -> ModelEntry:
         inputs=tuple(_tensor(t) for t in raw["inputs"]), outputs=tuple(_tensor(t) for t in raw["outputs"]),
         build_hash=raw["build_hash"], parity=raw.get("parity"),
         builder=BuilderFacts(dict(b.get("versions", {})), b.get("gpu_name"), b.get("gpu_compute_capability")),
+        serving_check=dict(raw.get("serving_check") or {}),
     )
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Callable, Iterable, Optional
 
-from deployment_spec import Spec
+from deployment_spec import Spec, serving_runtimes
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging
@@ -60,7 +60,8 @@ def build_order(spec: Spec) -> list[ModelSpec]:
     return [spec.models[n] for n in order]
 
 
-def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable) -> dict[str, str]:
+def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
+                 serving_torch: bool = False) -> dict[str, str]:
     code = hashing.code_version()
     tools = hashing.tool_versions()
     out: dict[str, str] = {}
@@ -68,12 +69,15 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable) ->
         entry = hashing.plain(model)
         entry.pop("copies")  # copies are renamed at packing time; the model directory is the same
         parts = [("spec", entry), ("triton_version", spec.triton_version), ("code", code), ("tools", tools),
+                 ("serving_runtime", dataclasses.asdict(serving_runtimes.runtime(spec.triton_version))),
                  ("sources", _source_hashes(spec, model, hasher))]
         if model.ensemble:
             parts.append(("steps", {s.model: out[s.model] for s in model.ensemble.steps}))
         if model.source and model.source.recipe == "text-preprocess":
             # its output type follows the ensembles it feeds (int32 for TensorRT classifiers)
             parts.append(("consumers", sorted((m.name, m.backend.value) for m in spec.models.values())))
+        if model.backend is Backend.PYTORCH and serving_torch:
+            parts.append(("serving_torch", True))  # the opt-in check adds its record: rebuild to run it
         if model.backend is Backend.TENSORRT:
             tc = toolchain()
             parts.append(("gpu", tc.gpu.compute_capability if tc.gpu else None))
@@ -108,7 +112,7 @@ def _user_recipes_importable(spec: Spec) -> None:
 
 
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
-        force: bool = False, log: Callable[[str], None] = print) -> Report:
+        force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False) -> Report:
     requested = tuple(requested)
     report = Report(requested=requested)
     _user_recipes_importable(spec)
@@ -117,11 +121,11 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
     work_dir.mkdir(parents=True, exist_ok=True)
     toolchain = _lazy_toolchain()
     hasher = hashing.FileHasher(work_dir / "file-hashes.json")
-    hashes = build_hashes(spec, hasher, toolchain)
+    hashes = build_hashes(spec, hasher, toolchain, serving_torch)
     hasher.save()
 
     from model_build import model_builder  # no torch here; recipes import it when they run
-    ctx = model_builder.Context(spec, work_dir, log, toolchain)
+    ctx = model_builder.Context(spec, work_dir, log, toolchain, serving_torch)
     dirs: dict[str, pathlib.Path] = {}
     entries: dict[str, ModelEntry] = {}
     order = build_order(spec)

@@ -20,6 +20,9 @@ def register(add) -> None:
     p.add_argument("--work-dir", default=DEFAULT_WORK,
                    help=f"cache of built model directories, keyed by input hash (default: {DEFAULT_WORK})")
     p.add_argument("--force", action="store_true", help="rebuild the selected models even if their inputs are unchanged")
+    p.add_argument("--check-serving-torch", action="store_true",
+                   help="also run each traced TorchScript model in the PyPI torch release nearest the libtorch of "
+                        "the spec's Triton image (installs that torch, a multi-GB CUDA build, once)")
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -29,7 +32,7 @@ def run_build(args: argparse.Namespace) -> int:
     start = time.monotonic()
     spec = load_spec(args.spec)
     report = build.run(spec, pathlib.Path(args.out), pathlib.Path(args.work_dir), args.model, args.force,
-                       log=_log)
+                       log=_log, serving_torch=args.check_serving_torch)
     for name, why in report.unavailable.items():
         _log(f"not built here: {why}")
     for why in list(report.failed.values()) + list(report.endpoints_failed.values()):

@@ -31,6 +31,7 @@ class Context:
     work: pathlib.Path
     log: Callable[[str], None]
     toolchain: Callable[[], object]  # lazily probes GPU/Docker (model_build.tensorrt.gpu.detect)
+    serving_torch: bool = False      # opt-in: run TorchScript in the torch release nearest the image's libtorch
 
 
 def cache_dir(work: pathlib.Path, name: str, build_hash: str) -> pathlib.Path:
@@ -75,7 +76,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
     versions = {"triton": ctx.spec.triton_version, **tool_versions()}
     params: dict[str, str] = {}
     model_files: dict = {}
-    parity = None
+    parity = serving = None
     gpu_name = gpu_cc = None
     step_configs: list = []
     kind = model.source.kind() if model.source else "ensemble"
@@ -91,7 +92,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
     elif model.backend is Backend.PYTHON:
         inputs, outputs, files, params, model_files = python_backend.model_files(ctx, model)
     elif kind in ("recipe", "onnx") and model.backend in (Backend.ONNXRUNTIME, Backend.TENSORRT):
-        inputs, outputs, parity = _onnx(ctx, model, scratch)
+        inputs, outputs, parity, serving = _onnx(ctx, model, scratch)
         versions["onnx_opset"] = _opset(scratch / "model.onnx")
         if model.backend is Backend.TENSORRT:
             from model_build.tensorrt import runner
@@ -105,7 +106,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
         else:
             files = {"model.onnx": scratch / "model.onnx"}
     elif model.backend is Backend.PYTORCH:
-        inputs, outputs, parity = _torchscript(ctx, model, scratch)
+        inputs, outputs, parity, serving = _torchscript(ctx, model, scratch)
         files = {"model.pt": scratch / "model.pt"}
     else:
         raise BuildError(f"models.{model.name}: backend {model.backend.value} with a {kind} source is not buildable")
@@ -120,11 +121,23 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
     return ModelEntry(name=model.name, spec_model=model.name, backend=model.backend.value,
                       max_batch_size=model.max_batch_size, inputs=tuple(inputs), outputs=tuple(outputs),
                       build_hash=build_hash, parity=parity,
-                      builder=BuilderFacts(versions, gpu_name, gpu_cc))
+                      builder=BuilderFacts(versions, gpu_name, gpu_cc),
+                      serving_check=serving or _not_checked(ctx, model))
+
+
+def _not_checked(ctx: Context, model: ModelSpec) -> dict:
+    """Why a model has no serving-runtime check, in the manifest next to the ones that ran."""
+    why = {
+        Backend.TENSORRT: "a TensorRT plan runs only on the GPU it was built for; tests/gpu checks it on a GPU host",
+        Backend.PYTHON: "Python-backend code runs in the image's Python; the local endpoint (tritonsm serve) runs it",
+        Backend.ENSEMBLE: "an ensemble has no file of its own; its steps are checked",
+    }.get(model.backend, "not checked")
+    return {"ran": False, "triton_version": ctx.spec.triton_version, "why": why}
 
 
 def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
-    from model_build import onnx_export, parity as parity_check
+    """model.onnx in ``scratch``; for backend onnxruntime, proven in the target image's ONNX Runtime."""
+    from model_build import onnx_export, parity as parity_check, reproducible
     from model_build.recipes import load_exportable
 
     target = scratch / "model.onnx"
@@ -135,53 +148,68 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
                              "file, relative to the spec's folder")
         onnx_export.check_file(src, f"models.{model.name}.source.onnx")
         shutil.copyfile(src, target)
+        reproducible.strip_onnx(target)
         inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
-        return inputs, outputs, None
+        serving = _load_only(ctx, model, target, scratch) if model.backend is Backend.ONNXRUNTIME else None
+        return inputs, outputs, None, serving
     step = Step(ctx, model.name, "load recipe")
     made = load_exportable(model, ctx.spec.root, batch_axis_only=model.backend is Backend.TENSORRT)
     step.done()
     if made.note:
         ctx.log(f"  {model.name}: {made.note}")
+    exported = scratch / "exported.onnx"
     optimize = model.onnxruntime.optimize_at_build if model.onnxruntime else True
     step = Step(ctx, model.name, f"export ONNX (opset {onnx_export.OPSET})")
-    onnx_export.export(model.name, made, target, optimize=optimize)
+    onnx_export.export(model.name, made, exported, optimize=optimize)
     step.done()
-    ort_backend = model.backend is Backend.ONNXRUNTIME
-    # The TensorRT execution provider lacks the contrib ops the fusions emit, so it gets the plain graph.
-    if optimize and ort_backend and not (model.onnxruntime and model.onnxruntime.tensorrt_accelerator):
-        from model_build import ort_optimize
-        step = Step(ctx, model.name, "ONNX Runtime graph optimizations and transformer fusions")
-        report = ort_optimize.optimize_for_ort(target, target, **ort_optimize.transformer_hints(made.module))
-        step.done(f" ({report.fuser}; fused {dict(report.fused_ops) or 'nothing'})")
+    if model.backend is Backend.TENSORRT:
+        # The ONNX graph only feeds trtexec here; the plan itself is checked on the GPU host.
+        reproducible.strip_onnx(exported)
+        shutil.move(exported, target)
+        inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
+        step = Step(ctx, model.name, "check ONNX Runtime against PyTorch (the graph trtexec converts)")
+        result = parity_check.check_onnx(model.name, made, target, model.tolerance)
+        step.done(f" (max abs error {result['max_abs_error']:.2e}, max rel error {result['max_rel_error']:.2e})")
+        return inputs, outputs, result, None
+    from model_build.serving import onnx_check
+    from deployment_spec.serving_runtimes import runtime
+
+    serving_runtime = runtime(ctx.spec.triton_version)
+    onnx_export.graph_io(exported, model.max_batch_size, model.name)  # a lost batch axis fails here, by name
+    step = Step(ctx, model.name, "ONNX Runtime graph optimizations and transformer fusions")
+    found = onnx_check.candidates(model, made, exported, scratch, ctx.log)
+    step.done()
+    step = Step(ctx, model.name, f"verify in ONNX Runtime {serving_runtime.onnxruntime_wheel} (Triton "
+                                 f"{serving_runtime.triton_version}'s) against eager PyTorch")
+    serving = onnx_check.verify_and_pick(model, made, serving_runtime, found, target, scratch, ctx.log)
+    step.done(f" ({serving['graph']}, {serving['cases']} cases, max abs error {serving['max_abs_error']:.2e})")
     inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
-    step = Step(ctx, model.name, "check ONNX Runtime against PyTorch")
-    result = parity_check.check_onnx(model.name, made, target, model.tolerance)
-    step.done(f" (max abs error {result['max_abs_error']:.2e}, max rel error {result['max_rel_error']:.2e})")
-    if model.precision is Precision.INT8 and ort_backend:
-        result = {**result, **_quantize_int8(ctx, model, made, target, scratch)}
-    return inputs, outputs, result
+    parity = {"max_abs_error": serving["max_abs_error"], "max_rel_error": serving["max_rel_error"],
+              "atol": model.tolerance.atol, "rtol": model.tolerance.rtol, **onnx_check.int8_parity(serving)}
+    return inputs, outputs, parity, serving
 
 
-def _quantize_int8(ctx: Context, model: ModelSpec, made, target: pathlib.Path, scratch: pathlib.Path) -> dict:
-    """int8 dynamic quantization of the verified fp32 graph; its agreement with fp32 is recorded, not gated
-    (int8 cannot meet an fp32 tolerance; the numbers tell whether it is acceptable)."""
-    from model_build import ort_optimize, parity as parity_check
+def _load_only(ctx: Context, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Path) -> dict:
+    """A user's ONNX file has no PyTorch reference: prove only that the target runtime loads it."""
+    from deployment_spec.serving_runtimes import runtime
+    from model_build.serving import cases, side_env, verify
 
-    step = Step(ctx, model.name, "int8 dynamic quantization")
-    fp32 = scratch / "model.fp32.onnx"
-    shutil.copyfile(target, fp32)
-    quantized = ort_optimize.quantize_int8_dynamic(fp32, target)
-    feeds = {k: v.numpy() for k, v in parity_check.parity_inputs(made).items()}
-    agree = ort_optimize.agreement(fp32, target, feeds)
-    fp32.unlink()
-    step.done(f" ({quantized.bytes_before / 2**20:.0f} -> {quantized.bytes_after / 2**20:.0f} MB; vs fp32: top-1 "
-              f"agreement {agree['top1_agreement']:.0%}, max abs error {agree['max_abs_error']:.2e})")
-    return {"int8_top1_agreement": agree["top1_agreement"], "int8_max_abs_error": agree["max_abs_error"],
-            "int8_min_cosine_similarity": agree["min_cosine_similarity"]}
+    serving_runtime = runtime(ctx.spec.triton_version)
+    env = side_env.ensure("onnxruntime", serving_runtime.onnxruntime_wheel, ctx.log)
+    candidate = verify.Candidate("graph as given", target)
+    got = verify.run_candidates(env, "onnx", [candidate], cases.Plan((), (), None), (), (), scratch)
+    if isinstance(got[candidate.label], str):
+        raise BuildError(f"models.{model.name}.source.onnx: ONNX Runtime {serving_runtime.onnxruntime_wheel} (the runtime "
+                         f"of Triton {serving_runtime.triton_version}) cannot load it: {got[candidate.label]}; "
+                         "export it with an opset and operators that release supports, or pick a newer "
+                         "triton_version")
+    return {"ran": True, "triton_version": serving_runtime.triton_version, "runtime": "onnxruntime",
+            "version": serving_runtime.onnxruntime_wheel, "device": "cpu", "cases": 0,
+            "graph": "as given (loaded only: no PyTorch model to compare with)"}
 
 
 def _torchscript(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
-    from model_build import torchscript
+    from model_build import reproducible, torchscript
 
     target = scratch / "model.pt"
     if model.source.kind() == "torchscript":
@@ -190,13 +218,36 @@ def _torchscript(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
             raise BuildError(f"models.{model.name}.source.torchscript: {src} does not exist; give the path of a "
                              "TorchScript file, relative to the spec's folder")
         shutil.copyfile(src, target)
+        torchscript.check_devices(model.name, target, serving_devices(ctx.spec, model))
+        reproducible.strip_torchscript(target)
         inputs, outputs = torchscript.read_io(model.name, target)
-        return inputs, outputs, None
+        return inputs, outputs, None, {"ran": False, "triton_version": ctx.spec.triton_version,
+                                       "why": "a TorchScript file has no PyTorch model to compare with; only the "
+                                              "devices its graph fixes were checked"}
     step = Step(ctx, model.name, "trace TorchScript and check it against eager PyTorch")
     result = _run_trace_worker(ctx, model, scratch)
-    step.done(f" (max abs error {result['max_abs_error']:.2e})")
+    step.done(f" (max abs error {result['parity']['max_abs_error']:.2e})")
     inputs, outputs = torchscript.read_io(model.name, target)
-    return inputs, outputs, result
+    return inputs, outputs, result["parity"], result["serving_check"]
+
+
+def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:
+    """The devices the model's instances run on ("cuda", "cpu") over every endpoint and environment serving it."""
+    from deployment_spec import instances
+    from deployment_spec.model import InstanceKind
+
+    endpoints = list(spec.endpoints.values()) + [ep for env in spec.environments.values()
+                                                 for ep in env.endpoints.values()]
+    kinds = {group.kind for group in model.instance_groups} or {InstanceKind.AUTO}
+    out: set[str] = set()
+    for endpoint in endpoints:
+        if model.name not in {m.name for m in spec.served_models(endpoint)}:
+            continue
+        itype = instances.lookup(endpoint.instance_type)
+        gpu = bool(itype and itype.is_gpu)
+        for kind in kinds:
+            out.add("cpu" if kind is InstanceKind.CPU or (kind is InstanceKind.AUTO and not gpu) else "cuda")
+    return out
 
 
 def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> dict:
@@ -207,6 +258,9 @@ def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> 
     from model_build import trace_worker
 
     cmd = [sys.executable, "-m", "model_build.trace_worker", str(ctx.spec.path), model.name, str(scratch)]
+    if ctx.serving_torch:
+        from deployment_spec.serving_runtimes import runtime
+        cmd += ["--serving-torch", runtime(ctx.spec.triton_version).torch_release]
     ctx.log("  $ " + " ".join(cmd))
     # The child sees the same import path (user recipe modules, this checkout).
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))

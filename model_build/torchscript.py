@@ -4,6 +4,12 @@ TorchScript files carry no tensor names or shapes, so the builder stores them ne
 as an extra file (``triton_io.json``) and names the config tensors ``<name>__<index>``, the
 naming convention every PyTorch backend release accepts. A user-supplied TorchScript source
 must carry the same extra file.
+
+Tracing records ``x.device`` as a constant: a graph traced on the CPU holds
+``prim::Constant[value="cpu"]`` feeding ``aten::to`` / ``aten::arange`` (transformers' mask code),
+and fails on every call once the pytorch backend loads it onto a GPU ("attn_bias is on cpu,
+different from other tensors on cuda:0"). ``make_device_agnostic`` replaces each such constant
+with ``prim::device`` of the graph's first tensor input, so the graph runs where its inputs are.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import pathlib
 import warnings
 
 from deployment_spec.manifest import TensorSpec
+from model_build import reproducible
 from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
 
@@ -22,7 +29,8 @@ TORCH_TO_TRITON = {"float32": "TYPE_FP32", "float16": "TYPE_FP16", "bfloat16": "
 
 
 def trace(name: str, made: ExportableModel, target: pathlib.Path, max_batch_size: int):
-    """Traces, saves ``target`` (model.pt) with its I/O description; returns the traced module."""
+    """Traces, makes the graph device-agnostic, saves ``target`` (model.pt, no host paths) with its
+    I/O description; returns the traced module."""
     import torch
 
     args = tuple(made.example_inputs[k] for k in made.input_names)
@@ -39,8 +47,67 @@ def trace(name: str, made: ExportableModel, target: pathlib.Path, max_batch_size
                      for i, n in enumerate(made.input_names)],
           "outputs": [_describe(f"{n}__{i}", t, made.dynamic_axes.get(n, {}), max_batch_size)
                       for i, (n, t) in enumerate(zip(made.output_names, outputs))]}
+    make_device_agnostic(name, traced)
     torch.jit.save(traced, str(target), _extra_files={IO_FILE: json.dumps(io, sort_keys=True)})
+    reproducible.strip_torchscript(target)
     return traced
+
+
+def device_constants(module) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(submodule, device, ops using it) for every device constant in the module's method graphs."""
+    found = []
+    for path, graph in _graphs(module):
+        for node in graph.findAllNodes("prim::Constant", True):
+            if node.output().type().kind() == "DeviceObjType":
+                users = tuple(sorted({use.user.kind() for use in node.output().uses()}))
+                found.append((path or "(top level)", node.s("value"), users))
+    return found
+
+
+def make_device_agnostic(name: str, module) -> int:
+    """Replaces every device constant with the device of the graph's first tensor input; returns how many."""
+    replaced = 0
+    for path, graph in _graphs(module):
+        constants = [n for n in graph.findAllNodes("prim::Constant", True)
+                     if n.output().type().kind() == "DeviceObjType"]
+        if not constants:
+            continue
+        tensor_input = next((i for i in graph.inputs() if i.type().kind() == "TensorType"), None)
+        if tensor_input is None:
+            raise BuildError(f"model {name}: the traced graph of {path or 'the model'} fixes a device "
+                             f"({constants[0].s('value')}) but has no tensor input to take the device from; "
+                             "pass a tensor to that submodule, or serve the model with backend: onnxruntime")
+        for constant in constants:
+            device = graph.create("prim::device", [tensor_input])
+            device.output().setType(constant.output().type())
+            device.insertBefore(constant)
+            constant.output().replaceAllUsesWith(device.output())
+            constant.destroy()
+            replaced += 1
+    return replaced
+
+
+def check_devices(name: str, path: pathlib.Path, serving_devices: set[str]) -> None:
+    """Refuses a TorchScript file whose graph fixes a device other than the one its instances run on."""
+    import torch
+
+    module = torch.jit.load(str(path), map_location="cpu")
+    for where, device, users in device_constants(module):
+        kind = device.split(":")[0]
+        if serving_devices and serving_devices != {kind}:
+            wanted = " and ".join(sorted(serving_devices))
+            raise BuildError(
+                f"model {name}: {path.name} fixes the device '{device}' in {where} (used by {', '.join(users)}), "
+                f"but its instances run on {wanted}: every call would fail with tensors on two devices; trace it "
+                "on that device, build it from a recipe (the build makes traced graphs device-agnostic), or set "
+                "its instance_groups kind to match")
+
+
+def _graphs(module):
+    for path, sub in module.named_modules():
+        methods = sub._c._method_names() if hasattr(sub, "_c") else []
+        for method in methods:
+            yield path, sub._c._get_method(method).graph
 
 
 def read_io(name: str, path: pathlib.Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:

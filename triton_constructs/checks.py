@@ -82,6 +82,7 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
             problems.append(f"model '{triton_name}' has no artifact in {manifest_path}; {REBUILD}")
     for artifact in built.artifacts:
         problems += _file_problems(artifact, manifest)
+    problems += _verified_for(packed, manifest, triton_version)
     default_model = None
     if single and built.artifacts and len(built.artifacts[0].models) > 1:
         default_model = endpoint.default_model or endpoint.models[0]
@@ -90,6 +91,19 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
                             f"'{default_model}'; {REBUILD}")
     raise_if(subject, problems)
     return BuiltEndpoint(built.artifacts, default_model)
+
+
+def _verified_for(models: list[str], manifest: Manifest, triton_version: str) -> list[str]:
+    """Each model must have been checked for the runtimes of the Triton release the spec names."""
+    out = []
+    for name in models:
+        entry = manifest.models.get(name)
+        checked = entry.serving_check.get("triton_version") if entry else None
+        if entry is not None and checked != triton_version:
+            what = (f"verified in the runtimes of Triton {checked}" if checked
+                    else "not verified in any serving runtime (an older build)")
+            out.append(f"model '{name}' was {what}, the spec serves it with Triton {triton_version}; {REBUILD}")
+    return out
 
 
 def _file_problems(artifact: Artifact, manifest: Manifest) -> list[str]:

@@ -30,6 +30,8 @@ class ExportableModel:
         sample_inputs: optional ``f(batch_size, seed) -> inputs`` for the parity check with a batch
             size other than the example's (proves the dynamic axes work). Defaults to the examples.
         note: one line printed during the build, e.g. that weights were initialised randomly.
+        mask_input: the attention-mask input (1 = token, 0 = padding), if any; the serving check then
+            pads rows and proves the mask is honoured. Defaults to an input named ``attention_mask``.
     """
 
     module: Any
@@ -39,6 +41,7 @@ class ExportableModel:
     dynamic_axes: Mapping[str, Mapping[int, str]] = dataclasses.field(default_factory=dict)
     sample_inputs: Optional[Callable[[int, int], Mapping[str, Any]]] = None
     note: str = ""
+    mask_input: Optional[str] = None
 
     def problems(self) -> list[str]:
         out = []
@@ -49,6 +52,8 @@ class ExportableModel:
         unknown = set(self.dynamic_axes) - set(self.input_names) - set(self.output_names)
         if unknown:
             out.append(f"dynamic_axes names {sorted(unknown)} are neither inputs nor outputs")
+        if self.mask_input is not None and self.mask_input not in self.input_names:
+            out.append(f"mask_input {self.mask_input!r} is not one of input_names {list(self.input_names)}")
         return out
 
 

@@ -1,0 +1,139 @@
+"""The inputs every artifact is verified on, and the checks beyond "same as eager PyTorch".
+
+Batch sizes 1, each preferred size and ``max_batch_size`` (a lost dynamic axis or a batch-size
+dependent kernel shows up there); for models with an attention mask, the full sequence length
+and a short one, rows padded to different lengths, and two checks that need no reference:
+
+* masked tokens changed: replacing only the token ids where the mask is 0 must not change the
+  outputs (a graph that ignores the mask fails here);
+* padded vs unpadded: a padded row must give what the same row gives alone, unpadded.
+
+Imports torch (the build process only).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional
+
+from deployment_spec.model import ModelSpec
+from model_build.recipes import ExportableModel
+
+SEED = 1234
+SHORT_LENGTH = 24
+MAX_UNPADDED_ROWS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    inputs: Mapping[str, Any]          # name -> torch tensor
+    lengths: tuple[int, ...] = ()      # valid tokens per row (mask models)
+
+
+@dataclasses.dataclass(frozen=True)
+class Invariance:
+    """Two cases whose outputs must agree in the runtime itself (rows ``rows`` of ``base``)."""
+
+    what: str                 # "masked tokens changed" | "padded vs unpadded"
+    base: str
+    other: str
+    rows: tuple[int, ...]     # rows of ``base``; ``other`` holds them in this order
+    lengths: tuple[int, ...]  # valid tokens of each of those rows (outputs with a sequence axis are cut there)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    cases: tuple[Case, ...]
+    invariances: tuple[Invariance, ...]
+    mask_input: Optional[str]
+    seq_outputs: frozenset[str] = frozenset()   # outputs with a sequence axis (dynamic axis 1)
+
+
+def mask_input(made: ExportableModel) -> Optional[str]:
+    """The attention-mask input: the recipe's declaration, else Hugging Face's ``attention_mask`` name."""
+    if made.mask_input:
+        return made.mask_input
+    return "attention_mask" if "attention_mask" in made.input_names else None
+
+
+def batch_sizes(model: ModelSpec) -> list[int]:
+    if model.max_batch_size <= 0:
+        return []
+    preferred = model.dynamic_batching.preferred_batch_sizes if model.dynamic_batching else ()
+    return sorted({1, *preferred, model.max_batch_size})
+
+
+def plan(made: ExportableModel, model: ModelSpec) -> Plan:
+    mask = mask_input(made)
+    seq_inputs = [n for n in made.input_names if 1 in made.dynamic_axes.get(n, {})]
+    seq_outputs = frozenset(n for n in made.output_names if 1 in made.dynamic_axes.get(n, {}))
+    sizes = batch_sizes(model)
+    cases: list[Case] = []
+    if not sizes:  # max_batch_size 0: the exported shapes are the only ones the config allows
+        cases.append(Case("example", dict(made.example_inputs)))
+        return Plan(tuple(cases), (), mask, seq_outputs)
+    for batch in sizes:
+        base = _sample(made, batch)
+        if mask is None:
+            cases.append(Case(f"batch {batch}", base))
+            continue
+        full = int(base[mask].shape[1])
+        lengths_to_try = [full] + ([min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else [])
+        for length in lengths_to_try:
+            inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
+            rows = _row_lengths(batch, length)
+            inputs[mask] = _mask(rows, length, inputs[mask].dtype)
+            cases.append(Case(f"batch {batch} x {length} tokens", inputs, rows))
+    invariances: list[Invariance] = []
+    if mask is not None:
+        widest = max((c for c in cases if c.lengths), key=lambda c: (len(c.lengths), max(c.lengths)))
+        cases.append(_masked_changed(widest, mask, seq_inputs))
+        invariances.append(Invariance("masked tokens changed", widest.name, cases[-1].name,
+                                      tuple(range(len(widest.lengths))), widest.lengths))
+        if mask in seq_inputs:
+            full = max(widest.lengths)
+            padded = [r for r, n in enumerate(widest.lengths) if n < full][:MAX_UNPADDED_ROWS]
+            for row in padded:
+                n = widest.lengths[row]
+                alone = {k: (v[row:row + 1, :n] if k in seq_inputs else v[row:row + 1])
+                         for k, v in widest.inputs.items()}
+                cases.append(Case(f"row {row} of {widest.name} alone, {n} tokens", alone, (n,)))
+                invariances.append(Invariance("padded vs unpadded", widest.name, cases[-1].name, (row,), (n,)))
+    return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
+
+
+def _sample(made: ExportableModel, batch: int) -> dict[str, Any]:
+    if made.sample_inputs is not None:
+        return dict(made.sample_inputs(batch, SEED))
+    example = dict(made.example_inputs)
+    have = int(next(iter(example.values())).shape[0])
+    # Without a sampler, repeat the example's rows up to the wanted batch.
+    return {k: v.repeat_interleave(-(-batch // have), dim=0)[:batch] for k, v in example.items()}
+
+
+def _row_lengths(batch: int, length: int) -> tuple[int, ...]:
+    """Rows padded to different lengths: half, full, an eighth, ... (a single row is padded too)."""
+    pattern = (max(1, length // 2), length, max(1, length // 8))
+    return tuple(pattern[r % len(pattern)] for r in range(batch))
+
+
+def _mask(rows: tuple[int, ...], length: int, dtype) -> Any:
+    import torch
+
+    positions = torch.arange(length).unsqueeze(0)
+    return (positions < torch.tensor(rows).unsqueeze(1)).to(dtype)
+
+
+def _masked_changed(case: Case, mask: str, seq_inputs: list[str]) -> Case:
+    """The same batch with every token id under a 0 of the mask replaced by another id of the same row."""
+    import torch
+
+    hidden = case.inputs[mask] == 0
+    changed = {}
+    for name, value in case.inputs.items():
+        if name != mask and name in seq_inputs and not value.is_floating_point():
+            # Rolling along the sequence keeps every value a valid id of this vocabulary.
+            changed[name] = torch.where(hidden, torch.roll(value, shifts=1, dims=1), value)
+        else:
+            changed[name] = value
+    return Case(f"{case.name}, masked tokens changed", changed, case.lengths)
