@@ -35,7 +35,7 @@ def measure(spec_path: pathlib.Path, endpoint: str, *, environment: Optional[str
                                                   manifest=manifest, input=input_path, text=text))
     request = encode_request(served.tensors, binary=binary)
     with SingleModelEndpoint(served.tarball, default_model=served.default_model, env=served.env,
-                             cpu_stand_in=cpu_stand_in) as local:
+                             cpu_stand_in=cpu_stand_in, triton_version=served.triton_version) as local:
         for note in local.stand_in_notes:
             log(note)
         log(f"  endpoint {endpoint}: {served.tarball.name} ({local.default_model}) at {local.url}")

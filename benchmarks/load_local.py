@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, SpecError  # noqa: E402
 from deployment_spec.manifest import DEFAULT_MANIFEST  # noqa: E402
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION  # noqa: E402
 from local_endpoint import (  # noqa: E402
     LocalEndpointError,
     NamedTensor,
@@ -76,7 +77,8 @@ def main(argv: list[str]) -> int:
             request = encode_request(served.tensors, binary=args.binary)
             env = {**served.env, **overrides}
             with SingleModelEndpoint(served.tarball, default_model=served.default_model, env=env,
-                                     cpu_stand_in=args.cpu_stand_in) as endpoint:
+                                     cpu_stand_in=args.cpu_stand_in,
+                                     triton_version=served.triton_version) as endpoint:
                 for note in endpoint.stand_in_notes:
                     print(note)
                 print(f"{served.label}: {served.tarball.name} ({endpoint.default_model}) at {endpoint.url}, "
@@ -95,6 +97,7 @@ class Served:
     default_model: str | None
     env: dict[str, str]
     tensors: list[NamedTensor]
+    triton_version: str = DEFAULT_TRITON_VERSION  # CPU stand-ins run this release's ONNX Runtime
 
 
 def _served(args: argparse.Namespace, scratch: pathlib.Path) -> Served:
@@ -120,13 +123,14 @@ def _spec_endpoint(args: argparse.Namespace) -> Served:
                         "single-model endpoint's /invocations: name a single-model endpoint")
     label = f"endpoint {args.endpoint} ({args.spec})"
     if args.input is not None:
-        return Served(label, local.tarballs[0], local.default_model, local.env, read_input_file(args.input))
+        return Served(label, local.tarballs[0], local.default_model, local.env, read_input_file(args.input),
+                      local.triton_version)
     inputs = local.manifest.models[local.default_model].inputs
     if not all(tensor.data_type == "TYPE_STRING" for tensor in inputs):
         raise UserError(f"model {local.default_model!r} takes {', '.join(t.name for t in inputs)} "
                         "(not only text); give --input FILE (.json or .npz) with those inputs")
     return Served(label, local.tarballs[0], local.default_model, local.env,
-                  [text_tensor(args.text, tensor.name) for tensor in inputs])
+                  [text_tensor(args.text, tensor.name) for tensor in inputs], local.triton_version)
 
 
 def _run(port: int, body: bytes, content_type: str, total: int, concurrency: int) -> int:

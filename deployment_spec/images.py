@@ -3,10 +3,6 @@ from __future__ import annotations
 
 from deployment_spec import triton_images
 
-# CUDA major version of each image (FACTS §6.3), which decides the inference AMI.
-CUDA_MAJOR = {"23.12": 12, "24.01": 12, "24.03": 12, "24.05": 12, "24.09": 12, "25.04": 12,
-              "25.09": 13, "26.05": 13}
-
 
 def versions() -> list[str]:
     return sorted(triton_images.REGISTRIES)

@@ -3,12 +3,30 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from deployment_spec import images, instances
+from deployment_spec import images, instances, serving_runtimes
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
 from deployment_spec.model import Backend, InstanceKind, ModelSpec
 from deployment_spec.parse import suggest
+
+
+def _gpu_generation(path: str, ep: EndpointSpec, fam: instances.Family, triton_version: str) -> list[Problem]:
+    """The image's CUDA kernels are built for compute capability >= its release's minimum (V100 gone in 25.x)."""
+    serving = serving_runtimes.RUNTIMES.get(triton_version)
+    if serving is None or fam.compute_capability is None or _cc(fam.compute_capability) >= _cc(
+            serving.min_compute_capability):
+        return []
+    older = [v for v, r in sorted(serving_runtimes.RUNTIMES.items())
+             if _cc(r.min_compute_capability) <= _cc(fam.compute_capability)]
+    fix = "use ml.g4dn/ml.g5" + (f", or triton_version {older[-1]} or older" if older else "")
+    return [Problem(f"{path}.instance_type", describe(ep.instance_type),
+                    f"a GPU with compute capability >= {serving.min_compute_capability} for Triton {triton_version}",
+                    fix)]
+
+
+def _cc(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
 def unknown_name(path: str, name: str, known: Mapping[str, object], what: str) -> Problem:
@@ -142,10 +160,7 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
                            "a single-GPU instance type for a multi-model endpoint",
                            "use a single-GPU size such as ml.g5.2xlarge"))
-    if fam.gpu == "V100" and triton_version >= "25.03":
-        out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
-                           f"a GPU with compute capability >= 7.5 for Triton {triton_version}",
-                           "use ml.g4dn/ml.g5, or triton_version 24.09 or older"))
+    out += _gpu_generation(path, ep, fam, triton_version)
     if not itype.is_gpu:
         for m in served:
             if any(g.kind is InstanceKind.GPU for g in m.instance_groups):

@@ -115,6 +115,10 @@ RUNTIMES: dict[str, ServingRuntime] = {r.triton_version: r for r in (
 )}
 
 
+# The newest release whose runtimes verify every example model (README, "Serving runtimes").
+DEFAULT_TRITON_VERSION = "25.09"
+
+
 def runtime(triton_version: str) -> ServingRuntime:
     """The runtimes of a release the spec accepts; KeyError for others (the spec loader refuses them first)."""
     return RUNTIMES[triton_version]

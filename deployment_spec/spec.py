@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import images, rules
+from deployment_spec import images, rules, serving_runtimes
 from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -21,7 +21,7 @@ TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
 RESERVED_STACK = "Storage"  # each stage's storage stack; stacks/stage.py names endpoint stacks by endpoint
 REQUIRED_TOP = {
-    "triton_version": 'a sagemaker-tritonserver tag in quotes, e.g. "25.04"',
+    "triton_version": 'a sagemaker-tritonserver tag in quotes, e.g. "25.09"',
     "models": "a mapping of model name: settings",
     "endpoints": "a mapping of endpoint name: settings",
     "environments": "a mapping of environment name: settings",
@@ -81,7 +81,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
             problems.append(Problem(key, "nothing (the key is missing)", allowed, f"add '{key}:' at the top level"))
     project = parse_value(str, raw.get("project", "Triton"), "project", problems,
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
-    version = parse_value(str, raw.get("triton_version", "25.04"), "triton_version", problems, {})
+    version = parse_value(str, raw.get("triton_version", serving_runtimes.DEFAULT_TRITON_VERSION), "triton_version", problems, {})
     version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
     if version and version not in images.versions():
         problems.append(Problem("triton_version", describe(version),

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
 from local_endpoint.multi_model import MultiModelEndpoint
@@ -134,6 +135,9 @@ def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:
                              "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (same name, "
                              "inputs, outputs and batching; latency not representative), and run KIND_GPU instance "
                              "groups on the CPU. TensorRT plans cannot be stood in")
+    parser.add_argument("--triton-version", default=DEFAULT_TRITON_VERSION, metavar="YY.MM",
+                        help="the endpoint image's release: ONNX stand-ins run its ONNX Runtime "
+                             f"(default: {DEFAULT_TRITON_VERSION}; `tritonsm serve <endpoint>` passes the spec's)")
 
 
 def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -150,13 +154,13 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
             parser.error("--mme-capacity applies to --mode mme only")
         return SingleModelEndpoint(args.tarballs[0], default_model=args.default_model, env=env, port=args.port,
                                    log_file=args.log_file, startup_timeout=args.startup_timeout,
-                                   cpu_stand_in=args.cpu_stand_in)
+                                   cpu_stand_in=args.cpu_stand_in, triton_version=args.triton_version)
     if args.default_model is not None:
         parser.error("--default-model applies to --mode sme only; an MME picks the model per request "
                      "(tritonsm invoke --target-model)")
     return MultiModelEndpoint(args.tarballs, env=env, port=args.port, capacity=args.mme_capacity,
                               log_file=args.log_file, startup_timeout=args.startup_timeout,
-                              cpu_stand_in=args.cpu_stand_in)
+                              cpu_stand_in=args.cpu_stand_in, triton_version=args.triton_version)
 
 
 def _invoke_parser() -> argparse.ArgumentParser:

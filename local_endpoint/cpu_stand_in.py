@@ -8,6 +8,12 @@ torch.jit.load) under the same name, inputs, outputs, max_batch_size and
 dynamic batching. It is never the real backend: every replaced model is
 announced as a stand-in, and its config says so in a parameter. A TensorRT
 plan cannot be stood in: the engine runs only on the GPU it was built for.
+
+ONNX models run in the ONNX Runtime release of the endpoint's image (the
+`onnxruntime` of its `triton_version` in deployment_spec.serving_runtimes),
+from the same hashed side environment the build verifies them in, not in the
+newer ONNX Runtime of this machine: a graph that the image's release runs
+wrongly answers wrongly here too.
 """
 
 from __future__ import annotations
@@ -15,14 +21,51 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import shutil
+import sys
 
+from typing import Callable
+
+from deployment_spec import serving_runtimes
 from local_endpoint.backends import ModelBackend
-from local_endpoint.errors import TarballError
+from local_endpoint.errors import LocalEndpointError, TarballError
 
 MODEL_CODE = pathlib.Path(__file__).resolve().parent / "stand_in_models" / "cpu_stand_in_model.py"
 # Config parameters the stand-in model reads; their names make the config self-describing.
 BACKEND_PARAMETER = "tritonsm_cpu_stand_in"
 FILE_PARAMETER = "tritonsm_stand_in_file"
+ORT_SITE_PARAMETER = "tritonsm_onnxruntime_site"
+ORT_VERSION_PARAMETER = "tritonsm_onnxruntime_version"
+
+
+@dataclasses.dataclass(frozen=True)
+class StandInRuntime:
+    """The serving ONNX Runtime a stand-in runs: its release and the folder it is installed in."""
+
+    triton_version: str
+    onnxruntime: str
+    site_dir: pathlib.Path
+
+
+def prepare_runtime(triton_version: str, models: list[ModelBackend],
+                    log: Callable[[str], None] = lambda line: print(line.strip(), file=sys.stderr)
+                    ) -> StandInRuntime | None:
+    """Install (once, cached) the image's ONNX Runtime if an onnxruntime model is stood in."""
+    if not any(m.backend == "onnxruntime" for m in stand_in_models(models)):
+        return None
+    if triton_version not in serving_runtimes.RUNTIMES:
+        raise LocalEndpointError(
+            f"--triton-version {triton_version!r} is not a supported release; allowed: "
+            f"{', '.join(sorted(serving_runtimes.RUNTIMES))} (the spec's triton_version)")
+    # Lazy: model_build is only needed when an ONNX model is stood in.
+    from model_build.serving import side_env
+
+    version = serving_runtimes.runtime(triton_version).onnxruntime_wheel
+    try:
+        env = side_env.ensure("onnxruntime", version, log=log)
+    except side_env.ServingEnvError as error:
+        raise LocalEndpointError(f"--cpu-stand-in runs ONNX models in Triton {triton_version}'s ONNX Runtime: "
+                                 f"{error}") from None
+    return StandInRuntime(triton_version, version, env.site_dir)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,11 +86,14 @@ NO_STAND_IN = {
 }
 
 
-def stand_in_note(model: str, backend: str) -> str:
+def stand_in_note(model: str, backend: str, runtime: StandInRuntime | None = None) -> str:
     """The start-up line that labels one replaced model."""
     kind = STAND_INS[backend]
+    what = kind.runtime
+    if backend == "onnxruntime" and runtime is not None:
+        what = f"ONNX Runtime {runtime.onnxruntime} (Triton {runtime.triton_version}'s release)"
     return (
-        f"model {model!r} ({backend}) runs as a CPU stand-in: a Python-backend model running {kind.runtime} "
+        f"model {model!r} ({backend}) runs as a CPU stand-in: a Python-backend model running {what} "
         f"on its {kind.model_file}; latency and the backend's tuning parameters are not representative"
     )
 
@@ -85,15 +131,17 @@ def stand_in_models(models: list[ModelBackend]) -> list[ModelBackend]:
     return [m for m in models if m.backend in STAND_INS]
 
 
-def replace_with_stand_ins(repository: pathlib.Path, models: list[ModelBackend], tarball: pathlib.Path) -> None:
+def replace_with_stand_ins(repository: pathlib.Path, models: list[ModelBackend], tarball: pathlib.Path,
+                           runtime: StandInRuntime | None = None) -> None:
     """Rewrite each unpacked model of a stand-in backend in `repository` (a top-level model is the repository)."""
     for model in stand_in_models(models):
         model_dir = repository / model.model if model.model else repository
         prefix = f"{model.model}/" if model.model else ""
-        replace_model_directory(model_dir, model.backend, f"{prefix}config.pbtxt in {tarball}")
+        replace_model_directory(model_dir, model.backend, f"{prefix}config.pbtxt in {tarball}", runtime)
 
 
-def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str) -> None:
+def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str,
+                            runtime: StandInRuntime | None = None) -> None:
     """Turn one model directory into its Python-backend stand-in, in place; `where` names it in errors."""
     # Lazy: the protobuf module pulls in grpc, which only serving needs.
     from google.protobuf import text_format
@@ -122,4 +170,7 @@ def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str) -
     _groups_to_cpu(config)
     config.parameters[BACKEND_PARAMETER].string_value = backend
     config.parameters[FILE_PARAMETER].string_value = model_file
+    if backend == "onnxruntime" and runtime is not None:
+        config.parameters[ORT_SITE_PARAMETER].string_value = str(runtime.site_dir)
+        config.parameters[ORT_VERSION_PARAMETER].string_value = runtime.onnxruntime
     config_path.write_text(text_format.MessageToString(config))

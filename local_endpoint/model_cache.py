@@ -58,6 +58,7 @@ class MultiModelCache:
         capacity: How many models may be loaded at once. None means no limit.
         cpu_stand_in: Replace onnxruntime and pytorch models by their CPU
             stand-ins when unpacking (see `cpu_stand_in`).
+        runtime: The serving ONNX Runtime the ONNX stand-ins run.
     """
 
     def __init__(
@@ -68,12 +69,14 @@ class MultiModelCache:
         capacity: int | None,
         *,
         cpu_stand_in: bool = False,
+        runtime: cpu_stand_in.StandInRuntime | None = None,
     ) -> None:
         self.archives = dict(archives)
         self.triton_port = triton_port
         self.unpack_root = unpack_root
         self.capacity = capacity
         self.cpu_stand_in = cpu_stand_in
+        self.runtime = runtime
         self._loaded: collections.OrderedDict[str, CachedModel] = collections.OrderedDict()
         self._in_flight: collections.Counter[str] = collections.Counter()
         self._state = threading.Condition()
@@ -146,7 +149,7 @@ class MultiModelCache:
                 archive.extract_tarball(tarball, model_dir)
                 if self.cpu_stand_in:
                     needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
-                    cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball)
+                    cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball, self.runtime)
                     if not backends.machine_has_gpu():
                         cpu_stand_in.move_gpu_groups_to_cpu(model_dir, backends.gpu_group_models(needed, listing))
             except BaseException:

@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import tempfile
 
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint import archive, backends, cpu_stand_in
 from local_endpoint.errors import LocalEndpointError, TarballError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
@@ -39,6 +40,8 @@ class MultiModelEndpoint:
         cpu_stand_in: Serve onnxruntime and pytorch models, which this server
             cannot load, as labelled Python-backend stand-ins on the CPU
             (see `cpu_stand_in`); `stand_in_notes` then says which.
+        triton_version: The release the endpoint's image is; ONNX stand-ins
+            run its ONNX Runtime. Defaults to the spec's default release.
     """
 
     def __init__(
@@ -51,10 +54,13 @@ class MultiModelEndpoint:
         log_file: pathlib.Path | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         cpu_stand_in: bool = False,
+        triton_version: str = DEFAULT_TRITON_VERSION,
     ) -> None:
         self.tarballs = [pathlib.Path(t) for t in tarballs]
         self.cpu_stand_in = cpu_stand_in
+        self.triton_version = triton_version
         self.stand_in_notes: list[str] = []
+        self.runtime: cpu_stand_in.StandInRuntime | None = None
         self.env = dict(env or {})
         self.capacity = capacity
         self._requested_port = port
@@ -111,7 +117,7 @@ class MultiModelEndpoint:
                 startup_timeout=self.startup_timeout,
             )
             self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity,
-                                         cpu_stand_in=self.cpu_stand_in)
+                                         cpu_stand_in=self.cpu_stand_in, runtime=self.runtime)
             self._front_door = FrontDoor(self.port, self.cache, str(self.log_path))
             self._front_door.start_in_background()
         except BaseException:
@@ -155,7 +161,7 @@ class MultiModelEndpoint:
                 )
             archives[tarball.name] = tarball
         available = find_triton_install().available_backends()
-        missing, notes, gpu_found = [], [], []
+        missing, stood_in, gpu_found = [], [], []
         for tarball in self.tarballs:
             listing = backends.list_archive_models(tarball)
             needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
@@ -163,11 +169,13 @@ class MultiModelEndpoint:
             gpu_models = [] if backends.machine_has_gpu() else backends.gpu_group_models(needed, listing)
             gpu_found += [(tarball, m) for m in gpu_models]
             if self.cpu_stand_in:
-                # A bare-layout model is named by its target model, as Triton names it.
-                notes += [cpu_stand_in.stand_in_note(m.model or tarball.name, m.backend)
-                          for m in cpu_stand_in.stand_in_models(needed)]
-                notes += [cpu_stand_in.gpu_group_note(m.model or tarball.name) for m in gpu_models]
+                stood_in += [(tarball, m) for m in cpu_stand_in.stand_in_models(needed)]
         backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
         backends.raise_if_gpu_groups(gpu_found, self.cpu_stand_in)
-        self.stand_in_notes = notes
+        if self.cpu_stand_in:
+            self.runtime = cpu_stand_in.prepare_runtime(self.triton_version, [m for _, m in stood_in])
+            # A bare-layout model is named by its target model, as Triton names it.
+            self.stand_in_notes = (
+                [cpu_stand_in.stand_in_note(m.model or t.name, m.backend, self.runtime) for t, m in stood_in]
+                + [cpu_stand_in.gpu_group_note(m.model or t.name) for t, m in gpu_found])
         return archives

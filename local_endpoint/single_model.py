@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import tempfile
 
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint import archive, backends, cpu_stand_in
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
@@ -43,6 +44,8 @@ class SingleModelEndpoint:
         cpu_stand_in: Serve onnxruntime and pytorch models, which this server
             cannot load, as labelled Python-backend stand-ins on the CPU
             (see `cpu_stand_in`); `stand_in_notes` then says which.
+        triton_version: The release the endpoint's image is; ONNX stand-ins
+            run its ONNX Runtime. Defaults to the spec's default release.
     """
 
     def __init__(
@@ -55,9 +58,12 @@ class SingleModelEndpoint:
         log_file: pathlib.Path | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         cpu_stand_in: bool = False,
+        triton_version: str = DEFAULT_TRITON_VERSION,
     ) -> None:
         self.tarball = pathlib.Path(tarball)
         self.cpu_stand_in = cpu_stand_in
+        self.triton_version = triton_version
+        self._runtime: cpu_stand_in.StandInRuntime | None = None
         self.env = dict(env or {})
         self._requested_default = default_model
         self._requested_port = port
@@ -82,7 +88,7 @@ class SingleModelEndpoint:
     @property
     def stand_in_notes(self) -> list[str]:
         """One line per model served by a CPU stand-in instead of its real backend."""
-        return ([cpu_stand_in.stand_in_note(m.model, m.backend) for m in self._stand_ins]
+        return ([cpu_stand_in.stand_in_note(m.model, m.backend, self._runtime) for m in self._stand_ins]
                 + [cpu_stand_in.gpu_group_note(m.model) for m in self._gpu_moved])
 
     def start(self) -> SingleModelEndpoint:
@@ -102,6 +108,7 @@ class SingleModelEndpoint:
         backends.raise_if_gpu_groups([(self.tarball, m) for m in gpu_models], self.cpu_stand_in)
         self._stand_ins = cpu_stand_in.stand_in_models(needed) if self.cpu_stand_in else []
         self._gpu_moved = gpu_models if self.cpu_stand_in else []
+        self._runtime = cpu_stand_in.prepare_runtime(self.triton_version, self._stand_ins)
         if self._requested_port is None:
             self.port = free_port()
         else:
@@ -112,7 +119,7 @@ class SingleModelEndpoint:
         try:
             repository = self._work_dir / "opt-ml-model"
             archive.extract_tarball(self.tarball, repository)
-            cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball)
+            cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball, self._runtime)
             cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
             self._process = start_sagemaker_triton(
                 install=install,

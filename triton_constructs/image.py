@@ -4,12 +4,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from deployment_spec import images, triton_images
+from deployment_spec import images, serving_runtimes, triton_images
 from triton_constructs.errors import SynthError
-
-# CUDA major version of the image -> the inference AMI whose driver runs it (FACTS §8): the default
-# AMIs of g4dn/g5 ship driver 470 (CUDA 11.4), too old for every supported Triton image.
-INFERENCE_AMI = {12: "al2-ami-sagemaker-inference-gpu-3-1", 13: "al2023-ami-sagemaker-inference-gpu-4-1"}
 
 
 class TritonImage(Construct):
@@ -30,8 +26,9 @@ class TritonImage(Construct):
     Attributes:
         image_uri: The image URI (a literal, or a token in an environment-agnostic stack).
         repository_arn: ARN of the ``sagemaker-tritonserver`` repository the URI points into.
-        cuda_major: CUDA major version inside the image.
-        inference_ami_version: The ``InferenceAmiVersion`` whose driver supports that CUDA version.
+        runtime: The runtimes inside the image (``deployment_spec.serving_runtimes``).
+        inference_ami_version: The ``InferenceAmiVersion`` whose driver meets the image's minimum driver
+            (the hosts' default driver, 470 on ml.g4dn/g5, is too old for every supported release).
 
     Raises:
         SynthError: the version is not in the registry, or the stack's region has no such image.
@@ -61,5 +58,5 @@ class TritonImage(Construct):
         self.repository_arn: str = stack.format_arn(
             service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
         self.version = version
-        self.cuda_major: int = images.CUDA_MAJOR[version]
-        self.inference_ami_version: str = INFERENCE_AMI[self.cuda_major]
+        self.runtime = serving_runtimes.runtime(version)
+        self.inference_ami_version: str = serving_runtimes.inference_ami(self.runtime).name

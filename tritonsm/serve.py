@@ -60,6 +60,7 @@ class LocalEndpoint:
     default_model: str | None  # SME: SAGEMAKER_TRITON_DEFAULT_MODEL_NAME
     env: dict[str, str]
     manifest: Manifest
+    triton_version: str  # the spec's release: the CPU stand-ins run its ONNX Runtime
 
 
 def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
@@ -73,7 +74,7 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
     manifest = load_manifest(manifest_path)
     return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest)
+                         None if multi else built.default_model, env, manifest, spec.triton_version)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -85,7 +86,7 @@ def run_serve(args: argparse.Namespace) -> int:
     for key, value in local.env.items():
         argv += ["--env", f"{key}={value}"]
     if args.cpu_stand_in:
-        argv.append("--cpu-stand-in")
+        argv += ["--cpu-stand-in", "--triton-version", local.triton_version]
     for flag, value in (("--port", args.port), ("--mme-capacity", args.mme_capacity), ("--log-file", args.log_file)):
         if value is not None:
             argv += [flag, str(value)]

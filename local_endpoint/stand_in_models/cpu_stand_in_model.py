@@ -8,6 +8,7 @@ parameters are ignored and latency is not representative.
 """
 import json
 import os
+import sys
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -16,9 +17,21 @@ import triton_python_backend_utils as pb_utils
 class OnnxRuntimeRunner:
     """ONNX Runtime on the CPU; inputs and outputs by name, as the onnxruntime backend maps them."""
 
-    def __init__(self, path, input_names, output_names):
+    def __init__(self, path, input_names, output_names, site=None, version=None):
+        if site:
+            # The image's ONNX Runtime release, installed by tritonsm in a side folder; this stub
+            # process serves only this model, so putting it first on the path is contained.
+            sys.path.insert(0, site)
         import onnxruntime
 
+        if version and onnxruntime.__version__ != version:
+            raise RuntimeError(
+                f"the CPU stand-in needs ONNX Runtime {version} (the endpoint image's release) from {site}, "
+                f"but imported {onnxruntime.__version__} from {os.path.dirname(onnxruntime.__file__)}; "
+                "serve it again so tritonsm reinstalls the side environment")
+        # In the server log, so a reader sees which runtime answered (the build's or the image's).
+        print(f"tritonsm cpu stand-in: onnxruntime {onnxruntime.__version__} from "
+              f"{os.path.dirname(onnxruntime.__file__)}", file=sys.stderr, flush=True)
         if os.path.isdir(path):  # Triton also accepts a model.onnx/ directory holding model.onnx + external data
             path = os.path.join(path, "model.onnx")
         self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -31,7 +44,7 @@ class OnnxRuntimeRunner:
 class TorchScriptRunner:
     """torch.jit.load on the CPU; tensors `<name>__<index>` map to positions, as the pytorch backend maps them."""
 
-    def __init__(self, path, input_names, output_names):
+    def __init__(self, path, input_names, output_names, site=None, version=None):
         import torch
 
         self.torch = torch
@@ -59,7 +72,9 @@ class TritonPythonModel:
                         for tensor in config["output"]]
         self.batched = config.get("max_batch_size", 0) > 0
         runner = RUNNERS[parameters["tritonsm_cpu_stand_in"]]
-        self.runner = runner(path, self.input_names, [name for name, _ in self.outputs])
+        self.runner = runner(path, self.input_names, [name for name, _ in self.outputs],
+                             parameters.get("tritonsm_onnxruntime_site"),
+                             parameters.get("tritonsm_onnxruntime_version"))
 
     def execute(self, requests):
         feeds = [self._feed(request) for request in requests]

@@ -42,10 +42,10 @@ def test_ebs_only_instance_type_gets_the_kms_key_and_volume_size(variety_synth):
     assert "InferenceAmiVersion" not in variant
 
 
-def test_inference_ami_matches_the_images_cuda_major(default_synth):
-    # Triton 25.04 is a CUDA 12 image: the gpu-3-1 AMI (driver 550), not the default driver 470.
+def test_inference_ami_meets_the_images_minimum_driver(default_synth):
+    # The default spec's Triton image needs driver 580 (CUDA 13): the gpu-4-1 AMI, not the hosts' default 470.
     assert _variant(default_synth.template("dev", "classifier"))["InferenceAmiVersion"] == \
-        "al2-ami-sagemaker-inference-gpu-3-1"
+        "al2023-ami-sagemaker-inference-gpu-4-1"
 
 
 def test_timeouts_from_the_spec(default_synth):

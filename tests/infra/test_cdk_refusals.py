@@ -109,7 +109,26 @@ def test_manifest_for_another_triton_version(tmp_path):
     with pytest.raises(SynthError) as caught:
         _app(spec, manifest)
     assert str(caught.value) == (f"endpoint 'vision-nlp':\n  - {manifest} was built for Triton 24.09, the spec "
-                                 "asks for 25.04; run `tritonsm build`")
+                                 "asks for 25.09; run `tritonsm build`")
+
+
+def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
+    # The manifest says 25.09, but one model's serving check ran in Triton 25.04's runtimes (ONNX
+    # Runtime 1.21.0) or in none: its answers on a 25.09 endpoint were never checked.
+    spec = load_spec(ROOT / "triton.yaml")
+    manifest = _build(spec, tmp_path)
+    body = json.loads(manifest.read_text())
+    body["models"]["resnet50"]["serving_check"]["triton_version"] = "25.04"
+    body["models"]["bert"]["serving_check"] = {}
+    manifest.write_text(json.dumps(body))
+    with pytest.raises(SynthError) as caught:
+        _app(spec, manifest)
+    assert str(caught.value) == (
+        "endpoint 'vision-nlp':\n"
+        "  - model 'resnet50' was verified in the runtimes of Triton 25.04, the spec serves it with Triton 25.09; "
+        "run `tritonsm build`\n"
+        "  - model 'bert' was not verified in any serving runtime (an older build), the spec serves it with "
+        "Triton 25.09; run `tritonsm build`")
 
 
 def _with_endpoint(spec, name, **changes):

@@ -12,7 +12,7 @@ from tritonclient.grpc import model_config_pb2
 
 import triton_model_fixtures as models
 from local_endpoint.cpu_stand_in import MODEL_CODE, replace_model_directory
-from local_endpoint.errors import TarballError, UnsupportedBackendError
+from local_endpoint.errors import LocalEndpointError, TarballError, UnsupportedBackendError
 from local_endpoint.invoke import invoke_url
 from local_endpoint.payload import NamedTensor, encode_request
 from local_endpoint.single_model import SingleModelEndpoint
@@ -131,3 +131,60 @@ def test_a_torchscript_model_runs_by_the_pytorch_backends_naming(tmp_path: pathl
         "model 'calc' (pytorch) runs as a CPU stand-in: a Python-backend model running TorchScript "
         "(torch.jit.load) on its model.pt; latency and the backend's tuning parameters are not representative"
     ]
+
+
+def _add_onnx(path: pathlib.Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    row = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 4]) for n in ("A", "B", "SUM")]
+    graph = helper.make_graph([helper.make_node("Add", ["A", "B"], ["SUM"])], "add", row[:2], row[2:])
+    # Opset 17 / IR 8: what every supported release's ONNX Runtime reads (1.16 and newer).
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+
+
+ADD_ONNX_CONFIG = """\
+platform: "onnxruntime_onnx"
+max_batch_size: 4
+input { name: "A" data_type: TYPE_FP32 dims: [ 4 ] }
+input { name: "B" data_type: TYPE_FP32 dims: [ 4 ] }
+output { name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] }
+"""
+
+
+@pytest.mark.triton
+def test_an_onnx_stand_in_runs_the_onnx_runtime_of_the_endpoint_image(tmp_path: pathlib.Path) -> None:
+    # Triton 25.04's image serves ONNX with ONNX Runtime 1.21.0; this machine's venv has a newer one.
+    from deployment_spec.serving_runtimes import runtime
+    from model_build.serving import side_env
+
+    model_dir = models.write_model(tmp_path / "repo", "add", ADD_ONNX_CONFIG, {})
+    _add_onnx(model_dir / "1" / "model.onnx")
+    tarball = models.pack(tmp_path / "repo", tmp_path / "add.tar.gz")
+    a = np.arange(4, dtype=np.float32).reshape(1, 4)
+    log = tmp_path / "triton.log"
+    with SingleModelEndpoint(tarball, env={"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}, cpu_stand_in=True,
+                             triton_version="25.04", log_file=log) as endpoint:
+        response = invoke_url(endpoint.url, encode_request(
+            [NamedTensor("A", "FP32", a), NamedTensor("B", "FP32", a)], binary=False))
+        notes = endpoint.stand_in_notes
+    assert response.outputs[0].array.tolist() == (a + a).tolist()
+    assert runtime("25.04").onnxruntime_wheel == "1.21.0"
+    assert notes == [
+        "model 'add' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime 1.21.0 "
+        "(Triton 25.04's release) on its model.onnx; latency and the backend's tuning parameters are not "
+        "representative"]
+    site = side_env.ensure("onnxruntime", "1.21.0").site_dir
+    assert f"tritonsm cpu stand-in: onnxruntime 1.21.0 from {site / 'onnxruntime'}" in log.read_text()
+
+
+def test_an_unknown_triton_version_for_the_stand_in_is_refused(tmp_path: pathlib.Path) -> None:
+    model_dir = models.write_model(tmp_path / "repo", "add", ADD_ONNX_CONFIG, {})
+    _add_onnx(model_dir / "1" / "model.onnx")
+    tarball = models.pack(tmp_path / "repo", tmp_path / "add.tar.gz")
+    with pytest.raises(LocalEndpointError) as caught:
+        SingleModelEndpoint(tarball, cpu_stand_in=True, triton_version="24.13").start()
+    assert str(caught.value) == (
+        "--triton-version '24.13' is not a supported release; allowed: 23.12, 24.01, 24.03, 24.05, 24.09, 25.04, "
+        "25.09, 26.05 (the spec's triton_version)")

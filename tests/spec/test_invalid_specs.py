@@ -221,7 +221,7 @@ CASES.update({
     "V100 with a Triton release that dropped it": (
         _set("endpoints.classifier.instance_type", "ml.p3.2xlarge"),
         "endpoints.classifier.instance_type: got 'ml.p3.2xlarge'; allowed: a GPU with compute capability >= 7.5 "
-        "for Triton 25.04; fix: use ml.g4dn/ml.g5, or triton_version 24.09 or older"),
+        "for Triton 25.09; fix: use ml.g4dn/ml.g5, or triton_version 24.09 or older"),
     "two invocation targets": (
         _set("endpoints.classifier.scaling.invocations_target", 500),
         "endpoints.classifier.scaling.invocations_target: got 500.0; allowed: either invocations_target or "

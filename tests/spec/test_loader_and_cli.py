@@ -86,7 +86,7 @@ def test_cli_validate_ok():
     done = _cli("validate")
     assert done.returncode == 0
     assert done.stdout == ("triton.yaml: valid (4 models, 2 endpoints, 3 environments: dev, staging, prod; "
-                           "Triton 25.04)\n")
+                           "Triton 25.09)\n")
 
 
 def test_cli_validate_bad_spec_exits_2_without_traceback(tmp_path):
