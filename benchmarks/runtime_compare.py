@@ -22,6 +22,7 @@ from benchmarks.runtime_worker import EAGER, ONNXRUNTIME, EngineSpec, serve
 
 EAGER_LABEL, FP32_LABEL, INT8_LABEL, RAW_LABEL = ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-int8",
                                                    "onnxruntime-fp32-unoptimized")
+BUILD_RUNTIME_LABEL = "onnxruntime-fp32-build-ort"  # the same shipped file in this machine's newer ONNX Runtime
 MAX_CALLS_PER_BLOCK = 50
 PAUSE_BETWEEN_BLOCKS_S = 0.05  # lets the previous engine's spinning thread pool go idle
 # Issue 6 targets at batch 1: (recipe, engine) -> minimum speedup over eager PyTorch.
@@ -36,6 +37,7 @@ class Settings:
     threads: int = os.cpu_count() or 1
     block_seconds: float = 1.0
     unoptimized: bool = False
+    build_runtime: bool = False  # also time the shipped graph in the build machine's ONNX Runtime
 
 
 @dataclasses.dataclass
@@ -59,20 +61,27 @@ class Cell:
 def compare(spec, names: list[str], int8_models: set[str], settings: Settings, work: pathlib.Path,
             log: Callable[[str], None]) -> dict[str, Any]:
     from benchmarks.runtime_prepare import prepare
+    from deployment_spec.serving_runtimes import runtime
+    from model_build.serving import side_env
 
     started = time.monotonic()
+    serving = runtime(spec.triton_version)
+    env = side_env.ensure("onnxruntime", serving.onnxruntime_wheel, log)
     result: dict[str, Any] = {"machine": machine(), "settings": dataclasses.asdict(settings), "models": []}
+    # Every ONNX Runtime engine runs the image's release unless labelled otherwise.
+    result["serving"] = {"triton_version": spec.triton_version, "onnxruntime": env.version}
     result["machine"]["load_average_start"] = _load_average()
     for name in names:
         model = spec.models[name]
         batches = [b for b in settings.batches if b <= max(model.max_batch_size, 1)]
         log(f"[{name}] recipe {model.source.recipe}, batch sizes {batches}: preparing ONNX files")
-        prepared = prepare(model, spec.root, work / name, batches, name in int8_models, log)
-        engines = _engines(spec, name, prepared, settings)
+        prepared = prepare(model, spec.root, work / name, batches, name in int8_models, serving, log)
+        engines = _engines(spec, name, prepared, settings, env)
         cells, peaks, outputs = _measure(name, model.source.recipe, engines, prepared.feeds, settings, log)
         result["models"].append({
             "name": name, "recipe": model.source.recipe, "sequence_length": model.sequence_length,
             "optimize": prepared.optimize_report, "quantize": prepared.quantize_report,
+            "shipped_graph": prepared.parity["graph"], "rejected": prepared.parity.get("rejected", {}),
             "parity_fp32_vs_pytorch": prepared.parity, "agreement": _agreement(outputs),
             "memory": peaks, "cells": [dataclasses.asdict(c) for c in cells]})
     result["machine"]["load_average_end"] = _load_average()
@@ -81,13 +90,16 @@ def compare(spec, names: list[str], int8_models: set[str], settings: Settings, w
     return result
 
 
-def _engines(spec, name: str, prepared, settings: Settings) -> list[EngineSpec]:
+def _engines(spec, name: str, prepared, settings: Settings, env) -> list[EngineSpec]:
     out = [EngineSpec(EAGER_LABEL, EAGER, settings.threads, spec_path=str(spec.path), model_name=name)]
+    serving = {"ort_site": str(env.site_dir), "ort_version": env.version}
     if settings.unoptimized:
-        out.append(EngineSpec(RAW_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.exported)))
-    out.append(EngineSpec(FP32_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.optimized)))
+        out.append(EngineSpec(RAW_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.exported), **serving))
+    out.append(EngineSpec(FP32_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.optimized), **serving))
+    if settings.build_runtime:
+        out.append(EngineSpec(BUILD_RUNTIME_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.optimized)))
     if prepared.int8 is not None:
-        out.append(EngineSpec(INT8_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.int8)))
+        out.append(EngineSpec(INT8_LABEL, ONNXRUNTIME, settings.threads, onnx_path=str(prepared.int8), **serving))
     return out
 
 

@@ -6,8 +6,11 @@ import pathlib
 
 def markdown(result: dict) -> str:
     m, s = result["machine"], result["settings"]
+    serving = result.get("serving", {})
+    ort = (f"onnxruntime {serving['onnxruntime']} (Triton {serving['triton_version']}'s release; "
+           f"-build-ort: this machine's {m['onnxruntime']})" if serving else f"onnxruntime {m['onnxruntime']}")
     lines = [
-        f"CPU: {m['cpu']} ({m['logical_cores']} logical cores); torch {m['torch']}, onnxruntime {m['onnxruntime']}; "
+        f"CPU: {m['cpu']} ({m['logical_cores']} logical cores); torch {m['torch']}, {ort}; "
         f"{s['threads']} threads for every engine (torch intra-op {s['threads']}, inter-op 1; ONNX Runtime "
         f"intra-op {s['threads']}, inter-op 1, sequential, all graph optimizations); median of {s['repeats']} "
         f"interleaved repeats after {s['warmup']} warm-up calls; load average {m.get('load_average_start')} "
@@ -26,7 +29,9 @@ def markdown(result: dict) -> str:
     for model in result["models"]:
         opt = model["optimize"]
         fused = ", ".join(f"{k} {v}" for k, v in opt["fused_ops"].items()) or "none"
-        lines.append(f"- {model['name']}: fuser {opt['fuser']}, fused ops: {fused}; nodes {opt['nodes_before']} -> "
+        rejected = "".join(f"; {label} rejected: {why}" for label, why in model.get("rejected", {}).items())
+        lines.append(f"- {model['name']}: ships the {model.get('shipped_graph', 'optimized graph')}{rejected}; fusions "
+                     f"tried: fuser {opt['fuser']}, fused ops: {fused}; nodes {opt['nodes_before']} -> "
                      f"{opt['nodes_after']}; fp32 vs PyTorch max abs error "
                      f"{model['parity_fp32_vs_pytorch']['max_abs_error']:.1e}.")
         for label, agree in model["agreement"].items():

@@ -21,6 +21,8 @@ class EngineSpec:
     spec_path: Optional[str] = None  # EAGER: the deployment spec and the model to rebuild from its recipe
     model_name: Optional[str] = None
     onnx_path: Optional[str] = None  # ONNXRUNTIME: the file to load
+    ort_site: Optional[str] = None   # ONNXRUNTIME: a serving-runtime side environment (else the venv's)
+    ort_version: Optional[str] = None
 
 
 def serve(conn: Any, engine: EngineSpec) -> None:
@@ -95,7 +97,16 @@ def _load_eager(engine: EngineSpec):
 
 
 def _load_onnxruntime(engine: EngineSpec):
+    import sys
+
+    if engine.ort_site:
+        # A fresh spawned process that has not imported onnxruntime: the image's release comes first.
+        sys.path.insert(0, engine.ort_site)
     import onnxruntime
+
+    if engine.ort_version and onnxruntime.__version__ != engine.ort_version:
+        raise RuntimeError(f"wanted ONNX Runtime {engine.ort_version} from {engine.ort_site}, "
+                           f"imported {onnxruntime.__version__}")
 
     options = onnxruntime.SessionOptions()
     # What Triton's onnxruntime backend does by default: all graph optimizations at load.

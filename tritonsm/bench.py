@@ -50,6 +50,9 @@ def _register_runtime(sub) -> None:
                                                              "(default: the number of logical cores)")
     p.add_argument("--block-seconds", type=float, default=1.0, help="about how long one timed block lasts")
     p.add_argument("--unoptimized", action="store_true", help="also time the ONNX file as exported")
+    p.add_argument("--build-ort", action="store_true",
+                   help="also time the shipped graph in this machine's ONNX Runtime (every other ONNX Runtime "
+                        "engine runs the release of the spec's triton_version)")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "runtime",
                    help="directory for runtime.json, runtime.md, runtime.png (default: bench-results/runtime)")
     p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
@@ -149,7 +152,8 @@ def run_runtime(args: argparse.Namespace) -> int:
     from model_build.errors import BuildError
 
     settings = runtime_compare.Settings(batches=batches, repeats=args.repeats, warmup=args.warmup, threads=threads,
-                                        block_seconds=args.block_seconds, unoptimized=args.unoptimized)
+                                        block_seconds=args.block_seconds, unoptimized=args.unoptimized,
+                                        build_runtime=args.build_ort)
     _log(f"bench runtime: {', '.join(names)}; batch sizes {batches}; {threads} threads for every engine; "
          f"int8 for {', '.join(sorted(int8)) or 'none'}")
     out = args.out

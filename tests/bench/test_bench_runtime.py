@@ -7,13 +7,16 @@ from tritonsm.cli import main
 def test_runtime_smoke_writes_json_markdown_and_png(tiny_spec, tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["bench", "--spec", str(tiny_spec.path), "runtime", "tiny-text", "--batch-sizes", "1,2,64",
-                 "--block-seconds", "0.02", "--out", str(out), "--work", str(tmp_path / "work")])
+                 "--block-seconds", "0.02", "--build-ort", "--out", str(out), "--work", str(tmp_path / "work")])
     assert code == 0
     result = json.loads((out / "runtime.json").read_text())
     (model,) = result["models"]
     # precision: int8 in the spec adds the int8 engine; 64 is above max_batch_size 8 and skipped.
-    assert {(c["engine"], c["batch"]) for c in model["cells"]} == {
-        (e, b) for e in ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-int8") for b in (1, 2)}
+    engines = ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-fp32-build-ort", "onnxruntime-int8")
+    assert {(c["engine"], c["batch"]) for c in model["cells"]} == {(e, b) for e in engines for b in (1, 2)}
+    # The file timed is the one the build ships for Triton 25.04, run in that image's ONNX Runtime.
+    assert result["serving"] == {"triton_version": "25.04", "onnxruntime": "1.21.0"}
+    assert model["shipped_graph"] in ("transformer-fused graph", "graph with basic optimizations")
     assert all(c["calls"] >= 5 and c["median_ms"] > 0 and c["peak_rss_mib"] > 0 for c in model["cells"])
     assert model["optimize"]["fused_ops"]["Attention"] == 2
     assert model["agreement"]["onnxruntime-int8"]["rows"] == 3  # batch 1 + batch 2

@@ -12,7 +12,7 @@ def test_multi_model_endpoint_reads_a_prefix(default_synth):
     # MultiModel mode, model cache on by default, model data = the endpoint's prefix.
     template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {
         "Mode": "MultiModel", "ModelDataUrl": url, "MultiModelConfig": {"ModelCacheSetting": "Enabled"},
-        "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.04-py3",
+        "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.09-py3",
         "Environment": Match.any_value()}})
     assert url.as_object() == {"Fn::Join": ["", [
         "s3://", {"Fn::ImportValue": "Triton-dev-Storage-BucketName"}, "/models/vision-nlp/"]]}

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from deployment_spec.manifest import Manifest, load_manifest
-from local_endpoint.cpu_stand_in import stand_in_note
 from local_endpoint.http_call import call
 from local_endpoint.invoke import invoke_url
 from local_endpoint.payload import NamedTensor, encode_request
@@ -260,7 +259,10 @@ def test_mme_loads_on_first_use_and_evicts_the_least_recently_used(built: Built,
 
 @pytest.mark.triton
 def test_mme_announces_its_stand_in(t5_mme: Served) -> None:
-    assert stand_in_note("classifier", "onnxruntime") in t5_mme.lines
+    # `tritonsm serve <endpoint>` passes the spec's release (25.04 here): its ONNX Runtime runs the model.
+    assert ("model 'classifier' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime "
+            "1.21.0 (Triton 25.04's release) on its model.onnx; latency and the backend's tuning parameters are not "
+            "representative") in t5_mme.lines
 
 
 # --- the ensemble SME with the ONNX classifier stood in ------------------------------------------------------
@@ -271,8 +273,9 @@ def test_sme_start_up_labels_the_stand_in(built: Built, text_sme: Served) -> Non
     assert without_log_path(text_sme.lines) == [
         f"serving 1 model archive(s) (SME) at {text_sme.url}",
         "default model: text",
-        "model 'classifier' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime on "
-        "its model.onnx; latency and the backend's tuning parameters are not representative",
+        "model 'classifier' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime 1.21.0 "
+        "(Triton 25.04's release) on its model.onnx; latency and the backend's tuning parameters are not "
+        "representative",
         STARTED,
     ]
 
