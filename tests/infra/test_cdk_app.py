@@ -160,6 +160,8 @@ def test_cdk_cli_synth_exits_zero(tmp_path, default_synth):
     done = subprocess.run([str(cdk), "synth", "--quiet", "-c", f"manifest={default_synth.manifest_path}",
                            "-o", str(tmp_path / "cdk.out")], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    # Every recommended feature flag is set in cdk.json: the CLI has nothing to point out.
+    assert "feature flags are not configured" not in done.stderr, done.stderr[-3000:]
 
 
 def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, default_synth):
