@@ -4,8 +4,10 @@
 Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
 picks the spec (default ``triton.yaml``), the build manifest (default
 ``assets/manifest.json``, written by ``tritonsm build``) and the measured
-capacity (default ``capacity.json``, optional). A user mistake
-prints one error and exits 2, without a traceback.
+capacity (default ``capacity.json``, optional); ``-c endpoints=a,b`` puts only
+those endpoints' stacks in the assembly (the storage stacks always), and says
+which it leaves out. A user mistake prints one error and exits 2, without a
+traceback.
 """
 from __future__ import annotations
 
@@ -42,13 +44,31 @@ def stage_id(spec: Spec, environment: str) -> str:
     return f"{spec.project}{environment[:1].upper()}{environment[1:]}"
 
 
+def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
+    """The ``-c endpoints=a,b`` context as endpoint names (None: every endpoint); SynthError if one is unknown."""
+    if raw is None:
+        return None
+    names = raw if isinstance(raw, list) else [n.strip() for n in str(raw).split(",") if n.strip()]
+    unknown = [str(n) for n in names if n not in spec.endpoints]
+    if unknown or not names:
+        got = ", ".join(repr(n) for n in unknown) if unknown else "no endpoint"
+        raise SynthError(f"-c endpoints={raw}", [
+            f"got {got}; allowed: endpoints of {spec.path.name}: {', '.join(spec.endpoints)}; give a "
+            f"comma-separated list, e.g. -c endpoints={next(iter(spec.endpoints))}, or leave it out for all"])
+    return [str(n) for n in names]
+
+
 def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
-              capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None) -> cdk.App:
-    """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default)."""
+              capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
+              endpoints: list[str] | None = None) -> cdk.App:
+    """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default).
+
+    ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
+    """
     app = app or cdk.App(context=cdk_json_context())
     for name, environment in spec.environments.items():
         TritonStage(app, stage_id(spec, name), spec=spec, environment=environment, manifest=manifest,
-                    manifest_path=manifest_path, capacity=capacity or {})
+                    manifest_path=manifest_path, capacity=capacity or {}, endpoints=endpoints)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 
@@ -60,13 +80,25 @@ def main() -> int:
     capacity_path = pathlib.Path(app.node.try_get_context("capacity") or DEFAULT_CAPACITY)
     try:
         spec = load_spec(spec_path)
+        endpoints = selected_endpoints(spec, app.node.try_get_context("endpoints"))
         manifest = load_manifest(manifest_path)
-        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app)
+        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints)
     except (SpecError, ManifestError, CapacityError, SynthError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     app.synth()
+    if endpoints is not None:
+        _announce_left_out(spec, endpoints)
     return 0
+
+
+def _announce_left_out(spec: Spec, endpoints: list[str]) -> None:
+    """Never drop an endpoint silently: name what this assembly leaves out, and what that means."""
+    left_out = [name for name in spec.endpoints if name not in endpoints]
+    if left_out:
+        print(f"note: -c endpoints={','.join(endpoints)}: this cloud assembly leaves out the stacks of "
+              f"endpoint(s) {', '.join(left_out)} in every environment. A stack left out is neither diffed nor "
+              "deployed, and never deleted: cdk deploy acts only on the stacks it is given", file=sys.stderr)
 
 
 if __name__ == "__main__":

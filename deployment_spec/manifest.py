@@ -84,6 +84,9 @@ class Manifest:
     # Optional: what the build could not produce and why, keyed by spec path
     # ("models.<name>", "endpoints.<name>"), e.g. a TensorRT model on a machine without a GPU.
     not_built: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Optional: the models among those that this build machine lacks the tools for (a TensorRT
+    # plan without a GPU and Docker), as opposed to models that failed; synth says where to build them.
+    unavailable_here: tuple[str, ...] = ()
 
     def artifact_path(self, artifact: Artifact) -> pathlib.Path:
         return self.root / artifact.file
@@ -114,6 +117,7 @@ def load_manifest(path: str | pathlib.Path = DEFAULT_MANIFEST) -> Manifest:
             endpoints={k: _endpoint(v) for k, v in raw["endpoints"].items()},
             root=path.parent,
             not_built=dict(raw.get("not_built") or {}),
+            unavailable_here=tuple(raw.get("unavailable_here") or ()),
         )
     except (KeyError, TypeError) as exc:
         raise ManifestError(f"{path}: malformed build manifest (missing {exc}); run `tritonsm build`") from None

@@ -162,7 +162,8 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 
     manifest = _package(spec, out_dir, dirs, entries, report, log)
-    manifest = dataclasses.replace(manifest, not_built=_not_built(report))
+    manifest = dataclasses.replace(manifest, not_built=_not_built(report),
+                                   unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
     return report
 

@@ -20,6 +20,9 @@ def register(add) -> None:
     p.add_argument("--work-dir", default=DEFAULT_WORK,
                    help=f"cache of built model directories, keyed by input hash (default: {DEFAULT_WORK})")
     p.add_argument("--force", action="store_true", help="rebuild the selected models even if their inputs are unchanged")
+    p.add_argument("--require-all", action="store_true",
+                   help="exit 1 when any model of the spec was not built (e.g. a TensorRT plan on a machine "
+                        "without a GPU): for the build stage that must produce every artifact")
     p.add_argument("--check-serving-torch", action="store_true",
                    help="also run each traced TorchScript model in the PyPI torch release nearest the libtorch of "
                         "the spec's Triton image (installs that torch, a multi-GB CUDA build, once)")
@@ -41,6 +44,13 @@ def run_build(args: argparse.Namespace) -> int:
                f"{len(report.unavailable)} not buildable here, {len(report.failed)} failed; "
                f"{len(report.written)} file(s) written to {args.out}/ in {time.monotonic() - start:.1f} s")
     _log(summary)
+    if args.require_all and report.unavailable and not report.exit_code():
+        names = ", ".join(sorted(report.unavailable))
+        print(f"error: --require-all: {len(report.unavailable)} model(s) of {spec.path.name} not built on this "
+              f"machine: {names}; run the build on a GPU host with a Docker engine (README, \"Specs with models "
+              "this machine cannot build\"), or leave out --require-all to build the rest", file=sys.stderr,
+              flush=True)
+        return 1
     return report.exit_code()
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pathlib
-from typing import Mapping, Optional
+from typing import Collection, Mapping, Optional
 
 import aws_cdk as cdk
 from constructs import Construct
@@ -31,6 +31,7 @@ class TritonStage(cdk.Stage):
         manifest: The build manifest.
         manifest_path: Where it was read from (for messages).
         capacity: Measured capacity per endpoint (capacity.json). Defaults to none.
+        endpoints: Only these endpoints get a stack (``cdk synth -c endpoints=...``). Defaults to all.
 
     Attributes:
         storage: The storage stack.
@@ -38,7 +39,8 @@ class TritonStage(cdk.Stage):
     """
 
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec, manifest: Manifest,
-                 manifest_path: pathlib.Path, capacity: Optional[Mapping[str, Measurement]] = None) -> None:
+                 manifest_path: pathlib.Path, capacity: Optional[Mapping[str, Measurement]] = None,
+                 endpoints: Optional[Collection[str]] = None) -> None:
         super().__init__(scope, id_, env=cdk.Environment(account=environment.account, region=environment.region))
         prefix = f"{spec.project}-{environment.name}"
         protect = environment.termination_protection
@@ -48,6 +50,8 @@ class TritonStage(cdk.Stage):
             else cdk.RemovalPolicy.RETAIN)
         self.endpoints: dict[str, EndpointStack] = {}
         for name, endpoint in environment.endpoints.items():
+            if endpoints is not None and name not in endpoints:
+                continue  # left out of this assembly on request; app.py names it
             # The stack is named like the SageMaker endpoint; checked first for a readable error.
             endpoint_name = checks.endpoint_name(spec.project, environment.name, name)
             self.endpoints[name] = EndpointStack(

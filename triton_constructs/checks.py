@@ -67,7 +67,7 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
                            f"{triton_version}; {REBUILD}"])
     built = manifest.endpoints.get(endpoint.name)
     if built is None:
-        raise_if(subject, [f"{manifest_path} has no artifacts for this endpoint; {REBUILD}"])
+        raise_if(subject, _not_built(endpoint, models, manifest, manifest_path))
     if built.kind != endpoint.kind.value:
         raise_if(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
                            f"{REBUILD}"])
@@ -91,6 +91,27 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
                             f"'{default_model}'; {REBUILD}")
     raise_if(subject, problems)
     return BuiltEndpoint(built.artifacts, default_model)
+
+
+def _not_built(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], manifest: Manifest,
+               manifest_path: pathlib.Path) -> list[str]:
+    """Why the build left the endpoint out, per model, and the ways forward."""
+    reasons = [(m.name, manifest.not_built[f"models.{m.name}"]) for m in served_models(endpoint, models)
+               if f"models.{m.name}" in manifest.not_built]
+    if not reasons:
+        return [f"{manifest_path} has no artifacts for this endpoint; {REBUILD}"]
+    out = [f"model '{name}' was not built: {why.removeprefix(f'model {name}: ')}" for name, why in reasons]
+    elsewhere = [name for name, _ in reasons if name in manifest.unavailable_here]
+    if elsewhere:
+        way = (f"build {', '.join(elsewhere)} where it can be built (a TensorRT plan: a host with a Docker engine and "
+               f"the GPU of {endpoint.instance_type}) with `tritonsm build --require-all`, then synthesize with that "
+               "build's manifest: `cdk synth -c manifest=PATH`")
+    else:
+        way = f"fix the error above and {REBUILD}"
+    built = [name for name in manifest.endpoints if name != endpoint.name]
+    if built:
+        way += f"; or synthesize only the built endpoints: `cdk synth -c endpoints={','.join(built)}`"
+    return out + [way]
 
 
 def _verified_for(models: list[str], manifest: Manifest, triton_version: str) -> list[str]:

@@ -64,3 +64,23 @@ def test_second_cli_build_of_unchanged_tiny_spec_builds_and_writes_nothing(tiny_
                            "--work-dir", str(work)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "0 built, 5 unchanged" in proc.stdout and "0 file(s) written" in proc.stdout
+
+
+def test_require_all_fails_the_build_that_left_a_model_out(tiny_build, tmp_path, capsys):
+    # The CI mode of a build stage that must produce every artifact; the cached models are reused.
+    from deployment_spec.manifest import load_manifest
+    from model_build.tensorrt import gpu
+
+    spec, _, work, _, _ = tiny_build
+    if gpu.detect().usable:
+        import pytest
+        pytest.skip("this host builds TensorRT plans: no model of the tiny spec is left out")
+    out = tmp_path / "assets"
+    code = main(["build", "--spec", str(TINY_SPEC), "--out", str(out), "--work-dir", str(work), "--require-all"])
+    assert code == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: --require-all: 1 model(s) of tiny.yaml not built on this machine: plan; run the build on a GPU host "
+        "with a Docker engine (README, \"Specs with models this machine cannot build\"), or leave out --require-all "
+        "to build the rest")
+    # The manifest still describes what was built, and marks the model for another host.
+    assert load_manifest(out / "manifest.json").unavailable_here == ("plan",)
