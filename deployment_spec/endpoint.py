@@ -18,6 +18,7 @@ class EndpointKind(str, enum.Enum):
 
 
 class Strategy(str, enum.Enum):
+    AUTO = "auto"  # canary where the variant has 2+ instances, else all at once (see Deployment.resolved)
     ALL_AT_ONCE = "all_at_once"
     CANARY = "canary"
     LINEAR = "linear"
@@ -80,15 +81,43 @@ class Alarms:
 
 @dataclasses.dataclass(frozen=True)
 class Deployment:
-    """Blue/green traffic shifting with auto-rollback, used where the environment enables guardrails."""
+    """Blue/green traffic shifting with auto-rollback, used where the environment enables guardrails.
 
-    strategy: Strategy = Strategy.CANARY
+    ``CanarySize`` and ``LinearStepSize`` must be at most 50 % of the variant's instances (CreateEndpoint
+    API reference, ``CapacitySize``), so a one-instance variant can only shift all at once; ``auto``
+    picks canary from 2 instances on. ``max_execution_timeout_s`` left out is computed to cover the new
+    fleet's start (health-check and download timeouts), every traffic step and the bake time.
+    """
+
+    strategy: Strategy = Strategy.AUTO
     canary_percent: int = dataclasses.field(default=10, metadata=meta(minimum=1, maximum=50))
     linear_step_percent: int = dataclasses.field(default=20, metadata=meta(minimum=10, maximum=50))
     wait_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=3600))
     termination_wait_s: int = dataclasses.field(default=120, metadata=meta(minimum=0, maximum=3600))
-    max_execution_timeout_s: int = dataclasses.field(default=1800, metadata=meta(minimum=600, maximum=28800))
+    max_execution_timeout_s: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=600, maximum=28800))
     auto_rollback: bool = True
+
+    def steps(self) -> int:
+        """Traffic steps of the shift (all at once: 1)."""
+        if self.strategy is Strategy.LINEAR:
+            return -(-100 // self.linear_step_percent)
+        return 2 if self.strategy is Strategy.CANARY else 1
+
+    def needed_s(self, fleet_start_s: int) -> int:
+        """Seconds the whole update may take: new fleet start, every traffic step's wait, the bake time."""
+        return fleet_start_s + self.steps() * self.wait_s + self.termination_wait_s
+
+    def resolved(self, instances: int, fleet_start_s: int) -> "Deployment":
+        """The strategy and timeout to deploy with, for a variant of ``instances`` instances."""
+        strategy = self.strategy
+        if strategy is Strategy.AUTO:
+            strategy = Strategy.CANARY if instances >= 2 else Strategy.ALL_AT_ONCE
+        out = dataclasses.replace(self, strategy=strategy)
+        if out.max_execution_timeout_s is None:
+            # Whole minutes, within the API's 600-28800 s.
+            needed = -(-out.needed_s(fleet_start_s) // 60) * 60
+            out = dataclasses.replace(out, max_execution_timeout_s=min(max(600, needed), 28800))
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,3 +188,16 @@ class EndpointSpec:
     startup_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
     download_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
+
+    @property
+    def deploy_instances(self) -> int:
+        """The fewest instances the variant can have when an update starts (scaling may sit at its minimum)."""
+        return self.scaling.min_instances if self.scaling else self.initial_instances
+
+    @property
+    def fleet_start_s(self) -> int:
+        """The longest a new fleet may take to serve: model download, then the container health check."""
+        return self.download_timeout_s + self.startup_timeout_s
+
+    def resolved_deployment(self) -> Deployment:
+        return self.deployment.resolved(self.deploy_instances, self.fleet_start_s)

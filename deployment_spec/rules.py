@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from deployment_spec import images, instances, serving_runtimes
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.endpoint import EndpointKind, EndpointSpec, Strategy
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
 from deployment_spec.model import Backend, InstanceKind, ModelSpec
@@ -196,6 +196,32 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         out.append(Problem(f"{path}.scaling.invocations_target", describe(sc.invocations_target),
                            "either invocations_target or max_rps_per_instance, not both",
                            "keep one: the target is derived as max_rps_per_instance x 60 x safety_factor"))
+    return out
+
+
+def deployment_rules(env: EnvironmentSpec) -> list[Problem]:
+    """Guarded (blue/green) updates SageMaker would refuse, per endpoint of a guardrails environment."""
+    if not env.guardrails:
+        return []
+    out = []
+    for name, ep in env.endpoints.items():
+        path, deployment = f"endpoints.{name}.deployment", ep.deployment
+        where = f"in environment {env.name} (guardrails: true)"
+        if deployment.strategy in (Strategy.CANARY, Strategy.LINEAR) and ep.deploy_instances < 2:
+            out.append(Problem(f"{path}.strategy", deployment.strategy.value,
+                               f"all_at_once or auto for a variant that can have 1 instance {where}: a canary or "
+                               "linear step must be at most 50 % of the variant's instances",
+                               "use strategy all_at_once (blue/green with the bake time and auto-rollback) or "
+                               "auto, or give the endpoint 2+ instances (initial_instances, scaling.min_instances)"))
+        resolved = ep.resolved_deployment()
+        needed = resolved.needed_s(ep.fleet_start_s)
+        if deployment.max_execution_timeout_s is not None and deployment.max_execution_timeout_s < needed:
+            out.append(Problem(
+                f"{path}.max_execution_timeout_s", str(deployment.max_execution_timeout_s),
+                f"at least {needed} s {where}: new fleet start (download_timeout_s {ep.download_timeout_s} + "
+                f"startup_timeout_s {ep.startup_timeout_s}) + {resolved.steps()} step(s) x wait_s "
+                f"{deployment.wait_s} + termination_wait_s {deployment.termination_wait_s}",
+                "raise it, or leave it out to have it computed"))
     return out
 
 

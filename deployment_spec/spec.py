@@ -148,6 +148,7 @@ def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[st
         resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
                                     problems, base_text, declared)
         out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
+        problems += rules.deployment_rules(out[env_name])
     return out
 
 

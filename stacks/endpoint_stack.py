@@ -81,16 +81,20 @@ class EndpointStack(cdk.Stack):
         serving = TritonEndpoint(
             self, "Endpoint", model=model, endpoint_name=name, instance_type=endpoint.instance_type,
             initial_instances=endpoint.initial_instances, variant_name=endpoint.variant_name,
-            inference_ami_version=image.inference_ami_version, volume_key=key,
+            inference_ami_version=image.inference_ami_version, inference_ami_reason=image.inference_ami_reason,
+            volume_key=key,
             volume_size_gb=endpoint.volume_size_gb,
             startup_timeout=cdk.Duration.seconds(endpoint.startup_timeout_s),
             download_timeout=cdk.Duration.seconds(endpoint.download_timeout_s),
             data_capture=DataCaptureSettings(f"s3://{bucket.bucket_name}/{ModelStore.capture_prefix(endpoint.name)}",
                                              key, capture.sampling_percent, capture.capture) if capture else None,
-            deployment=endpoint.deployment if guarded else None,
+            deployment=endpoint.resolved_deployment() if guarded else None,
             rollback_alarms=[alarms.errors, alarms.latency] if guarded else (),
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
-            log_removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN)
+            # RetainExceptOnCreate: kept on update and delete, but removed when the stack's first create
+            # rolls back, so a retry does not fail on the fixed log group name.
+            log_removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+            scaled=endpoint.scaling is not None)
         role.grant_logs(serving.log_group)
         if guarded and endpoint.deployment.auto_rollback:
             role.grant_describe_alarms([alarms.errors, alarms.latency])

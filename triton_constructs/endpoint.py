@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Optional, Sequence
 
 import aws_cdk as cdk
@@ -41,8 +40,8 @@ class TritonEndpoint(Construct):
     ``VolumeSizeInGB`` and ``KmsKeyId`` are left out on instance types with
     local NVMe storage (hardware-encrypted; CreateEndpointConfig fails with
     either), and the reason is written into the template's metadata.
-    ``RetainAllVariantProperties`` keeps the instance count the autoscaler
-    chose across configuration updates.
+    With auto-scaling, ``RetainAllVariantProperties`` keeps the instance
+    count the autoscaler chose across configuration updates.
 
     Args:
         scope: Parent construct.
@@ -54,6 +53,7 @@ class TritonEndpoint(Construct):
         variant_name: Defaults to ``AllTraffic``.
         inference_ami_version: Host AMI (driver) for GPU types, from the image's CUDA version.
             Defaults to SageMaker's default AMI.
+        inference_ami_reason: Why that AMI; written into the endpoint config's template metadata.
         volume_key: Encrypts the ML storage volume; ignored on NVMe instance types. Defaults to an
             AWS-managed key.
         volume_size_gb: ML storage volume size; only on instance types without local NVMe storage.
@@ -64,7 +64,12 @@ class TritonEndpoint(Construct):
         deployment: Blue/green traffic shifting for updates. Defaults to SageMaker's all-at-once.
         rollback_alarms: Alarms that roll a guarded deployment back (1-10); used with ``deployment``.
         log_retention: Retention of the endpoint's log group. Defaults to one year.
-        log_removal_policy: Defaults to ``RETAIN``.
+        log_removal_policy: Defaults to ``RETAIN_ON_UPDATE_OR_DELETE`` (CloudFormation
+            ``RetainExceptOnCreate``): the fixed-name log group survives updates and deletes, but not a
+            failed first create, which a retry could not get past.
+        scaled: Auto-scaling owns the instance count. Then an update keeps the running count
+            (``RetainAllVariantProperties``), and ``initial_instances`` applies at creation only;
+            without scaling each update applies ``initial_instances``.
 
     Attributes:
         config: The ``CfnEndpointConfig``.
@@ -74,14 +79,16 @@ class TritonEndpoint(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, model: TritonModel, endpoint_name: str, instance_type: str,
                  initial_instances: int = 1, variant_name: str = "AllTraffic",
-                 inference_ami_version: Optional[str] = None, volume_key: Optional[kms.IKey] = None,
+                 inference_ami_version: Optional[str] = None, inference_ami_reason: Optional[str] = None,
+                 volume_key: Optional[kms.IKey] = None,
                  volume_size_gb: Optional[int] = None,
                  startup_timeout: cdk.Duration = cdk.Duration.minutes(10),
                  download_timeout: cdk.Duration = cdk.Duration.minutes(10),
                  data_capture: Optional[DataCaptureSettings] = None, deployment: Optional[Deployment] = None,
                  rollback_alarms: Sequence[cloudwatch.IAlarm] = (),
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
-                 log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN) -> None:
+                 log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+                 scaled: bool = False) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type)
         problems = [] if itype else [f"instance type {instance_type!r} is unknown here "
@@ -89,8 +96,10 @@ class TritonEndpoint(Construct):
         nvme = bool(itype and itype.family.nvme)
         if volume_size_gb is not None and nvme:
             problems.append(f"{instance_type} has local NVMe storage; SageMaker rejects VolumeSizeInGB there")
+        fleet_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
         if deployment is not None:
-            problems += _deployment_problems(deployment, rollback_alarms)
+            deployment = deployment.resolved(initial_instances, fleet_start_s)
+            problems += _deployment_problems(deployment, rollback_alarms, initial_instances, fleet_start_s)
         raise_if(f"endpoint {endpoint_name}", problems)
         self.endpoint_name = endpoint_name
         self.variant_name = variant_name
@@ -118,29 +127,39 @@ class TritonEndpoint(Construct):
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], data_capture_config=capture,
             kms_key_id=None if nvme or volume_key is None else volume_key.key_arn)
+        if inference_ami_reason and variant.inference_ami_version:
+            self.config.add_metadata("InferenceAmiVersion", inference_ami_reason)
         if nvme:
             self.config.add_metadata("KmsKeyIdOmitted", (
                 f"{instance_type} has local NVMe instance storage, which is hardware-encrypted; "
                 "CreateEndpointConfig rejects KmsKeyId (and VolumeSizeInGB) on such instance types."))
         self.resource = sagemaker.CfnEndpoint(
             self, "Resource", endpoint_config_name=self.config.attr_endpoint_config_name,
-            endpoint_name=endpoint_name, retain_all_variant_properties=True,
+            endpoint_name=endpoint_name, retain_all_variant_properties=scaled,
+            # Retain only what the autoscaler owns (the count); weight and data capture follow the config.
+            exclude_retained_variant_properties=[
+                sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type=kind)
+                for kind in ("DesiredWeight", "DataCaptureConfig")] if scaled else None,
             deployment_config=_deployment_config(deployment, rollback_alarms) if deployment else None)
+        if scaled:
+            cdk.Annotations.of(self).add_info(
+                f"endpoint {endpoint_name}: auto-scaling owns the instance count, so an update keeps the running "
+                f"count; initial_instances ({initial_instances}) applies when the endpoint is created (change the "
+                "scaling bounds to move a running endpoint)")
 
 
-def _steps(deployment: Deployment) -> int:
-    if deployment.strategy is Strategy.LINEAR:
-        return math.ceil(100 / deployment.linear_step_percent)
-    return 2 if deployment.strategy is Strategy.CANARY else 1
-
-
-def _deployment_problems(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm]) -> list[str]:
+def _deployment_problems(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm], instances: int,
+                         fleet_start_s: int) -> list[str]:
     out = []
-    needed = _steps(deployment) * deployment.wait_s + deployment.termination_wait_s
+    needed = deployment.needed_s(fleet_start_s)
     if needed > deployment.max_execution_timeout_s:
         out.append(f"deployment.max_execution_timeout_s ({deployment.max_execution_timeout_s}) is shorter than the "
-                   f"traffic shift it must cover ({_steps(deployment)} steps x wait_s {deployment.wait_s} + "
-                   f"termination_wait_s {deployment.termination_wait_s} = {needed} s); raise it or shorten wait_s")
+                   f"update it must cover (new fleet start {fleet_start_s} s + {deployment.steps()} steps x wait_s "
+                   f"{deployment.wait_s} + termination_wait_s {deployment.termination_wait_s} = {needed} s); raise "
+                   "it, shorten wait_s, or leave it out to have it computed")
+    if deployment.strategy is not Strategy.ALL_AT_ONCE and instances < 2:
+        out.append(f"a {deployment.strategy.value} traffic shift needs 2+ instances (each step at most 50 % of the "
+                   f"variant); got {instances}: use Strategy.ALL_AT_ONCE or more instances")
     if deployment.auto_rollback and not 1 <= len(alarms) <= 10:
         out.append(f"auto-rollback needs 1 to 10 alarms; got {len(alarms)}")
     return out

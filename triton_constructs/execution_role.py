@@ -82,9 +82,15 @@ class TritonExecutionRole(Construct):
         acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]", "; ".join(wildcard_reasons) + ".")
 
     def grant_logs(self, log_group: logs.ILogGroup) -> None:
-        """Lets the container write its endpoint's log group (SageMaker names the streams per instance)."""
-        self.role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                                    resources=[log_group.log_group_arn]))
+        """Lets SageMaker write the endpoint's log group, and only it (streams are named per instance).
+
+        The four actions are the CloudWatch Logs part of the CreateModel execution-role minimum in
+        https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html#sagemaker-roles-createmodel-perms;
+        scoped here to the one log group (its ARN ends in ``:*``, which covers its streams).
+        """
+        self.role.add_to_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            resources=[log_group.log_group_arn]))
 
     def grant_describe_alarms(self, alarms: Sequence[cloudwatch.IAlarm]) -> None:
         """Lets SageMaker read the auto-rollback alarms of a blue/green deployment (DG deployment guardrails)."""

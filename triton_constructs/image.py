@@ -59,4 +59,9 @@ class TritonImage(Construct):
             service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
         self.version = version
         self.runtime = serving_runtimes.runtime(version)
-        self.inference_ami_version: str = serving_runtimes.inference_ami(self.runtime).name
+        ami = serving_runtimes.inference_ami(self.runtime)
+        self.inference_ami_version: str = ami.name
+        # Why this host AMI, in words: visible in the template (and so in `cdk diff`) next to the endpoint.
+        self.inference_ami_reason: str = (
+            f"sagemaker-tritonserver:{version} is built on CUDA {self.runtime.cuda}, which needs NVIDIA driver "
+            f">= {self.runtime.min_driver}; {ami.name} has driver {ami.driver} (the instances' default AMI has 470)")

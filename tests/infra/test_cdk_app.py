@@ -12,7 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint_file
 
 from deployment_spec import images
-from synth_helpers import ROOT, synth_spec
+from synth_helpers import ROOT, run_app, synth_spec
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
@@ -131,11 +131,7 @@ def test_environment_agnostic_stage_maps_the_image_by_region(variety_synth):
         "Fn::FindInMap": [mapping_id, {"Ref": "AWS::Region"}, "Uri"]}
 
 
-def _run_app(tmp_path, context, env=None):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
-    environ.update(CDK_CONTEXT_JSON=json.dumps(context), CDK_OUTDIR=str(tmp_path / "cdk.out"), **(env or {}))
-    return subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=environ, capture_output=True,
-                          text=True, timeout=300)
+_run_app = run_app
 
 
 def test_app_without_a_build_says_to_run_tritonsm_build(tmp_path):

@@ -1,5 +1,5 @@
 """Endpoint configuration and endpoint: storage rules per instance type, AMI, timeouts, capture, guardrails."""
-from aws_cdk.assertions import Capture, Match
+from aws_cdk.assertions import Annotations, Capture, Match
 
 from synth_helpers import resource_id
 
@@ -79,16 +79,21 @@ def test_guarded_deployment_only_where_the_environment_asks(default_synth):
     # dev has no guardrails: SageMaker's default all-at-once update.
     default_synth.template("dev", "vision-nlp").has_resource_properties(
         "AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.absent()})
-    for environment in ("staging", "prod"):
+    # prod runs vision-nlp on 2+ instances: a blue/green canary (10 % of capacity, 5 min bake). staging
+    # can be down to 1 instance, where a canary would be 100 % (CanarySize must be <= 50 %): all at once,
+    # still baked and rolled back by the alarms. The timeout covers the new fleet's start (download 600 s
+    # + health check 600 s) and every wait.
+    for environment, routing, timeout in (
+            ("prod", {"Type": "CANARY", "WaitIntervalInSeconds": 300,
+                      "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}}, 600 + 600 + 2 * 300 + 120),
+            ("staging", {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 300}, 600 + 600 + 300 + 120)):
         template = default_synth.template(environment, "vision-nlp")
         errors = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "Invocation5XXErrors"})
         latency = resource_id(template, "AWS::CloudWatch::Alarm", {"MetricName": "ModelLatency"})
-        # Blue/green canary (10 % of capacity, 5 min bake) rolled back by the 5XX and latency alarms.
         template.has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": {
             "BlueGreenUpdatePolicy": {
-                "TrafficRoutingConfiguration": {"Type": "CANARY", "WaitIntervalInSeconds": 300,
-                                                "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}},
-                "TerminationWaitInSeconds": 120, "MaximumExecutionTimeoutInSeconds": 1800},
+                "TrafficRoutingConfiguration": routing,
+                "TerminationWaitInSeconds": 120, "MaximumExecutionTimeoutInSeconds": timeout},
             "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": {"Ref": errors}},
                                                      {"AlarmName": {"Ref": latency}}]}}})
 
@@ -114,8 +119,44 @@ def test_guarded_role_may_read_its_rollback_alarms(default_synth):
 
 
 def test_endpoint_log_group_retention_per_environment(default_synth):
-    for environment, days, policy in (("dev", 30, "Delete"), ("prod", 365, "Retain")):
+    # Kept on update and delete, but removed when a first create rolls back: the fixed name would make
+    # the retry fail with "already exists".
+    for environment, days, policy, on_replace in (("dev", 30, "Delete", "Delete"),
+                                                  ("prod", 365, "RetainExceptOnCreate", "Retain")):
         template = default_synth.template(environment, "classifier")
         template.has_resource("AWS::Logs::LogGroup", {
             "Properties": {"LogGroupName": f"/aws/sagemaker/Endpoints/Triton-{environment}-classifier",
-                           "RetentionInDays": days}, "DeletionPolicy": policy})
+                           "RetentionInDays": days}, "DeletionPolicy": policy, "UpdateReplacePolicy": on_replace})
+
+
+def test_instance_count_is_retained_only_where_scaling_owns_it(default_synth, variety_synth):
+    # Scaled: the running count survives an update; weight and data capture follow the new config.
+    default_synth.template("prod", "classifier").has_resource_properties("AWS::SageMaker::Endpoint", {
+        "RetainAllVariantProperties": True,
+        "ExcludeRetainedVariantProperties": [{"VariantPropertyType": "DesiredWeight"},
+                                             {"VariantPropertyType": "DataCaptureConfig"}]})
+    # Not scaled: a changed initial_instances must take effect, so nothing is retained.
+    unscaled = [name for name, ep in variety_synth.spec.endpoints.items() if ep.scaling is None]
+    assert unscaled
+    for name in unscaled:
+        variety_synth.template("china", name).has_resource_properties("AWS::SageMaker::Endpoint", {
+            "RetainAllVariantProperties": False, "ExcludeRetainedVariantProperties": Match.absent()})
+
+
+def test_scaled_endpoint_says_initial_instances_applies_at_creation(default_synth):
+    infos = [m for m in Annotations.from_stack(default_synth.stack("prod", "vision-nlp")).find_info(
+        "*", Match.string_like_regexp("auto-scaling owns the instance count"))]
+    assert [m.entry.data for m in infos] == [
+        "endpoint Triton-prod-vision-nlp: auto-scaling owns the instance count, so an update keeps the running "
+        "count; initial_instances (2) applies when the endpoint is created (change the scaling bounds to move a "
+        "running endpoint)"]
+
+
+def test_the_host_ami_says_why_in_the_template(default_synth):
+    template = default_synth.template("prod", "classifier")
+    template.has_resource("AWS::SageMaker::EndpointConfig", {
+        "Properties": Match.object_like({"ProductionVariants": [Match.object_like(
+            {"InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1"})]}),
+        "Metadata": Match.object_like({"InferenceAmiVersion": (
+            "sagemaker-tritonserver:25.09 is built on CUDA 13.0.1, which needs NVIDIA driver >= 580; "
+            "al2023-ami-sagemaker-inference-gpu-4-1 has driver 580 (the instances' default AMI has 470)")})})

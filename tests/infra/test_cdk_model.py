@@ -116,7 +116,9 @@ def test_execution_role_is_least_privilege(default_synth):
     # Logs: only the endpoint's own log group.
     logs_id = resource_id(template, "AWS::Logs::LogGroup",
                           {"LogGroupName": "/aws/sagemaker/Endpoints/Triton-prod-vision-nlp"})
-    assert by_action[json.dumps(["logs:CreateLogStream", "logs:PutLogEvents"])]["Resource"] == {
+    # The Logs part of AWS's documented CreateModel role minimum, scoped to this endpoint's log group.
+    assert by_action[json.dumps(["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams",
+                                 "logs:PutLogEvents"])]["Resource"] == {
         "Fn::GetAtt": [logs_id, "Arn"]}
     # The only "*" resources are the two actions without resource-level permissions.
     wildcard = sorted(json.dumps(s["Action"]) for s in statements(template, role_id) if s["Resource"] == "*")

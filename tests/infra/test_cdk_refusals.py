@@ -188,10 +188,15 @@ def test_deployment_timeout_shorter_than_the_traffic_shift():
                         model_data_url="s3://bucket/m-0123456789ab.tar.gz")
     with pytest.raises(SynthError) as caught:
         TritonEndpoint(stack, "Endpoint", model=model, endpoint_name="Bare-endpoint", instance_type="ml.g5.xlarge",
-                       deployment=Deployment(strategy=Strategy.LINEAR, linear_step_percent=10, auto_rollback=False))
+                       deployment=Deployment(strategy=Strategy.LINEAR, linear_step_percent=10, auto_rollback=False,
+                                             max_execution_timeout_s=1800))
     assert str(caught.value) == (
-        "endpoint Bare-endpoint:\n  - deployment.max_execution_timeout_s (1800) is shorter than the traffic shift "
-        "it must cover (10 steps x wait_s 300 + termination_wait_s 120 = 3120 s); raise it or shorten wait_s")
+        "endpoint Bare-endpoint:\n"
+        "  - deployment.max_execution_timeout_s (1800) is shorter than the update it must cover (new fleet start "
+        "1200 s + 10 steps x wait_s 300 + termination_wait_s 120 = 4320 s); raise it, shorten wait_s, or leave it "
+        "out to have it computed\n"
+        "  - a linear traffic shift needs 2+ instances (each step at most 50 % of the variant); got 1: use "
+        "Strategy.ALL_AT_ONCE or more instances")
 
 
 def test_multi_model_data_must_be_a_prefix():

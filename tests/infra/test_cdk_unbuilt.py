@@ -1,9 +1,6 @@
 """Specs with a model this machine cannot build: synth names it and the ways forward, and
 `-c endpoints=...` synthesizes the built endpoints alone, saying what it leaves out."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from aws_cdk.assertions import Template
@@ -11,7 +8,7 @@ from aws_cdk.assertions import Template
 import app as app_module
 from deployment_spec import load_spec
 from fake_build import fake_build
-from synth_helpers import ROOT, Synth
+from synth_helpers import ROOT, Synth, run_app as _run_app
 from triton_constructs import SynthError
 
 BERT_LARGE = ROOT / "examples" / "bert-large-tuned-sme.yaml"
@@ -28,13 +25,6 @@ def _cpu_build(tmp_path):
     body["unavailable_here"] = ["bert-large-trt"]
     manifest.write_text(json.dumps(body))
     return spec, manifest
-
-
-def _run_app(tmp_path, context):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
-    environ.update(CDK_CONTEXT_JSON=json.dumps(context), CDK_OUTDIR=str(tmp_path / "cdk.out"))
-    return subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=environ, capture_output=True,
-                          text=True, timeout=300)
 
 
 def test_the_full_synth_names_the_unbuilt_model_and_the_ways_forward(tmp_path):

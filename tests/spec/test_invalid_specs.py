@@ -222,6 +222,18 @@ CASES.update({
         _set("endpoints.classifier.instance_type", "ml.p3.2xlarge"),
         "endpoints.classifier.instance_type: got 'ml.p3.2xlarge'; allowed: a GPU with compute capability >= 7.5 "
         "for Triton 25.09; fix: use ml.g4dn/ml.g5, or triton_version 24.09 or older"),
+    "canary on a variant that can run one instance": (
+        # staging runs vision-nlp down to 1 instance; a canary there would be 100 % of it.
+        _set("endpoints.vision-nlp.deployment", {"strategy": "canary"}),
+        "endpoints.vision-nlp.deployment.strategy: got canary; allowed: all_at_once or auto for a variant that can "
+        "have 1 instance in environment staging (guardrails: true): a canary or linear step must be at most 50 % "
+        "of the variant's instances; fix: use strategy all_at_once (blue/green with the bake time and "
+        "auto-rollback) or auto, or give the endpoint 2+ instances (initial_instances, scaling.min_instances)"),
+    "deployment timeout that leaves out the new fleet's start": (
+        _set("environments.prod.overrides.endpoints.vision-nlp.deployment", {"max_execution_timeout_s": 1800}),
+        "endpoints.vision-nlp.deployment.max_execution_timeout_s: got 1800; allowed: at least 1920 s in environment "
+        "prod (guardrails: true): new fleet start (download_timeout_s 600 + startup_timeout_s 600) + 2 step(s) x "
+        "wait_s 300 + termination_wait_s 120; fix: raise it, or leave it out to have it computed"),
     "two invocation targets": (
         _set("endpoints.classifier.scaling.invocations_target", 500),
         "endpoints.classifier.scaling.invocations_target: got 500.0; allowed: either invocations_target or "
