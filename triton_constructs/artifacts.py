@@ -13,7 +13,8 @@ from constructs import Construct
 
 from triton_constructs.nag import acknowledge, wildcard_finding
 
-HANDLER_DIR = pathlib.Path(__file__).parent / "copy_handler"
+# One Lambda asset for every custom resource handler of this package (they share cfn_response.py).
+HANDLER_DIR = pathlib.Path(__file__).parent / "handlers"
 # Above this many tarballs the copy role reads the asset bucket by wildcard instead of one ARN per
 # object: IAM caps a role's inline policies at 10,240 characters.
 MAX_EXACT_SOURCES = 40
@@ -95,7 +96,7 @@ class ModelArtifacts(Construct):
             conditions={"StringEquals": {"kms:ViaService": f"s3.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}"}}))
         self.function = lambda_.Function(
             self, "CopyFunction", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
-            handler="index.handler", role=role, log_group=log_group, memory_size=256,
+            handler="copy_artifact.handler", role=role, log_group=log_group, memory_size=256,
             # The copy is server-side; the time limit, not memory, bounds it (~ tens of GB per artifact).
             timeout=cdk.Duration.minutes(15),
             code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),

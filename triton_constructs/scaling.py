@@ -13,6 +13,7 @@ from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
 from triton_constructs.errors import raise_if
 from triton_constructs.execution_role import METRIC_NAMESPACE
 from triton_constructs.endpoint import TritonEndpoint
+from triton_constructs.scaling_handover import ScalingHandover
 
 SERVICE_LINKED_ROLE = ("aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
                        "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
@@ -85,23 +86,28 @@ class VariantScaling(Construct):
             resource_id=f"endpoint/{endpoint.endpoint_name}/variant/{endpoint.variant_name}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=scaling.min_instances, max_capacity=scaling.max_instances)
-        self.target.node.add_dependency(endpoint.resource)
+        # Ordered after the endpoint through the handover's After resource (below).
         cooldowns = {"scale_in_cooldown": cdk.Duration.seconds(scaling.scale_in_cooldown_s),
                      "scale_out_cooldown": cdk.Duration.seconds(scaling.scale_out_cooldown_s)}
         invocations = invocations_target if invocations_target is not None \
             else scaling.invocations_per_instance_target()
+        policies = []
         if invocations is not None:
-            self.target.scale_to_track_metric(
+            policies.append(self.target.scale_to_track_metric(
                 "Invocations", target_value=invocations,
                 predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-                **cooldowns)
+                **cooldowns))
         self.gpu_target: Optional[float] = None
         if itype.is_gpu:
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
-            self.target.scale_to_track_metric("GpuUtilization", target_value=self.gpu_target,
-                                              custom_metric=utilization_metric("GPUUtilization", endpoint),
-                                              **cooldowns)
+            policies.append(self.target.scale_to_track_metric(
+                "GpuUtilization", target_value=self.gpu_target,
+                custom_metric=utilization_metric("GPUUtilization", endpoint), **cooldowns))
         if scaling.cpu_utilization_target is not None:
-            self.target.scale_to_track_metric(
+            policies.append(self.target.scale_to_track_metric(
                 "CpuUtilization", target_value=scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
-                custom_metric=utilization_metric("CPUUtilization", endpoint), **cooldowns)
+                custom_metric=utilization_metric("CPUUtilization", endpoint), **cooldowns))
+        # An instance-type change of this variant needs it deregistered around the endpoint update.
+        self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
+                                        min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,
+                                        policies=policies)

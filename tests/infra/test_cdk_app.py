@@ -91,7 +91,7 @@ def test_two_synths_of_unchanged_inputs_are_identical(tmp_path):
             (pathlib.Path(second.directory) / relative).read_bytes(), relative
 
 
-def test_raising_max_instances_changes_only_the_scalable_target(default_synth, tmp_path):
+def test_raising_max_instances_changes_only_the_scalable_target_and_its_handover(default_synth, tmp_path):
     text = (ROOT / "triton.yaml").read_text()
     changed = tmp_path / "triton.yaml"
     assert "max_instances: 8}" in text
@@ -107,7 +107,11 @@ def test_raising_max_instances_changes_only_the_scalable_target(default_synth, t
             if old["Resources"].get(logical_id) != new["Resources"].get(logical_id):
                 differences.append((env, name, new["Resources"][logical_id]["Type"]))
         assert old.get("Outputs") == new.get("Outputs")
-    assert differences == [("prod", "vision-nlp", "AWS::ApplicationAutoScaling::ScalableTarget")]
+    # The scalable target, and the two handover resources that carry its definition (they run, see the
+    # same instance type, and change nothing).
+    assert sorted(differences) == [("prod", "vision-nlp", "AWS::ApplicationAutoScaling::ScalableTarget"),
+                                   ("prod", "vision-nlp", "Custom::TritonScalingHandover"),
+                                   ("prod", "vision-nlp", "Custom::TritonScalingHandover")]
 
 
 def test_china_region_uses_its_domain_and_partition(variety_synth):
@@ -190,8 +194,11 @@ def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path
     after = synth_spec(measured_spec, tmp_path / "after", capacity=measured(30.0))
     old = before.template("dev", "classifier").to_json()["Resources"]
     new = after.template("dev", "classifier").to_json()["Resources"]
-    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    assert [new[k]["Type"] for k in changed] == ["AWS::ApplicationAutoScaling::ScalingPolicy"]
+    changed = sorted((k for k in set(old) | set(new) if old.get(k) != new.get(k)),
+                     key=lambda k: new[k]["Type"] != "AWS::ApplicationAutoScaling::ScalingPolicy")
+    # The policy, and the handover resources that carry its definition.
+    assert sorted(new[k]["Type"] for k in changed) == [
+        "AWS::ApplicationAutoScaling::ScalingPolicy", "Custom::TritonScalingHandover", "Custom::TritonScalingHandover"]
     # 20 and 30 rps x 60 s x 0.5 safety factor.
     config = "TargetTrackingScalingPolicyConfiguration"
     assert (old[changed[0]]["Properties"][config]["TargetValue"],

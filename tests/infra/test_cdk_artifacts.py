@@ -25,13 +25,15 @@ def test_one_copy_per_tarball_under_the_endpoint_prefix(default_synth):
 
 def test_copy_function_runs_the_latest_python_for_up_to_15_minutes(default_synth):
     default_synth.template("dev", "classifier").has_resource_properties("AWS::Lambda::Function", {
-        "Runtime": "python3.14", "Timeout": 900, "Handler": "index.handler", "Architectures": ["arm64"]})
+        "Runtime": "python3.14", "Timeout": 900, "Handler": "copy_artifact.handler", "Architectures": ["arm64"]})
 
 
 def test_copy_role_reads_exactly_its_assets_and_writes_only_its_prefix(default_synth):
     template = default_synth.template("dev", "vision-nlp")
-    role_id = resource_id(template, "AWS::IAM::Role", {"AssumeRolePolicyDocument": Match.object_like({
-        "Statement": [Match.object_like({"Principal": {"Service": "lambda.amazonaws.com"}})]})})
+    role_id = resource_id(template, "AWS::IAM::Role", {
+        "Description": "Copies model tarballs from CDK assets into the model bucket",
+        "AssumeRolePolicyDocument": Match.object_like({
+            "Statement": [Match.object_like({"Principal": {"Service": "lambda.amazonaws.com"}})]})})
     found = {json.dumps(s["Action"]): s["Resource"] for s in statements(template, role_id)}
     # Reads: one ARN per asset object, no wildcard.
     reads = found['"s3:GetObject"']

@@ -1,14 +1,16 @@
 """The artifact-copy custom resource handler, run locally against a fake S3 client (no AWS)."""
 import importlib.util
 import json
+import sys
 
 import pytest
 from botocore.exceptions import ClientError
 
 from synth_helpers import ROOT
 
-_spec = importlib.util.spec_from_file_location("copy_handler_index",
-                                               ROOT / "triton_constructs" / "copy_handler" / "index.py")
+HANDLERS = ROOT / "triton_constructs" / "handlers"
+sys.path.insert(0, str(HANDLERS))  # as in the Lambda asset: the handlers import cfn_response from its root
+_spec = importlib.util.spec_from_file_location("copy_artifact", HANDLERS / "copy_artifact.py")
 handler_module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(handler_module)
 
@@ -86,8 +88,9 @@ def test_response_is_put_to_the_presigned_url(monkeypatch):
         def __exit__(self, *exc):
             return False
 
-    monkeypatch.setattr(handler_module.urllib.request, "urlopen", lambda request, timeout: seen.append(request) or Reply())
-    handler_module.respond(_event(), "SUCCESS", "copied", "s3://models/x")
+    import cfn_response
+    monkeypatch.setattr(cfn_response.urllib.request, "urlopen", lambda request, timeout: seen.append(request) or Reply())
+    cfn_response.respond(_event(), "SUCCESS", "copied", "s3://models/x")
     [request] = seen
     assert (request.get_method(), request.full_url) == ("PUT", "https://example.invalid/response")
     assert json.loads(request.data) == {"Status": "SUCCESS", "Reason": "copied", "PhysicalResourceId": "s3://models/x",

@@ -16,15 +16,16 @@ def _policy(template, metric):
 
 def test_one_target_per_variant_after_the_endpoint(default_synth):
     template = default_synth.template("prod", "vision-nlp")
-    endpoint_id = resource_id(template, "AWS::SageMaker::Endpoint")
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 1)
-    # Registered for the variant's instance count, with prod's override bounds, once the endpoint exists.
+    # Registered for the variant's instance count, with prod's override bounds, once the endpoint exists
+    # and the handover after it has run (it depends on the endpoint).
+    after_id = resource_id(template, "Custom::TritonScalingHandover", {"Phase": "after"})
     template.has_resource("AWS::ApplicationAutoScaling::ScalableTarget", {
         "Properties": Match.object_like({
             "ServiceNamespace": "sagemaker", "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
             "ResourceId": "endpoint/Triton-prod-vision-nlp/variant/AllTraffic",
             "MinCapacity": 2, "MaxCapacity": 8}),
-        "DependsOn": [endpoint_id]})
+        "DependsOn": [after_id]})
     # Both policies sit on that one target.
     target_id = resource_id(template, "AWS::ApplicationAutoScaling::ScalableTarget")
     policies = template.find_resources("AWS::ApplicationAutoScaling::ScalingPolicy")

@@ -7,7 +7,6 @@ import hashlib
 import json
 import pathlib
 
-import pytest
 import yaml
 
 from change_plan import plan, resource, service_problems
@@ -110,11 +109,18 @@ def test_instance_type_change_without_scaling(tmp_path):
     assert service_problems(before, after, change) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 2 is open: nothing deregisters the scalable target before "
-                                       "UpdateEndpoint changes a scaled variant's instance type")
 def test_instance_type_change_of_a_scaled_endpoint(tmp_path):
     before, after, change = _change(
         tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("instance_type", "ml.g5.2xlarge"))
+    # Without the handover this is the update SageMaker refuses (the variant is a scaling target):
+    handovers = {lid for lid, r in after["Resources"].items() if r["Type"] == "Custom::TritonScalingHandover"}
+    without = {**after, "Resources": {k: v for k, v in after["Resources"].items() if k not in handovers}}
+    assert service_problems(before, without, plan(before, without)) == [
+        "variant AllTraffic is a scaling target and its instance type changes (ml.g5.xlarge -> ml.g5.2xlarge): "
+        "UpdateEndpoint fails"]
+    # With it: the Before resource (the endpoint depends on it) deregisters first, After registers again.
+    assert {lid: change.updated[lid] for lid in handovers} == {lid: {"InstanceType"} for lid in handovers}
+    assert CONFIG in _types(change.replaced) and not {TARGET, POLICY} & _types(change.replaced)
     assert service_problems(before, after, change) == []
 
 
@@ -123,7 +129,8 @@ def test_scaling_bounds(tmp_path):
         tmp_path, lambda raw: raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"]["scaling"]
         .__setitem__("max_instances", 9))
     assert not change.replaced and not change.added and not change.removed
-    assert _updated_types(after, change) == {TARGET: {"MaxCapacity"}}
+    # The handover resources carry the bounds too; they run, find the same instance type, change nothing.
+    assert _updated_types(after, change) == {TARGET: {"MaxCapacity"}, "Custom::TritonScalingHandover": {"MaxCapacity"}}
 
 
 def test_initial_instances_of_a_scaled_endpoint(tmp_path):

@@ -11,13 +11,12 @@ decides what happens to them.
 """
 from __future__ import annotations
 
-import json
 import logging
-import urllib.request
 
 import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
+from cfn_response import respond
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
@@ -62,13 +61,3 @@ def copy(s3: object, props: dict) -> str:
     }, Config=TransferConfig(multipart_threshold=CHUNK, multipart_chunksize=CHUNK, max_concurrency=16))
     return "copied"
 
-
-def respond(event: dict, status: str, reason: str, physical_id: str) -> None:
-    body = json.dumps({
-        "Status": status, "Reason": reason, "PhysicalResourceId": physical_id, "StackId": event["StackId"],
-        "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
-    }).encode()
-    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
-                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
-    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (a pre-signed https URL)
-        LOG.info("CloudFormation response: %s", response.status)

@@ -1,0 +1,107 @@
+"""CloudFormation custom resource: hands a variant's auto-scaling over around an instance-type change.
+
+Runs in AWS Lambda (Python runtime, boto3 included); synth never imports it.
+
+SageMaker fails an UpdateEndpoint that changes the instance type of a variant registered with
+Application Auto Scaling, until the variant is deregistered; after the update it may be registered
+again (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html). CloudFormation
+cannot do that in one stack update, so the stack holds two of these resources, both carrying the
+desired instance type and the scaling definition of the stack's own ScalableTarget and policies:
+
+* ``before`` (the endpoint depends on it) and ``after`` (it depends on the endpoint, the scalable
+  target on it). Their properties change only when the desired instance type or the scaling
+  definition changes, so an ordinary update never calls them.
+* Each call does the same sync: if the variant runs another instance type than desired and is
+  registered, deregister it (an update that changes the type follows); if it runs the desired type
+  and is not registered, register it with the definition and put its policies back (under the
+  policy names CloudFormation knows, so the stack's own resources match again).
+
+Forward: ``before`` deregisters, the endpoint moves to the new type, ``after`` registers. A
+rollback runs the same calls in reverse with the old properties, which restores the old
+registration whichever step failed. Create and Delete do nothing: the stack's ScalableTarget and
+ScalingPolicy resources register and deregister as usual.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import boto3
+from botocore.exceptions import ClientError
+from cfn_response import respond
+
+LOG = logging.getLogger()
+LOG.setLevel(logging.INFO)
+NAMESPACE, DIMENSION = "sagemaker", "sagemaker:variant:DesiredInstanceCount"
+_INTS = ("ScaleInCooldown", "ScaleOutCooldown")
+
+
+def handler(event: dict, context: object, sagemaker: object = None, autoscaling: object = None) -> None:
+    props = event["ResourceProperties"]
+    physical_id = f"{props['ResourceId']}#{props['Phase']}"
+    status = "SUCCESS"
+    try:
+        if event["RequestType"] == "Update":
+            reason = sync(sagemaker or boto3.client("sagemaker"), autoscaling or boto3.client("application-autoscaling"),
+                          props)
+        else:
+            reason = "nothing to do: the stack's ScalableTarget and ScalingPolicy resources (de)register"
+    except Exception as exc:  # any failure must reach CloudFormation, or it waits for the timeout
+        LOG.exception("scaling handover failed")
+        status, reason = "FAILED", f"{type(exc).__name__}: {exc}"[:900]
+    LOG.info("%s: %s", physical_id, reason)
+    respond(event, status, reason, physical_id)
+
+
+def sync(sagemaker: object, autoscaling: object, props: dict) -> str:
+    resource_id, desired = props["ResourceId"], props["InstanceType"]
+    running = running_instance_type(sagemaker, props["EndpointName"], props["VariantName"])
+    registered = is_registered(autoscaling, resource_id)
+    if running is not None and running != desired and registered:
+        autoscaling.deregister_scalable_target(ServiceNamespace=NAMESPACE, ResourceId=resource_id,
+                                               ScalableDimension=DIMENSION)
+        return f"deregistered {resource_id} (runs {running}, moving to {desired}); its policies went with it"
+    if running == desired and not registered:
+        register(autoscaling, resource_id, props)
+        return f"registered {resource_id} again on {desired} with {len(json.loads(props['Policies']))} policies"
+    return f"no change: {resource_id} runs {running}, desired {desired}, registered {registered}"
+
+
+def running_instance_type(sagemaker: object, endpoint: str, variant: str) -> str | None:
+    """The instance type the variant runs now, or None when the endpoint or variant does not exist."""
+    try:
+        described = sagemaker.describe_endpoint(EndpointName=endpoint)
+    except ClientError as exc:
+        if "Could not find endpoint" in str(exc):
+            return None
+        raise
+    config = sagemaker.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])
+    return next((v["InstanceType"] for v in config["ProductionVariants"] if v["VariantName"] == variant), None)
+
+
+def is_registered(autoscaling: object, resource_id: str) -> bool:
+    found = autoscaling.describe_scalable_targets(ServiceNamespace=NAMESPACE, ResourceIds=[resource_id],
+                                                  ScalableDimension=DIMENSION)
+    return bool(found["ScalableTargets"])
+
+
+def register(autoscaling: object, resource_id: str, props: dict) -> None:
+    autoscaling.register_scalable_target(ServiceNamespace=NAMESPACE, ResourceId=resource_id,
+                                         ScalableDimension=DIMENSION, MinCapacity=int(props["MinCapacity"]),
+                                         MaxCapacity=int(props["MaxCapacity"]))
+    for policy in json.loads(props["Policies"]):
+        autoscaling.put_scaling_policy(PolicyName=policy["PolicyName"], ServiceNamespace=NAMESPACE,
+                                       ResourceId=resource_id, ScalableDimension=DIMENSION,
+                                       PolicyType="TargetTrackingScaling",
+                                       TargetTrackingScalingPolicyConfiguration=api_shape(policy["Configuration"]))
+
+
+def api_shape(configuration: dict) -> dict:
+    """The template's TargetTrackingScalingPolicyConfiguration with the API's number types."""
+    out = dict(configuration)
+    out["TargetValue"] = float(out["TargetValue"])
+    for key in _INTS:
+        if key in out:
+            out[key] = int(out[key])
+    return out
+

@@ -1,0 +1,115 @@
+"""Lets a scaled variant change its instance type in one `cdk deploy` (handlers/scaling_handover.py)."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_iam as iam, aws_lambda as lambda_,
+                     aws_logs as logs)
+from constructs import Construct
+
+from triton_constructs.artifacts import HANDLER_DIR
+from triton_constructs.endpoint import TritonEndpoint
+from triton_constructs.nag import acknowledge, wildcard_finding
+
+RESOURCE_TYPE = "Custom::TritonScalingHandover"
+AAS_SERVICE = "sagemaker.application-autoscaling.amazonaws.com"
+
+
+class ScalingHandover(Construct):
+    """Deregisters the variant before an instance-type change and registers it again after.
+
+    SageMaker refuses to change the instance type of a variant that Application Auto Scaling
+    manages (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html). Two
+    custom resources carry the desired instance type and the scaling definition: ``Before`` (the
+    endpoint depends on it) and ``After`` (after the endpoint; the scalable target depends on it).
+    Their properties change only with the instance type or the scaling definition, so other updates
+    never call them; a rollback calls them in reverse and restores the old registration.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        endpoint: The endpoint whose variant scales.
+        target: The variant's ``ScalableTarget`` (ordered after ``After``).
+        min_capacity: The target's minimum.
+        max_capacity: The target's maximum.
+        policies: The target-tracking policies on the target (re-put under the same names).
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, target: autoscaling.ScalableTarget,
+                 min_capacity: int, max_capacity: int,
+                 policies: Sequence[autoscaling.TargetTrackingScalingPolicy]) -> None:
+        super().__init__(scope, id_)
+        stack = cdk.Stack.of(self)
+        name = endpoint.endpoint_name
+        resource_id = f"endpoint/{name}/variant/{endpoint.variant_name}"
+        function = self._function(stack, name)
+        definition = [{"PolicyName": p.node.default_child.policy_name,
+                       "Configuration": _pascal(stack.resolve(
+                           p.node.default_child.target_tracking_scaling_policy_configuration))} for p in policies]
+        props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
+                 "InstanceType": endpoint.instance_type, "MinCapacity": str(min_capacity),
+                 "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True)}
+        self.before = cdk.CustomResource(self, "Before", service_token=function.function_arn,
+                                         resource_type=RESOURCE_TYPE, properties={**props, "Phase": "before"},
+                                         service_timeout=cdk.Duration.minutes(3))
+        self.after = cdk.CustomResource(self, "After", service_token=function.function_arn,
+                                        resource_type=RESOURCE_TYPE, properties={**props, "Phase": "after"},
+                                        service_timeout=cdk.Duration.minutes(3))
+        endpoint.resource.node.add_dependency(self.before)
+        self.after.node.add_dependency(endpoint.resource)
+        target.node.add_dependency(self.after)
+
+    def _function(self, stack: cdk.Stack, endpoint_name: str) -> lambda_.Function:
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH,
+                                  removal_policy=cdk.RemovalPolicy.DESTROY)
+        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description=f"Hands {endpoint_name}'s auto-scaling over around instance-type changes")
+        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                                               resources=[log_group.log_group_arn]))
+        endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())
+        # RegisterScalableTarget checks the variant with the caller's DescribeEndpoint and
+        # UpdateEndpointWeightsAndCapacities (Application Auto Scaling, "Permissions for SageMaker AI").
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"],
+            resources=[endpoint_arn]))
+        configs = stack.format_arn(service="sagemaker", resource="endpoint-config", resource_name="*")
+        role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeEndpointConfig"], resources=[configs]))
+        acknowledge(role, wildcard_finding(self, configs),
+                    "Reads the endpoint's current configuration, whose name CloudFormation generates; "
+                    "DescribeEndpointConfig only reads.")
+        alarms = stack.format_arn(service="cloudwatch", resource="alarm", arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                                  resource_name=f"TargetTracking-endpoint/{endpoint_name}/*")
+        # Target-tracking policies create and delete their alarms with the caller's permissions.
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"],
+            resources=[alarms]))
+        acknowledge(role, wildcard_finding(self, alarms),
+                    "Only the alarms Application Auto Scaling names for this endpoint's target-tracking policies.")
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["application-autoscaling:DescribeScalableTargets", "application-autoscaling:RegisterScalableTarget",
+                     "application-autoscaling:DeregisterScalableTarget", "application-autoscaling:PutScalingPolicy"],
+            resources=["*"]))
+        acknowledge(role, "AwsSolutions-IAM5[Resource::*]",
+                    "Application Auto Scaling scalable targets get their ARNs only when registered, so these calls "
+                    "cannot name the variant's target in advance; the handler passes only this variant's ResourceId.")
+        function = lambda_.Function(
+            self, "Function", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
+            handler="scaling_handover.handler", role=role, log_group=log_group, memory_size=128,
+            timeout=cdk.Duration.minutes(2),
+            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            description="Deregisters / registers a SageMaker variant's auto-scaling around an instance-type change")
+        # As for the copy function: depend on the role's policy (the role itself is ordered by reference).
+        policy = role.node.find_child("DefaultPolicy").node.default_child
+        function.node.default_child.add_override("DependsOn", [stack.get_logical_id(policy)])
+        return function
+
+
+def _pascal(value: Any) -> Any:
+    """The resolved L1 struct (camelCase keys) in the template's and the API's PascalCase."""
+    if isinstance(value, dict):
+        return {key[:1].upper() + key[1:]: _pascal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_pascal(item) for item in value]
+    return value
