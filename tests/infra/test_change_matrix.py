@@ -190,8 +190,9 @@ def test_turning_guardrails_off(tmp_path):
 
 def test_recreating_a_retained_environment_meets_its_kept_log_group(default_synth):
     # What stays behind when a retained environment's endpoint stack is deleted: its log group, under
-    # the name SageMaker writes to. Re-creating the stack then fails on that name until the group is
-    # deleted or imported (README, "Changing a deployed spec").
+    # the name SageMaker writes to. A static name and RetainExceptOnCreate are what CloudFormation's
+    # auto-import needs, so `cdk deploy --import-existing-resources` adopts it on re-create
+    # (README, "Changing a deployed spec"); a failed first create deletes it instead.
     groups = [r for r in default_synth.template("prod", "classifier").to_json()["Resources"].values()
               if r["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in r["Properties"]]
     assert [(g["Properties"]["LogGroupName"], g["DeletionPolicy"]) for g in groups] == [
