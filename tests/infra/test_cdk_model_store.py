@@ -24,7 +24,11 @@ def test_bucket_is_encrypted_with_its_own_rotating_key(default_synth):
 def test_model_bucket_logs_access_to_the_log_bucket(default_synth):
     template = default_synth.template("prod")
     logs_id = resource_id(template, "AWS::S3::Bucket", {"LoggingConfiguration": Match.absent(),
-                                                        "VersioningConfiguration": Match.absent()})
+                                                        "VersioningConfiguration": {"Status": "Enabled"}})
+    # Versioned (checkov CKV_AWS_21), so a log cannot be silently replaced; old versions expire too.
+    template.has_resource_properties("AWS::S3::Bucket", {
+        "LoggingConfiguration": Match.absent(), "LifecycleConfiguration": {"Rules": [Match.object_like(
+            {"ExpirationInDays": 365, "NoncurrentVersionExpiration": {"NoncurrentDays": 30}})]}})
     # Server access logs of the model bucket land in the (SSE-S3) log bucket.
     template.has_resource_properties("AWS::S3::Bucket", {
         "LoggingConfiguration": {"DestinationBucketName": {"Ref": logs_id}, "LogFilePrefix": "model-bucket/"}})
