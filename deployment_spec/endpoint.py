@@ -153,12 +153,30 @@ class DataCapture:
 
 @dataclasses.dataclass(frozen=True)
 class Network:
+    """Where the model container runs, and whether it may use the network at all.
+
+    ``isolation`` (SageMaker ``EnableNetworkIsolation``, on by default) forbids the container any
+    inbound or outbound call; SageMaker itself still downloads the model data from S3 (also for a
+    multi-model endpoint's per-request loads), writes the logs and captures data, so a Triton model
+    needs no network. Turning it off needs ``isolation_opt_out_reason``: a ``model.py`` that calls an
+    AWS API or downloads at start-up, for example.
+    """
+
     subnet_ids: tuple[str, ...] = ()
     security_group_ids: tuple[str, ...] = ()
-    isolation: bool = False
+    isolation: bool = True
+    isolation_opt_out_reason: Optional[str] = None
 
     def problems(self, path: str) -> list[Problem]:
         out = []
+        if not self.isolation and not (self.isolation_opt_out_reason or "").strip():
+            out.append(Problem(f"{path}.isolation", "false", "false only with isolation_opt_out_reason (why the "
+                               "container needs the network)",
+                               "add isolation_opt_out_reason, e.g. 'model.py reads a feature store over HTTPS', or "
+                               "remove isolation: false (network isolation is on by default)"))
+        if self.isolation and self.isolation_opt_out_reason:
+            out.append(Problem(f"{path}.isolation_opt_out_reason", repr(self.isolation_opt_out_reason),
+                               "a reason only together with isolation: false", "remove it, or set isolation: false"))
         if self.subnet_ids and len(self.subnet_ids) < 2:
             out.append(Problem(f"{path}.subnet_ids", f"{len(self.subnet_ids)} subnet",
                                "2 to 16 subnets in different availability zones", "add a subnet in another zone"))

@@ -71,7 +71,8 @@ class EndpointStack(cdk.Stack):
                                               default_model=built.default_model, verbose_default=disposable),
             subnet_ids=network.subnet_ids if network else (),
             security_group_ids=network.security_group_ids if network else (),
-            network_isolation=bool(network and network.isolation))
+            # On unless the spec opts out with a reason (deployment_spec.endpoint.Network).
+            network_isolation=network.isolation if network else True)
         model.node.add_dependency(artifacts)  # the objects must be in place before CreateModel checks them
 
         alarms = EndpointAlarms(self, "Alarms", endpoint_name=name, variant_name=endpoint.variant_name,

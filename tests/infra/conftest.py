@@ -31,6 +31,13 @@ def default_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
+def example_synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """Every spec of examples/, each with a fabricated build, by file stem."""
+    return {path.stem: synth_spec(path, tmp_path_factory.mktemp(path.stem))
+            for path in sorted((ROOT / "examples").glob("*.yaml"))}
+
+
+@pytest.fixture(scope="session")
 def variety_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """A test spec with the features the default spec leaves out (multi-GPU, CPU, VPC, China, agnostic)."""
     return synth_spec(SPECS / "variety.yaml", tmp_path_factory.mktemp("variety"))

@@ -17,11 +17,6 @@ from synth_helpers import ROOT, run_app, synth_spec
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
-@pytest.fixture(scope="module")
-def example_synths(tmp_path_factory):
-    return {path.stem: synth_spec(path, tmp_path_factory.mktemp(path.stem)) for path in EXAMPLES}
-
-
 def test_one_stage_per_environment_with_termination_protection_where_asked(default_synth):
     assert [c.node.id for c in default_synth.app.node.children if hasattr(c, "synth")] == [
         "TritonDev", "TritonStaging", "TritonProd"]

@@ -3,7 +3,7 @@ import json
 
 from aws_cdk.assertions import Capture, Match
 
-from synth_helpers import resource_id, statements
+from synth_helpers import ROOT, resource_id, statements, synth_spec
 
 
 def test_multi_model_endpoint_reads_a_prefix(default_synth):
@@ -163,3 +163,18 @@ def test_vpc_model_gets_network_interface_permissions(variety_synth):
     actions = [a for s in statements(template, role_id) for a in (s["Action"] if isinstance(s["Action"], list)
                                                                    else [s["Action"]])]
     assert "ec2:CreateNetworkInterface" in actions and "ec2:DescribeSubnets" in actions
+
+
+def test_network_isolation_is_on_unless_the_spec_opts_out_with_a_reason(default_synth, tmp_path):
+    for environment in default_synth.spec.environments:
+        for name in default_synth.spec.endpoints:
+            default_synth.template(environment, name).has_resource_properties(
+                "AWS::SageMaker::Model", {"EnableNetworkIsolation": True})
+    text = (ROOT / "triton.yaml").read_text().replace(
+        "    container: {shm_default_bytes",
+        "    network: {isolation: false, isolation_opt_out_reason: model.py calls a feature store}\n"
+        "    container: {shm_default_bytes", 1)
+    (tmp_path / "triton.yaml").write_text(text)
+    opted_out = synth_spec(tmp_path / "triton.yaml", tmp_path)
+    opted_out.template("prod", "classifier").has_resource_properties(
+        "AWS::SageMaker::Model", {"EnableNetworkIsolation": Match.absent()})

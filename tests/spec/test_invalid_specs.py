@@ -234,6 +234,11 @@ CASES.update({
         "endpoints.vision-nlp.deployment.max_execution_timeout_s: got 1800; allowed: at least 1920 s in environment "
         "prod (guardrails: true): new fleet start (download_timeout_s 600 + startup_timeout_s 600) + 2 step(s) x "
         "wait_s 300 + termination_wait_s 120; fix: raise it, or leave it out to have it computed"),
+    "network isolation turned off without a reason": (
+        _set("endpoints.classifier.network", {"isolation": False}),
+        "endpoints.classifier.network.isolation: got false; allowed: false only with isolation_opt_out_reason (why "
+        "the container needs the network); fix: add isolation_opt_out_reason, e.g. 'model.py reads a feature store "
+        "over HTTPS', or remove isolation: false (network isolation is on by default)"),
     "two invocation targets": (
         _set("endpoints.classifier.scaling.invocations_target", 500),
         "endpoints.classifier.scaling.invocations_target: got 500.0; allowed: either invocations_target or "
