@@ -205,6 +205,8 @@ class EndpointSpec:
     volume_size_gb: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=512))
     startup_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
     download_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
+    # Why this endpoint may run a single instance in a production environment.
+    single_instance_reason: Optional[str] = None
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     @property

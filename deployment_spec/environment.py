@@ -23,6 +23,10 @@ class EnvironmentSpec:
     removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
     guardrails: bool = False
     termination_protection: bool = False
+    # Serves production traffic: every endpoint keeps 2+ instances, so SageMaker can spread them over
+    # Availability Zones (AWS Config rule SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT), unless the
+    # endpoint gives single_instance_reason.
+    production: bool = False
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The endpoints as deployed here: the spec's endpoints with this environment's overrides applied.
     endpoints: Mapping[str, EndpointSpec] = dataclasses.field(default_factory=dict, metadata=meta(yaml=False))

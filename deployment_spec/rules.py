@@ -199,6 +199,25 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
     return out
 
 
+def production_rules(env: EnvironmentSpec) -> list[Problem]:
+    """A production environment keeps 2+ instances per endpoint, unless the endpoint says why not."""
+    if not env.production:
+        return []
+    out = []
+    for name, ep in env.endpoints.items():
+        if ep.deploy_instances >= 2 and ep.initial_instances >= 2 or (ep.single_instance_reason or "").strip():
+            continue
+        field = "scaling.min_instances" if ep.scaling and ep.scaling.min_instances < 2 else "initial_instances"
+        got = ep.scaling.min_instances if field == "scaling.min_instances" else ep.initial_instances
+        out.append(Problem(
+            f"endpoints.{name}.{field}", str(got),
+            f"2 or more in environment {env.name} (production: true), so that SageMaker can place the instances "
+            "in different Availability Zones (AWS Config rule SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT)",
+            f"set initial_instances and scaling.min_instances to 2 under environments.{env.name}.overrides."
+            f"endpoints.{name}, or give single_instance_reason there"))
+    return out
+
+
 def deployment_rules(env: EnvironmentSpec) -> list[Problem]:
     """Guarded (blue/green) updates SageMaker would refuse, per endpoint of a guardrails environment."""
     if not env.guardrails:

@@ -145,10 +145,13 @@ def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[st
         if env is None:
             continue
         problems += rules.environment_rules(path, env, version)
+        known = len(problems)
         resolved = _apply_overrides(path, overrides, raw.get("endpoints", {}), endpoints, models, version,
                                     problems, base_text, declared)
         out[env_name] = dataclasses.replace(env, name=env_name, endpoints=resolved)
-        problems += rules.deployment_rules(out[env_name])
+        if len(problems) == known and not base:
+            # Whole-environment rules only on endpoints that resolved cleanly: one root cause, one message.
+            problems += rules.deployment_rules(out[env_name]) + rules.production_rules(out[env_name])
     return out
 
 

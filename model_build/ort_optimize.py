@@ -112,6 +112,7 @@ def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
 
     before = onnx.load(str(src))
     nodes_before, bytes_before = len(before.graph.node), _size(src)
+    del before  # hundreds of MB for a BERT: not kept through the fusions (build peak memory)
     with tempfile.TemporaryDirectory(prefix="ort-optimize-") as scratch:
         work = pathlib.Path(scratch) / "model.onnx"
         fuser = "none"
@@ -244,9 +245,13 @@ def _onnxscript_fusion(src: pathlib.Path, dst: pathlib.Path) -> None:
 
     try:
         # onnx.load pulls external weights into memory, so the result can be written anywhere.
-        model = ir.from_proto(onnx.load(str(src)))
+        proto = onnx.load(str(src))
+        model = ir.from_proto(proto)
+        del proto  # the IR holds the weights now; two full copies would double the build's peak memory
         model, _ = onnxscript_optimize(model)
-        onnx.save(ir.to_proto(model), str(dst), save_as_external_data=_size(src) > PROTOBUF_LIMIT)
+        proto = ir.to_proto(model)
+        del model
+        onnx.save(proto, str(dst), save_as_external_data=_size(src) > PROTOBUF_LIMIT)
     except Exception as exc:
         raise OrtOptimizeError(f"onnxscript transformer fusion of {src} failed: {type(exc).__name__}: {exc}") from None
 

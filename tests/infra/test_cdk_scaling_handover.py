@@ -167,7 +167,7 @@ def test_the_template_wires_before_and_after_around_the_endpoint(default_synth):
     assert {k: props[k] for k in ("ResourceId", "EndpointName", "VariantName", "InstanceType", "MinCapacity",
                                   "MaxCapacity")} == {
         "ResourceId": "endpoint/Triton-prod-classifier/variant/AllTraffic", "EndpointName": "Triton-prod-classifier",
-        "VariantName": "AllTraffic", "InstanceType": "ml.g5.xlarge", "MinCapacity": "1", "MaxCapacity": "6"}
+        "VariantName": "AllTraffic", "InstanceType": "ml.g5.xlarge", "MinCapacity": "2", "MaxCapacity": "6"}
     # The definition it re-registers is exactly the stack's own policies (same names, same configuration).
     stack_policies = sorted(
         ({"PolicyName": p["Properties"]["PolicyName"],

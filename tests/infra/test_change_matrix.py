@@ -67,8 +67,9 @@ def _updated_types(after: dict, change) -> dict[str, set[str]]:
 
 
 def _unscaled(raw):
+    """The classifier without auto-scaling (prod, a production environment, keeps 2 instances)."""
     raw["endpoints"]["classifier"].pop("scaling")
-    raw["environments"]["prod"]["overrides"]["endpoints"].pop("classifier")
+    raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"] = {"initial_instances": 2}
 
 
 def test_new_model_artifact_on_a_single_model_endpoint(tmp_path):
@@ -103,7 +104,8 @@ def test_instance_type_change_without_scaling(tmp_path):
     base = copy.deepcopy(BASE)
     _unscaled(base)
     before, after, change = _change(
-        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("instance_type", "ml.g5.2xlarge"), base=base)
+        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("instance_type", "ml.g5.2xlarge"), base=base,
+        environment="staging")
     assert CONFIG in _types(change.replaced) and MODEL not in _types(change.replaced)
     assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
     assert service_problems(before, after, change) == []
@@ -135,7 +137,7 @@ def test_scaling_bounds(tmp_path):
 
 def test_initial_instances_of_a_scaled_endpoint(tmp_path):
     before, after, change = _change(
-        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("initial_instances", 2))
+        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("initial_instances", 2), environment="staging")
     # A new config, but the running count is retained: scaling owns it (the synth says so).
     assert CONFIG in _types(change.replaced)
     assert resource(after, ENDPOINT)[1]["Properties"]["RetainAllVariantProperties"] is True
@@ -146,7 +148,8 @@ def test_initial_instances_without_scaling_takes_effect(tmp_path):
     base = copy.deepcopy(BASE)
     _unscaled(base)
     before, after, change = _change(
-        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("initial_instances", 2), base=base)
+        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("initial_instances", 2), base=base,
+        environment="staging")
     assert CONFIG in _types(change.replaced)
     assert resource(after, ENDPOINT)[1]["Properties"]["RetainAllVariantProperties"] is False
     (variant,) = resource(after, CONFIG)[1]["Properties"]["ProductionVariants"]

@@ -176,7 +176,9 @@ def _ensemble_cycle(raw):
 def _rename_endpoint(old, new):
     def mutate(raw):
         raw["endpoints"][new] = raw["endpoints"].pop(old)
-        raw["environments"]["prod"]["overrides"]["endpoints"].pop(old, None)
+        overrides = raw["environments"]["prod"]["overrides"]["endpoints"]
+        if old in overrides:  # the override follows the endpoint (prod keeps 2 instances)
+            overrides[new] = overrides.pop(old)
     return mutate
 
 
@@ -239,6 +241,12 @@ CASES.update({
         "endpoints.classifier.network.isolation: got false; allowed: false only with isolation_opt_out_reason (why "
         "the container needs the network); fix: add isolation_opt_out_reason, e.g. 'model.py reads a feature store "
         "over HTTPS', or remove isolation: false (network isolation is on by default)"),
+    "one instance in production": (
+        _set("environments.prod.overrides.endpoints.classifier", {"scaling": {"max_instances": 6}}),
+        "endpoints.classifier.scaling.min_instances: got 1; allowed: 2 or more in environment prod (production: "
+        "true), so that SageMaker can place the instances in different Availability Zones (AWS Config rule "
+        "SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT); fix: set initial_instances and scaling.min_instances to 2 "
+        "under environments.prod.overrides.endpoints.classifier, or give single_instance_reason there"),
     "two invocation targets": (
         _set("endpoints.classifier.scaling.invocations_target", 500),
         "endpoints.classifier.scaling.invocations_target: got 500.0; allowed: either invocations_target or "
@@ -298,8 +306,7 @@ def test_an_invalid_model_body_does_not_cascade_into_reference_errors():
 
 def test_endpoint_name_must_make_a_valid_sagemaker_endpoint_name():
     raw = copy.deepcopy(BASE)
-    raw["endpoints"]["my_endpoint"] = raw["endpoints"].pop("classifier")
-    raw["environments"]["prod"]["overrides"]["endpoints"].pop("classifier")
+    _rename_endpoint("classifier", "my_endpoint")(raw)
     with pytest.raises(SpecError) as caught:
         parse_spec(raw, pathlib.Path("spec.yaml"))
     # '_' is valid in a Triton name but not in <project>-<environment>-<endpoint>; reported once, not per environment.
@@ -307,3 +314,11 @@ def test_endpoint_name_must_make_a_valid_sagemaker_endpoint_name():
         "spec.yaml: 1 problem\n  - endpoints.my_endpoint: got the SageMaker endpoint name 'Triton-dev-my_endpoint' "
         "(environment dev); allowed: <project>-<environment>-<endpoint> of 1-63 letters, digits or '-'; "
         "fix: rename the endpoint (no '_') or shorten the project or environment name")
+
+
+def test_one_instance_in_production_with_a_reason_is_accepted():
+    raw = copy.deepcopy(BASE)
+    raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"] = {
+        "scaling": {"max_instances": 6}, "single_instance_reason": "internal batch tool; a zone outage may wait"}
+    spec = parse_spec(raw, pathlib.Path("spec.yaml"))
+    assert spec.environments["prod"].endpoints["classifier"].scaling.min_instances == 1
