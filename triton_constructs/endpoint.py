@@ -37,9 +37,11 @@ class TritonEndpoint(Construct):
     """A real-time SageMaker endpoint with one production variant serving a ``TritonModel``.
 
     Settings SageMaker would reject at deploy time are handled at synth:
-    ``VolumeSizeInGB`` and ``KmsKeyId`` are left out on instance types with
-    local NVMe storage (hardware-encrypted; CreateEndpointConfig fails with
-    either), and the reason is written into the template's metadata.
+    ``VolumeSizeInGB`` is left out on instance types with local NVMe storage.
+    ``KmsKeyId`` is set on every instance type: the CreateEndpointConfig API
+    reference (botocore 1.44, ``KmsKeyId``) accepts it where local storage
+    exists and says it then does not encrypt that storage, which a hardware
+    module encrypts; the template's metadata says which applies.
     With auto-scaling, ``RetainAllVariantProperties`` keeps the instance
     count the autoscaler chose across configuration updates.
 
@@ -129,13 +131,14 @@ class TritonEndpoint(Construct):
                     json_content_types=["application/json"]))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], data_capture_config=capture,
-            kms_key_id=None if nvme or volume_key is None else volume_key.key_arn)
+            kms_key_id=volume_key.key_arn if volume_key is not None else None)
         if inference_ami_reason and variant.inference_ami_version:
             self.config.add_metadata("InferenceAmiVersion", inference_ami_reason)
-        if nvme:
-            self.config.add_metadata("KmsKeyIdOmitted", (
-                f"{instance_type} has local NVMe instance storage, which is hardware-encrypted; "
-                "CreateEndpointConfig rejects KmsKeyId (and VolumeSizeInGB) on such instance types."))
+        if nvme and volume_key is not None:
+            self.config.add_metadata("KmsKeyId", (
+                f"{instance_type} has local NVMe instance storage, which a hardware module on the instance "
+                "encrypts; the key encrypts what SageMaker keeps on an attached volume (CreateEndpointConfig, "
+                "KmsKeyId). VolumeSizeInGB is left out: there is no such volume to size."))
         self.resource = sagemaker.CfnEndpoint(
             self, "Resource", endpoint_config_name=self.config.attr_endpoint_config_name,
             endpoint_name=endpoint_name, retain_all_variant_properties=scaled,

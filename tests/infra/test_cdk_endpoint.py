@@ -21,14 +21,16 @@ def test_variant_serves_this_stacks_model(default_synth):
         "ml.g5.xlarge", 2, "AllTraffic")
 
 
-def test_nvme_instance_types_get_neither_kms_key_nor_volume_size(default_synth, variety_synth):
-    for template in (default_synth.template("prod", "vision-nlp"), variety_synth.template("dev", "embeddings")):
-        # ml.g5 / ml.g4dn have local NVMe storage: CreateEndpointConfig rejects KmsKeyId and VolumeSizeInGB.
-        template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"KmsKeyId": Match.absent()})
+def test_nvme_instance_types_get_the_kms_key_but_no_volume_size(default_synth, variety_synth):
+    for template, key in ((default_synth.template("prod", "vision-nlp"), "Triton-prod-Storage-KeyArn"),
+                          (variety_synth.template("dev", "embeddings"), "Test-dev-Storage-KeyArn")):
+        # ml.g5 / ml.g4dn have local NVMe storage: the API accepts KmsKeyId there (AWS Config's
+        # SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED), VolumeSizeInGB has no volume to size.
+        template.has_resource_properties("AWS::SageMaker::EndpointConfig", {"KmsKeyId": {"Fn::ImportValue": key}})
         assert "VolumeSizeInGB" not in _variant(template)
-        # The reason is recorded in the template for reviewers.
+        # What the key does and does not encrypt there is recorded in the template for reviewers.
         config = next(iter(template.find_resources("AWS::SageMaker::EndpointConfig").values()))
-        assert "hardware-encrypted" in config["Metadata"]["KmsKeyIdOmitted"]
+        assert "hardware module" in config["Metadata"]["KmsKeyId"]
 
 
 def test_ebs_only_instance_type_gets_the_kms_key_and_volume_size(variety_synth):
