@@ -57,3 +57,23 @@ def test_every_skip_names_its_reason(default_synth, example_synths, variety_synt
         ("CKV_AWS_111", "AWS::IAM::Policy"),               # scaling handover, VPC network interfaces
         ("CKV_AWS_109", "AWS::IAM::Policy"),               # VPC: CreateNetworkInterfacePermission
     }
+
+
+def test_aws_config_sagemaker_rules_hold(default_synth, example_synths):
+    # The AWS Config managed rules a Security Hub / Config conformance pack applies to these resources:
+    # SAGEMAKER_MODEL_ISOLATION_ENABLED, SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED and, for
+    # production, SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT (InitialInstanceCount > 1).
+    checked = 0
+    for synth in [default_synth, *example_synths.values()]:
+        for environment, env in synth.spec.environments.items():
+            for endpoint in env.endpoints:
+                resources = synth.template(environment, endpoint).to_json()["Resources"].values()
+                for r in resources:
+                    if r["Type"] == "AWS::SageMaker::Model":
+                        assert r["Properties"]["EnableNetworkIsolation"] is True
+                    if r["Type"] == "AWS::SageMaker::EndpointConfig":
+                        assert "KmsKeyId" in r["Properties"]
+                        if env.production:
+                            assert all(v["InitialInstanceCount"] > 1 for v in r["Properties"]["ProductionVariants"])
+                        checked += 1
+    assert checked == 3 * (2 + 1 + 1 + 2 + 1 + 1)  # every stage of the default spec (2) and the examples
