@@ -43,8 +43,8 @@ from local_endpoint import (  # noqa: E402
     read_input_file,
     text_tensor,
 )
-from tritonsm.cli import UserError  # noqa: E402
-from tritonsm.serve import resolve_endpoint  # noqa: E402
+from deployment_spec.errors import UserError  # noqa: E402
+from deployment_spec.served import resolve_endpoint  # noqa: E402
 
 DEFAULT_TEXT = "a great movie with a fast story, the best film of the year"
 

@@ -46,3 +46,10 @@ def describe(value: object) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return repr(str(value))
+
+
+class UserError(Exception):
+    """A mistake the user can fix (a wrong flag, a missing build); printed without a traceback, exit code 2.
+
+    Lives here, at the bottom of the package graph, so every layer may raise it without importing the CLI.
+    """

@@ -15,6 +15,7 @@ import shutil
 import tarfile
 
 from local_endpoint.errors import TarballError, UnsupportedBackendError
+from local_endpoint.stand_in_kinds import NO_STAND_IN, STAND_INS
 
 # Platform names Triton maps to a backend (CORE src/constants.h).
 PLATFORM_BACKENDS = {
@@ -151,8 +152,6 @@ def check_backends(
     models: list[ModelBackend], tarball: pathlib.Path, available: tuple[str, ...], cpu_stand_in: bool = False
 ) -> list[tuple[pathlib.Path, ModelBackend]]:
     """The models whose backend the local server lacks (and `--cpu-stand-in`, if given, does not cover)."""
-    # Lazy: cpu_stand_in imports this module.
-    from local_endpoint.cpu_stand_in import STAND_INS
 
     return [(tarball, m) for m in models
             if m.backend not in available and not (cpu_stand_in and m.backend in STAND_INS)]
@@ -199,7 +198,6 @@ def raise_if_unsupported(
     """Name every model that cannot load here, why, and what to do instead."""
     if not missing:
         return
-    from local_endpoint.cpu_stand_in import NO_STAND_IN, STAND_INS
 
     lines = []
     for tarball, m in missing:

@@ -27,6 +27,7 @@ from typing import Callable
 
 from deployment_spec import serving_runtimes
 from local_endpoint.backends import ModelBackend
+from local_endpoint.stand_in_kinds import NO_STAND_IN, STAND_INS, StandInKind  # noqa: F401  (re-exported)
 from local_endpoint.errors import LocalEndpointError, TarballError
 
 MODEL_CODE = pathlib.Path(__file__).resolve().parent / "stand_in_models" / "cpu_stand_in_model.py"
@@ -66,24 +67,6 @@ def prepare_runtime(triton_version: str, models: list[ModelBackend],
         raise LocalEndpointError(f"--cpu-stand-in runs ONNX models in Triton {triton_version}'s ONNX Runtime: "
                                  f"{error}") from None
     return StandInRuntime(triton_version, version, env.site_dir)
-
-
-@dataclasses.dataclass(frozen=True)
-class StandInKind:
-    model_file: str  # Triton's default file name for the backend
-    runtime: str  # what actually runs, as the start-up note names it
-
-
-STAND_INS = {
-    "onnxruntime": StandInKind("model.onnx", "ONNX Runtime"),
-    "pytorch": StandInKind("model.pt", "TorchScript (torch.jit.load)"),
-}
-
-# Backends that cannot be stood in, and what to do instead.
-NO_STAND_IN = {
-    "tensorrt": "a TensorRT plan (model.plan) is GPU-only and cannot be stood in on the CPU; serve the ONNX "
-                "variant of the model (backend: onnxruntime) with --cpu-stand-in, or test it on a deployed endpoint",
-}
 
 
 def stand_in_note(model: str, backend: str, runtime: StandInRuntime | None = None) -> str:

@@ -181,7 +181,7 @@ def _selected(spec: Spec, requested: tuple[str, ...]) -> set[str]:
         return set(spec.models)
     unknown = [n for n in requested if n not in spec.models]
     if unknown:
-        from tritonsm.cli import UserError
+        from deployment_spec.errors import UserError
         raise UserError(f"--model {', '.join(unknown)}: not in {spec.path.name} "
                         f"(models: {', '.join(spec.models)})")
     out: set[str] = set()

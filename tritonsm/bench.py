@@ -10,7 +10,7 @@ import pathlib
 import sys
 from typing import Callable
 
-from tritonsm.cli import UserError
+from deployment_spec.errors import UserError
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_OUT = pathlib.Path("bench-results")

@@ -6,13 +6,10 @@ import sys
 from typing import Callable
 
 from deployment_spec import DEFAULT_SPEC, SpecError, load_spec
+from deployment_spec.errors import UserError  # noqa: F401  (re-exported: tritonsm.cli.UserError)
 
 # Exit codes: 0 ok, 1 a step failed, 2 bad input (spec, arguments, files).
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
-
-
-class UserError(Exception):
-    """A mistake the user can fix; printed without a traceback, exit code 2."""
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

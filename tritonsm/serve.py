@@ -7,16 +7,13 @@ SageMaker model) and hand over to ``local_endpoint.cli``, which owns the server.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import pathlib
 
-from deployment_spec import Spec, load_spec
-from deployment_spec.container_env import container_environment, endpoint_name
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.environment import RemovalPolicy
-from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts, Manifest, ManifestError, load_manifest
-from deployment_spec.parse import suggest
-from tritonsm.cli import UserError
+from deployment_spec import load_spec
+from deployment_spec.container_env import endpoint_name
+from deployment_spec.errors import UserError
+from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
+from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
 
 
 def register(add) -> None:
@@ -51,32 +48,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help=f"build manifest (default: {DEFAULT_MANIFEST})")
 
 
-@dataclasses.dataclass(frozen=True)
-class LocalEndpoint:
-    """A spec endpoint as the local endpoint serves it: built tarballs and the SageMaker container environment."""
-
-    tarballs: tuple[pathlib.Path, ...]
-    multi_model: bool
-    default_model: str | None  # SME: SAGEMAKER_TRITON_DEFAULT_MODEL_NAME
-    env: dict[str, str]
-    manifest: Manifest
-    triton_version: str  # the spec's release: the CPU stand-ins run its ONNX Runtime
-
-
-def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
-                     manifest_path: pathlib.Path) -> LocalEndpoint:
-    """What `tritonsm serve <name>` serves; UserError (or SpecError) for anything the user must fix."""
-    spec = load_spec(spec_path)
-    env_name, endpoint = _endpoint(spec, name, environment)
-    built = _built(manifest_path, endpoint.name, endpoint.models)
-    multi = endpoint.kind is EndpointKind.MULTI_MODEL
-    env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
-                                verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
-    manifest = load_manifest(manifest_path)
-    return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest, spec.triton_version)
-
-
 def run_serve(args: argparse.Namespace) -> int:
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
     argv = [str(tarball) for tarball in local.tarballs]
@@ -98,54 +69,19 @@ def run_invoke(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     if args.endpoint:
         spec = load_spec(args.spec)
-        env_name, endpoint = _endpoint(spec, args.endpoint, args.environment)
+        env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
         if args.deployed:
             rest += ["--endpoint-name", endpoint_name(spec.project, env_name, endpoint.name)]
             region = spec.environments[env_name].region
             if region and "--region" not in rest:
                 rest += ["--region", region]
         if args.model:
-            built = _built(args.manifest, endpoint.name, endpoint.models)
+            built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
             rest += ["--target-model", _target_model(built, args.model)]
     elif args.deployed or args.model:
         raise UserError("--deployed and --model need --endpoint NAME (a spec endpoint)")
     from local_endpoint.cli import invoke_main
     return invoke_main(rest)
-
-
-def _endpoint(spec: Spec, name: str, environment: str | None) -> tuple[str, EndpointSpec]:
-    env_name = environment or next(iter(spec.environments))
-    if env_name not in spec.environments:
-        raise UserError(f"--environment {env_name!r} is not in {spec.path.name} "
-                        f"(environments: {', '.join(spec.environments)})")
-    endpoints = spec.environments[env_name].endpoints
-    if name not in endpoints:
-        near = suggest(name, endpoints)
-        hint = f"; did you mean '{near}'?" if near else ""
-        raise UserError(f"endpoint {name!r} is not in {spec.path.name} (endpoints: {', '.join(endpoints)}){hint}")
-    return env_name, endpoints[name]
-
-
-def _built(manifest_path: pathlib.Path, endpoint: str, spec_models: tuple[str, ...] = ()) -> EndpointArtifacts:
-    try:
-        manifest = load_manifest(manifest_path)
-    except ManifestError as exc:
-        raise UserError(str(exc)) from None
-    if endpoint not in manifest.endpoints:
-        # The build records why it skipped an endpoint (e.g. a TensorRT model on a machine without a GPU).
-        reason = manifest.not_built.get(f"endpoints.{endpoint}")
-        if reason:
-            details = [why for key, why in sorted(manifest.not_built.items())
-                       if key.removeprefix("models.") in spec_models]
-            raise UserError(f"{manifest_path}: endpoint {endpoint!r} has not been built ({reason})"
-                            + "".join(f": {why}" for why in details)
-                            + "; run `tritonsm build` where the models can be built")
-        raise UserError(f"{manifest_path}: endpoint {endpoint!r} has not been built; run `tritonsm build`")
-    built = manifest.endpoints[endpoint]
-    missing = [a.file for a in built.artifacts if not manifest.artifact_path(a).exists()]
-    if missing:
-        raise UserError(f"{manifest_path}: {', '.join(missing)} listed but missing on disk; run `tritonsm build`")
-    return built
 
 
 def _target_model(built: EndpointArtifacts, model: str) -> str:

@@ -11,7 +11,7 @@ import pathlib
 import torch
 
 from deployment_spec.model import Backend, ModelSpec
-from model_build.recipes import ExportableModel, weights_dir
+from model_build.recipes.contract import ExportableModel, weights_dir
 
 DEFAULT_SEQUENCE = 128
 NUM_LABELS = 2

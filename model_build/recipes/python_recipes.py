@@ -7,7 +7,7 @@ from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from model_build import tokenizer_files
 from model_build.errors import BuildError
-from model_build.recipes import PythonModel, weights_dir
+from model_build.recipes.contract import PythonModel, weights_dir
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 DEFAULT_SEQUENCE = 128

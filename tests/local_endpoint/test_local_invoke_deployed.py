@@ -71,7 +71,13 @@ def test_a_model_error_is_reported_with_the_endpoint_and_message(runtime) -> Non
 
 
 def test_missing_credentials_are_explained(monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+    # Every source in botocore's credential chain, container (CodeBuild, ECS) and web identity (EKS,
+    # GitHub OIDC) included, so the test means the same on a laptop and on a CI runner with a role.
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                     "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                     "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                     "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+                     "AWS_ROLE_SESSION_NAME", "AWS_CREDENTIAL_EXPIRATION"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")

@@ -14,14 +14,25 @@ if str(HERE) not in sys.path:
 from mb_support import TINY_SPEC  # noqa: E402
 
 
+NO_GPU = "no NVIDIA GPU (nvidia-smi not found)"
+
+
 @pytest.fixture(scope="session")
 def tiny_build(tmp_path_factory):
-    """The tiny spec built once: (spec, out dir, work dir, report, log lines)."""
+    """The tiny spec built once, as on a machine without GPU: (spec, out dir, work dir, report, log lines).
+
+    The toolchain is pinned to "no GPU", so these tests hold on a GPU host too; tests/gpu/ builds real plans.
+    """
     from deployment_spec import load_spec
     from model_build import build
+    from model_build.tensorrt import gpu
 
     root = tmp_path_factory.mktemp("tiny")
     spec = load_spec(TINY_SPEC)
     lines: list[str] = []
-    report = build.run(spec, root / "assets", root / "work", log=lines.append)
+    with pytest.MonkeyPatch.context() as patch:
+        if gpu.detect().usable:  # a CPU host already is what these tests describe
+            patch.setattr(gpu, "detect", lambda: gpu.Toolchain(None, False, False, NO_GPU))
+        report = build.run(spec, root / "assets", root / "work", log=lines.append)
     return spec, root / "assets", root / "work", report, lines
+

@@ -124,8 +124,10 @@ def test_two_clean_builds_give_identical_tarballs(tiny_build, tmp_path):
     assert (out / "manifest.json").read_text() == (tmp_path / "assets" / "manifest.json").read_text()
 
 
-def test_requesting_an_unbuildable_model_fails(tiny_build, tmp_path):
+def test_requesting_an_unbuildable_model_fails(tiny_build, tmp_path, monkeypatch):
     # `tritonsm build --model plan` on a machine without GPU: non-zero, the reason is reported.
+    from model_build.tensorrt import gpu
+    monkeypatch.setattr(gpu, "detect", lambda: gpu.Toolchain(None, False, False, "no NVIDIA GPU (nvidia-smi not found)"))
     spec, out, work, _, _ = tiny_build
     copy = tmp_path / "assets"
     shutil.copytree(out, copy)

@@ -6,7 +6,7 @@ import sys
 
 from tritonsm.cli import main
 
-from mb_support import HERE, TINY_SPEC
+from mb_support import HERE, TINY_SPEC, skip_on_a_plan_building_host
 
 ROOT = HERE.parents[1]
 
@@ -28,6 +28,7 @@ def test_bad_spec_is_reported_without_traceback(tmp_path, capsys):
 
 
 def test_requested_tensorrt_model_without_gpu_exits_1(tmp_path):
+    skip_on_a_plan_building_host()
     # Explicitly asked for, but no GPU/Docker here: the reason is printed, exit code 1.
     proc = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(TINY_SPEC), "--model", "plan",
                            "--out", str(tmp_path / "a"), "--work-dir", str(tmp_path / "w")],
@@ -58,6 +59,7 @@ def test_model_build_never_imports_aws_cdk():
 
 
 def test_second_cli_build_of_unchanged_tiny_spec_builds_and_writes_nothing(tiny_build):
+    skip_on_a_plan_building_host()  # the fixture built as without GPU; the subprocess would build the plan
     # Its speed is measured by benchmarks/build_memory.py, not asserted here.
     spec, out, work, _, _ = tiny_build
     proc = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(TINY_SPEC), "--out", str(out),
@@ -69,12 +71,9 @@ def test_second_cli_build_of_unchanged_tiny_spec_builds_and_writes_nothing(tiny_
 def test_require_all_fails_the_build_that_left_a_model_out(tiny_build, tmp_path, capsys):
     # The CI mode of a build stage that must produce every artifact; the cached models are reused.
     from deployment_spec.manifest import load_manifest
-    from model_build.tensorrt import gpu
 
     spec, _, work, _, _ = tiny_build
-    if gpu.detect().usable:
-        import pytest
-        pytest.skip("this host builds TensorRT plans: no model of the tiny spec is left out")
+    skip_on_a_plan_building_host()
     out = tmp_path / "assets"
     code = main(["build", "--spec", str(TINY_SPEC), "--out", str(out), "--work-dir", str(work), "--require-all"])
     assert code == 1

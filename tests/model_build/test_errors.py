@@ -229,7 +229,10 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
     # fp32 parity gated as usual; the int8 graph's agreement with fp32 recorded beside it, not gated.
     assert parity["max_abs_error"] <= parity["atol"] + parity["rtol"]
     assert {"int8_top1_agreement", "int8_max_abs_error", "int8_min_cosine_similarity"} <= set(parity)
-    assert 0.0 <= parity["int8_top1_agreement"] <= 1.0
+    # Measured, not defaulted: quantization moves the logits a little (measured 5.4e-4, cosine 0.996, 100 %
+    # top-1 on this seed-0 tiny BERT), and the int8 graph still follows the fp32 model.
+    assert 0.0 < parity["int8_max_abs_error"] < 0.05
+    assert parity["int8_min_cosine_similarity"] > 0.98 and parity["int8_top1_agreement"] >= 0.75
     # The packed model really is quantized: integer matmuls in the graph.
     import onnx
     graph = onnx.load(str(next((tmp_path / "work").rglob("m/1/model.onnx")))).graph

@@ -1,0 +1,80 @@
+"""What a recipe returns (the contract between recipes and the build); imports no torch.
+
+Its own module so that the recipe modules and the package that dispatches to them import it
+without importing each other.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, Callable, Mapping, Optional
+
+from deployment_spec.manifest import TensorSpec
+from deployment_spec.model import ModelSpec
+from model_build.errors import BuildError
+
+
+@dataclasses.dataclass
+class ExportableModel:
+    """What a recipe hands to the exporter.
+
+    Attributes:
+        module: a torch.nn.Module in eval mode whose ``forward`` takes the inputs as keyword
+            arguments named like ``input_names`` and returns one tensor or a tuple of tensors
+            (in ``output_names`` order).
+        example_inputs: input name -> example tensor (batch first), used to trace/export.
+        input_names / output_names: the tensor names written to the graph and config.pbtxt.
+        dynamic_axes: tensor name -> {axis: symbolic name}; axis 0 is the batch axis.
+        sample_inputs: optional ``f(batch_size, seed) -> inputs`` for the parity check with a batch
+            size other than the example's (proves the dynamic axes work). Defaults to the examples.
+        note: one line printed during the build, e.g. that weights were initialised randomly.
+        mask_input: the attention-mask input (1 = token, 0 = padding), if any; the serving check then
+            pads rows and proves the mask is honoured. Defaults to an input named ``attention_mask``.
+    """
+
+    module: Any
+    example_inputs: Mapping[str, Any]
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    dynamic_axes: Mapping[str, Mapping[int, str]] = dataclasses.field(default_factory=dict)
+    sample_inputs: Optional[Callable[[int, int], Mapping[str, Any]]] = None
+    note: str = ""
+    mask_input: Optional[str] = None
+
+    def problems(self) -> list[str]:
+        out = []
+        if not self.input_names or not self.output_names:
+            out.append("input_names and output_names must not be empty")
+        if set(self.example_inputs) != set(self.input_names):
+            out.append(f"example_inputs has {sorted(self.example_inputs)}, input_names {list(self.input_names)}")
+        unknown = set(self.dynamic_axes) - set(self.input_names) - set(self.output_names)
+        if unknown:
+            out.append(f"dynamic_axes names {sorted(unknown)} are neither inputs nor outputs")
+        if self.mask_input is not None and self.mask_input not in self.input_names:
+            out.append(f"mask_input {self.mask_input!r} is not one of input_names {list(self.input_names)}")
+        return out
+
+
+@dataclasses.dataclass
+class PythonModel:
+    """A Python-backend model: files for the version directory and the tensors of its config.
+
+    ``files`` maps a path relative to the version directory to bytes or a file/dir to copy.
+    """
+
+    files: Mapping[str, Any]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    parameters: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+
+
+def weights_dir(model: ModelSpec, root: pathlib.Path) -> Optional[pathlib.Path]:
+    if not model.weights:
+        return None
+    path = (root / model.weights).resolve()
+    if not path.is_dir():
+        raise BuildError(f"models.{model.name}.weights: {path} is not a directory; give a local directory with "
+                         "the model's config.json and weights (and tokenizer files), or remove weights to "
+                         "initialise randomly")
+    return path

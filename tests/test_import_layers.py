@@ -1,0 +1,128 @@
+"""The product code imports only downward, and no module imports itself round a circle.
+
+Layers, bottom up: deployment_spec (the spec, manifest and runtime facts) → model_build,
+triton_constructs, local_endpoint → stacks, benchmarks → tritonsm (the CLI) and app.py. Every
+import statement counts, also the ones inside functions (a lazy import is still a dependency).
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("deployment_spec", "model_build", "triton_constructs", "stacks", "local_endpoint", "tritonsm",
+            "benchmarks")
+# What each top-level package may import from the others (itself always).
+ALLOWED = {
+    "deployment_spec": set(),
+    "model_build": {"deployment_spec"},
+    "triton_constructs": {"deployment_spec"},
+    "local_endpoint": {"deployment_spec", "model_build"},  # model_build.serving: the stand-ins' ONNX Runtime
+    "stacks": {"deployment_spec", "triton_constructs"},
+    "benchmarks": {"deployment_spec", "model_build", "local_endpoint"},
+    "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "benchmarks"},
+    "app": {"deployment_spec", "stacks", "triton_constructs"},
+}
+# Files that run elsewhere (Lambda, the Triton Python backend) and import nothing of ours.
+ELSEWHERE = ("handlers", "stand_in_models")
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if any(part in ELSEWHERE for part in path.parts):
+                continue
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            out[name] = path
+    out["app"] = ROOT / "app.py"
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+
+    def ours(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from pkg import submodule` depends on the submodule; `from pkg import name` on pkg.
+                subs = [f"{node.module}.{alias.name}" for alias in node.names]
+                targets = [s for s in subs if s in modules]
+                if len(targets) < len(subs):
+                    targets.append(node.module)
+            else:
+                continue
+            graph[name] |= {t for t in map(ours, targets) if t and t != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_each_layer_imports_only_downward():
+    wrong = []
+    for module, targets in _graph().items():
+        layer = module.split(".")[0]
+        for target in targets:
+            other = target.split(".")[0]
+            if other != layer and other not in ALLOWED[layer]:
+                wrong.append(f"{module} imports {target}")
+    assert wrong == []
