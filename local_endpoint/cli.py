@@ -37,6 +37,9 @@ def serve_main(argv: list[str]) -> int:
         return _fail(error)
     stop_requested = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
+    # "ignored" (POSIX job control) and Python then never raises KeyboardInterrupt: take Ctrl-C back.
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         try:
             endpoint.start()

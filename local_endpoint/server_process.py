@@ -7,6 +7,7 @@ import http.client
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 
 from local_endpoint.errors import ServerCrashedError, ServerStartError
@@ -15,6 +16,20 @@ from local_endpoint.triton_install import TritonInstall
 LOG_TAIL_LINES = 30
 STOP_GRACE_SECONDS = 15.0
 POLL_SECONDS = 0.1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel sends SIGTERM when the starting thread's process dies.
+
+    The server runs in a session of its own (above), so a parent killed with SIGKILL, or crashing,
+    would otherwise leave it running. Linux only (prctl PR_SET_PDEATHSIG); elsewhere a no-op.
+    """
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 class TritonProcess:
@@ -43,6 +58,7 @@ class TritonProcess:
                 stdin=subprocess.DEVNULL,
                 env=environment,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         atexit.register(self.stop)
 

@@ -152,3 +152,32 @@ def test_invoke_reports_a_malformed_url(tmp_path: pathlib.Path, capsys) -> None:
     assert capsys.readouterr().err == (
         "error: --url 'localhost' must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)\n"
     )
+
+
+def _ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a background job (`cmd &`) starts with
+
+
+@pytest.mark.triton
+def test_serve_stops_on_ctrl_c_even_when_started_with_sigint_ignored(tarballs: dict[str, pathlib.Path]) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0"],
+        cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ignoring_sigint)
+    wait_for_line(process, "press Ctrl-C to stop")
+    server = psutil.Process(process.pid).children()[0]
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stdout.strip(), stderr) == (0, "stopped", "")
+    assert not server.is_running()
+
+
+@pytest.mark.triton
+def test_the_server_dies_with_a_killed_serve(tarballs: dict[str, pathlib.Path]) -> None:
+    # SIGKILL leaves `serve` no chance to stop anything: the kernel's parent-death signal does it.
+    process = run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
+    wait_for_line(process, "press Ctrl-C to stop")
+    server = psutil.Process(process.pid).children()[0]
+    process.kill()
+    process.communicate(timeout=30)
+    gone, alive = psutil.wait_procs([server], timeout=20)
+    assert alive == [] and gone == [server]
