@@ -1,7 +1,43 @@
-"""Shared test setup: the repository root on sys.path, and the spec fixtures."""
+"""Shared test setup: the repository root on sys.path, a temporary directory of this session's own,
+and a check that the session leaves no Triton server and no server folder behind."""
+import os
 import pathlib
+import shutil
 import sys
+import tempfile
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# Everything this session puts in the temporary directory (the local endpoints' tritonsm-sme-* and
+# tritonsm-mme-* folders, pytest's tmp_path, subprocesses' files) lands here, so what it leaves
+# behind is told apart from other runs on the same machine.
+SESSION_TMP = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-tests-"))
+os.environ["TMPDIR"] = str(SESSION_TMP)
+tempfile.tempdir = str(SESSION_TMP)
+
+
+def _leftovers() -> tuple[list[str], list[str]]:
+    import psutil
+
+    servers = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if process.info["name"] == "tritonserver" and str(SESSION_TMP) in cmdline:
+            servers.append(f"pid {process.pid}: {cmdline[:160]}")
+    folders = sorted(p.name for p in SESSION_TMP.glob("tritonsm-[sm]me-*"))
+    return servers, folders
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_left_behind():
+    """Fails the session (an error in its teardown) if a test left a server running or its folder."""
+    yield
+    servers, folders = _leftovers()
+    if servers or folders:
+        pytest.fail(f"the tests left behind Triton servers {servers} and server folders {folders} "
+                    f"(in {SESSION_TMP}); every endpoint a test starts must be stopped", pytrace=False)
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -177,7 +178,12 @@ def test_the_server_dies_with_a_killed_serve(tarballs: dict[str, pathlib.Path]) 
     process = run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
     wait_for_line(process, "press Ctrl-C to stop")
     server = psutil.Process(process.pid).children()[0]
+    # --model-repository=<tmp>/tritonsm-sme-XXXX/opt-ml-model
+    folder = next(pathlib.Path(arg.split("=", 1)[-1]).parent for arg in server.cmdline() if "tritonsm-sme-" in arg)
     process.kill()
     process.communicate(timeout=30)
     gone, alive = psutil.wait_procs([server], timeout=20)
     assert alive == [] and gone == [server]
+    # What a killed process cannot do is delete its unpacked model: that folder is all that is left.
+    assert folder.name.startswith("tritonsm-sme-") and folder.is_dir()
+    shutil.rmtree(folder)
