@@ -49,12 +49,18 @@ class PhaseResult:
 
 def run_phases(port: int, body: bytes, content_type: str, plan: PhasePlan,
                log: Callable[[str], None]) -> list[PhaseResult]:
+    return phases_until_stop(plan, lambda concurrency: run_phase(port, body, content_type, concurrency, plan), log)
+
+
+def phases_until_stop(plan: PhasePlan, measure: Callable[[int], PhaseResult],
+                      log: Callable[[str], None]) -> list[PhaseResult]:
+    """Rising concurrency until a phase misses the threshold; then only ``must_reach``, flagged as after the stop."""
     results: list[PhaseResult] = []
     stopped = False
     for concurrency in plan.concurrencies:
         if stopped and concurrency != plan.must_reach:
             continue
-        result = run_phase(port, body, content_type, concurrency, plan)
+        result = measure(concurrency)
         result.after_stop = stopped
         results.append(result)
         log(f"    concurrency {concurrency:3d}: {result.rps:7.1f} req/s ({result.invocations_per_minute:8.0f}/min), "
@@ -108,7 +114,12 @@ def run_phase(port: int, body: bytes, content_type: str, concurrency: int, plan:
         t.start()
     for t in threads:
         t.join(timeout=plan.seconds + REQUEST_TIMEOUT_S + 5)
-    elapsed = time.perf_counter() - started
+    return phase_result(concurrency, latencies, errors, time.perf_counter() - started, plan)
+
+
+def phase_result(concurrency: int, latencies: list[float], errors: list[str], elapsed: float,
+                 plan: PhasePlan) -> PhaseResult:
+    """One phase's figures; it meets the threshold when p99 and the error rate both stay within the plan."""
     done = len(latencies) + len(errors)
     error_rate = len(errors) / done if done else 1.0
     p99 = stats.percentile(latencies, 99)

@@ -152,14 +152,13 @@ def _measure(name: str, recipe: str, engines: list[EngineSpec], feeds: dict, set
                     blocks[w.engine.label].append(sum(body["latencies_ms"]) / len(body["latencies_ms"]))
                 log(f"[{name}] batch {batch}: repeat {rep + 1}/{settings.repeats} " + ", ".join(
                     f"{label} {blocks[label][-1]:.1f} ms" for label in blocks))
-            eager_median = stats.median(blocks[EAGER_LABEL])
             for w in workers:
                 label = w.engine.label
                 med = stats.median(blocks[label])
-                paired = stats.median([stats.ratio(e, x) for e, x in zip(blocks[EAGER_LABEL], blocks[label])])
+                of_medians, paired = stats.speedups(blocks[EAGER_LABEL], blocks[label])
                 cells.append(Cell(name, recipe, label, batch, med, stats.percentile(latencies[label], 50),
                                   stats.percentile(latencies[label], 99), batch * 1000 / med,
-                                  stats.ratio(eager_median, med), paired, len(latencies[label]), blocks[label]))
+                                  of_medians, paired, len(latencies[label]), blocks[label]))
         peaks = {}
         for w in workers:
             peak = w.close()["peak_rss_mib"]

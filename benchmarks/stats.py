@@ -20,6 +20,16 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
+def speedups(baseline_blocks: Sequence[float], blocks: Sequence[float]) -> tuple[float, float]:
+    """(ratio of the medians, median of the per-repeat ratios) of two interleaved series of block means.
+
+    The paired figure compares each repeat's blocks, which ran back to back, so load that lasts
+    longer than a repeat cancels out.
+    """
+    return (ratio(median(baseline_blocks), median(blocks)),
+            median([ratio(b, x) for b, x in zip(baseline_blocks, blocks)]))
+
+
 def ratio(baseline: float, value: float) -> float:
     """How many times faster ``value`` is than ``baseline`` (both durations)."""
     return baseline / value if value > 0 else math.nan
