@@ -21,7 +21,7 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
 
 def container_environment(container: Container, *, multi_model: bool, default_model: Optional[str] = None,
                           verbose_default: bool = False) -> dict[str, str]:
-    """The SAGEMAKER_TRITON_* variables for one model (FACTS §2), deterministic and sorted.
+    """The SAGEMAKER_TRITON_* variables for one model (the Triton server's docker/sagemaker/serve script, r25.09), deterministic and sorted.
 
     Args:
         container: The endpoint's container settings from the spec.

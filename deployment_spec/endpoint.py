@@ -35,7 +35,7 @@ DEFAULT_GPU_TARGET = 70.0
 
 @dataclasses.dataclass(frozen=True)
 class Scaling:
-    """Target tracking on one scalable target per variant (FACTS §7)."""
+    """Target tracking on one scalable target per variant (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
     min_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     max_instances: int = dataclasses.field(default=2, metadata=meta(minimum=1, maximum=100))
@@ -57,7 +57,7 @@ class Scaling:
         return None
 
     def target_for_rps(self, rps: float) -> float:
-        """Invocations per instance per minute for a sustained ``rps`` (FACTS §7: RPS x 60 x safety factor)."""
+        """Invocations per instance per minute for a sustained ``rps`` (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html: RPS x 60 x safety factor)."""
         return round(rps * 60 * self.safety_factor, 2)
 
     def problems(self, path: str) -> list[Problem]:
@@ -122,7 +122,7 @@ class Deployment:
 
 @dataclasses.dataclass(frozen=True)
 class Container:
-    """SageMaker Triton container settings, mapped to SAGEMAKER_TRITON_* variables (FACTS §2)."""
+    """SageMaker Triton container settings, mapped to SAGEMAKER_TRITON_* variables (the Triton server's docker/sagemaker/serve script, r25.09)."""
 
     thread_count: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=1024))
     buffer_manager_thread_count: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=0, maximum=1024))

@@ -1,6 +1,6 @@
 """Facts about SageMaker instance types that decide what a spec may ask for.
 
-Sources: FACTS.md §6.2 (GPU per family, compute capability), §8 (local NVMe
+Sources: https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation (GPU per family, compute capability; local NVMe
 storage: no KmsKeyId, no VolumeSizeInGB), §9 (multi-model endpoints on GPU).
 """
 from __future__ import annotations

@@ -118,7 +118,7 @@ class OrtTensorRTAccelerator:
 
 @dataclasses.dataclass(frozen=True)
 class OnnxRuntimeSettings:
-    """ONNX Runtime backend parameters (FACTS §5); unset keys keep the backend's default."""
+    """ONNX Runtime backend parameters (onnxruntime_backend README.md, per release branch); unset keys keep the backend's default."""
 
     graph_optimization_level: GraphLevel = GraphLevel.ALL
     cudnn_conv_algo_search: Optional[ConvAlgoSearch] = None
@@ -134,7 +134,7 @@ class OnnxRuntimeSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TensorRTSettings:
-    """trtexec build settings (FACTS §6)."""
+    """trtexec build settings (TensorRT's trtexec documentation and the nvcr.io/nvidia/tensorrt release notes)."""
 
     workspace_mib: int = dataclasses.field(default=4096, metadata=meta(minimum=1))
     builder_optimization_level: int = dataclasses.field(default=3, metadata=meta(minimum=0, maximum=5))

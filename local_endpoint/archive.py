@@ -4,7 +4,7 @@ SME: the one `ModelDataUrl` archive is extracted to /opt/ml/model/, which must
 hold one directory per model; a bare `config.pbtxt` at the top makes the
 container stop ("Incorrect directory structure"). MME: each archive may hold
 either one `<model>/` directory (several for an ensemble) or a bare
-`config.pbtxt` with its version directories (FACTS.md §3.1, §3.2).
+`config.pbtxt` with its version directories (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html and Triton's src/sagemaker_server.cc).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ request naming a target model it downloads and unpacks the tarball, calls
 `POST /models/<hash>/invoke`; under memory pressure it unloads the least
 recently used models with `DELETE /models/<hash>`. Here a model count
 (`capacity`) stands in for memory. Triton's answers are handled as SageMaker
-handles them (FACTS.md §3.2): 409 on load = already loaded, 507 = out of
+handles them (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html and Triton's src/sagemaker_server.cc): 409 on load = already loaded, 507 = out of
 memory, so unload something and retry.
 """
 

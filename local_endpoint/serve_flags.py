@@ -1,7 +1,7 @@
 """The tritonserver command line the SageMaker Triton container would run.
 
 This mirrors the container's `serve` script (triton-inference-server/server
-`docker/sagemaker/serve`, FACTS.md §2): fixed front-end flags, then one flag
+`docker/sagemaker/serve` in the Triton server repository, r25.09): fixed front-end flags, then one flag
 per SAGEMAKER_TRITON_* variable that is set, with the script's defaults. Pure
 functions, so every mapping is unit-tested without starting a server.
 """
@@ -73,7 +73,7 @@ CHOICES = {
     "SAGEMAKER_TRITON_INFERENCE_TYPE": ("infer", "generate", "generate_stream"),
     "SAGEMAKER_TRITON_OVERRIDE_PING_MODE": ("ready", "live"),
 }
-# SageMaker's rule for Model Environment keys (FACTS.md §2).
+# SageMaker's rule for Model Environment keys (CreateModel API reference, ContainerDefinition.Environment).
 ENVIRONMENT_KEY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 BOOLEAN_VALUES = ("true", "false", "1", "0")
 
@@ -193,7 +193,7 @@ def effective_ping_mode(mode: str, env: dict[str, str]) -> str | None:
     for MME) into a shell variable it never exports. tritonserver therefore
     sees the computed value only when the variable already exists in the
     container environment; otherwise it is unset and /ping means "ready"
-    (FACTS.md §2.1, a reading of the script not yet confirmed on SageMaker).
+    (the Triton server's docker/sagemaker/serve script, r25.09, a reading of the script not yet confirmed on SageMaker).
     """
     if "SAGEMAKER_TRITON_PING_MODE" not in env:
         return None

@@ -1,6 +1,6 @@
 """Deterministic .tar.gz files, written atomically.
 
-Same inputs, same bytes (FACTS §3.3): entries sorted, mtime 0, uid/gid 0, no owner names, fixed
+Same inputs, same bytes (the tarball's sha256 is the CDK asset hash and the S3 object name): entries sorted, mtime 0, uid/gid 0, no owner names, fixed
 modes, gzip header without timestamp or file name. A tarball appears under its final name only
 when complete (temp file + rename), so a failed build leaves no partial file behind.
 """

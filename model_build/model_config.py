@@ -71,7 +71,7 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
 def render(config: model_config_pb2.ModelConfig) -> str:
     text = text_format.MessageToString(config)
     # WAR: proto3 does not print a zero max_batch_size, but Triton needs it explicit
-    # (otherwise the backend may auto-complete a batch size; FACTS §4.3).
+    # (otherwise the backend may auto-complete a batch size; Triton docs/user_guide/model_configuration.md, "Auto-Generated Model Configuration").
     if config.max_batch_size == 0:
         text += "max_batch_size: 0\n"
     return text
@@ -128,7 +128,7 @@ def _warmup(model: ModelSpec, inputs: Sequence[TensorSpec]) -> dict:
 
 
 def _ort_parameters(ort: OnnxRuntimeSettings) -> dict[str, str]:
-    """Top-level ORT backend parameters (FACTS §5); unset spec keys keep the backend default."""
+    """Top-level ORT backend parameters (onnxruntime_backend README.md, per release branch); unset spec keys keep the backend default."""
     out = {}
     if ort.cudnn_conv_algo_search is not None:
         out["cudnn_conv_algo_search"] = CONV_ALGO[ort.cudnn_conv_algo_search]

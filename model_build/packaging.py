@@ -1,8 +1,8 @@
 """Endpoint artifacts: which model directories go into which tarball, and packing them.
 
 SME: one tarball per endpoint, one top-level directory per served model (ensemble + steps),
-never a bare config.pbtxt (FACTS §3.1). MME: one tarball per Triton model; renamed copies get
-their own directory name and config name; an ensemble travels with its steps (FACTS §3.2).
+never a bare config.pbtxt (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html and Triton's src/sagemaker_server.cc). MME: one tarball per Triton model; renamed copies get
+their own directory name and config name; an ensemble travels with its steps (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html and Triton's src/sagemaker_server.cc).
 File names are ``<name>-<sha256[:12]>.tar.gz``: new content, new name (never overwrite an S3 key).
 """
 from __future__ import annotations

@@ -29,7 +29,7 @@ def model_files(ctx, model: ModelSpec):
         if not env.is_file() or not env.name.endswith(".tar.gz"):
             raise BuildError(f"models.{model.name}.python.execution_env: {env} is not a .tar.gz file; give a "
                              "conda-pack archive (conda pack -n <env> -o env.tar.gz)")
-        # Shipped inside the model directory, resolved by the Python backend at load (FACTS §4.1).
+        # Shipped inside the model directory, resolved by the Python backend at load (python_backend README, "Creating Custom Execution Environments").
         model_files[env.name] = env
         params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{env.name}"
     return tuple(inputs), tuple(outputs), files, params, model_files

@@ -1,4 +1,4 @@
-"""What each target Triton release accepts (FACTS §4.2, §5, §6).
+"""What each target Triton release accepts (Triton's protobuf/model_config.proto and the onnxruntime_backend README.md per release branch; TensorRT's trtexec documentation).
 
 Triton rejects config fields newer than its own proto and ONNX Runtime fails the load on an
 unknown accelerator key, so such fields and keys are gated by the spec's ``triton_version`` (the
@@ -16,7 +16,7 @@ CONFIG_FIELD_SINCE = {
     "ensemble_scheduling.max_inflight_requests": "26.05",
 }
 
-# ONNX Runtime backend: `trt_*` accelerator keys exist from r24.05 (FACTS §5; r24.01/r24.03 unconfirmed).
+# ONNX Runtime backend: `trt_*` accelerator keys exist from r24.05 (onnxruntime_backend README.md, per release branch; r24.01/r24.03 unconfirmed).
 ORT_TRT_EXTRA_KEYS_SINCE = "24.05"
 
 

@@ -160,7 +160,7 @@ def instance_problems(endpoint: EndpointSpec) -> list[str]:
 
 def plan_problems(endpoint: EndpointSpec, built: BuiltEndpoint, manifest: Manifest,
                   models: Mapping[str, ModelSpec]) -> list[str]:
-    """TensorRT plans run only on the compute capability they were built for (FACTS §6.2)."""
+    """TensorRT plans run only on the compute capability they were built for (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation)."""
     itype = instances.lookup(endpoint.instance_type)
     if itype is None:
         return []

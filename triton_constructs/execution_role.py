@@ -11,7 +11,7 @@ from triton_constructs import checkov
 from triton_constructs.image import TritonImage
 from triton_constructs.nag import acknowledge, wildcard_finding
 
-# The namespace of the per-instance endpoint metrics (CPU/GPU/memory/disk utilization, FACTS §10).
+# The namespace of the per-instance endpoint metrics (CPU/GPU/memory/disk utilization, https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 METRIC_NAMESPACE = "/aws/sagemaker/Endpoints"
 
 

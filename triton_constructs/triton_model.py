@@ -10,7 +10,7 @@ from deployment_spec.container_env import container_environment  # noqa: F401  (
 from triton_constructs.errors import SynthError
 from triton_constructs.image import TritonImage
 
-# Limits of CreateModel's Environment (FACTS §2).
+# Limits of CreateModel's Environment (CreateModel API reference, ContainerDefinition.Environment).
 MAX_ENV_ENTRIES, MAX_ENV_VALUE_BYTES, MAX_ENV_TOTAL_BYTES = 100, 1024, 32 * 1024
 
 

@@ -1,4 +1,4 @@
-"""Which GPU architecture a TensorRT plan is for: the serving endpoints' instance families (FACTS §6.2)."""
+"""Which GPU architecture a TensorRT plan is for: the serving endpoints' instance families (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation)."""
 from __future__ import annotations
 
 from deployment_spec import Spec, instances
@@ -7,7 +7,7 @@ from model_build.errors import BuildError, ToolUnavailable
 
 
 def check_target_gpus(spec: Spec, model: ModelSpec, local_cc: str) -> None:
-    """A plan runs only on the GPU architecture it was built on (FACTS §6.2): refuse a mismatch early."""
+    """A plan runs only on the GPU architecture it was built on (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation): refuse a mismatch early."""
     level = (model.tensorrt or TensorRTSettings()).hardware_compatibility
     for ep in spec.endpoints.values():
         if model.name not in {m.name for m in spec.served_models(ep)}:

@@ -1,7 +1,7 @@
 """The exact trtexec and docker command lines for one plan, valid for the TensorRT release used.
 
 Pure functions (no subprocess), so the command for each reference scenario is unit-tested.
-Flags per release (FACTS §6.1): ``--memPoolSize=workspace:<N>M`` (``--workspace`` is gone in
+Flags per release (TensorRT's trtexec documentation and the nvcr.io/nvidia/tensorrt release notes): ``--memPoolSize=workspace:<N>M`` (``--workspace`` is gone in
 TRT 10, ``--explicitBatch`` is a no-op), ``--fp16`` removed in TRT 11 (strongly typed only),
 ``--hardwareCompatibilityLevel`` ampere+ from 8.6 and sameComputeCapability from 10.9.
 """

@@ -35,7 +35,7 @@ def test_ensemble_endpoint_names_its_default_model_and_shm(default_synth):
     default_synth.template("prod", "classifier").has_resource_properties(
         "AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({"Environment": env})})
     # Several model directories (ensemble + steps): the ensemble answers /invocations; the Python
-    # backend gets the spec's shared memory; no verbose logs in prod; ping mode exported (FACTS §2.1).
+    # backend gets the spec's shared memory; no verbose logs in prod; ping mode exported (the Triton server's docker/sagemaker/serve script, r25.09).
     assert env.as_object() == {
         "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "text-classifier",
         "SAGEMAKER_TRITON_LOG_VERBOSE": "false",

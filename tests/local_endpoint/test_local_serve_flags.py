@@ -114,7 +114,7 @@ def test_bind_to_port_is_replaced_by_the_chosen_port() -> None:
     ],
 )
 def test_ping_mode_reaches_the_server_only_when_already_in_the_environment(mode, env, expected) -> None:
-    # The script never exports its computed ping mode (FACTS.md §2.1).
+    # The script never exports its computed ping mode (the Triton server's docker/sagemaker/serve script, r25.09).
     assert effective_ping_mode(mode, env) == expected
     assert launch(mode, env=env).environment.get("SAGEMAKER_TRITON_PING_MODE") == expected
 

@@ -167,7 +167,7 @@ def pack(source: pathlib.Path, tarball: pathlib.Path) -> pathlib.Path:
     """Tar `source`'s contents (not `source` itself) deterministically into `tarball`.
 
     Sorted entries, mtime 0, uid/gid 0, fixed modes and a gzip header without
-    a timestamp: same inputs, same bytes (FACTS.md §3.3).
+    a timestamp: same inputs, same bytes (the tarball's sha256 is its CDK asset hash).
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:

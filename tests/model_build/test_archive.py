@@ -1,4 +1,4 @@
-"""Deterministic, atomic tarballs (FACTS §3.3)."""
+"""Deterministic, atomic tarballs (same inputs, same bytes: the sha256 is the CDK asset hash and object name)."""
 from __future__ import annotations
 
 import gzip

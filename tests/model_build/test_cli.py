@@ -50,7 +50,7 @@ def test_build_help_loads_no_torch():
 
 
 def test_model_build_never_imports_aws_cdk():
-    # The two halves meet only at the manifest (DESIGN.md).
+    # The two halves meet only at the manifest (README, Layout: model_build never imports aws_cdk).
     import re
     pattern = re.compile(r"^\s*(import|from)\s+aws_cdk", re.MULTILINE)
     offenders = [p.relative_to(ROOT).as_posix() for p in (ROOT / "model_build").rglob("*.py")

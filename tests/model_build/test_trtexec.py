@@ -1,4 +1,4 @@
-"""Exact trtexec and docker command lines for the reference TensorRT scenarios (FACTS §6)."""
+"""Exact trtexec and docker command lines for the reference TensorRT scenarios (TensorRT's trtexec documentation and the nvcr.io/nvidia/tensorrt release notes)."""
 from __future__ import annotations
 
 import pathlib
