@@ -1,7 +1,8 @@
 """The product code imports only downward, and no module imports itself round a circle.
 
 Layers, bottom up: deployment_spec (the spec, manifest and runtime facts) → model_build,
-triton_constructs, local_endpoint → stacks, benchmarks → tritonsm (the CLI) and app.py. Every
+triton_constructs, local_endpoint → stacks, benchmarking → tritonsm (the CLI), app.py and the
+scripts in benchmarks/. Every
 import statement counts, also the ones inside functions (a lazy import is still a dependency).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("deployment_spec", "model_build", "triton_constructs", "stacks", "local_endpoint", "tritonsm",
-            "benchmarks")
+            "benchmarking", "benchmarks")
 # What each top-level package may import from the others (itself always).
 ALLOWED = {
     "deployment_spec": set(),
@@ -19,8 +20,9 @@ ALLOWED = {
     "triton_constructs": {"deployment_spec"},
     "local_endpoint": {"deployment_spec", "model_build"},  # model_build.serving: the stand-ins' ONNX Runtime
     "stacks": {"deployment_spec", "triton_constructs"},
-    "benchmarks": {"deployment_spec", "model_build", "local_endpoint"},
-    "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "benchmarks"},
+    "benchmarking": {"deployment_spec", "model_build", "local_endpoint"},
+    "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "benchmarking"},
+    "benchmarks": {"deployment_spec", "model_build", "local_endpoint", "benchmarking", "tritonsm"},  # scripts
     "app": {"deployment_spec", "stacks", "triton_constructs"},
 }
 # Files that run elsewhere (Lambda, the Triton Python backend) and import nothing of ours.

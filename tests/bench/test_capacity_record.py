@@ -1,7 +1,7 @@
 """The record path of `bench load --record`: a measurement lands in capacity.json and sets the scaling target."""
 import pytest
 
-from benchmarks import capacity_record
+from benchmarking import capacity_record
 from deployment_spec.capacity import Measurement, invocations_target, load_capacity, save_capacity
 from tritonsm.cli import main
 

@@ -3,10 +3,10 @@ import math
 
 import pytest
 
-from benchmarks import stats
-from benchmarks.load_compare import _gains, best_config
-from benchmarks.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
-from benchmarks.runtime_compare import check_targets
+from benchmarking import stats
+from benchmarking.load_compare import _gains, best_config
+from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
+from benchmarking.runtime_compare import check_targets
 
 
 def test_percentiles_interpolate_like_numpy():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmarks import recommender_request as rr
+from benchmarking import recommender_request as rr
 from tritonsm.cli import main
 
 ROLE = "arn:aws:iam::123456789012:role/InferenceRecommender"

@@ -11,8 +11,8 @@ import pathlib
 import time
 from typing import Callable, Optional
 
-from benchmarks.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
-from benchmarks.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase, run_phases
+from benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
+from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase, run_phases
 
 WARMUP_REQUESTS = 20
 # Quiet server log: verbose logging costs CPU that the model needs on a small machine.

@@ -1,0 +1,296 @@
+"""The `tritonsm bench` subcommands (arguments defined in tritonsm/bench.py): each one a run_* function."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from deployment_spec.errors import UserError
+
+DEFAULT_OUT = pathlib.Path("bench-results")
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def run_runtime(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from deployment_spec import load_spec
+
+    spec = load_spec(args.spec)
+    names = _runtime_models(spec, args.models)
+    int8 = _int8_models(spec, names, args.int8)
+    batches = _batch_sizes(args.batch_sizes)
+    if args.repeats < 5:
+        raise UserError(f"--repeats {args.repeats}: medians need at least 5 repeats; use --repeats 5 or more")
+    if args.warmup < 1:
+        raise UserError(f"--warmup {args.warmup}: use at least 1 warm-up call (the first call pays for allocation)")
+    threads = args.threads or os.cpu_count() or 1
+    if threads < 1:
+        raise UserError(f"--threads {threads}: use 1 or more")
+
+    from benchmarking import runtime_compare, runtime_report
+    from model_build.errors import BuildError
+
+    settings = runtime_compare.Settings(batches=batches, repeats=args.repeats, warmup=args.warmup, threads=threads,
+                                        block_seconds=args.block_seconds, unoptimized=args.unoptimized,
+                                        build_runtime=args.build_ort)
+    _log(f"bench runtime: {', '.join(names)}; batch sizes {batches}; {threads} threads for every engine; "
+         f"int8 for {', '.join(sorted(int8)) or 'none'}")
+    out = args.out
+    try:
+        result = runtime_compare.compare(spec, names, int8, settings, args.work / "runtime", _log)
+    except BuildError as exc:
+        raise UserError(str(exc)) from None
+    result["command"] = _command(args, "runtime")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runtime.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = runtime_report.markdown(result)
+    (out / "runtime.md").write_text(table)
+    runtime_report.plot(result, out / "runtime.png")
+    print()
+    print(table)
+    _log(f"wrote {out / 'runtime.json'}, {out / 'runtime.md'}, {out / 'runtime.png'} ({result['seconds']:.0f} s)")
+    return 0
+
+
+def _runtime_models(spec, asked: list[str]) -> list[str]:
+    from deployment_spec import recipes
+
+    def exportable(name: str) -> bool:
+        m = spec.models[name]
+        return (m.source is not None and m.source.recipe in recipes.BUILTIN
+                and recipes.BUILTIN[m.source.recipe] == recipes.EXPORTABLE)
+
+    candidates = [n for n in spec.models if exportable(n)]
+    if not asked:
+        if not candidates:
+            raise UserError(f"{spec.path}: no model built from a built-in exportable recipe "
+                            f"({', '.join(k for k, v in recipes.BUILTIN.items() if v == recipes.EXPORTABLE)}); "
+                            "add one or use another spec")
+        return candidates
+    problems = [n for n in asked if n not in candidates]
+    if problems:
+        raise UserError(f"cannot compare {', '.join(problems)}: bench runtime takes models of {spec.path} built from "
+                        f"a built-in exportable recipe ({', '.join(candidates) or 'none here'})")
+    return list(dict.fromkeys(asked))
+
+
+def _int8_models(spec, names: list[str], asked: list[str]) -> set[str]:
+    from deployment_spec import Precision
+
+    chosen = {n for n in names if spec.models[n].precision is Precision.INT8}
+    for name in asked:
+        if name == "all":
+            chosen |= set(names)
+        elif name in names:
+            chosen.add(name)
+        else:
+            raise UserError(f"--int8 {name}: not among the compared models ({', '.join(names)}); name one of "
+                            "them or 'all'")
+    return chosen
+
+
+def _batch_sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        sizes = []
+    if not sizes or sizes[0] < 1:
+        raise UserError(f"--batch-sizes {text!r}: give positive integers separated by commas, e.g. 1,8,32")
+    return sizes
+
+
+def run_load(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from deployment_spec import load_spec
+    from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement
+
+    from benchmarking import capacity_record, load_compare
+    from benchmarking.load_model import CONFIGS
+    from benchmarking.load_phases import PhasePlan
+
+    spec = load_spec(args.spec)
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        raise UserError(f"--configs {args.configs!r}: unknown {', '.join(unknown) or '(none given)'}; "
+                        f"choose from {', '.join(CONFIGS)}")
+    if args.record and args.record not in spec.endpoints:
+        raise UserError(f"--record {args.record}: no such endpoint in {spec.path} ({', '.join(spec.endpoints)})")
+    if args.record_config and args.record_config not in configs:
+        raise UserError(f"--record-config {args.record_config}: not among --configs ({', '.join(configs)})")
+    concurrencies = tuple(_positive_list(args.concurrency, "--concurrency"))
+    if args.phase_seconds <= 0 or args.phase_seconds > 600:
+        raise UserError(f"--phase-seconds {args.phase_seconds:g}: use a value in (0, 600]")
+    if args.max_requests < 1:
+        raise UserError(f"--max-requests {args.max_requests}: use 1 or more")
+    if not 0 <= args.max_error_rate < 1:
+        raise UserError(f"--max-error-rate {args.max_error_rate:g}: use a fraction in [0, 1)")
+    threshold = args.latency_threshold_ms
+    if args.endpoint and args.endpoint not in spec.endpoints:
+        raise UserError(f"--endpoint {args.endpoint}: no such endpoint in {spec.path} ({', '.join(spec.endpoints)})")
+    if threshold is None:
+        slo_of = args.record or args.endpoint
+        threshold = spec.endpoints[slo_of].alarms.latency_sla_ms if slo_of else 500.0
+    plan = PhasePlan(concurrencies=concurrencies, seconds=args.phase_seconds, max_requests=args.max_requests,
+                     latency_threshold_ms=threshold, max_error_rate=args.max_error_rate,
+                     must_reach=load_compare.GAIN_CONCURRENCY if load_compare.GAIN_CONCURRENCY in concurrencies
+                     else None)
+    if args.endpoint:
+        return _run_endpoint_load(args, spec, plan, threshold)
+    _log(f"bench load: {', '.join(configs)}; phases at concurrency {', '.join(map(str, concurrencies))}, "
+         f"{args.phase_seconds:g} s each; threshold p99 <= {threshold:g} ms, errors <= {args.max_error_rate:.0%}")
+    from local_endpoint import LocalEndpointError
+
+    try:
+        result = load_compare.compare(configs, plan, args.work / "load", _log, binary=not args.json)
+    except LocalEndpointError as exc:
+        raise UserError(str(exc)) from None
+    command = _command(args, "load")
+    result["command"] = command
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "load.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = load_compare.markdown(result)
+    (args.out / "load.md").write_text(table)
+    print()
+    print(table)
+    _log(f"wrote {args.out / 'load.json'}, {args.out / 'load.md'} ({result['seconds']:.0f} s)")
+    if args.record:
+        chosen = args.record_config or load_compare.best_config(result)
+        summary = result["configs"].get(chosen) if chosen else None
+        if not summary or not summary["max_rps_within_threshold"]:
+            raise UserError(f"--record {args.record}: no phase met p99 <= {threshold:g} ms with errors <= "
+                            f"{args.max_error_rate:.0%}; nothing recorded (raise the threshold or lower the load)")
+        measurement = Measurement(
+            max_rps_per_instance=summary["max_rps_within_threshold"], latency_sla_ms=threshold,
+            p99_ms=summary["p99_ms_at_max"],
+            measured_on=f"local CPU ({os.cpu_count()} cores), {chosen} ({summary['description']}), "
+                        f"{result['model']}",
+            command=command)
+        path = args.capacity or DEFAULT_CAPACITY
+        try:
+            _, note = capacity_record.record(spec, args.record, measurement, path)
+        except CapacityError as exc:
+            raise UserError(str(exc)) from None
+        _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
+        # The phases drive the load test's own Python-backend model on this CPU, not the endpoint's model on
+        # its GPU instance: say so every time, so nobody mistakes it for the endpoint's real capacity.
+        _log(f"note: measured on {result['model']} on this machine, not on {args.record}'s own model and "
+             "instance type; for production targets record a load test of the deployed endpoint "
+             "(tritonsm bench recommender) in capacity.json or set scaling.max_rps_per_instance")
+    return 0
+
+
+def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -> int:
+    """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
+    import os
+
+    from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement
+
+    from benchmarking import capacity_record, load_endpoint
+    from benchmarking.load_local import DEFAULT_TEXT
+    from local_endpoint import LocalEndpointError
+
+    if args.record and args.record != args.endpoint:
+        raise UserError(f"--record {args.record} with --endpoint {args.endpoint}: a measurement is recorded for the "
+                        "endpoint it was taken on; drop --record or make both the same")
+    _log(f"bench load --endpoint {args.endpoint}: phases at concurrency "
+         f"{', '.join(map(str, plan.concurrencies))}, {plan.seconds:g} s each; threshold p99 <= {threshold:g} ms")
+    try:
+        result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment, manifest=args.manifest,
+                                       input_path=args.input, text=DEFAULT_TEXT, cpu_stand_in=args.cpu_stand_in,
+                                       binary=not args.json, plan=plan, log=_log)
+    except LocalEndpointError as exc:
+        raise UserError(str(exc)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    table = load_endpoint.markdown(result)
+    (args.out / "load-endpoint.md").write_text(table)
+    print()
+    print(table)
+    if not args.record:
+        return 0
+    if result.best_rps is None:
+        raise UserError(f"--record {args.record}: no phase met p99 <= {threshold:g} ms; nothing recorded")
+    measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
+                              p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
+                              command=_command(args, "load"))
+    path = args.capacity or DEFAULT_CAPACITY
+    try:
+        _, note = capacity_record.record(spec, args.record, measurement, path)
+    except CapacityError as exc:
+        raise UserError(str(exc)) from None
+    _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
+    return 0
+
+
+def run_recommender(args: argparse.Namespace) -> int:
+    import json
+
+    from deployment_spec import load_spec
+
+    from benchmarking import recommender_request as rr
+
+    spec = load_spec(args.spec)
+    if args.endpoint not in spec.endpoints:
+        raise UserError(f"endpoint {args.endpoint!r} is not in {spec.path} ({', '.join(spec.endpoints)})")
+    phases = tuple(_phase(p) for p in args.phase) or rr.DEFAULT_PHASES
+    request = rr.build_request(
+        spec=spec, endpoint=args.endpoint, job_name=args.job_name or f"{args.endpoint}-load-test",
+        role_arn=args.role_arn, model_name=args.model_name, endpoint_name=args.endpoint_name,
+        sample_payload_url=args.sample_payload_url, content_type=args.content_type,
+        instance_types=args.instance_type, phases=phases, percentile=args.percentile, latency_ms=args.latency_ms,
+        max_invocations=args.max_invocations)
+    try:
+        rr.validate(request)
+    except rr.RecommenderRequestError as exc:
+        raise UserError(str(exc)) from None
+    out = args.out or DEFAULT_OUT / f"recommender-{args.endpoint}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(request, indent=2) + "\n")
+    print(f"wrote {out}: {rr.OPERATION} request, valid against botocore's sagemaker service model")
+    print(f"  aws sagemaker create-inference-recommendations-job --cli-input-json file://{out}")
+    return 0
+
+
+def _phase(text: str):
+    from benchmarking.recommender_request import Phase
+
+    parts = text.split(":")
+    try:
+        users, spawn, seconds = (int(x) for x in parts)
+    except ValueError:
+        raise UserError(f"--phase {text!r}: write USERS:SPAWN:SECONDS, e.g. 2:2:1500") from None
+    return Phase(users, spawn, seconds)
+
+
+def _positive_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1 or values != sorted(set(values)):
+        raise UserError(f"{flag} {text!r}: give rising positive integers separated by commas, e.g. 1,2,4,8,16")
+    return values
+
+
+def _command(args: argparse.Namespace, sub: str) -> str:
+    """The command line that repeats this run, for the results and the capacity file."""
+    skip = {"run", "bench_run", "bench_command", "spec", "command", "models", "rest", "work"}
+    parts = ["tritonsm", "bench", "--spec", str(args.spec), sub, *getattr(args, "models", [])]
+    for key, value in sorted(vars(args).items()):
+        if key in skip or value in (None, False, []):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, list):
+            for item in value:
+                parts += [flag, str(item)]
+        else:
+            parts += [flag, str(value)]
+    return " ".join(parts)
