@@ -254,6 +254,7 @@ def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> 
     import os
     import subprocess
     import sys
+    import tempfile
 
     from model_build import trace_worker
 
@@ -264,15 +265,20 @@ def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> 
     ctx.log("  $ " + " ".join(cmd))
     # The child sees the same import path (user recipe modules, this checkout).
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    for line in proc.stdout.splitlines():
-        ctx.log(line)
-    if proc.returncode == trace_worker.FAILED:
-        message = proc.stderr.rsplit(trace_worker.MARKER, 1)[-1].strip()
+    # Its step lines are passed on as they come (a BERT-large trace takes minutes); stderr is read at the end.
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
+        for line in proc.stdout:
+            ctx.log(line.rstrip("\n"))
+        returncode = proc.wait()
+        errors.seek(0)
+        stderr = errors.read()
+    if returncode == trace_worker.FAILED:
+        message = stderr.rsplit(trace_worker.MARKER, 1)[-1].strip()
         raise BuildError(message)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
-        raise BuildError(f"model {model.name}: the TorchScript trace process failed (exit {proc.returncode}):\n{tail}")
+    if returncode != 0:
+        tail = "\n".join(stderr.strip().splitlines()[-10:])
+        raise BuildError(f"model {model.name}: the TorchScript trace process failed (exit {returncode}):\n{tail}")
     return json.loads((scratch / "parity.json").read_text())
 
 

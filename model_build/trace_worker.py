@@ -42,10 +42,15 @@ def main(argv: list[str]) -> int:
         made = load_exportable(model, spec.root)
         if made.note:
             print(f"  {model.name}: {made.note}", flush=True)
+        step = _Steps(model.name)
+        step("tracing TorchScript")
         traced = torchscript.trace(model.name, made, out_dir / "model.pt", model.max_batch_size)
         plan = cases.plan(made, model)
+        step(f"eager PyTorch on {len(plan.cases)} cases (batch sizes, lengths, padded rows)")
         want = verify.reference(made.module, plan, made.input_names)
+        step(f"the traced graph on the same {len(plan.cases)} cases")
         got = verify.reference(_Positional(traced, made.input_names), plan, made.input_names)
+        step("done")
         import torch
         build_torch = torch.__version__.split("+")[0]
         verdict = verify.judge("traced graph", got, want, plan, made.output_names, model.tolerance)
@@ -67,6 +72,23 @@ def main(argv: list[str]) -> int:
         return FAILED
     (out_dir / "parity.json").write_text(json.dumps({"parity": parity, "serving_check": serving}))
     return 0
+
+
+class _Steps:
+    """One line per step, with the time the previous one took: a large model spends minutes here."""
+
+    def __init__(self, name: str) -> None:
+        import time
+
+        self.name, self.clock, self.started, self.what = name, time.monotonic, time.monotonic(), ""
+
+    def __call__(self, what: str) -> None:
+        now = self.clock()
+        if self.what:
+            print(f"  {self.name}: {self.what} took {now - self.started:.1f} s", flush=True)
+        if what != "done":
+            print(f"  {self.name}: {what} ...", flush=True)
+        self.started, self.what = now, what
 
 
 def _serving_torch(model, made, plan, want, out_dir: pathlib.Path, serving_runtime, version: str) -> dict:
