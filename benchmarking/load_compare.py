@@ -100,12 +100,14 @@ def markdown(result: dict) -> str:
                      f"{fmt(c['max_rps_within_threshold'], '.1f')} | {fmt(c['invocations_per_minute_at_max'])} | "
                      f"{fmt(c['at_concurrency'])} | {fmt(c['p50_ms_at_max'])} | {fmt(c['p99_ms_at_max'])} | "
                      f"{c['errors']}/{c['requests']} |")
-    lines += ["", "| config | concurrency | req/s | p50 ms | p99 ms | errors |", "|---|---:|---:|---:|---:|---:|"]
+    lines += ["", "| config | concurrency | req/s | p50 ms | p99 ms | errors | load (1 min) |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, c in result["configs"].items():
         for p in c["phases"]:
             flag = "" if p["within_threshold"] else " (over threshold)"
             lines.append(f"| {name} | {p['concurrency']}{' (after stop)' if p['after_stop'] else ''} | "
-                         f"{p['rps']:.1f} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f}{flag} | {p['errors']} |")
+                         f"{p['rps']:.1f} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f}{flag} | {p['errors']} | "
+                         f"{(p.get('load_average') or ['-'])[0]} |")
     for g in result["gains"]:
         gain = "n/a" if g["gain"] is None else f"{g['gain']:.2f}x"
         lines.append(f"\nDynamic batching gain at concurrency {g['concurrency']}: {g['batched']} vs {g['baseline']} = "

@@ -41,6 +41,7 @@ class PhaseResult:
     within_threshold: bool
     after_stop: bool = False
     first_error: Optional[str] = None
+    load_average: Optional[list[float]] = None  # the machine's load when the phase ended
 
     @property
     def invocations_per_minute(self) -> float:
@@ -125,7 +126,8 @@ def phase_result(concurrency: int, latencies: list[float], errors: list[str], el
     p99 = stats.percentile(latencies, 99)
     within = bool(latencies) and p99 <= plan.latency_threshold_ms and error_rate <= plan.max_error_rate
     return PhaseResult(concurrency, done, len(errors), round(elapsed, 2), len(latencies) / elapsed,
-                       stats.percentile(latencies, 50), p99, within, first_error=errors[0] if errors else None)
+                       stats.percentile(latencies, 50), p99, within, first_error=errors[0] if errors else None,
+                       load_average=stats.load_average())
 
 
 def best_within_threshold(phases: list[PhaseResult]) -> Optional[PhaseResult]:

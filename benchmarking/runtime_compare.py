@@ -15,7 +15,7 @@ import os
 import pathlib
 import platform
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from benchmarking import stats
 from benchmarking.runtime_worker import EAGER, ONNXRUNTIME, EngineSpec, serve
@@ -70,7 +70,7 @@ def compare(spec, names: list[str], int8_models: set[str], settings: Settings, w
     result: dict[str, Any] = {"machine": machine(), "settings": dataclasses.asdict(settings), "models": []}
     # Every ONNX Runtime engine runs the image's release unless labelled otherwise.
     result["serving"] = {"triton_version": spec.triton_version, "onnxruntime": env.version}
-    result["machine"]["load_average_start"] = _load_average()
+    result["machine"]["load_average_start"] = stats.load_average()
     for name in names:
         model = spec.models[name]
         batches = [b for b in settings.batches if b <= max(model.max_batch_size, 1)]
@@ -84,7 +84,7 @@ def compare(spec, names: list[str], int8_models: set[str], settings: Settings, w
             "shipped_graph": prepared.parity["graph"], "rejected": prepared.parity.get("rejected", {}),
             "parity_fp32_vs_pytorch": prepared.parity, "agreement": _agreement(outputs),
             "memory": peaks, "cells": [dataclasses.asdict(c) for c in cells]})
-    result["machine"]["load_average_end"] = _load_average()
+    result["machine"]["load_average_end"] = stats.load_average()
     result["targets"] = check_targets(result)
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
@@ -220,9 +220,3 @@ def _cpu_name() -> str:
         pass
     return platform.processor() or "unknown"
 
-
-def _load_average() -> Optional[list[float]]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None

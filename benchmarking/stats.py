@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+import os
 import statistics
-from typing import Sequence
+from typing import Optional, Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -28,6 +29,14 @@ def speedups(baseline_blocks: Sequence[float], blocks: Sequence[float]) -> tuple
     """
     return (ratio(median(baseline_blocks), median(blocks)),
             median([ratio(b, x) for b, x in zip(baseline_blocks, blocks)]))
+
+
+def load_average() -> Optional[list[float]]:
+    """The machine's 1/5/15-minute load averages, recorded next to every timing (None where unavailable)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def ratio(baseline: float, value: float) -> float:

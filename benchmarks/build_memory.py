@@ -10,6 +10,7 @@ the same build 5 more times with nothing changed and prints the median wall time
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import resource
 import statistics
@@ -37,7 +38,8 @@ def main() -> int:
             return proc.returncode
         # ru_maxrss of RUSAGE_CHILDREN: the largest peak among the waited-for descendants, in KiB on Linux.
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"build of {pathlib.Path(args.spec).name}: {elapsed:.1f} s, peak RSS {peak_mb:.0f} MB")
+        print(f"build of {pathlib.Path(args.spec).name}: {elapsed:.1f} s, peak RSS {peak_mb:.0f} MB "
+              f"(load average {os.getloadavg()[0]:.2f})")
         noop = []
         for _ in range(5):
             start = time.monotonic()

@@ -52,7 +52,7 @@ def main() -> int:
             if done.returncode != 0:
                 print(done.stderr, file=sys.stderr)
                 return done.returncode
-            print(f"run {run + 1}: {times[-1]:.2f} s")
+            print(f"run {run + 1}: {times[-1]:.2f} s (load average {os.getloadavg()[0]:.2f})")
     print(f"synth of all stages ({args.spec.name}, {source}, {os.cpu_count()} CPUs): "
           f"median {statistics.median(times):.2f} s over {args.runs} runs (target < 30 s)")
     return 0
