@@ -132,6 +132,10 @@ class TritonEndpoint(Construct):
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], data_capture_config=capture,
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
+        # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
+        # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
+        # the endpoint on a deleted config. Configs cost nothing; README says how to prune them.
+        self.config.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
         if inference_ami_reason and variant.inference_ami_version:
             self.config.add_metadata("InferenceAmiVersion", inference_ami_reason)
         if nvme and volume_key is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
+import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
 from constructs import Construct
 
@@ -81,6 +82,9 @@ class TritonModel(Construct):
         self.resource = sagemaker.CfnModel(self, "Resource", execution_role_arn=role.role_arn,
                                            primary_container=container, vpc_config=vpc,
                                            enable_network_isolation=network_isolation or None)
+        # Kept when replaced, for the same reason as the endpoint config (TritonEndpoint): a rolled-back
+        # endpoint may still run it.
+        self.resource.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
         # Depend on the role's policy, not just the role: CreateModel checks the model data with it.
         # (The role itself is already ordered by the ARN reference; naming it again is cfn-lint W3005.)
         policy = role.node.try_find_child("DefaultPolicy")

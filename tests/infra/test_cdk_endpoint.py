@@ -162,3 +162,12 @@ def test_the_host_ami_says_why_in_the_template(default_synth):
         "Metadata": Match.object_like({"InferenceAmiVersion": (
             "sagemaker-tritonserver:25.09 is built on CUDA 13.0.1, which needs NVIDIA driver >= 580; "
             "al2023-ami-sagemaker-inference-gpu-4-1 has driver 580 (the instances' default AMI has 470)")})})
+
+
+def test_replaced_models_and_configs_are_kept(default_synth):
+    # CloudFormation deletes a replaced resource in the update's cleanup; a SageMaker auto-rollback may
+    # have put the endpoint back on it, so the old Model and EndpointConfig are retained instead.
+    template = default_synth.template("prod", "classifier").to_json()
+    for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"):
+        (resource,) = [r for r in template["Resources"].values() if r["Type"] == kind]
+        assert resource["UpdateReplacePolicy"] == "Retain" and "DeletionPolicy" not in resource
