@@ -238,6 +238,14 @@ def run_recommender(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.endpoint not in spec.endpoints:
         raise UserError(f"endpoint {args.endpoint!r} is not in {spec.path} ({', '.join(spec.endpoints)})")
+    if args.import_job:
+        return _import_recommendation(args, spec)
+    missing = [flag for flag, value in (("--endpoint-name", args.endpoint_name), ("--model-name", args.model_name),
+                                        ("--role-arn", args.role_arn), ("--sample-payload-url", args.sample_payload_url))
+               if not value]
+    if missing:
+        raise UserError(f"a recommender request needs {', '.join(missing)}; or give --import JOB_NAME to record a "
+                        "finished job's result")
     phases = tuple(_phase(p) for p in args.phase) or rr.DEFAULT_PHASES
     request = rr.build_request(
         spec=spec, endpoint=args.endpoint, job_name=args.job_name or f"{args.endpoint}-load-test",
@@ -254,6 +262,21 @@ def run_recommender(args: argparse.Namespace) -> int:
     out.write_text(json.dumps(request, indent=2) + "\n")
     print(f"wrote {out}: {rr.OPERATION} request, valid against botocore's sagemaker service model")
     print(f"  aws sagemaker create-inference-recommendations-job --cli-input-json file://{out}")
+    return 0
+
+
+def _import_recommendation(args: argparse.Namespace, spec, client=None) -> int:
+    from benchmarking import capacity_record, recommender_import
+
+    if client is None:
+        import boto3
+        client = boto3.client("sagemaker", region_name=args.region)
+    job = recommender_import.describe(client, args.import_job)
+    endpoint = spec.endpoints[args.endpoint]
+    measured = recommender_import.measurement(job, endpoint, args.endpoint_name)
+    target, note = capacity_record.record(spec, args.endpoint, measured, args.capacity)
+    print(f"recorded {args.endpoint}: {measured.max_rps_per_instance:g} req/s per instance at {measured.p99_ms:g} ms "
+          f"({measured.measured_on}) in {args.capacity}; {note}")
     return 0
 
 

@@ -93,10 +93,17 @@ def _register_recommender(sub) -> None:
                                         "of the spec, validated offline against botocore's sagemaker model",
                     _run("run_recommender"))
     p.add_argument("endpoint", metavar="ENDPOINT", help="the spec's endpoint")
-    p.add_argument("--endpoint-name", required=True, help="the deployed SageMaker endpoint's name (stack output)")
-    p.add_argument("--model-name", required=True, help="the SageMaker model behind it (stack output)")
-    p.add_argument("--role-arn", required=True, help="IAM role Inference Recommender assumes")
-    p.add_argument("--sample-payload-url", required=True, help="s3:// URL of a .tar.gz of sample request bodies")
+    p.add_argument("--import", dest="import_job", metavar="JOB_NAME",
+                   help="instead of writing a request: read this finished job and record its result for ENDPOINT "
+                        "in the capacity file, which sets the invocations target")
+    p.add_argument("--capacity", type=pathlib.Path, default=pathlib.Path("capacity.json"),
+                   help="with --import: the capacity file (default: capacity.json)")
+    p.add_argument("--region", help="with --import: the job's region (default: boto3's)")
+    # Required to write a request (checked when it runs; --import needs none of them).
+    p.add_argument("--endpoint-name", help="the deployed SageMaker endpoint's name (stack output)")
+    p.add_argument("--model-name", help="the SageMaker model behind it (stack output)")
+    p.add_argument("--role-arn", help="IAM role Inference Recommender assumes")
+    p.add_argument("--sample-payload-url", help="s3:// URL of a .tar.gz of sample request bodies")
     p.add_argument("--content-type", default="application/json", help="content type of the sample payloads")
     p.add_argument("--instance-type", action="append", default=[], metavar="TYPE",
                    help="also try this instance type (the spec's type is always included; repeatable, <= 10 in all)")

@@ -1,0 +1,60 @@
+"""`tritonsm bench recommender ENDPOINT --import JOB`: a finished Inference Recommender job's result
+becomes the endpoint's capacity record (capacity.json), which sets its invocations target.
+
+DescribeInferenceRecommendationsJob reports, per instance, ``MaxInvocations`` (requests per minute
+the instance sustained within the job's stopping conditions) and ``ModelLatency`` at that load
+(botocore's sagemaker model, ``InferenceMetrics`` / ``RecommendationMetrics``). A job on an existing
+endpoint (this app's request, benchmarking.recommender_request) reports ``EndpointPerformances``;
+instance types tried besides report ``InferenceRecommendations``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from deployment_spec.capacity import Measurement
+from deployment_spec.errors import UserError
+
+OPERATION = "describe_inference_recommendations_job"
+
+
+def measurement(job: dict[str, Any], endpoint: Any, endpoint_name: str | None = None) -> Measurement:
+    """The measurement for the spec endpoint's instance type from a described job; UserError if there is none."""
+    name, status = job["JobName"], job["Status"]
+    if status != "COMPLETED":
+        reason = f": {job['FailureReason']}" if job.get("FailureReason") else ""
+        raise UserError(f"Inference Recommender job {name} is {status}{reason}; import it once it is COMPLETED")
+    instance_type = endpoint.instance_type
+    found = None
+    for rec in job.get("InferenceRecommendations", []):
+        config = rec.get("EndpointConfiguration", {})
+        if config.get("InstanceType") == instance_type:
+            found = (rec["Metrics"], f"{instance_type} ({config.get('InitialInstanceCount', 1)} instance)")
+            break
+    for perf in job.get("EndpointPerformances", []) if found is None else ():
+        if endpoint_name is None or perf["EndpointInfo"]["EndpointName"] == endpoint_name:
+            found = (perf["Metrics"], f"{instance_type}, endpoint {perf['EndpointInfo']['EndpointName']}")
+            break
+    if found is None:
+        raise UserError(f"Inference Recommender job {name} has no result for {instance_type} (endpoint "
+                        f"{endpoint.name}'s instance type); run a job that includes it (tritonsm bench recommender "
+                        f"{endpoint.name} ...)")
+    metrics, where = found
+    return Measurement(
+        max_rps_per_instance=round(metrics["MaxInvocations"] / 60, 3),
+        latency_sla_ms=float(endpoint.alarms.latency_sla_ms),
+        p99_ms=float(metrics["ModelLatency"]),
+        measured_on=f"{where}, Inference Recommender job {name}",
+        command=f"tritonsm bench recommender {endpoint.name} --import {name}")
+
+
+def describe(client: Any, job_name: str) -> dict[str, Any]:
+    """The job as DescribeInferenceRecommendationsJob returns it; UserError for API errors."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return client.describe_inference_recommendations_job(JobName=job_name)
+    except ClientError as exc:
+        raise UserError(f"cannot read Inference Recommender job {job_name}: {exc}") from None
+    except BotoCoreError as exc:
+        raise UserError(f"cannot reach SageMaker to read Inference Recommender job {job_name}: {exc}; configure "
+                        "AWS credentials and --region") from None
