@@ -108,9 +108,9 @@ def run_load(args: argparse.Namespace) -> int:
     import os
 
     from deployment_spec import load_spec
-    from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement
+    from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from benchmarking import capacity_record, load_compare
+    from benchmarking import load_compare
     from benchmarking.load_model import CONFIGS
     from benchmarking.load_phases import PhasePlan
 
@@ -172,12 +172,7 @@ def run_load(args: argparse.Namespace) -> int:
             measured_on=f"local CPU ({os.cpu_count()} cores), {chosen} ({summary['description']}), "
                         f"{result['model']}",
             command=command)
-        path = args.capacity or DEFAULT_CAPACITY
-        try:
-            _, note = capacity_record.record(spec, args.record, measurement, path)
-        except CapacityError as exc:
-            raise UserError(str(exc)) from None
-        _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
+        _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
         # The phases drive the load test's own Python-backend model on this CPU, not the endpoint's model on
         # its GPU instance: say so every time, so nobody mistakes it for the endpoint's real capacity.
         _log(f"note: measured on {result['model']} on this machine, not on {args.record}'s own model and "
@@ -190,9 +185,9 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
     """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
     import os
 
-    from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement
+    from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from benchmarking import capacity_record, load_endpoint
+    from benchmarking import load_endpoint
     from benchmarking.load_local import DEFAULT_TEXT
     from local_endpoint import LocalEndpointError
 
@@ -219,13 +214,21 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
     measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
                               p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
                               command=_command(args, "load"))
-    path = args.capacity or DEFAULT_CAPACITY
+    _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
+    return 0
+
+
+def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:
+    """Writes the measurement into the capacity file and says what target it sets."""
+    from deployment_spec.capacity import CapacityError
+
+    from benchmarking import capacity_record
+
     try:
-        _, note = capacity_record.record(spec, args.record, measurement, path)
+        _, note = capacity_record.record(spec, endpoint, measurement, path)
     except CapacityError as exc:
         raise UserError(str(exc)) from None
-    _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {args.record} in {path}: {note}")
-    return 0
+    _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {endpoint} in {path}: {note}")
 
 
 def run_recommender(args: argparse.Namespace) -> int:
@@ -265,18 +268,17 @@ def run_recommender(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_recommendation(args: argparse.Namespace, spec, client=None) -> int:
-    from benchmarking import capacity_record, recommender_import
+def _import_recommendation(args: argparse.Namespace, spec) -> int:
+    import boto3
 
-    if client is None:
-        import boto3
-        client = boto3.client("sagemaker", region_name=args.region)
+    from benchmarking import recommender_import
+
+    client = boto3.client("sagemaker", region_name=args.region)
     job = recommender_import.describe(client, args.import_job)
-    endpoint = spec.endpoints[args.endpoint]
-    measured = recommender_import.measurement(job, endpoint, args.endpoint_name)
-    target, note = capacity_record.record(spec, args.endpoint, measured, args.capacity)
-    print(f"recorded {args.endpoint}: {measured.max_rps_per_instance:g} req/s per instance at {measured.p99_ms:g} ms "
-          f"({measured.measured_on}) in {args.capacity}; {note}")
+    measured = recommender_import.measurement(job, spec.endpoints[args.endpoint], args.endpoint_name)
+    _log(f"{args.endpoint}: {measured.p99_ms:g} ms model latency at {measured.max_rps_per_instance:g} req/s per "
+         f"instance ({measured.measured_on})")
+    _record(spec, args.endpoint, measured, args.capacity)
     return 0
 
 

@@ -43,12 +43,10 @@ def prepare(model: ModelSpec, root: pathlib.Path, work: pathlib.Path, batches: l
     onnx_export.export(model.name, made, exported)
     log(f"  {model.name}: exported ONNX (opset {onnx_export.OPSET}) in {time.monotonic() - started:.0f} s")
     reproducible.strip_onnx(exported)
-    started = time.monotonic()
-    report = ort_optimize.optimize_for_ort(exported, work / "fusions.onnx",
-                                           **ort_optimize.transformer_hints(made.module))
-    log(f"  {model.name}: transformer fusions ({report.fuser}; fused {dict(report.fused_ops) or 'nothing'}; "
-        f"{report.nodes_before} -> {report.nodes_after} nodes) in {time.monotonic() - started:.0f} s")
     found = onnx_check.candidates(model, made, exported, work, log)
+    # The rewrites tried: the transformer fusions where they fused something, else the basic ones.
+    report = next((c.report.as_dict() for c in found if c.report is not None),
+                  {"fuser": "none (optimize_at_build off)", "fused_ops": {}, "nodes_before": 0, "nodes_after": 0})
     fp32 = dataclasses.replace(model, precision=Precision.FP32)  # int8 is quantized below, from the shipped graph
     check = onnx_check.verify_and_pick(fp32, made, runtime, found, optimized, work, log)
     log(f"  {model.name}: ships the {check['graph']}, verified in ONNX Runtime {check['version']} "
@@ -61,7 +59,7 @@ def prepare(model: ModelSpec, root: pathlib.Path, work: pathlib.Path, batches: l
         log(f"  {model.name}: int8 dynamic quantization in {time.monotonic() - started:.0f} s "
             f"({quantize_report['bytes_before'] / 2**20:.0f} -> {quantize_report['bytes_after'] / 2**20:.0f} MiB)")
     feeds = {b: {k: v.cpu().numpy() for k, v in _sample(made, b).items()} for b in batches}
-    return Prepared(exported, optimized, quantized, report.as_dict(), quantize_report, check, feeds)
+    return Prepared(exported, optimized, quantized, report, quantize_report, check, feeds)
 
 
 def _sample(made, batch: int) -> Mapping[str, Any]:

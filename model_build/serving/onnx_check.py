@@ -36,10 +36,10 @@ def candidates(model: ModelSpec, made: ExportableModel, exported: pathlib.Path, 
             report = ort_optimize.optimize_for_ort(exported, fused, **hints)
             log(f"  {model.name}: transformer fusions ({report.fuser}): {dict(report.fused_ops) or 'nothing fused'}")
             if report.fused_ops:
-                out.append(verify.Candidate("transformer-fused graph", fused))
+                out.append(verify.Candidate("transformer-fused graph", fused, report))
         optimized = scratch / "optimized.onnx"
-        ort_optimize.optimize_for_ort(exported, optimized, model_type=None)
-        out.append(verify.Candidate("graph with basic optimizations", optimized))
+        report = ort_optimize.optimize_for_ort(exported, optimized, model_type=None)
+        out.append(verify.Candidate("graph with basic optimizations", optimized, report))
     out.append(verify.Candidate("graph as exported", exported))
     for candidate in out:
         reproducible.strip_onnx(candidate.path)

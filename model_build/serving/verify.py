@@ -33,6 +33,7 @@ INVARIANCE_FLOOR = 1e-6
 class Candidate:
     label: str          # short, used in messages: "transformer-fused graph"
     path: pathlib.Path
+    report: Any = None  # ort_optimize.OptimizeReport of the rewrite that made it, if any
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,10 @@ def test_a_finished_job_becomes_the_capacity_record(sagemaker, tmp_path, capsys)
         "max_rps_per_instance": 30.0, "latency_sla_ms": float(sla), "p99_ms": 412.0,
         "measured_on": "ml.g5.xlarge, endpoint Triton-prod-classifier, Inference Recommender job classifier-load-test",
         "command": "tritonsm bench recommender classifier --import classifier-load-test"}
-    assert capsys.readouterr().out.startswith("recorded classifier: 30 req/s per instance at 412 ms (")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("classifier: 412 ms model latency at 30 req/s per instance (ml.g5.xlarge, endpoint "
+                        "Triton-prod-classifier, Inference Recommender job classifier-load-test)")
+    assert lines[1].startswith(f"recorded 30 req/s for endpoint classifier in {tmp_path / 'capacity.json'}: ")
 
 
 def test_an_unfinished_job_is_refused(sagemaker, tmp_path, capsys):

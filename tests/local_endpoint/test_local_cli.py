@@ -22,11 +22,20 @@ REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE = "import sys; from local_endpoint.cli import serve_main; sys.exit(serve_main(sys.argv[1:]))"
 
 
-def run_serve(*args: str) -> subprocess.Popen:
+def run_serve(*args: str, preexec_fn=None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", SERVE, *args], cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn,
     )
+
+
+def assert_ctrl_c_stops_it(process: subprocess.Popen) -> None:
+    """SIGINT to a started `serve`: it stops its server and exits 0 saying "stopped"."""
+    server = psutil.Process(process.pid).children()[0]
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stdout.strip(), stderr) == (0, "stopped", "")
+    assert not server.is_running()
 
 
 def wait_for_line(process: subprocess.Popen, text: str) -> list[str]:
@@ -44,11 +53,7 @@ def test_serve_runs_until_ctrl_c_and_stops_the_server(tarballs: dict[str, pathli
     process = run_serve(str(tarballs["add"]), "--port", str(port), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
     lines = wait_for_line(process, "press Ctrl-C to stop")
     assert lines[:2] == [f"serving 1 model archive(s) (SME) at http://127.0.0.1:{port}", "default model: add"]
-    server = psutil.Process(process.pid).children()[0]
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=30)
-    assert (process.returncode, stdout.strip(), stderr) == (0, "stopped", "")
-    assert not server.is_running()
+    assert_ctrl_c_stops_it(process)
 
 
 @pytest.mark.triton
@@ -161,15 +166,9 @@ def _ignoring_sigint() -> None:
 
 @pytest.mark.triton
 def test_serve_stops_on_ctrl_c_even_when_started_with_sigint_ignored(tarballs: dict[str, pathlib.Path]) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0"],
-        cwd=REPOSITORY_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ignoring_sigint)
+    process = run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0", preexec_fn=_ignoring_sigint)
     wait_for_line(process, "press Ctrl-C to stop")
-    server = psutil.Process(process.pid).children()[0]
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=30)
-    assert (process.returncode, stdout.strip(), stderr) == (0, "stopped", "")
-    assert not server.is_running()
+    assert_ctrl_c_stops_it(process)
 
 
 @pytest.mark.triton
