@@ -188,3 +188,19 @@ def test_an_unknown_triton_version_for_the_stand_in_is_refused(tmp_path: pathlib
     assert str(caught.value) == (
         "--triton-version '24.13' is not a supported release; allowed: 23.12, 24.01, 24.03, 24.05, 24.09, 25.04, "
         "25.09, 26.05 (the spec's triton_version)")
+
+
+def test_a_serving_runtime_that_cannot_be_installed_is_explained(tmp_path: pathlib.Path, monkeypatch) -> None:
+    from model_build.serving import side_env
+
+    def refuse(package, version, log):
+        raise side_env.ServingEnvError(f"cannot install {package}=={version} (no index)")
+
+    monkeypatch.setattr(side_env, "ensure", refuse)
+    model_dir = models.write_model(tmp_path / "repo", "add", ADD_ONNX_CONFIG, {})
+    _add_onnx(model_dir / "1" / "model.onnx")
+    tarball = models.pack(tmp_path / "repo", tmp_path / "add.tar.gz")
+    with pytest.raises(LocalEndpointError) as caught:
+        SingleModelEndpoint(tarball, cpu_stand_in=True, triton_version="25.04").start()
+    assert str(caught.value) == ("--cpu-stand-in runs ONNX models in Triton 25.04's ONNX Runtime: cannot install "
+                                 "onnxruntime==1.21.0 (no index)")
