@@ -170,6 +170,20 @@ class Tolerance:
 
 
 @dataclasses.dataclass(frozen=True)
+class Int8Gate:
+    """When the build may ship the int8 graph (``precision: int8``, onnxruntime backend).
+
+    The build quantizes the fp32 graph that verified, runs both in the serving runtime on the
+    recipe's real inputs (``ExportableModel.agreement_inputs``, else the parity cases) and ships
+    int8 only if every bound holds; otherwise it ships fp32 and records why
+    (model_build/serving/onnx_check.py defines the measures).
+    """
+
+    min_cosine_similarity: float = dataclasses.field(default=0.99, metadata=meta(minimum=0, maximum=1))
+    min_top1_agreement: float = dataclasses.field(default=0.0, metadata=meta(minimum=0, maximum=1))
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """One Triton model; its key in ``models:`` is its Triton name."""
 
@@ -189,6 +203,7 @@ class ModelSpec:
     copies: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     warmup: bool = False
     tolerance: Tolerance = Tolerance()
+    int8: Optional[Int8Gate] = None
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
@@ -238,6 +253,12 @@ class ModelSpec:
         if self.precision is Precision.INT8 and b not in (Backend.ONNXRUNTIME, Backend.TENSORRT):
             out.append(Problem(f"{path}.precision", "'int8'", "int8 with backend onnxruntime or tensorrt",
                                "use fp32 for this backend"))
+        if self.int8 is not None and (self.precision is not Precision.INT8 or b is not Backend.ONNXRUNTIME):
+            out.append(Problem(f"{path}.int8",
+                               f"int8 settings with precision {self.precision.value}, backend {b.value}",
+                               "only with precision: int8 and backend: onnxruntime (the build's dynamic "
+                               "quantization is what they gate)",
+                               "remove int8, or set precision: int8 with backend: onnxruntime"))
         if self.tensorrt and self.tensorrt.opt_batch_size and self.tensorrt.opt_batch_size > max(self.max_batch_size, 1):
             out.append(Problem(f"{path}.tensorrt.opt_batch_size", str(self.tensorrt.opt_batch_size),
                                f"1..max_batch_size ({self.max_batch_size})", "lower opt_batch_size"))

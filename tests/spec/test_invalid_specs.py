@@ -45,7 +45,7 @@ CASES = {
         _set("models.bert.max_batch_sise", 4),
         "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "
         "max_batch_size, sequence_length, dynamic_batching, instance_groups, precision, onnxruntime, tensorrt, "
-        "python, ensemble, copies, warmup, tolerance; fix: did you mean 'max_batch_size'?"),
+        "python, ensemble, copies, warmup, tolerance, int8; fix: did you mean 'max_batch_size'?"),
     "quoted integer": (
         _set("models.bert.max_batch_size", "16"),
         "models.bert.max_batch_size: got '16'; allowed: an integer from 0 to 4096; fix: write an integer without quotes"),
@@ -260,6 +260,17 @@ CASES.update({
         _set("models.preprocess.precision", "int8"),
         "models.preprocess.precision: got 'int8'; allowed: int8 with backend onnxruntime or tensorrt; "
         "fix: use fp32 for this backend"),
+    "an int8 gate on an fp32 model": (
+        _set("models.bert.int8", {"min_cosine_similarity": 0.99}),
+        "models.bert.int8: got int8 settings with precision fp32, backend onnxruntime; allowed: only with "
+        "precision: int8 and backend: onnxruntime (the build's dynamic quantization is what they gate); "
+        "fix: remove int8, or set precision: int8 with backend: onnxruntime"),
+    "an int8 cosine bound above 1": (
+        _both(_set("models.bert.precision", "int8"), _set("models.bert.int8", {"min_cosine_similarity": 1.5})),
+        "models.bert.int8.min_cosine_similarity: got 1.5; allowed: a number from 0 to 1; fix: set it within 0..1"),
+    "an int8 top-1 bound given as a percentage": (
+        _both(_set("models.bert.precision", "int8"), _set("models.bert.int8", {"min_top1_agreement": 99})),
+        "models.bert.int8.min_top1_agreement: got 99; allowed: a number from 0 to 1; fix: set it within 0..1"),
     "unknown ping mode": (
         _set("endpoints.classifier.container", {"ping_mode": "alive"}),
         "endpoints.classifier.container.ping_mode: got 'alive'; allowed: ready, live; fix: use ready or live"),
@@ -322,3 +333,13 @@ def test_one_instance_in_production_with_a_reason_is_accepted():
         "scaling": {"max_instances": 6}, "single_instance_reason": "internal batch tool; a zone outage may wait"}
     spec = parse_spec(raw, pathlib.Path("spec.yaml"))
     assert spec.environments["prod"].endpoints["classifier"].scaling.min_instances == 1
+
+
+def test_an_int8_gate_is_accepted_and_precision_int8_alone_gets_none():
+    raw = copy.deepcopy(BASE)
+    raw["models"]["bert"].update(precision="int8", int8={"min_cosine_similarity": 0.995, "min_top1_agreement": 1})
+    raw["models"]["resnet50"]["precision"] = "int8"
+    spec = parse_spec(raw, pathlib.Path("spec.yaml"))
+    assert (spec.models["bert"].int8.min_cosine_similarity, spec.models["bert"].int8.min_top1_agreement) == (0.995, 1.0)
+    # No int8 section: the build applies the defaults of deployment_spec.model.Int8Gate (cosine >= 0.99).
+    assert spec.models["resnet50"].int8 is None
