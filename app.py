@@ -23,12 +23,14 @@ if _NODE.exists():
     os.environ.setdefault("JSII_NODE", str(_NODE))
 
 import aws_cdk as cdk  # noqa: E402  (after JSII_NODE)
+from constructs import Construct  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, Spec, SpecError, load_spec  # noqa: E402
 from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement, load_capacity  # noqa: E402
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
+from stacks.pipeline_stack import PipelineStack  # noqa: E402
 from triton_constructs import SynthError  # noqa: E402
 
 EXIT_BAD_INPUT = 2
@@ -66,11 +68,29 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
     """
     app = app or cdk.App(context=cdk_json_context())
-    for name, environment in spec.environments.items():
-        TritonStage(app, stage_id(spec, name), spec=spec, environment=environment, manifest=manifest,
-                    manifest_path=manifest_path, capacity=capacity or {}, endpoints=endpoints)
+
+    def make_stage(scope: Construct, name: str) -> TritonStage:
+        return TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
+                           manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
+                           endpoints=endpoints)
+
+    for name in spec.environments:
+        make_stage(app, name)
+    if spec.pipeline is not None:
+        # The same stages again, deployed in order by the pipeline (cdk deploy <Project>Pipeline, once).
+        PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
+                      spec_file=_repository_path(spec.path), make_stage=make_stage)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def _repository_path(path: pathlib.Path) -> str:
+    """The spec as the pipeline's checkout sees it: relative to the repository root."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        raise SynthError("pipeline", [f"the spec {path} is outside this repository ({ROOT}); the pipeline builds "
+                                      "from the repository, so commit the spec under it and pass that path"]) from None
 
 
 def main() -> int:

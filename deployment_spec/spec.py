@@ -15,9 +15,10 @@ from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
 from deployment_spec.parse import check_keys, parse_dataclass, parse_value
+from deployment_spec.pipeline import PipelineSpec, stage_rules
 
 DEFAULT_SPEC = "triton.yaml"
-TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments"]
+TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments", "pipeline"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
 RESERVED_STACK = "Storage"  # each stage's storage stack; stacks/stage.py names endpoint stacks by endpoint
 REQUIRED_TOP = {
@@ -36,6 +37,7 @@ class Spec:
     endpoints: Mapping[str, EndpointSpec]
     environments: Mapping[str, EnvironmentSpec]
     path: pathlib.Path
+    pipeline: PipelineSpec | None = None  # optional: the CDK Pipelines delivery pipeline (stacks/pipeline_stack.py)
 
     @property
     def root(self) -> pathlib.Path:
@@ -103,9 +105,21 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     if isinstance(project, str):
         problems += _endpoint_name_problems(project, environments)
         problems += _construct_id_problems(project, endpoints, envs_raw=raw.get("environments"))
+    pipeline = _pipeline(raw, envs_raw=raw.get("environments"), environments=environments, problems=problems)
     if problems:
         raise SpecError(str(path), _dedupe(problems))
-    return Spec(project, version, models, endpoints, environments, path.resolve())
+    return Spec(project, version, models, endpoints, environments, path.resolve(), pipeline)
+
+
+def _pipeline(raw: dict, envs_raw: Any, environments: dict[str, EnvironmentSpec],
+              problems: list[Problem]) -> PipelineSpec | None:
+    if "pipeline" not in raw:
+        return None
+    pipeline = parse_dataclass(PipelineSpec, raw["pipeline"], "pipeline", problems)
+    if pipeline is not None:
+        problems += stage_rules("pipeline", pipeline, set(envs_raw) if isinstance(envs_raw, dict) else set(),
+                                environments)
+    return pipeline
 
 
 def _named(raw: Any, section: str, cls: type, problems: list[Problem]) -> dict[str, Any]:

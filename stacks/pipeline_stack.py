@@ -1,0 +1,144 @@
+"""The delivery pipeline (CDK Pipelines): source → GPU model build → synth → stages in order.
+
+Deployed once with ``cdk deploy <Project>Pipeline``; afterwards it updates itself from the
+repository (self-mutation). Each stage is the same ``TritonStage`` that ``cdk deploy "<Stage>/*"``
+deploys by hand, synthesized in the pipeline from the GPU build's manifest.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import aws_cdk as cdk
+from aws_cdk import aws_codebuild as codebuild, aws_ec2 as ec2, aws_iam as iam, pipelines
+from constructs import Construct
+
+from deployment_spec import Spec
+from deployment_spec.pipeline import BuildComputeKind, PipelineSpec
+from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
+                                      post_deploy_commands)
+from stacks.stage import TritonStage
+from triton_constructs import checks, pipeline_checks
+from triton_constructs.errors import raise_if
+from triton_constructs.pipeline_resources import BuildCache, acknowledge_pipeline_findings
+
+# bootstrap.sh needs Python 3.11; the curated standard image selects it per build
+# (https://docs.aws.amazon.com/codebuild/latest/userguide/runtime-versions.html).
+IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
+INSTALL = {"runtime-versions": {"python": "3.11"}}
+CACHE_DIR = "/root/.cache"          # pip, Hugging Face and $TRITONSM_CACHE_DIR (serving runtimes) live here
+WORK_CACHE = ".tritonsm/build"
+# BUILD_GENERAL1_SMALL / _LARGE (deployment_spec.pipeline.ON_DEMAND_GPU says which GPU each has).
+COMPUTE_TYPE = {BuildComputeKind.GPU_SMALL: codebuild.ComputeType.SMALL,
+                BuildComputeKind.GPU_LARGE: codebuild.ComputeType.LARGE}      # tritonsm build's per-model cache, keyed by input hash: unchanged models skip
+
+
+class PipelineStack(cdk.Stack):
+    """CDK Pipelines for one spec.
+
+    Args:
+        scope: The app.
+        id_: Construct ID, ``<Project>Pipeline``.
+        spec: The deployment spec; ``spec.pipeline`` is set.
+        spec_file: The spec's path relative to the repository root (what the pipeline's steps read).
+        make_stage: Builds the ``TritonStage`` of one environment under the given scope.
+        **kwargs: ``cdk.Stack`` arguments.
+
+    Raises:
+        SynthError: a TensorRT model whose endpoint GPU differs from the build compute's, or a smoke-tested
+            stage in another account than the pipeline.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, spec: Spec, spec_file: str,
+                 make_stage: Callable[[Construct, str], TritonStage], **kwargs: Any) -> None:
+        pipeline_spec = spec.pipeline
+        assert pipeline_spec is not None
+        raise_if("pipeline", pipeline_checks.gpu_problems(spec, pipeline_spec) + _account_problems(spec, pipeline_spec))
+        account, region = pipeline_spec.where(dict(spec.environments))
+        super().__init__(scope, id_, description=f"Delivery pipeline of {spec.project} ({spec_file})",
+                         env=cdk.Environment(account=account, region=region), **kwargs)
+        source = pipelines.CodePipelineSource.connection(
+            pipeline_spec.repository, pipeline_spec.branch, connection_arn=pipeline_spec.connection_arn)
+        cache = BuildCache(self, "BuildCache")
+        env = {SPEC_VARIABLE: spec_file}
+        build = pipelines.CodeBuildStep(
+            "BuildModels", input=source, commands=list(BUILD_COMMANDS), env=env,
+            primary_output_directory=BUILD_OUTPUT,
+            build_environment=self._gpu_environment(pipeline_spec),
+            cache=codebuild.Cache.bucket(cache.bucket, prefix="build"),
+            partial_build_spec=codebuild.BuildSpec.from_object({
+                "env": {"variables": {"TRITONSM_CACHE_DIR": f"{CACHE_DIR}/tritonsm"}},
+                "phases": {"install": INSTALL},
+                "cache": {"paths": [f"{CACHE_DIR}/**/*", f"{WORK_CACHE}/**/*"]}}),
+            timeout=cdk.Duration.hours(3))
+        synth = pipelines.CodeBuildStep(
+            "Synth", input=source, additional_inputs={BUILD_OUTPUT: build}, commands=list(SYNTH_COMMANDS), env=env,
+            primary_output_directory="cdk.out", partial_build_spec=codebuild.BuildSpec.from_object(
+                {"phases": {"install": INSTALL}}))
+        pipeline = pipelines.CodePipeline(
+            self, "Pipeline", synth=synth, self_mutation=True, pipeline_type=cdk.aws_codepipeline.PipelineType.V2,
+            # A KMS key for the artifact bucket, usable by the stage accounts' deploy roles; rotated yearly.
+            cross_account_keys=True, enable_key_rotation=True,
+            code_build_defaults=pipelines.CodeBuildOptions(build_environment=codebuild.BuildEnvironment(
+                build_image=IMAGE)))
+        self.stages: dict[str, TritonStage] = {}
+        tested = set(pipeline_spec.tested_stages())
+        for name in pipeline_spec.stages:
+            stage = make_stage(self, name)
+            self.stages[name] = stage
+            pre = [pipelines.ManualApprovalStep(f"Approve-{name}", comment=f"Release to {name}?")] \
+                if name in pipeline_spec.manual_approval else []
+            post = [self._post_deploy(spec, pipeline_spec, name, stage, source, build, env)] if name in tested else []
+            pipeline.add_stage(stage, pre=pre, post=post)
+        pipeline.build_pipeline()
+        self.build_step, self.synth_step, self.pipeline = build, synth, pipeline
+        if pipeline_spec.build_compute.kind is not BuildComputeKind.FLEET:
+            # The GPU comes from the environment type; the curated image is the same as every other step's.
+            project = build.project.node.default_child
+            project.add_property_override("Environment.Type", "LINUX_GPU_CONTAINER")
+        acknowledge_pipeline_findings(self, pipeline)
+
+    def _gpu_environment(self, pipeline_spec: PipelineSpec) -> codebuild.BuildEnvironment:
+        """Privileged: the TensorRT build runs trtexec in nvcr.io/nvidia/tensorrt:<triton_version>-py3 via Docker."""
+        compute = pipeline_spec.build_compute
+        if compute.kind is BuildComputeKind.FLEET:
+            fleet = codebuild.Fleet(
+                self, "GpuFleet", base_capacity=1, compute_type=codebuild.FleetComputeType.CUSTOM_INSTANCE_TYPE,
+                environment_type=codebuild.EnvironmentType.LINUX_GPU_CONTAINER,
+                compute_configuration=codebuild.ComputeConfiguration(
+                    instance_type=ec2.InstanceType(str(compute.instance_type))))
+            return codebuild.BuildEnvironment(build_image=IMAGE, fleet=fleet, privileged=True)
+        return codebuild.BuildEnvironment(build_image=IMAGE, privileged=True,
+                                          compute_type=COMPUTE_TYPE[compute.kind])
+
+    def _post_deploy(self, spec: Spec, pipeline_spec: PipelineSpec, name: str, stage: TritonStage,
+                     source: pipelines.IFileSetProducer, build: pipelines.CodeBuildStep,
+                     env: dict[str, str]) -> pipelines.CodeBuildStep:
+        environment = spec.environments[name]
+        endpoints = list(stage.endpoints)
+        arns = [self.format_arn(service="sagemaker", resource="endpoint",
+                                # SageMaker ARNs carry the endpoint name in lower case.
+                                resource_name=checks.endpoint_name(spec.project, name, e).lower(),
+                                region=environment.region or self.region, account=environment.account or self.account)
+                for e in endpoints]
+        return pipelines.CodeBuildStep(
+            f"SmokeAndLoadTest-{name}", input=source, additional_inputs={BUILD_OUTPUT: build}, env=env,
+            commands=post_deploy_commands(name, endpoints, phase_seconds=pipeline_spec.load_test_phase_seconds,
+                                          concurrency=pipeline_spec.load_test_concurrency),
+            primary_output_directory=LOAD_OUTPUT,
+            partial_build_spec=codebuild.BuildSpec.from_object({"phases": {"install": INSTALL}}),
+            # Only invoking this stage's endpoints: no describe, no other endpoint, no other action.
+            role_policy_statements=[iam.PolicyStatement(actions=["sagemaker:InvokeEndpoint"], resources=arns)])
+
+
+def _account_problems(spec: Spec, pipeline_spec: PipelineSpec) -> list[str]:
+    """InvokeEndpoint has no resource policy, so the tests can only reach endpoints in the pipeline's account."""
+    out = []
+    for name in pipeline_spec.tested_stages():
+        account = spec.environments[name].account
+        home = pipeline_spec.where(dict(spec.environments))[0]
+        if account and home and account != home:
+            out.append(f"stage '{name}' (account {account}) is smoke-tested, but the pipeline runs in account "
+                       f"{home} and sagemaker:InvokeEndpoint cannot be granted across accounts; "
+                       "set pipeline.smoke_test_stages to stages in the pipeline's account, or move the pipeline")
+    return out
+

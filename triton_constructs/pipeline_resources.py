@@ -1,0 +1,92 @@
+"""What the delivery pipeline adds besides CDK Pipelines' own resources: the build cache bucket,
+and the cdk-nag acknowledgements for what CDK Pipelines generates."""
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam, aws_s3 as s3, pipelines
+from constructs import Construct
+
+from triton_constructs import checkov
+from triton_constructs.nag import _flatten, acknowledge
+
+CACHE_DAYS = 30  # a cache: anything older is re-created by the next build
+
+
+class BuildCache(Construct):
+    """A private, SSL-only, encrypted bucket for CodeBuild's cache (pip wheels, serving runtimes, built models).
+
+    Attributes:
+        bucket: The cache bucket; only the GPU build project's role reads and writes it (CodeBuild grants it).
+        access_logs: Its server access log bucket.
+    """
+
+    def __init__(self, scope: Construct, id_: str) -> None:
+        super().__init__(scope, id_)
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        common = dict(encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
+                      block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                      object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                      removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False)
+        expire = [s3.LifecycleRule(expiration=cdk.Duration.days(CACHE_DAYS),
+                                   noncurrent_version_expiration=cdk.Duration.days(1))]
+        self.access_logs = s3.Bucket(self, "AccessLogs", lifecycle_rules=[s3.LifecycleRule(
+            expiration=cdk.Duration.days(365), noncurrent_version_expiration=cdk.Duration.days(30))], **common)
+        reason = "This is the access-log bucket of the build cache bucket; logging its own access would loop."
+        acknowledge(self.access_logs, "AwsSolutions-S1", reason)
+        checkov.skip(self.access_logs, "CKV_AWS_18", reason)
+        self.bucket = s3.Bucket(self, "Bucket", lifecycle_rules=expire, server_access_logs_bucket=self.access_logs,
+                                server_access_logs_prefix="build-cache/", **common)
+
+
+# Why each kind of wildcard in CDK Pipelines' generated policies is as narrow as it gets (first match wins).
+_REASONS = (
+    ("sts:AssumeRole", "CDK Pipelines assumes only the CDK bootstrap roles (condition iam:ResourceTag/"
+                       "aws-cdk:bootstrap-role in image-publishing, file-publishing, deploy) in the stage accounts"),
+    ("log-group:/aws/codebuild/", "the CodeBuild project's own log group (/aws/codebuild/<project>), whose streams "
+                                  "are named per build"),
+    ("report-group/", "the CodeBuild project's own report groups (<project>-*), created by its builds"),
+    ("cloudformation:DescribeStacks", "the self-mutation step runs `cdk deploy` of this pipeline stack, which reads "
+                                      "stack status and lists the bootstrap bucket; these lookups take no narrower "
+                                      "resource"),
+    ("codebuild:StartBuild", "the asset-publishing role starts the pipeline's own asset CodeBuild projects, which "
+                             "CDK Pipelines creates with generated names"),
+    ("kms:", "the pipeline's artifact KMS keys (this stack's, and the cross-region replication keys CodePipeline makes "
+             "in each stage region, referenced by alias); the key policies limit them to this pipeline's roles"),
+    ("s3:", "object-level access inside the pipeline's own artifact buckets and the build cache bucket, granted by "
+            "CDK Pipelines / CodeBuild (grantReadWrite): objects have generated keys"),
+)
+
+
+def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipeline) -> None:
+    """Acknowledges each cdk-nag IAM5 finding of CDK Pipelines' generated policies, one exact finding per call.
+
+    The findings are computed from the policies themselves (like ``nag.wildcard_finding``), so a new
+    grant CDK Pipelines adds in an upgrade is not acknowledged silently: its text must match a reason.
+    """
+    for policy in [c for c in stack.node.find_all() if isinstance(c, iam.CfnPolicy) and cdk.Stack.of(c) is stack]:
+        for statement in stack.resolve(policy.policy_document)["Statement"]:
+            text = json.dumps(statement)
+            reason = next((why for key, why in _REASONS if key in text), None)
+            for finding in _wildcards(statement):
+                if reason is None:
+                    raise ValueError(f"no reason for {finding} in {policy.node.path}: {text}")
+                acknowledge(policy, finding, reason)
+    for bucket in [pipeline.pipeline.artifact_bucket.node.default_child,
+                   *(s.replication_bucket.node.default_child for s in pipeline.pipeline.cross_region_support.values())]:
+        # CodePipeline reads and writes these with the pipeline's roles only; every request is in CloudTrail.
+        acknowledge(bucket, "AwsSolutions-S1", "CDK Pipelines' artifact (or cross-region replication) bucket, "
+                    "KMS-encrypted, SSL-only and private; only the pipeline's roles use it, and CloudTrail records them")
+
+
+def _wildcards(statement: dict) -> list[str]:
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    resources = statement.get("Resource", [])
+    resources = resources if isinstance(resources, list) else [resources]
+    out = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
+    for resource in resources:
+        flat = _flatten(resource)
+        if "*" in flat:
+            out.append(f"AwsSolutions-IAM5[Resource::{flat}]")
+    return out
