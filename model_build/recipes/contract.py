@@ -30,6 +30,10 @@ class ExportableModel:
         note: one line printed during the build, e.g. that weights were initialised randomly.
         mask_input: the attention-mask input (1 = token, 0 = padding), if any; the serving check then
             pads rows and proves the mask is honoured. Defaults to an input named ``attention_mask``.
+        agreement_inputs: optional real inputs (input name -> tensor, batch first), e.g. tokenized
+            sentences, on which ``precision: int8`` is measured against fp32 and gated
+            (``models.<name>.int8``). Without them the int8 gate runs on the parity cases, whose
+            random token ids say less about a trained model.
     """
 
     module: Any
@@ -40,6 +44,7 @@ class ExportableModel:
     sample_inputs: Optional[Callable[[int, int], Mapping[str, Any]]] = None
     note: str = ""
     mask_input: Optional[str] = None
+    agreement_inputs: Optional[Mapping[str, Any]] = None
 
     def problems(self) -> list[str]:
         out = []
@@ -52,6 +57,8 @@ class ExportableModel:
             out.append(f"dynamic_axes names {sorted(unknown)} are neither inputs nor outputs")
         if self.mask_input is not None and self.mask_input not in self.input_names:
             out.append(f"mask_input {self.mask_input!r} is not one of input_names {list(self.input_names)}")
+        if self.agreement_inputs is not None and set(self.agreement_inputs) != set(self.input_names):
+            out.append(f"agreement_inputs has {sorted(self.agreement_inputs)}, input_names {list(self.input_names)}")
         return out
 
 

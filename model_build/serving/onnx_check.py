@@ -3,8 +3,9 @@
 Candidates, best first: transformer-fused (com.microsoft Attention and friends), plain graph
 optimizations, the graph as exported. Each is stripped of host metadata first, so the bytes
 verified are the bytes shipped. int8 (opt-in) is quantized from the graph that verified and
-shipped only if it loads and runs in the target runtime too; its agreement with eager PyTorch in
-that runtime is recorded.
+shipped only if it runs in the target runtime too and its outputs agree with the fp32 graph's
+there within the spec's bounds (``models.<name>.int8``); otherwise fp32 ships, and the manifest's
+``serving_check.int8`` holds the measured agreement, the bounds and the reason.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pathlib
 import shutil
 from typing import Any, Callable
 
-from deployment_spec.model import ModelSpec, Precision
+from deployment_spec.model import Int8Gate, ModelSpec, Precision
 from deployment_spec.serving_runtimes import ServingRuntime
 from model_build import reproducible
 from model_build.recipes import ExportableModel
@@ -67,29 +68,66 @@ def verify_and_pick(model: ModelSpec, made: ExportableModel, runtime: ServingRun
     result = verify.record(runtime, "onnxruntime", runtime.onnxruntime_wheel, DEVICE, verdicts[-1], verdicts,
                            len(plan.cases))
     if model.precision is Precision.INT8:
-        result.update(_int8(model, made, env, plan, want, target, scratch, log))
+        result.update(_int8(model, made, env, plan, level, target, scratch, log))
     return result
 
 
-def _int8(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: cases.Plan, want: dict,
+def _int8(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: cases.Plan, level: str,
           target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Quantizes the verified graph; ships int8 only if it meets ``models.<name>.int8`` against fp32.
+
+    Both graphs run in the serving runtime on the recipe's real inputs (``agreement_inputs``),
+    else on the parity cases; the fp32 graph is the reference because it is what ships instead.
+    """
     from model_build import ort_optimize
 
+    gate = model.int8 or Int8Gate()
     quantized = scratch / "int8.onnx"
     report = ort_optimize.quantize_int8_dynamic(target, quantized)
     reproducible.strip_onnx(quantized)
-    candidate = verify.Candidate("int8 graph", quantized)
-    got = verify.run_candidates(env, "onnx", [candidate], plan, made.input_names, made.output_names, scratch)
-    outputs = got[candidate.label]
-    if isinstance(outputs, str):
-        log(f"  {model.name}: the int8 graph does not run in ONNX Runtime {env.version}: {outputs}; shipping fp32")
-        return {"int8": {"shipped": False, "rejected": outputs}}
-    agree = agreement([outputs[c.name][0] for c in plan.cases], [want[c.name][0] for c in plan.cases])
+    if made.agreement_inputs is not None:
+        on = cases.Plan((cases.Case("real inputs", dict(made.agreement_inputs)),), (), None)
+        inputs = f"the recipe's real inputs ({int(next(iter(made.agreement_inputs.values())).shape[0])} rows)"
+    else:
+        on, inputs = plan, "the parity cases (the recipe's sample inputs)"
+    fp32, int8 = verify.Candidate("fp32 graph", target), verify.Candidate("int8 graph", quantized)
+    got = verify.run_candidates(env, "onnx", [fp32, int8], on, made.input_names, made.output_names, scratch,
+                                graph_level=level)
+    for label in (int8.label, fp32.label):
+        if isinstance(got[label], str):
+            log(f"  {model.name}: the {label} does not run in ONNX Runtime {env.version}: {got[label]}; "
+                "shipping fp32")
+            return {"int8": {"shipped": False, "rejected": got[label]}}
+    agree = agreement([got[int8.label][c.name][0] for c in on.cases], [got[fp32.label][c.name][0] for c in on.cases])
+    record = {"inputs": inputs, "reference": f"the fp32 graph in ONNX Runtime {env.version}", **agree,
+              "required": {"min_cosine_similarity": gate.min_cosine_similarity,
+                           "min_top1_agreement": gate.min_top1_agreement},
+              "bytes_fp32": report.bytes_before, "bytes_int8": report.bytes_after}
+    refused = refusal(model.name, agree, gate, inputs)
+    if refused:
+        log(f"  {model.name}: int8 not shipped, fp32 shipped instead: {refused}")
+        return {"int8": {"shipped": False, "refused": refused, **record}}
     shutil.copyfile(quantized, target)
     log(f"  {model.name}: int8 in ONNX Runtime {env.version} ({report.bytes_before / 2**20:.0f} -> "
-        f"{report.bytes_after / 2**20:.0f} MB): top-1 agreement with fp32 PyTorch {agree['top1_agreement']:.0%}, "
-        f"min cosine {agree['min_cosine_similarity']:.4f}, max abs error {agree['max_abs_error']:.2e}")
-    return {"int8": {"shipped": True, **agree}}
+        f"{report.bytes_after / 2**20:.0f} MB) on {inputs}: min cosine with fp32 "
+        f"{agree['min_cosine_similarity']:.6f} (>= {gate.min_cosine_similarity:g}), top-1 agreement "
+        f"{agree['top1_agreement']:.4f} (>= {gate.min_top1_agreement:g}), max abs error {agree['max_abs_error']:.2e}")
+    return {"int8": {"shipped": True, **record}}
+
+
+# (measure in agreement(), its words, its format, the Int8Gate bound it must reach)
+BOUNDS = (("min_cosine_similarity", "lowest cosine similarity", ".6f", "min_cosine_similarity"),
+          ("top1_agreement", "top-1 agreement", ".4f", "min_top1_agreement"))
+
+
+def refusal(name: str, agree: dict[str, float], gate: Int8Gate, inputs: str) -> str:
+    """Why int8 may not ship (every bound it misses), or "" when it meets them all."""
+    missed = [f"its {words} {agree[measure]:{fmt}} is below models.{name}.int8.{bound} {getattr(gate, bound):g}"
+              for measure, words, fmt, bound in BOUNDS if agree[measure] < getattr(gate, bound)]
+    if not missed:
+        return ""
+    return (f"on {inputs}, against the fp32 graph, {' and '.join(missed)}; lower the bound if that loss is "
+            "acceptable, or set precision: fp32")
 
 
 def int8_parity(serving: dict[str, Any]) -> dict[str, float]:
@@ -101,7 +139,18 @@ def int8_parity(serving: dict[str, Any]) -> dict[str, float]:
 
 
 def agreement(got: list, want: list) -> dict[str, float]:
-    """Top-1 agreement over rows (last axis), the lowest per-row cosine similarity and the max abs error."""
+    """How closely ``got`` (int8 outputs) follows ``want`` (fp32), row by row; one array per case.
+
+    Each case's array is cut into rows along axis 0 (one row per input example) and each row
+    flattened; the rows of all cases are pooled, in float64. Returns:
+
+    * ``min_cosine_similarity`` / ``mean_cosine_similarity``: the lowest / mean over rows of
+      got.want / (|got| |want|); the measure for embeddings (1.0 = same direction).
+    * ``top1_agreement``: the share of rows whose argmax (of the flattened row) is the same; the
+      measure for a classifier's logits [batch, classes] (the predicted class). Meaningless for
+      embeddings, hence the gate's default bound of 0 for it.
+    * ``max_abs_error``: the largest elementwise difference; ``rows``: how many rows.
+    """
     import numpy as np
 
     rows_got = np.concatenate([g.reshape(g.shape[0], -1) for g in got]).astype(np.float64)
@@ -111,4 +160,5 @@ def agreement(got: list, want: list) -> dict[str, float]:
     return {"rows": int(rows_want.shape[0]),
             "top1_agreement": float((rows_got.argmax(1) == rows_want.argmax(1)).mean()),
             "min_cosine_similarity": float(cosine.min()),
+            "mean_cosine_similarity": float(cosine.mean()),
             "max_abs_error": float(np.abs(rows_got - rows_want).max())}
