@@ -71,3 +71,19 @@ def lookup(name: str) -> InstanceType | None:
 
 def known_families() -> str:
     return ", ".join(FAMILIES)
+
+
+# Local NVMe instance store per size, in GB, where an endpoint's model data and the Python
+# backend's unpacked environments live (EC2 "Instance store specifications" of the accelerated
+# computing types: https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_instance-store).
+# Sizes or families not listed are not checked.
+INSTANCE_STORE_GB: dict[str, dict[str, int]] = {
+    "g4dn": {"xlarge": 125, "2xlarge": 225, "4xlarge": 225, "8xlarge": 900, "12xlarge": 900, "16xlarge": 900},
+    "g5": {"xlarge": 250, "2xlarge": 450, "4xlarge": 600, "8xlarge": 900, "12xlarge": 3800, "16xlarge": 1900,
+           "24xlarge": 3800, "48xlarge": 7600},
+}
+
+
+def instance_store_gb(name: str) -> int | None:
+    found = lookup(name)
+    return INSTANCE_STORE_GB.get(found.family_name, {}).get(found.size) if found else None

@@ -50,6 +50,9 @@ class ModelEntry:
     # The check in the serving runtime: {"ran": bool, "triton_version", "runtime", "version", "device",
     # "graph", "cases", errors, "rejected": {candidate: why}} or {"ran": false, "why": ...}.
     serving_check: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # A Python-backend model's execution environment: {"file", "for": "image" | "local", "python",
+    # "target", "archive_bytes", "unpacked_bytes", "packages": ["name==version", ...]}.
+    python_env: Optional[dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +139,7 @@ def _model(raw: dict[str, Any]) -> ModelEntry:
         build_hash=raw["build_hash"], parity=raw.get("parity"),
         builder=BuilderFacts(dict(b.get("versions", {})), b.get("gpu_name"), b.get("gpu_compute_capability")),
         serving_check=dict(raw.get("serving_check") or {}),
+        python_env=raw.get("python_env"),
     )
 
 

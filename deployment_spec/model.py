@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
-from deployment_spec import recipes
+from deployment_spec import recipes, requirements
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
@@ -146,8 +146,32 @@ class TensorRTSettings:
 
 @dataclasses.dataclass(frozen=True)
 class PythonSettings:
+    """Where the Python backend's packages come from: the image's own Python (nothing set), an
+    environment the build makes from pinned wheels (``requirements`` / ``requirements_file``), or
+    an archive the user brings (``execution_env``)."""
+
+    requirements: tuple[str, ...] = dataclasses.field(default=(), metadata=meta(
+        help="pinned requirement lines (name==version) the build installs into an execution environment"))
+    requirements_file: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="a requirements file next to the spec, one name==version per line"))
     execution_env: Optional[str] = dataclasses.field(default=None, metadata=meta(
         help="path to a conda-pack .tar.gz shipped in the model directory as EXECUTION_ENV_PATH"))
+    recipe_requirements: bool = dataclasses.field(default=True, metadata=meta(
+        help="false: no environment for a built-in recipe's packages; model.py then runs on the image's own "
+             "Python, which must have them (a derived image)"))
+
+    def problems(self, path: str) -> list[Problem]:
+        given = [k for k in ("requirements", "requirements_file", "execution_env") if getattr(self, k)]
+        out = []
+        if len(given) > 1:
+            out.append(Problem(path, f"{' and '.join(given)} together",
+                               "one of requirements, requirements_file or execution_env",
+                               "keep the one the environment should come from"))
+        for index, line in enumerate(self.requirements):
+            if requirements.parse_pin(line) is None:
+                out.append(Problem(f"{path}.requirements[{index}]", describe(line), requirements.PIN_HELP,
+                                   "pin one release, e.g. 'transformers==4.46.3' (pip index versions NAME lists them)"))
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,6 +255,8 @@ class ModelSpec:
         if self.ensemble is not None:
             out.append(Problem(f"{path}.ensemble", "ensemble settings", "only with backend: ensemble",
                                "remove ensemble or set backend: ensemble"))
+        if self.python is not None:
+            out += self.python.problems(f"{path}.python")
         for key, wanted in (("onnxruntime", Backend.ONNXRUNTIME), ("tensorrt", Backend.TENSORRT),
                             ("python", Backend.PYTHON)):
             if getattr(self, key) is not None and b is not wanted:

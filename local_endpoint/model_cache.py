@@ -20,7 +20,7 @@ import pathlib
 import shutil
 import threading
 
-from local_endpoint import archive, backends, cpu_stand_in
+from local_endpoint import archive, backends, cpu_stand_in, python_envs
 from local_endpoint.errors import TarballError
 from local_endpoint.http_call import HttpReply, call
 
@@ -70,8 +70,10 @@ class MultiModelCache:
         *,
         cpu_stand_in: bool = False,
         runtime: cpu_stand_in.StandInRuntime | None = None,
+        env_swaps: dict[str, list[python_envs.EnvSwap]] | None = None,
     ) -> None:
         self.archives = dict(archives)
+        self.env_swaps = dict(env_swaps or {})
         self.triton_port = triton_port
         self.unpack_root = unpack_root
         self.capacity = capacity
@@ -147,6 +149,7 @@ class MultiModelCache:
         if not model_dir.exists():
             try:
                 archive.extract_tarball(tarball, model_dir)
+                python_envs.apply(self.env_swaps.get(target_model, []), model_dir)
                 if self.cpu_stand_in:
                     needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
                     cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball, self.runtime)

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in
+from local_endpoint import archive, backends, cpu_stand_in, python_envs
 from local_endpoint.errors import LocalEndpointError, TarballError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.mme_front_door import FrontDoor
@@ -60,6 +60,7 @@ class MultiModelEndpoint:
         self.cpu_stand_in = cpu_stand_in
         self.triton_version = triton_version
         self.stand_in_notes: list[str] = []
+        self.env_swaps: dict[str, list[python_envs.EnvSwap]] = {}
         self.runtime: cpu_stand_in.StandInRuntime | None = None
         self.env = dict(env or {})
         self.capacity = capacity
@@ -117,7 +118,8 @@ class MultiModelEndpoint:
                 startup_timeout=self.startup_timeout,
             )
             self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity,
-                                         cpu_stand_in=self.cpu_stand_in, runtime=self.runtime)
+                                         cpu_stand_in=self.cpu_stand_in, runtime=self.runtime,
+                                         env_swaps=self.env_swaps)
             self._front_door = FrontDoor(self.port, self.cache, str(self.log_path))
             self._front_door.start_in_background()
         except BaseException:
@@ -172,10 +174,14 @@ class MultiModelEndpoint:
                 stood_in += [(tarball, m) for m in cpu_stand_in.stand_in_models(needed)]
         backends.raise_if_unsupported(missing, available, self.cpu_stand_in)
         backends.raise_if_gpu_groups(gpu_found, self.cpu_stand_in)
+        # Before the first request: a rebuild takes minutes, longer than a client waits.
+        self.env_swaps = {t.name: python_envs.plan(t, python_envs.say) for t in self.tarballs}
+        env_notes = [s.note for swaps in self.env_swaps.values() for s in swaps]
         if self.cpu_stand_in:
             self.runtime = cpu_stand_in.prepare_runtime(self.triton_version, [m for _, m in stood_in])
             # A bare-layout model is named by its target model, as Triton names it.
             self.stand_in_notes = (
                 [cpu_stand_in.stand_in_note(m.model or t.name, m.backend, self.runtime) for t, m in stood_in]
                 + [cpu_stand_in.gpu_group_note(m.model or t.name) for t, m in gpu_found])
+        self.stand_in_notes = self.stand_in_notes + env_notes
         return archives

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in
+from local_endpoint import archive, backends, cpu_stand_in, python_envs
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.ports import ensure_port_free, free_port
@@ -76,6 +76,7 @@ class SingleModelEndpoint:
         self._process: TritonProcess | None = None
         self._stand_ins: list[backends.ModelBackend] = []
         self._gpu_moved: list[backends.ModelBackend] = []
+        self._env_swaps: list[python_envs.EnvSwap] = []
 
     @property
     def url(self) -> str:
@@ -89,7 +90,8 @@ class SingleModelEndpoint:
     def stand_in_notes(self) -> list[str]:
         """One line per model served by a CPU stand-in instead of its real backend."""
         return ([cpu_stand_in.stand_in_note(m.model, m.backend, self._runtime) for m in self._stand_ins]
-                + [cpu_stand_in.gpu_group_note(m.model) for m in self._gpu_moved])
+                + [cpu_stand_in.gpu_group_note(m.model) for m in self._gpu_moved]
+                + [swap.note for swap in self._env_swaps])
 
     def start(self) -> SingleModelEndpoint:
         """Check everything a user can get wrong, then start and wait for readiness."""
@@ -109,6 +111,7 @@ class SingleModelEndpoint:
         self._stand_ins = cpu_stand_in.stand_in_models(needed) if self.cpu_stand_in else []
         self._gpu_moved = gpu_models if self.cpu_stand_in else []
         self._runtime = cpu_stand_in.prepare_runtime(self.triton_version, self._stand_ins)
+        self._env_swaps = python_envs.plan(self.tarball, python_envs.say)
         if self._requested_port is None:
             self.port = free_port()
         else:
@@ -119,6 +122,7 @@ class SingleModelEndpoint:
         try:
             repository = self._work_dir / "opt-ml-model"
             archive.extract_tarball(self.tarball, repository)
+            python_envs.apply(self._env_swaps, repository)
             cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball, self._runtime)
             cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
             self._process = start_sagemaker_triton(

@@ -64,26 +64,60 @@ def write_tarball(target: pathlib.Path, tree: Mapping[str, pathlib.Path],
     """
     replace = dict(replace or {})
     entries = members(tree)
+    with _deterministic_tar(target) as (tar, digest):
+        for name, path in entries:
+            if path.is_dir():
+                tar.addfile(_info(name, tarfile.DIRTYPE, 0, DIR_MODE))
+                continue
+            data = replace.pop(name, None)
+            if data is not None:
+                tar.addfile(_info(name, tarfile.REGTYPE, len(data), FILE_MODE), io.BytesIO(data))
+                continue
+            # One mode for every file: the source's permission bits (umask, checkout) must not leak in.
+            with open(path, "rb") as fh:
+                source = _Counting(fh, progress) if progress else fh
+                tar.addfile(_info(name, tarfile.REGTYPE, path.stat().st_size, FILE_MODE), source)
+        if replace:
+            raise ValueError(f"replacement for files not in the archive: {sorted(replace)}")
+    return digest.hexdigest()
+
+
+def write_tree(target: pathlib.Path, root: pathlib.Path, first: tuple[str, ...] = ()) -> str:
+    """Packs the contents of ``root`` (no top-level folder) into ``target``; returns its sha256.
+
+    Unlike model tarballs, symbolic links stay links and executables stay executable (0755), as an
+    execution environment's ``bin/`` needs; every other file is 0644. The names in ``first`` lead,
+    so a reader of the stream finds them without decompressing the rest.
+    """
+    def order(path: pathlib.Path) -> tuple[bool, str]:
+        name = path.relative_to(root).as_posix()
+        return name not in first, name
+
+    with _deterministic_tar(target) as (tar, digest):
+        for path in sorted(root.rglob("*"), key=order):
+            name = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                info = _info(name, tarfile.SYMTYPE, 0, 0o777)
+                info.linkname = os.readlink(path)
+                tar.addfile(info)
+            elif path.is_dir():
+                tar.addfile(_info(name, tarfile.DIRTYPE, 0, DIR_MODE))
+            else:
+                mode = DIR_MODE if path.stat().st_mode & 0o111 else FILE_MODE
+                with open(path, "rb") as fh:
+                    tar.addfile(_info(name, tarfile.REGTYPE, path.stat().st_size, mode), fh)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _deterministic_tar(target: pathlib.Path):
+    """A PAX tar in a gzip stream without timestamp or name, hashed while written, renamed on success."""
     digest = hashlib.sha256()
     with atomic_path(target) as tmp:
         with open(tmp, "wb") as raw, _HashingWriter(raw, digest) as hashed, \
                 gzip.GzipFile(filename="", mode="wb", fileobj=hashed, mtime=0, compresslevel=GZIP_LEVEL) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for name, path in entries:
-                if path.is_dir():
-                    tar.addfile(_info(name, tarfile.DIRTYPE, 0, DIR_MODE))
-                    continue
-                data = replace.pop(name, None)
-                if data is not None:
-                    tar.addfile(_info(name, tarfile.REGTYPE, len(data), FILE_MODE), io.BytesIO(data))
-                    continue
-                # One mode for every file: the source's permission bits (umask, checkout) must not leak in.
-                with open(path, "rb") as fh:
-                    source = _Counting(fh, progress) if progress else fh
-                    tar.addfile(_info(name, tarfile.REGTYPE, path.stat().st_size, FILE_MODE), source)
-        if replace:
-            raise ValueError(f"replacement for files not in the archive: {sorted(replace)}")
-    return digest.hexdigest()
+            yield tar, digest
 
 
 def _info(name: str, kind: bytes, size: int, mode: int) -> tarfile.TarInfo:

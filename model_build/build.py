@@ -61,7 +61,7 @@ def build_order(spec: Spec) -> list[ModelSpec]:
 
 
 def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
-                 serving_torch: bool = False) -> dict[str, str]:
+                 serving_torch: bool = False, python_env_for: str = "image") -> dict[str, str]:
     code = hashing.code_version()
     tools = hashing.tool_versions()
     out: dict[str, str] = {}
@@ -78,6 +78,8 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
             parts.append(("consumers", sorted((m.name, m.backend.value) for m in spec.models.values())))
         if model.backend is Backend.PYTORCH and serving_torch:
             parts.append(("serving_torch", True))  # the opt-in check adds its record: rebuild to run it
+        if model.backend is Backend.PYTHON:
+            parts.append(("python_env_for", python_env_for))
         if model.backend is Backend.TENSORRT:
             tc = toolchain()
             parts.append(("gpu", tc.gpu.compute_capability if tc.gpu else None))
@@ -96,7 +98,8 @@ def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> 
     if src and src.recipe and ":" in src.recipe:
         out["recipe_module"] = hasher.module(src.recipe.split(":", 1)[0])
     for key, value in (("weights", model.weights),
-                       ("execution_env", model.python.execution_env if model.python else None)):
+                       ("execution_env", model.python.execution_env if model.python else None),
+                       ("requirements_file", model.python.requirements_file if model.python else None)):
         if value:
             path = (spec.root / value).resolve()
             out[key] = hasher.tree(path) if path.exists() else "missing"
@@ -112,7 +115,8 @@ def _user_recipes_importable(spec: Spec) -> None:
 
 
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
-        force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False) -> Report:
+        force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False,
+        python_env_for: str = "image") -> Report:
     requested = tuple(requested)
     report = Report(requested=requested)
     _user_recipes_importable(spec)
@@ -121,11 +125,11 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
     work_dir.mkdir(parents=True, exist_ok=True)
     toolchain = _lazy_toolchain()
     hasher = hashing.FileHasher(work_dir / "file-hashes.json")
-    hashes = build_hashes(spec, hasher, toolchain, serving_torch)
+    hashes = build_hashes(spec, hasher, toolchain, serving_torch, python_env_for)
     hasher.save()
 
     from model_build import model_builder  # no torch here; recipes import it when they run
-    ctx = model_builder.Context(spec, work_dir, log, toolchain, serving_torch)
+    ctx = model_builder.Context(spec, work_dir, log, toolchain, serving_torch, python_env_for)
     dirs: dict[str, pathlib.Path] = {}
     entries: dict[str, ModelEntry] = {}
     order = build_order(spec)

@@ -32,6 +32,7 @@ class Context:
     log: Callable[[str], None]
     toolchain: Callable[[], object]  # lazily probes GPU/Docker (model_build.tensorrt.gpu.detect)
     serving_torch: bool = False      # opt-in: run TorchScript in the torch release nearest the image's libtorch
+    python_env_for: str = "image"    # Python-backend environments for the image, or "local" (tritonsm serve only)
 
 
 def cache_dir(work: pathlib.Path, name: str, build_hash: str) -> pathlib.Path:
@@ -76,7 +77,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
     versions = {"triton": ctx.spec.triton_version, **tool_versions()}
     params: dict[str, str] = {}
     model_files: dict = {}
-    parity = serving = None
+    parity = serving = python_env = None
     gpu_name = gpu_cc = None
     step_configs: list = []
     kind = model.source.kind() if model.source else "ensemble"
@@ -90,7 +91,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
         inputs, outputs, step_configs = ensemble.wire(model, steps)
         files: dict = {}
     elif model.backend is Backend.PYTHON:
-        inputs, outputs, files, params, model_files = python_backend.model_files(ctx, model)
+        inputs, outputs, files, params, model_files, python_env = python_backend.model_files(ctx, model)
     elif kind in ("recipe", "onnx") and model.backend in (Backend.ONNXRUNTIME, Backend.TENSORRT):
         inputs, outputs, parity, serving = _onnx(ctx, model, scratch)
         versions["onnx_opset"] = _opset(scratch / "model.onnx")
@@ -122,7 +123,7 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
                       max_batch_size=model.max_batch_size, inputs=tuple(inputs), outputs=tuple(outputs),
                       build_hash=build_hash, parity=parity,
                       builder=BuilderFacts(versions, gpu_name, gpu_cc),
-                      serving_check=serving or _not_checked(ctx, model))
+                      serving_check=serving or _not_checked(ctx, model), python_env=python_env)
 
 
 def _not_checked(ctx: Context, model: ModelSpec) -> dict:

@@ -1,10 +1,12 @@
 """Python-backend models: files, tensors and parameters from a built-in recipe or a python_dir."""
 from __future__ import annotations
 
-from deployment_spec import Spec
+import pathlib
+
+from deployment_spec import Spec, requirements
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import Backend, ModelSpec
-from model_build import layout, model_config
+from model_build import layout, model_config, python_env_build
 from model_build.errors import BuildError
 from model_build.progress import Step
 
@@ -15,6 +17,7 @@ def model_files(ctx, model: ModelSpec):
 
     model_files: dict = {}
     params: dict[str, str] = {}
+    recipe_requirements: tuple[str, ...] = ()
     if model.source.kind() == "python_dir":
         inputs, outputs, files, params = _python_dir(ctx, model)
     else:
@@ -24,15 +27,57 @@ def model_files(ctx, model: ModelSpec):
         if made.note:
             ctx.log(f"  {model.name}: {made.note}")
         inputs, outputs, files, params = made.inputs, made.outputs, dict(made.files), dict(made.parameters)
+        recipe_requirements = made.requirements
+    env_facts = None
     if model.python and model.python.execution_env:
         env = (ctx.spec.root / model.python.execution_env).resolve()
         if not env.is_file() or not env.name.endswith(".tar.gz"):
             raise BuildError(f"models.{model.name}.python.execution_env: {env} is not a .tar.gz file; give a "
                              "conda-pack archive (conda pack -n <env> -o env.tar.gz)")
-        # Shipped inside the model directory, resolved by the Python backend at load (python_backend README, "Creating Custom Execution Environments").
         model_files[env.name] = env
         params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{env.name}"
-    return tuple(inputs), tuple(outputs), files, params, model_files
+    else:
+        lines, where = python_env_requirements(ctx.spec, model, recipe_requirements)
+        if lines:
+            built = python_env_build.build_for(ctx, model, lines, where)
+            model_files[built.file_name] = built.archive
+            params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{built.file_name}"
+            env_facts = python_env_build.facts(built, ctx.python_env_for)
+    # Shipped inside the model directory, resolved by the Python backend at load (python_backend README,
+    # "Creating Custom Execution Environments").
+    return tuple(inputs), tuple(outputs), files, params, model_files, env_facts
+
+
+def python_env_requirements(spec: Spec, model: ModelSpec, recipe_requirements: tuple[str, ...]) -> tuple[list[str], str]:
+    """The pinned lines the model's environment is built from, and the spec field they came from."""
+    settings = model.python
+    base = f"models.{model.name}.python"
+    if settings and settings.requirements:
+        return list(settings.requirements), f"{base}.requirements"
+    if settings and settings.requirements_file:
+        return _requirements_file(spec.root / settings.requirements_file, f"{base}.requirements_file"), \
+            f"{base}.requirements_file"
+    if settings and not settings.recipe_requirements:
+        return [], base
+    return list(recipe_requirements), f"models.{model.name}.source.recipe"
+
+
+def _requirements_file(path: pathlib.Path, where: str) -> list[str]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BuildError(f"{where}: cannot read {path} ({exc.strerror}); give a requirements file next to the "
+                         "spec, one name==version per line") from None
+    lines = []
+    for number, line in requirements.requirement_lines(text):
+        if requirements.parse_pin(line) is None:
+            raise BuildError(f"{path}:{number}: {line!r} is not pinned; allowed: {requirements.PIN_HELP}; fix: "
+                             "pin one release, e.g. 'transformers==4.46.3'")
+        lines.append(line)
+    if not lines:
+        raise BuildError(f"{where}: {path} lists no requirement; add the packages model.py imports "
+                         "(name==version), or remove requirements_file")
+    return lines
 
 
 def _python_dir(ctx, model: ModelSpec):

@@ -74,6 +74,9 @@ class PythonModel:
     outputs: tuple[TensorSpec, ...]
     parameters: Mapping[str, str] = dataclasses.field(default_factory=dict)
     note: str = ""
+    # What model.py imports beyond numpy and the standard library, pinned: the build installs them
+    # into an execution environment unless the spec says otherwise (python.requirements, execution_env).
+    requirements: tuple[str, ...] = ()
 
 
 def weights_dir(model: ModelSpec, root: pathlib.Path) -> Optional[pathlib.Path]:

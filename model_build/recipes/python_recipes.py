@@ -16,6 +16,10 @@ T5_SIZES = {
     "tiny-t5": dict(vocab_size=512, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2),
 }
 
+# What t5_generate.py imports, at the releases the build itself runs (requirements.lock), so the
+# weights and tokenizer it saves load in the same transformers; wheels exist for CPython 3.10-3.13.
+T5_REQUIREMENTS = ("torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3", "numpy==1.26.4")
+
 
 def python_model(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> PythonModel:
     recipe = model.source.recipe
@@ -73,6 +77,7 @@ def _t5(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         outputs=(TensorSpec("OUTPUT_TEXT", "TYPE_STRING", (1,)), TensorSpec("output_ids", "TYPE_INT64", (-1,))),
         parameters={"max_input_length": str(seq), "max_new_tokens": "32"},
         note=note,
+        requirements=T5_REQUIREMENTS,
     )
 
 
