@@ -62,10 +62,12 @@ def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
 
 def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
               capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
-              endpoints: list[str] | None = None) -> cdk.App:
+              endpoints: list[str] | None = None, spec_file: str | None = None) -> cdk.App:
     """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default).
 
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
+    ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
+    relative to this checkout).
     """
     app = app or cdk.App(context=cdk_json_context())
 
@@ -79,7 +81,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     if spec.pipeline is not None:
         # The same stages again, deployed in order by the pipeline (cdk deploy <Project>Pipeline, once).
         PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
-                      spec_file=_repository_path(spec.path), make_stage=make_stage)
+                      spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 

@@ -197,9 +197,12 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
     _log(f"bench load --endpoint {args.endpoint}: phases at concurrency "
          f"{', '.join(map(str, plan.concurrencies))}, {plan.seconds:g} s each; threshold p99 <= {threshold:g} ms")
     try:
-        result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment, manifest=args.manifest,
-                                       input_path=args.input, text=DEFAULT_TEXT, cpu_stand_in=args.cpu_stand_in,
-                                       binary=not args.json, plan=plan, log=_log)
+        if getattr(args, "deployed", False):
+            result = _deployed_load(args, spec, plan)
+        else:
+            result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment,
+                                           manifest=args.manifest, input_path=args.input, text=DEFAULT_TEXT,
+                                           cpu_stand_in=args.cpu_stand_in, binary=not args.json, plan=plan, log=_log)
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     args.out.mkdir(parents=True, exist_ok=True)
@@ -216,6 +219,26 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
                               command=_command(args, "load"))
     _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
     return 0
+
+
+def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
+    """The phases against the deployed endpoint, with the smoke test's request for its first model."""
+    from deployment_spec.container_env import endpoint_name
+    from deployment_spec.manifest import load_manifest
+    from deployment_spec.served import built_artifacts, spec_endpoint
+
+    import dataclasses
+
+    from benchmarking import load_deployed, smoke
+
+    env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
+    built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
+    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)[0]
+    # No extra phase after the stop on a deployed endpoint: past the SLA it would only load a shared stage.
+    plan = dataclasses.replace(plan, must_reach=None)
+    return load_deployed.measure(endpoint.name, endpoint_name(spec.project, env_name, endpoint.name),
+                                 endpoint.instance_type, endpoint.initial_instances, case, plan, _log,
+                                 region=args.region or spec.environments[env_name].region, client=client)
 
 
 def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:

@@ -76,6 +76,10 @@ def _register_load(sub) -> None:
                                       "instead of the synthetic configurations; --record then records it")
     p.add_argument("--cpu-stand-in", action="store_true",
                    help="with --endpoint: serve ONNX Runtime / TorchScript models as labelled CPU stand-ins")
+    p.add_argument("--deployed", action="store_true",
+                   help="with --endpoint: load-test the deployed endpoint <project>-<environment>-<endpoint> through "
+                        "boto3 InvokeEndpoint (its best req/s per instance is what --record writes)")
+    p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's)")
     p.add_argument("--environment", help="with --endpoint: whose overrides apply (default: the first)")
     p.add_argument("--manifest", type=pathlib.Path, default=pathlib.Path("assets/manifest.json"),
                    help="with --endpoint: the build manifest (default: assets/manifest.json)")

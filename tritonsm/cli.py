@@ -48,7 +48,8 @@ def _registrations() -> list[Callable]:
     from model_build.cli import register as build
     from tritonsm.bench import register as bench
     from tritonsm.serve import register as serve_and_invoke
-    return [build, serve_and_invoke, bench]
+    from tritonsm.smoke import register as smoke
+    return [build, serve_and_invoke, bench, smoke]
 
 
 def main(argv: list[str] | None = None) -> int:
