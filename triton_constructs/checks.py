@@ -83,6 +83,7 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     for artifact in built.artifacts:
         problems += _file_problems(artifact, manifest)
     problems += _verified_for(packed, manifest, triton_version)
+    problems += _environments_for_image(packed, manifest)
     default_model = None
     if single and built.artifacts and len(built.artifacts[0].models) > 1:
         default_model = endpoint.default_model or endpoint.models[0]
@@ -124,6 +125,19 @@ def _verified_for(models: list[str], manifest: Manifest, triton_version: str) ->
             what = (f"verified in the runtimes of Triton {checked}" if checked
                     else "not verified in any serving runtime (an older build)")
             out.append(f"model '{name}' was {what}, the spec serves it with Triton {triton_version}; {REBUILD}")
+    return out
+
+
+def _environments_for_image(models: list[str], manifest: Manifest) -> list[str]:
+    """A Python environment built for the local endpoint's Python would not load in the image."""
+    out = []
+    for name in models:
+        entry = manifest.models.get(name)
+        env = entry.python_env if entry else None
+        if env and env.get("for") == "local":
+            out.append(f"model '{name}' carries a Python execution environment built for {env.get('target')}, "
+                       "not for the endpoint's image (`tritonsm build --python-env-for local`); run "
+                       "`tritonsm build` without that option")
     return out
 
 

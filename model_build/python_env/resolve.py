@@ -70,7 +70,7 @@ def explain_failure(stderr: str, target: EnvTarget, where: str) -> str:
     if missing:
         versions = _VERSIONS.search(stderr)
         seen = versions.group(2).strip() if versions else ""
-        found = f"wheels exist there for: {seen}" if seen else "no release of it has a wheel there"
+        found = f"wheels exist there for: {seen}" if seen not in ("", "none") else "no release of it has a wheel there"
         return (f"{where}: no wheel of {missing.group(1)} for {target.label}: tried {tags}; {found}. "
                 "Pick a version with a binary wheel for that Python and platform (the environment takes "
                 "wheels only: nothing is compiled at build or load time)")

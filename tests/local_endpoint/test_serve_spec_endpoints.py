@@ -116,12 +116,14 @@ class Served:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The spec above, built once with `tritonsm build` (tiny models: about half a minute)."""
+    """The spec above, built once with `tritonsm build` (tiny models: about half a minute; T5's
+    execution environment, built for this machine's Python so that no multi-GB CUDA torch for the
+    image is fetched: a minute more the first time, then from the cache)."""
     root = tmp_path_factory.mktemp("spec-endpoints")
     spec = root / "spec.yaml"
     spec.write_text(SPEC)
     assert tritonsm_main(["build", "--spec", str(spec), "--out", str(root / "assets"),
-                          "--work-dir", str(root / "work")]) == 0
+                          "--work-dir", str(root / "work"), "--python-env-for", "local"]) == 0
     manifest_path = root / "assets" / "manifest.json"
     return Built(spec, manifest_path, load_manifest(manifest_path))
 
@@ -231,6 +233,18 @@ def test_t5_mme_generates_what_the_built_model_generates(built: Built, t5_mme: S
 
 
 @pytest.mark.triton
+def test_t5_runs_inside_the_execution_environment_the_build_made(built: Built, t5_mme: Served) -> None:
+    # The recipe's torch, transformers and tokenizers come from the environment in the tarball: the
+    # environment's pyvenv.cfg leaves every other site-packages (this virtualenv's too) off sys.path.
+    env = built.manifest.models["t5"].python_env
+    assert env["for"] == "local" and {"torch==2.13.0+cpu", "transformers==5.23.0"} <= set(env["packages"])
+    with tarfile.open(built.tarball("t5-mme", "t5")) as archive:
+        assert f"t5/{env['file']}" in archive.getnames()
+    invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=built.target_model("t5-mme", "t5"))
+    log = t5_mme.log_path.read_text()
+    assert f"Using Python execution env " in log and f"/t5/{env['file']}" in log
+
+
 def test_json_and_binary_payloads_give_the_same_generation(built: Built, t5_mme: Served) -> None:
     # Right after the test above, while T5 is still loaded: a reload costs seconds (torch in the stub).
     target = built.target_model("t5-mme", "t5")

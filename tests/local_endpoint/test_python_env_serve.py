@@ -1,0 +1,73 @@
+"""The real Triton server runs a Python-backend model inside the execution environment the build made.
+
+The model imports a package that exists only in that environment (a wheel made here, on no
+index and in no virtualenv of this machine); the tarball is built for the Triton 25.09 image
+(CPython 3.12) and `serve` rebuilds the environment for the local stub's Python.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from deployment_spec.manifest import load_manifest
+from local_endpoint.invoke import invoke_url
+from local_endpoint.payload import NamedTensor, encode_request
+from local_endpoint.single_model import SingleModelEndpoint
+from tritonsm.cli import main as tritonsm_main
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probe_wheels  # noqa: E402
+
+SPEC = """\
+project: ProbeEnv
+triton_version: "25.09"
+models:
+  probe:
+    backend: python
+    source: {python_dir: probe}
+    max_batch_size: 4
+    python: {requirements: ["tritonsm-probe==1.0", "numpy==1.26.4"]}
+endpoints:
+  probe-sme: {kind: single-model, models: [probe], instance_type: ml.g5.xlarge}
+environments:
+  dev: {region: us-east-1}
+"""
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> pathlib.Path:
+    root = tmp_path_factory.mktemp("probe-env")
+    probe_wheels.make_wheel(root / "wheels")
+    probe_wheels.write_probe_model(root / "probe")
+    (root / "spec.yaml").write_text(SPEC)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PIP_FIND_LINKS", str(root / "wheels"))
+        patch.setenv("TRITONSM_CACHE_DIR", str(root / "cache"))  # a probe wheel of another run is another file
+        assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
+                              "--work-dir", str(root / "work")]) == 0
+        manifest = load_manifest(root / "assets" / "manifest.json")
+        assert manifest.models["probe"].python_env["python"] == "3.12"  # built for the image
+        (artifact,) = manifest.endpoints["probe-sme"].artifacts
+        yield manifest.artifact_path(artifact)
+
+
+def test_the_model_imports_a_package_only_the_environment_has(tarball):
+    assert importlib.util.find_spec(probe_wheels.PROBE.replace("-", "_")) is None  # not in the server's Python
+    local = f"{sys.version_info.major}.{sys.version_info.minor}"
+    with SingleModelEndpoint(tarball) as endpoint:
+        request = encode_request([NamedTensor("IN", "FP32", np.ones((2, 1), dtype=np.float32))], binary=False)
+        (where,) = invoke_url(endpoint.url, request).outputs
+        notes = endpoint.stand_in_notes
+        log = endpoint.log_path.read_text()
+    value, module_file, prefix = where.array[0][0].decode().split(" ")
+    assert (where.name, where.array.shape, value) == ("WHERE", (2, 1), probe_wheels.PROBE_VALUE)
+    # Triton unpacked the environment into /tmp/python_env_*/N and the stub took it as sys.prefix.
+    assert "/python_env_" in prefix and module_file == f"{prefix}/lib/python{local}/site-packages/tritonsm_probe/__init__.py"
+    assert "Using Python execution env " in log
+    env_file = load_manifest(tarball.parent / "manifest.json").models["probe"].python_env["file"]
+    assert notes == [f"probe/{env_file}: execution environment rebuilt for the local server (CPython {local}) "
+                     "from the same 2 pinned requirements; the endpoint gets the one built for CPython 3.12"]
