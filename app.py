@@ -70,6 +70,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     relative to this checkout).
     """
     app = app or cdk.App(context=cdk_json_context())
+    PipelineStack.check(spec)
 
     def make_stage(scope: Construct, name: str) -> TritonStage:
         return TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],

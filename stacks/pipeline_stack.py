@@ -19,7 +19,7 @@ from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT,
 from stacks.stage import TritonStage
 from triton_constructs import checks, pipeline_checks
 from triton_constructs.errors import raise_if
-from triton_constructs.pipeline_resources import BuildCache, acknowledge_pipeline_findings
+from triton_constructs.pipeline_resources import BuildCache, acknowledge_pipeline_findings, log_artifacts
 
 # bootstrap.sh needs Python 3.11; the curated standard image selects it per build
 # (https://docs.aws.amazon.com/codebuild/latest/userguide/runtime-versions.html).
@@ -52,7 +52,7 @@ class PipelineStack(cdk.Stack):
                  make_stage: Callable[[Construct, str], TritonStage], **kwargs: Any) -> None:
         pipeline_spec = spec.pipeline
         assert pipeline_spec is not None
-        raise_if("pipeline", pipeline_checks.gpu_problems(spec, pipeline_spec) + _account_problems(spec, pipeline_spec))
+        PipelineStack.check(spec)
         account, region = pipeline_spec.where(dict(spec.environments))
         super().__init__(scope, id_, description=f"Delivery pipeline of {spec.project} ({spec_file})",
                          env=cdk.Environment(account=account, region=region), **kwargs)
@@ -91,24 +91,39 @@ class PipelineStack(cdk.Stack):
             pipeline.add_stage(stage, pre=pre, post=post)
         pipeline.build_pipeline()
         self.build_step, self.synth_step, self.pipeline = build, synth, pipeline
-        if pipeline_spec.build_compute.kind is not BuildComputeKind.FLEET:
-            # The GPU comes from the environment type; the curated image is the same as every other step's.
-            project = build.project.node.default_child
-            project.add_property_override("Environment.Type", "LINUX_GPU_CONTAINER")
+        # The GPU comes from the environment type (and the fleet); the curated image is every other step's.
+        # CDK types the environment by its image (LINUX_CONTAINER for the curated ones), hence the override.
+        project = build.project.node.default_child
+        project.add_property_override("Environment.Type", "LINUX_GPU_CONTAINER")
+        if self.fleet is not None:
+            project.add_property_override("Environment.ComputeType", "CUSTOM_INSTANCE_TYPE")
+            project.add_property_override("Environment.Fleet", {"FleetArn": self.fleet.fleet_arn})
+        # cfn-lint style findings on CDK Pipelines' own rendering, valid CloudFormation: stage deploy-role ARNs
+        # joined with a Ref to AWS::Partition (E3703 prefers Fn::Sub), and a DependsOn on the pipeline role it
+        # also reads with GetAtt (W3005).
+        self.add_metadata("cfn-lint", {"config": {"ignore_checks": ["E3703", "W3005"]}})
+        log_artifacts(pipeline, cache)
         acknowledge_pipeline_findings(self, pipeline)
+
+    @staticmethod
+    def check(spec: Spec) -> None:
+        """The pipeline's refusals; app.py calls it before any stage, so a pipeline problem is named first."""
+        if spec.pipeline is not None:
+            raise_if("pipeline", pipeline_checks.gpu_problems(spec, spec.pipeline) + _account_problems(spec, spec.pipeline))
 
     def _gpu_environment(self, pipeline_spec: PipelineSpec) -> codebuild.BuildEnvironment:
         """Privileged: the TensorRT build runs trtexec in nvcr.io/nvidia/tensorrt:<triton_version>-py3 via Docker."""
         compute = pipeline_spec.build_compute
+        self.fleet = None
         if compute.kind is BuildComputeKind.FLEET:
-            fleet = codebuild.Fleet(
+            # A reserved-capacity fleet of that GPU: billed while it exists (https://aws.amazon.com/codebuild/pricing/).
+            self.fleet = codebuild.Fleet(
                 self, "GpuFleet", base_capacity=1, compute_type=codebuild.FleetComputeType.CUSTOM_INSTANCE_TYPE,
                 environment_type=codebuild.EnvironmentType.LINUX_GPU_CONTAINER,
                 compute_configuration=codebuild.ComputeConfiguration(
                     instance_type=ec2.InstanceType(str(compute.instance_type))))
-            return codebuild.BuildEnvironment(build_image=IMAGE, fleet=fleet, privileged=True)
-        return codebuild.BuildEnvironment(build_image=IMAGE, privileged=True,
-                                          compute_type=COMPUTE_TYPE[compute.kind])
+            return codebuild.BuildEnvironment(build_image=IMAGE, privileged=True)
+        return codebuild.BuildEnvironment(build_image=IMAGE, privileged=True, compute_type=COMPUTE_TYPE[compute.kind])
 
     def _post_deploy(self, spec: Spec, pipeline_spec: PipelineSpec, name: str, stage: TritonStage,
                      source: pipelines.IFileSetProducer, build: pipelines.CodeBuildStep,

@@ -10,7 +10,7 @@ from typing import Optional
 
 from deployment_spec import Spec, instances
 from deployment_spec.model import Backend, HardwareCompatibility
-from deployment_spec.pipeline import ON_DEMAND_GPU, BuildCompute, BuildComputeKind, PipelineSpec
+from deployment_spec.pipeline import ON_DEMAND_GPU, PipelineSpec
 from deployment_spec.rules import served_models
 
 
@@ -63,7 +63,3 @@ def _fix(itype: Optional[instances.InstanceType], target_cc: Optional[str]) -> s
             "fleet of that GPU (billed while it exists; CodeBuild accepts only some instance types: "
             "https://docs.aws.amazon.com/codebuild/latest/userguide/fleets.html), or build on such a host and "
             "deploy by hand")
-
-
-def fleet_compute(compute: BuildCompute) -> bool:
-    return compute.kind is BuildComputeKind.FLEET

@@ -1,0 +1,193 @@
+"""The delivery pipeline (CDK Pipelines) of a spec with a pipeline: section: steps, order, commands, approvals,
+least-privilege post-deploy tests, the GPU-architecture refusal, cdk-nag, cfn-lint and checkov."""
+import json
+import pathlib
+import re
+import subprocess
+
+import pytest
+import yaml
+from cfnlint.api import ManualArgs, lint_file
+
+from stacks.pipeline_commands import BUILD_COMMANDS, SYNTH_COMMANDS
+from synth_helpers import ROOT, synth_spec
+from triton_constructs import SynthError
+
+CONNECTION = "arn:aws:codeconnections:us-east-1:123456789012:connection/12345678-1234-1234-1234-123456789012"
+PIPELINE = {"connection_arn": CONNECTION, "repository": "acme/triton-models", "account": "123456789012",
+            "stages": ["dev", "staging", "prod"], "manual_approval": ["prod"]}
+
+
+def _with_pipeline(source: pathlib.Path, tmp: pathlib.Path, overrides: dict | None = None, **pipeline) -> pathlib.Path:
+    raw = yaml.safe_load(source.read_text())
+    raw["pipeline"] = {**PIPELINE, **pipeline}
+    for env, endpoints in (overrides or {}).items():
+        raw["environments"][env].setdefault("overrides", {}).setdefault("endpoints", {}).update(endpoints)
+    path = tmp / source.name
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _synth(source, tmp, **kwargs):
+    relative = source.relative_to(ROOT).as_posix()
+    return synth_spec(_with_pipeline(source, tmp, **kwargs), tmp, spec_file=relative)
+
+
+@pytest.fixture(scope="module")
+def default_pipeline(tmp_path_factory):
+    synth = _synth(ROOT / "triton.yaml", tmp_path_factory.mktemp("pipeline"))
+    assembly = synth.app.synth()  # runs cdk-nag (the app's plugin): any unacknowledged finding raises
+    return synth, pathlib.Path(assembly.directory)
+
+
+def _template(assembly: pathlib.Path) -> dict:
+    return json.loads((assembly / "TritonPipeline.template.json").read_text())
+
+
+def _projects(template: dict) -> dict[str, dict]:
+    """CodeBuild projects by their step name (the buildspec's own commands tell them apart)."""
+    out = {}
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::CodeBuild::Project":
+            out[resource["Properties"]["Description"].split("/")[-1]] = resource["Properties"]
+    return out
+
+
+def _actions(template: dict) -> list[tuple[str, str, str, int]]:
+    [pipeline] = [r for r in template["Resources"].values() if r["Type"] == "AWS::CodePipeline::Pipeline"]
+    return [(stage["Name"], action["Name"], action["ActionTypeId"]["Provider"], action["RunOrder"])
+            for stage in pipeline["Properties"]["Stages"] for action in stage["Actions"]]
+
+
+def _commands(project: dict) -> list[str]:
+    spec = json.loads(project["Source"]["BuildSpec"])
+    return spec["phases"]["build"]["commands"]
+
+
+def test_steps_run_in_order_with_the_approval_before_prod(default_pipeline):
+    actions = _actions(_template(default_pipeline[1]))
+    assert [a[0] for a in actions if a[2] != "CloudFormation"] == [
+        "Source", "Build", "Build", "UpdatePipeline", *["Assets"] * 5, "TritonStaging", "TritonProd"]
+    assert [(a[1], a[3]) for a in actions if a[0] == "Build"] == [("BuildModels", 1), ("Synth", 2)]
+    stages = list(dict.fromkeys(a[0] for a in actions if a[2] == "CloudFormation"))
+    assert stages == ["TritonDev", "TritonStaging", "TritonProd"]
+    prod = [a for a in actions if a[0] == "TritonProd"]
+    assert prod[0][1:] == ("Approve-prod", "Manual", 1) and all(a[3] > 1 for a in prod[1:])
+    # The smoke and load test runs after the staging stacks, the stage right before the approval.
+    staging = [a for a in actions if a[0] == "TritonStaging"]
+    assert staging[-1][1:3] == ("SmokeAndLoadTest-staging", "CodeBuild")
+    assert staging[-1][3] > max(a[3] for a in staging[:-1])
+    assert not any(a[1] == "Manual" for a in actions if a[0] != "TritonProd")
+
+
+def test_the_gpu_build_runs_the_readme_commands_privileged_on_a_gpu_with_a_cache(default_pipeline):
+    projects = _projects(_template(default_pipeline[1]))
+    build = next(p for p in projects.values() if _commands(p)[-1].startswith(".venv/bin/tritonsm build"))
+    assert _commands(build) == list(BUILD_COMMANDS)
+    environment = build["Environment"]
+    assert (environment["Type"], environment["ComputeType"], environment["PrivilegedMode"]) == (
+        "LINUX_GPU_CONTAINER", "BUILD_GENERAL1_SMALL", True)
+    assert {"Name": "TRITONSM_SPEC", "Type": "PLAINTEXT", "Value": "triton.yaml"} in environment["EnvironmentVariables"]
+    assert build["Cache"]["Type"] == "S3"
+    buildspec = json.loads(build["Source"]["BuildSpec"])
+    assert buildspec["cache"]["paths"] == ["/root/.cache/**/*", ".tritonsm/build/**/*"]
+    assert buildspec["env"]["variables"]["TRITONSM_CACHE_DIR"] == "/root/.cache/tritonsm"
+    synth = next(p for p in projects.values() if _commands(p)[-1].startswith(".venv/bin/cdk synth"))
+    assert _commands(synth)[-len(SYNTH_COMMANDS):] == list(SYNTH_COMMANDS)
+    assert synth["Environment"]["Type"] == "LINUX_CONTAINER"
+
+
+def test_the_readme_shows_the_pipeline_commands():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Delivery pipeline", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+    assert lines == ["export TRITONSM_SPEC=examples/tensorrt-bert-mme.yaml", *BUILD_COMMANDS, *SYNTH_COMMANDS[1:]]
+
+
+def test_the_post_deploy_test_may_only_invoke_the_staging_endpoints(default_pipeline):
+    template = _template(default_pipeline[1])
+    projects = _projects(template)
+    [smoke] = [p for p in projects.values() if any("tritonsm smoke" in c for c in _commands(p))]
+    commands = _commands(smoke)
+    assert sorted(c.split(" --")[0] for c in commands if "tritonsm" in c) == [
+        ".venv/bin/tritonsm bench", ".venv/bin/tritonsm bench", ".venv/bin/tritonsm smoke classifier",
+        ".venv/bin/tritonsm smoke vision-nlp"]
+    assert all("--environment staging" in c and "--deployed" in c for c in commands if "tritonsm" in c)
+    role = smoke["ServiceRole"]["Fn::GetAtt"][0]
+    statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  and {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    [invoke] = [s for s in statements if "sagemaker" in json.dumps(s["Action"])]
+    assert invoke["Action"] == "sagemaker:InvokeEndpoint" and sorted(invoke["Resource"]) == [
+        "arn:aws:sagemaker:us-west-2:123456789012:endpoint/triton-staging-classifier",
+        "arn:aws:sagemaker:us-west-2:123456789012:endpoint/triton-staging-vision-nlp"]
+
+
+def test_artifacts_are_encrypted_with_a_rotated_key_and_the_cache_bucket_is_private(default_pipeline):
+    template = _template(default_pipeline[1])
+    keys = [r for r in template["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
+    assert keys and all(k["Properties"]["EnableKeyRotation"] for k in keys)
+    for bucket in [r for r in template["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]:
+        assert bucket["Properties"]["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+        assert "BucketEncryption" in bucket["Properties"]
+    policies = [r for r in template["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"]
+    assert all(any(s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}} and s["Effect"] == "Deny"
+                   for s in p["Properties"]["PolicyDocument"]["Statement"]) for p in policies)
+
+
+def test_cfn_lint_finds_nothing_in_the_pipeline_stack(default_pipeline):
+    assembly = default_pipeline[1]
+    found = []
+    for name in ("TritonPipeline.template.json", "cross-region-stack-123456789012_us-west-2.template.json"):
+        found += [f"{name}: {m}" for m in lint_file(assembly / name, config=ManualArgs(regions=["us-east-1"]))]
+    assert found == []
+
+
+def test_the_tensorrt_example_synthesizes_with_its_gpu_build(tmp_path):
+    synth = _synth(ROOT / "examples" / "tensorrt-bert-mme.yaml", tmp_path)
+    assembly = pathlib.Path(synth.app.synth().directory)
+    template = json.loads((assembly / "TrtBertPipeline.template.json").read_text())
+    assert any(a[1] == "Approve-prod" for a in _actions(template))
+
+
+def test_a_tensorrt_endpoint_on_another_gpu_than_the_build_is_refused(tmp_path):
+    with pytest.raises(SynthError) as caught:
+        _synth(ROOT / "examples" / "tensorrt-bert-mme.yaml", tmp_path,
+               overrides={"staging": {"bert-mme": {"instance_type": "ml.g4dn.xlarge"}}})
+    assert str(caught.value) == (
+        "pipeline:\n  - model 'bert' (backend tensorrt) of endpoint 'bert-mme' runs on ml.g4dn.xlarge (NVIDIA T4, "
+        "compute capability 7.5) in stage 'staging', but pipeline.build_compute gpu-small (NVIDIA A10G, compute "
+        "capability 8.6) builds its plan, which runs only on the GPU architecture it was built on; no on-demand "
+        "CodeBuild GPU compute has an NVIDIA T4 (gpu-small: A10G, gpu-large: Tesla V100): set "
+        "pipeline.build_compute to {kind: fleet, instance_type: g4dn.xlarge}, a reserved-capacity fleet of that GPU "
+        "(billed while it exists; CodeBuild accepts only some instance types: "
+        "https://docs.aws.amazon.com/codebuild/latest/userguide/fleets.html), or build on such a host and deploy by "
+        "hand")
+
+
+def test_a_fleet_of_the_endpoint_gpu_builds_it(tmp_path):
+    synth = _synth(ROOT / "examples" / "tensorrt-bert-mme.yaml", tmp_path, build_compute={
+        "kind": "fleet", "instance_type": "g5.2xlarge"})
+    template = json.loads((pathlib.Path(synth.app.synth().directory) / "TrtBertPipeline.template.json").read_text())
+    [(fleet_id, fleet)] = [(k, r["Properties"]) for k, r in template["Resources"].items()
+                           if r["Type"] == "AWS::CodeBuild::Fleet"]
+    assert (fleet["ComputeType"], fleet["EnvironmentType"], fleet["ComputeConfiguration"]["instanceType"]) == (
+        "CUSTOM_INSTANCE_TYPE", "LINUX_GPU_CONTAINER", "g5.2xlarge")
+    [build] = [p for p in _projects(template).values() if p["Environment"].get("Fleet")]
+    assert build["Environment"]["Fleet"] == {"FleetArn": {"Fn::GetAtt": [fleet_id, "Arn"]}}
+    assert build["Environment"]["Type"] == "LINUX_GPU_CONTAINER"
+
+
+def test_checkov_finds_nothing_in_the_pipeline_stack(default_pipeline):
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "checkov"), "--framework", "cloudformation", "--compact",
+                           "--quiet", "--skip-download", "-o", "json", "-f",
+                           str(default_pipeline[1] / "TritonPipeline.template.json")],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    report = json.loads(done.stdout)
+    failed = [f"{c['check_id']} {c['resource']}" for c in report["results"]["failed_checks"]]
+    assert failed == [] and report["summary"]["passed"] > 20
+
+
+def test_without_a_pipeline_section_there_is_no_pipeline_stack(default_synth):
+    assert not [c for c in default_synth.app.node.children if re.search("Pipeline$", c.node.id)]
