@@ -164,7 +164,7 @@ def stage_rules(path: str, pipeline: PipelineSpec, environments: set[str],
                 out.append(Problem(f"{path}.{key}[{i}]", describe(name),
                                    f"a name in pipeline.stages ({', '.join(pipeline.stages)})",
                                    "add it to pipeline.stages or remove it here"))
-    if out or any(name not in parsed for name in pipeline.stages):
+    if out or not pipeline.stages or any(name not in parsed for name in pipeline.stages):
         return out
     account, region = pipeline.where(parsed)
     if region is None:
