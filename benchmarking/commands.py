@@ -129,6 +129,9 @@ def run_load(args: argparse.Namespace) -> int:
         raise UserError(f"--phase-seconds {args.phase_seconds:g}: use a value in (0, 600]")
     if args.max_requests < 1:
         raise UserError(f"--max-requests {args.max_requests}: use 1 or more")
+    if not 1 <= args.repeats <= 20:
+        raise UserError(f"--repeats {args.repeats}: use 1 to 20 interleaved rounds (3 or more give a paired and "
+                        "a quieter-half ratio worth reading)")
     if not 0 <= args.max_error_rate < 1:
         raise UserError(f"--max-error-rate {args.max_error_rate:g}: use a fraction in [0, 1)")
     threshold = args.latency_threshold_ms
@@ -144,11 +147,13 @@ def run_load(args: argparse.Namespace) -> int:
     if args.endpoint:
         return _run_endpoint_load(args, spec, plan, threshold)
     _log(f"bench load: {', '.join(configs)}; phases at concurrency {', '.join(map(str, concurrencies))}, "
-         f"{args.phase_seconds:g} s each; threshold p99 <= {threshold:g} ms, errors <= {args.max_error_rate:.0%}")
+         f"{args.phase_seconds:g} s each, {args.repeats} interleaved round(s); threshold p99 <= {threshold:g} ms, "
+         f"errors <= {args.max_error_rate:.0%}")
     from local_endpoint import LocalEndpointError
 
     try:
-        result = load_compare.compare(configs, plan, args.work / "load", _log, binary=not args.json)
+        result = load_compare.compare(configs, plan, args.work / "load", _log, binary=not args.json,
+                                      repeats=args.repeats)
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     command = _command(args, "load")

@@ -45,6 +45,7 @@ from local_endpoint import (  # noqa: E402
 )
 from deployment_spec.errors import UserError  # noqa: E402
 from deployment_spec.served import resolve_endpoint  # noqa: E402
+from benchmarking import stats  # noqa: E402
 
 DEFAULT_TEXT = "a great movie with a fast story, the best film of the year"
 
@@ -164,6 +165,7 @@ def _run(port: int, body: bytes, content_type: str, total: int, concurrency: int
     print(f"throughput: {total / elapsed:.1f} requests/s over {elapsed:.2f} s")
     print(f"latency: p50 {quantiles[49]:.2f} ms, p99 {quantiles[98]:.2f} ms, max {latencies_ms[-1]:.2f} ms")
     print(f"errors: {len(errors)}")
+    print(f"load average (1/5/15 min) at the end: {stats.load_average()}")  # the machine's share of the result
     for error in sorted(set(errors))[:5]:
         print(f"  {error}")
     return 1 if errors else 0

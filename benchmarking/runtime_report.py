@@ -17,14 +17,15 @@ def markdown(result: dict) -> str:
         f"at start, {m.get('load_average_end')} at end.",
         "",
         "| model | engine | batch | median ms | p50 ms | p99 ms | samples/s | speedup vs eager | paired speedup "
-        "| peak RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| quieter-half speedup | load (1 min) | peak RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for model in result["models"]:
         for c in model["cells"]:
             lines.append(f"| {c['model']} ({c['recipe']}) | {c['engine']} | {c['batch']} | {c['median_ms']:.1f} | "
                          f"{c['p50_ms']:.1f} | {c['p99_ms']:.1f} | {c['throughput_per_s']:.1f} | "
-                         f"{c['speedup']:.2f}x | {c['paired_speedup']:.2f}x | {c['peak_rss_mib']:.0f} |")
+                         f"{c['speedup']:.2f}x | {c['paired_speedup']:.2f}x | {_x(c.get('quieter_half_speedup'))} | "
+                         f"{_span(c.get('block_loads'))} | {c['peak_rss_mib']:.0f} |")
     lines.append("")
     for model in result["models"]:
         opt = model["optimize"]
@@ -39,12 +40,24 @@ def markdown(result: dict) -> str:
                          f"{agree['top1_agreement']:.1%}, max abs error {agree['max_abs_error']:.3g}, "
                          f"min cosine similarity {agree['min_cosine_similarity']:.4f}.")
     if result.get("targets"):
-        lines += ["", "| target (batch 1) | wanted | ratio of medians | paired | met (both) |",
-                  "|---|---:|---:|---:|---|"]
+        lines += ["", "| target (batch 1) | wanted | ratio of medians | paired | quieter half | met (both) |",
+                  "|---|---:|---:|---:|---:|---|"]
         for t in result["targets"]:
             lines.append(f"| {t['recipe']} {t['engine']} | >= {t['target']}x | {t['speedup']:.2f}x | "
-                         f"{t['paired_speedup']:.2f}x | {'yes' if t['met'] else 'NO'} |")
+                         f"{t['paired_speedup']:.2f}x | {_x(t.get('quieter_half_speedup'))} | "
+                         f"{'yes' if t['met'] else 'NO'} |")
     return "\n".join(lines) + "\n"
+
+
+def _x(value) -> str:
+    """A ratio, or '-' where the run predates it (or it is nan)."""
+    return "-" if value is None or value != value else f"{value:.2f}x"
+
+
+def _span(loads) -> str:
+    """The lowest-highest 1-minute load average recorded with a cell's blocks."""
+    known = [x for x in loads or () if x == x]
+    return f"{min(known):.2f}-{max(known):.2f}" if known else "-"
 
 
 def plot(result: dict, target: pathlib.Path) -> None:

@@ -63,6 +63,9 @@ def _register_load(sub) -> None:
                    help="configurations to compare (default: all four, as in the tuned BERT-large scenario)")
     p.add_argument("--concurrency", default="1,2,4,8,16,32", help="users per phase, rising (default: 1,2,4,8,16,32)")
     p.add_argument("--phase-seconds", type=float, default=10.0, help="duration of each phase (default: 10)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="interleaved rounds per concurrency: the configurations take turns, in a rotated order "
+                        "(default: 3; figures are medians over the rounds)")
     p.add_argument("--max-requests", type=int, default=5000, help="request cap per phase (default: 5000)")
     p.add_argument("--latency-threshold-ms", type=float, default=None,
                    help="stop after a phase whose p99 is above this (default: the recorded endpoint's "

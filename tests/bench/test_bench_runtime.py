@@ -23,7 +23,10 @@ def test_runtime_smoke_writes_json_markdown_and_png(tiny_spec, tmp_path, capsys)
     assert result["settings"]["threads"] >= 1
     table = (out / "runtime.md").read_text()
     assert ("| model | engine | batch | median ms | p50 ms | p99 ms | samples/s | speedup vs eager | paired speedup "
-            "| peak RSS MiB |") in table
+            "| quieter-half speedup | load (1 min) | peak RSS MiB |") in table
+    # The machine's load is recorded with every timed block, and the quieter half of the repeats gives a ratio.
+    assert all(len(c["block_loads"]) == len(c["block_means_ms"]) == result["settings"]["repeats"]
+               and c["quieter_half_speedup"] > 0 for c in model["cells"])
     assert table in capsys.readouterr().out
     assert (out / "runtime.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -1,4 +1,6 @@
 """The record path of `bench load --record`: a measurement lands in capacity.json and sets the scaling target."""
+import json
+
 import pytest
 
 from benchmarking import capacity_record
@@ -42,9 +44,13 @@ def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path
     # One short configuration on the real local Triton server, then the capacity file.
     path = tmp_path / "capacity.json"
     code = main(["bench", "--spec", str(tiny_spec.path), "load", "--configs", "pt-db", "--concurrency", "1,2",
-                 "--phase-seconds", "1", "--max-requests", "50", "--record", "tiny-sme", "--capacity", str(path),
-                 "--out", str(tmp_path / "load")])
+                 "--phase-seconds", "1", "--max-requests", "50", "--repeats", "2", "--record", "tiny-sme",
+                 "--capacity", str(path), "--out", str(tmp_path / "load")])
     assert code == 0
+    # Every phase keeps its rounds, each with the machine's load recorded beside its timing.
+    phases = json.loads((tmp_path / "load" / "load.json").read_text())["configs"]["pt-db"]["phases"]
+    assert [len(p["rounds"]) for p in phases] == [2, 2]
+    assert all(len(r["load_average"]) == 3 for p in phases for r in p["rounds"])
     measured = load_capacity(path)["tiny-sme"]
     assert measured.latency_sla_ms == 300.0  # the endpoint's alarms.latency_sla_ms
     assert measured.max_rps_per_instance > 0
@@ -98,3 +104,9 @@ def test_endpoint_load_of_an_unknown_endpoint_is_refused(tiny_spec, capsys):
     assert main(["bench", "--spec", str(tiny_spec.path), "load", "--endpoint", "nope"]) == 2
     assert capsys.readouterr().err == (
         f"error: --endpoint nope: no such endpoint in {tiny_spec.path} (tiny-sme, tiny-fixed)\n")
+
+
+def test_load_rounds_out_of_range_are_a_user_error(tiny_spec, capsys):
+    assert main(["bench", "--spec", str(tiny_spec.path), "load", "--repeats", "0"]) == 2
+    assert capsys.readouterr().err == ("error: --repeats 0: use 1 to 20 interleaved rounds (3 or more give a paired "
+                                       "and a quieter-half ratio worth reading)\n")

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from benchmarking import stats
-from benchmarking.load_compare import _gains, best_config
+from benchmarking.load_compare import _gains, best_config, interleaved_phases, median_phase
 from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
 from benchmarking.runtime_compare import check_targets
 
@@ -59,9 +59,74 @@ def test_dynamic_batching_gain_and_best_configuration():
         return {"phases": [{"concurrency": 16, "rps": rps_at_16}], "max_rps_within_threshold": best}
 
     configs = {"pt-base": summary(10.0, 9.0), "pt-db": summary(30.0, 28.0), "pt-ig": summary(12.0, None)}
-    assert _gains(configs) == [{"baseline": "pt-base", "batched": "pt-db", "concurrency": 16,
-                                "baseline_rps": 10.0, "batched_rps": 30.0, "gain": 3.0}]
+    # One round (no "rounds" recorded): the paired and quieter-half gains are that round's ratio.
+    (gain,) = _gains(configs)
+    loads = gain.pop("round_loads")
+    assert gain == {"baseline": "pt-base", "batched": "pt-db", "concurrency": 16, "baseline_rps": 10.0,
+                    "batched_rps": 30.0, "gain": 3.0, "paired_gain": 3.0, "quieter_half_gain": 3.0}
+    assert len(loads) == 1 and math.isnan(loads[0])  # no load recorded in this summary
     assert best_config({"configs": configs}) == "pt-db"
+
+
+def test_quieter_half_keeps_the_lower_loads_in_run_order():
+    assert stats.quieter_half([2.0, 0.5, 3.0, 0.5, 1.0]) == [1, 3, 4]  # ceil(5 / 2) = 3, ties to the earlier
+    assert stats.quieter_half([1.0, 1.0, 1.0, 1.0]) == [0, 1]
+    assert stats.quieter_half([4.0]) == [0] and stats.quieter_half([]) == []
+    assert stats.quieter_half([math.nan, 1.0, 2.0]) == [1, 2]  # an unknown load counts as the loudest
+    assert stats.loudest([0.5, math.nan, 1.5]) == 1.5 and math.isnan(stats.loudest([math.nan]))
+
+
+def test_paired_and_quieter_half_ratios():
+    # Rounds 2 and 4 shared the machine (load 3.0): their ratios are off; the quieter half drops them.
+    ratios = [2.0, 1.2, 2.1, 1.0, 1.9]
+    loads = [0.4, 3.0, 0.6, 3.0, 0.5]
+    assert stats.paired_and_quieter(ratios, loads) == (1.9, 2.0)
+    with pytest.raises(ValueError, match="2 ratios but 1 loads"):
+        stats.paired_and_quieter([1.0, 2.0], [0.1])
+
+
+def _loaded(concurrency, rps, within=True, load=1.0):
+    return PhaseResult(concurrency, 100, 0, 1.0, rps, 10.0, 20.0, within, load_average=[load, 0.0, 0.0])
+
+
+def test_load_configurations_take_turns_in_a_rotated_order():
+    plan = PhasePlan(concurrencies=(1, 2, 16), must_reach=16)
+    calls = []
+
+    def measure(name, concurrency):
+        calls.append((name, concurrency))
+        return _loaded(concurrency, 10.0, within=not (name == "b" and concurrency == 1))
+
+    rounds = interleaved_phases(["a", "b", "c"], plan, 2, measure, lambda line: None)
+    # Concurrency 1: rounds start at a, then b. b misses the threshold there, so at 2 only a and c
+    # run (starting at index (1 + r) mod 2); at 16 (must_reach) b runs again, flagged after the stop.
+    assert calls == [("a", 1), ("b", 1), ("c", 1), ("b", 1), ("c", 1), ("a", 1),
+                     ("c", 2), ("a", 2), ("a", 2), ("c", 2),
+                     ("c", 16), ("a", 16), ("b", 16), ("a", 16), ("b", 16), ("c", 16)]
+    assert [len(per) for per in rounds["b"]] == [2, 2] and [r.after_stop for r in rounds["b"][1]] == [True, True]
+    assert [[r.concurrency for r in per] for per in rounds["a"]] == [[1, 1], [2, 2], [16, 16]]
+
+
+def test_rounds_merge_into_one_phase_by_medians():
+    runs = [_loaded(16, 100.0, load=0.5), _loaded(16, 300.0, within=False, load=2.5), _loaded(16, 200.0, load=1.0)]
+    merged = median_phase(runs)
+    assert (merged.rps, merged.requests, merged.within_threshold, merged.load_average) == (
+        200.0, 300, False, [2.5, 0.0, 0.0])
+
+
+def test_the_batching_gain_is_paired_by_round_and_given_for_the_quieter_half():
+    def summary(rounds):
+        phase = {"concurrency": 16, "rps": stats.median([rps for rps, _ in rounds]),
+                 "rounds": [{"rps": rps, "load_average": [load, 0, 0]} for rps, load in rounds]}
+        return {"phases": [phase], "max_rps_within_threshold": 1.0}
+
+    # Round 2 ran under load (2.0) and slowed the batched configuration most.
+    base = summary([(100.0, 0.5), (80.0, 2.0), (110.0, 0.25)])
+    batched = summary([(300.0, 0.75), (120.0, 1.5), (320.0, 0.25)])
+    (gain,) = _gains({"pt-base": base, "pt-db": batched})
+    assert gain == {"baseline": "pt-base", "batched": "pt-db", "concurrency": 16, "baseline_rps": 100.0,
+                    "batched_rps": 300.0, "gain": 3.0, "paired_gain": 2.91, "quieter_half_gain": 2.95,
+                    "round_loads": [0.75, 2.0, 0.25]}
 
 
 def test_targets_need_both_ratios():
