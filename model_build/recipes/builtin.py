@@ -100,7 +100,7 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
             "logits": {0: "batch"}}
     # A trained checkpoint with its tokenizer: the int8 gate measures on real sentences, not random ids.
-    real = sentences.from_checkpoint(weights, seq, id_dtype) if weights is not None else None
+    real = sentences.from_checkpoint(weights, seq, id_dtype, vocab) if weights is not None else None
     return ExportableModel(TextClassifier(net.eval()), sample(2, 0), ("input_ids", "attention_mask"), ("logits",),
                            axes, sample, note, agreement_inputs=real)
 

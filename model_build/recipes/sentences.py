@@ -43,12 +43,26 @@ def tokenized(tokenizer: Any, max_length: int, id_dtype: Any) -> dict[str, Any]:
     return {"input_ids": batch["input_ids"].to(id_dtype), "attention_mask": batch["attention_mask"].to(id_dtype)}
 
 
-def from_checkpoint(weights: Any, max_length: int, id_dtype: Any) -> Optional[dict[str, Any]]:
-    """SENTENCES tokenized by the checkpoint's own tokenizer, or None when the folder has none."""
+# A checkpoint folder has a tokenizer if it has one of these (Hugging Face's fast and slow tokenizer files).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+def from_checkpoint(weights: Any, max_length: int, id_dtype: Any, vocab_size: int) -> Optional[dict[str, Any]]:
+    """SENTENCES tokenized by the checkpoint's own tokenizer, or None when the folder has none.
+
+    The files are looked for first: transformers 5 gives a folder without them a tokenizer that
+    maps every word to one id, which would make "real text" a row of unknown tokens.
+    """
+    import pathlib
+
     from transformers import AutoTokenizer
 
+    if not any((pathlib.Path(weights) / name).is_file() for name in TOKENIZER_FILES):
+        return None
     try:
         tokenizer = AutoTokenizer.from_pretrained(weights, local_files_only=True)
-    except (OSError, ValueError):  # no tokenizer files: the int8 gate falls back to the parity cases
+    except (OSError, ValueError):  # unreadable tokenizer files: the int8 gate falls back to the parity cases
         return None
-    return tokenized(tokenizer, max_length, id_dtype)
+    inputs = tokenized(tokenizer, max_length, id_dtype)
+    # A tokenizer of another vocabulary than the model's would index past its embedding table.
+    return inputs if int(inputs["input_ids"].max()) < vocab_size else None

@@ -226,13 +226,16 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
     spec, report = _build(tmp_path, "m: {backend: onnxruntime, source: {recipe: tiny-bert}, precision: int8}\n")
     assert report.exit_code() == 0, report.failed
     parity = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].parity
-    # fp32 parity gated as usual; the int8 graph's agreement with fp32 recorded beside it, not gated.
+    # fp32 parity gated as usual; the int8 graph's agreement with the fp32 graph recorded beside it, and
+    # gated by the default models.m.int8 bounds (test_int8_gate.py: a trained model, real text, a refusal).
     assert parity["max_abs_error"] <= parity["atol"] + parity["rtol"]
     assert {"int8_top1_agreement", "int8_max_abs_error", "int8_min_cosine_similarity"} <= set(parity)
-    # Measured, not defaulted: quantization moves the logits a little (measured 5.4e-4, cosine 0.996, 100 %
-    # top-1 on this seed-0 tiny BERT), and the int8 graph still follows the fp32 model.
+    # Measured, not defaulted: quantization moves the logits a little, and the int8 graph still follows fp32.
     assert 0.0 < parity["int8_max_abs_error"] < 0.05
     assert parity["int8_min_cosine_similarity"] > 0.98 and parity["int8_top1_agreement"] >= 0.75
+    # No weights, so no real text: the gate ran on the parity cases, and says so.
+    int8 = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].serving_check["int8"]
+    assert (int8["shipped"], int8["inputs"]) == (True, "the parity cases (the recipe's sample inputs)")
     # The packed model really is quantized: integer matmuls in the graph.
     import onnx
     graph = onnx.load(str(next((tmp_path / "work").rglob("m/1/model.onnx")))).graph

