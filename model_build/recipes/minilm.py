@@ -10,7 +10,8 @@ The graph computes the embedding the published model defines: its ``modules.json
 BERT encoder, mean pooling over the attention mask (``1_Pooling/config.json``:
 ``pooling_mode_mean_tokens``) and L2 normalisation
 (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2). Input ``input_ids`` and
-``attention_mask`` [batch, sequence]; output ``sentence_embedding`` [batch, 384] (sentence-transformers' name; ``embedding`` collides with a node name of the exported encoder), unit length.
+``attention_mask`` [batch, sequence]; output ``sentence_embedding`` [batch, 384], unit length
+(sentence-transformers' name; ``embedding`` collides with a node name of the exported encoder).
 
 Spec: ``source: {recipe: "model_build.recipes.minilm:exportable"}``.
 """
@@ -69,6 +70,6 @@ def exportable(model: ModelSpec) -> ExportableModel:
 
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
             "sentence_embedding": {0: "batch"}}
-    return ExportableModel(SentenceEmbedding(net), sample(2, 0), ("input_ids", "attention_mask"), ("sentence_embedding",),
-                           axes, sample, f"all-MiniLM-L6-v2, trained weights from {folder}",
+    return ExportableModel(SentenceEmbedding(net), sample(2, 0), ("input_ids", "attention_mask"),
+                           ("sentence_embedding",), axes, sample, f"all-MiniLM-L6-v2, trained weights from {folder}",
                            agreement_inputs=sentences.tokenized(tokenizer, seq, torch.int64))

@@ -131,7 +131,7 @@ def refusal(name: str, agree: dict[str, float], gate: Int8Gate, inputs: str) -> 
 
 
 def int8_parity(serving: dict[str, Any]) -> dict[str, float]:
-    """The int8 figures the manifest's parity record carries beside the fp32 ones (not gated)."""
+    """The int8 figures the manifest's parity record carries beside the fp32 ones, when int8 shipped."""
     int8 = serving.get("int8") or {}
     if not int8.get("shipped"):
         return {}
