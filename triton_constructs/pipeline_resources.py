@@ -52,8 +52,9 @@ _REASONS = (
                                       "resource"),
     ("codebuild:StartBuild", "the asset-publishing role starts the pipeline's own asset CodeBuild projects, which "
                              "CDK Pipelines creates with generated names"),
-    ("kms:", "the pipeline's artifact KMS keys (this stack's, and the cross-region replication keys CodePipeline makes "
-             "in each stage region, referenced by alias); the key policies limit them to this pipeline's roles"),
+    ("kms:", "the pipeline's artifact KMS keys: this stack's, and the cross-region replication keys CodePipeline makes "
+             "in each stage region and references by alias, so IAM sees no key ARN; each key's own policy still "
+             "decides who may use it"),
     ("s3:", "object-level access inside the pipeline's own artifact buckets and the build cache bucket, granted by "
             "CDK Pipelines / CodeBuild (grantReadWrite): objects have generated keys"),
 )
@@ -79,8 +80,9 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
                     "CodePipeline's cross-region replication bucket, KMS-encrypted and private; only the pipeline's "
                     "roles use it, and CloudTrail records them")
     # checkov's "write without constraints" on two generated policies; the reasons above (_REASONS) apply.
-    for path, why in (("Pipeline/Pipeline/Role/DefaultPolicy", _REASONS[-2][1]),
-                      ("Pipeline/Assets/FileRole/DefaultPolicy", _REASONS[4][1])):
+    reasons = dict(_REASONS)
+    for path, why in (("Pipeline/Pipeline/Role/DefaultPolicy", reasons["kms:"]),
+                      ("Pipeline/Assets/FileRole/DefaultPolicy", reasons["codebuild:StartBuild"])):
         found = stack.node.try_find_child(path.split("/")[0])
         for part in path.split("/")[1:]:
             found = found.node.try_find_child(part) if found else None
