@@ -44,6 +44,7 @@ def build(lines: list[str], target: EnvTarget, cache: pathlib.Path, log: Callabl
     record = folder / "built.json"
     if record.is_file() and (folder / file_name).is_file():
         return _loaded(json.loads(record.read_text()), folder, file_name, target)
+    cache.mkdir(parents=True, exist_ok=True)
     log(f"  {where}: resolving {len(lines)} pinned requirements for {target.label}")
     locked = resolve.resolve(lines, target, where)
     _require_numpy(locked, where)

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 from model_build.errors import BuildError
 from model_build.python_env.target import EnvTarget
@@ -54,7 +55,9 @@ def _locked(item: dict) -> Locked:
     url = info["url"]
     hashes = info.get("archive_info", {}).get("hashes", {})
     sha256 = hashes.get("sha256") or info.get("archive_info", {}).get("hash", "sha256=").split("=", 1)[1]
-    return Locked(item["metadata"]["name"], item["metadata"]["version"], url.rsplit("/", 1)[-1], url, sha256)
+    # pip saves "torch-2.13.0+cpu-....whl" for the URL's "torch-2.13.0%2Bcpu-....whl"
+    filename = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
+    return Locked(item["metadata"]["name"], item["metadata"]["version"], filename, url, sha256)
 
 
 _NO_MATCH = re.compile(r"No matching distribution found for (\S+)")

@@ -46,6 +46,8 @@ def download(locked: list[Locked], target: EnvTarget, folder: pathlib.Path, log:
     paths = []
     for item in locked:
         path = folder / item.filename
+        if not path.is_file():
+            raise BuildError(f"{where}: pip reported success but {path} is not there; delete {folder} and build again")
         if not _verified(path, item.sha256):
             raise BuildError(f"{where}: {path} does not have the sha256 the resolution recorded ({item.sha256}); "
                              "delete it and build again")

@@ -3,9 +3,9 @@
 Input ``TEXT`` (TYPE_STRING); outputs ``OUTPUT_TEXT`` (TYPE_STRING) and ``output_ids`` (TYPE_INT64,
 padded with the pad id). All requests of a dynamic batch run through one ``generate`` call.
 Needs torch, transformers and tokenizers in the backend's Python: the stock SageMaker Triton
-image has none of them, so ship a conda-pack archive and point EXECUTION_ENV_PATH at it
-(spec ``python.execution_env``; the builder copies it into the model directory and sets
-``parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/<file>" } }``).
+image has none of them, so the build ships an execution environment with them in the model
+directory (the recipe's pinned requirements, or the spec's ``python`` section) and sets
+``parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/<file>" } }``.
 Weights (``t5/``) and ``tokenizer.json`` sit next to this file.
 """
 import json
