@@ -8,12 +8,16 @@ from __future__ import annotations
 
 SPEC_VARIABLE = "TRITONSM_SPEC"
 BUILD_OUTPUT = "build-output"      # the GPU build's tarballs + manifest.json; an additional input of later steps
+EXPECTED = f"{BUILD_OUTPUT}/expected"  # each endpoint's answers on the local server at build time
 LOAD_OUTPUT = "load-results"       # the measured capacity record of the post-deploy load test
 
 # GPU build: every model of the spec, or fail (--require-all: a pipeline must not ship a partial build).
 BUILD_COMMANDS = (
     "make setup",
     f'.venv/bin/tritonsm build --spec "${SPEC_VARIABLE}" --out {BUILD_OUTPUT} --require-all',
+    # The outputs the staging smoke test compares with: every endpoint the local server can run.
+    f'.venv/bin/tritonsm smoke --spec "${SPEC_VARIABLE}" --manifest {BUILD_OUTPUT}/manifest.json --local '
+    f"--record-dir {EXPECTED}",
 )
 # Synth: the whole app (every stage and this pipeline, cdk-nag on all of them) from the build's manifest.
 SYNTH_COMMANDS = (
@@ -28,7 +32,7 @@ def post_deploy_commands(environment: str, endpoints: list[str], *, phase_second
     whose max RPS within the latency SLA goes into the capacity record (``load-results/capacity.json``)."""
     common = f'--spec "${SPEC_VARIABLE}" --environment {environment} --manifest {BUILD_OUTPUT}/manifest.json'
     out = ["make setup", f"mkdir -p {LOAD_OUTPUT}"]
-    out += [f".venv/bin/tritonsm smoke {name} {common} --deployed" for name in endpoints]
+    out += [f".venv/bin/tritonsm smoke {name} {common} --deployed --expected-dir {EXPECTED}" for name in endpoints]
     levels = ",".join(str(c) for c in concurrency)
     out += [f'.venv/bin/tritonsm bench --spec "${SPEC_VARIABLE}" load --endpoint {name} --deployed '
             f"--environment {environment} --manifest {BUILD_OUTPUT}/manifest.json --concurrency {levels} "

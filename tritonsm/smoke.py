@@ -1,56 +1,85 @@
-"""`tritonsm smoke ENDPOINT (--url URL | --deployed)`: one checked request per model of a spec endpoint.
+"""`tritonsm smoke [ENDPOINT ...] (--url URL | --local | --deployed)`: one checked request per model.
 
-The pipeline runs it after deploying a staging stage; by hand it checks a local endpoint
-(`tritonsm serve`) or a deployed one. Exit 1 when any model fails. Heavy code (numpy, boto3)
-loads in benchmarking.smoke only when it runs.
+The pipeline runs it twice. In the GPU build step, `--local --record-dir DIR` starts each endpoint
+on the local Triton server (CPU stand-ins, as `tritonsm serve --cpu-stand-in`), and records its
+answers: the outputs recorded at build time. After a staging deploy, `--deployed --expected-dir DIR`
+sends the same requests to the deployed endpoints and compares the answers with those recordings
+within each model's tolerance. An endpoint the local server cannot run (a TensorRT plan) has no
+recording; its answers are then checked against the manifest only, and the output says so.
+By hand it checks a local endpoint (`--url`, from `tritonsm serve`) or a deployed one. Exit 1 when
+any model fails. Heavy code (numpy, boto3) loads in benchmarking.smoke only when it runs.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pathlib
 
 from deployment_spec import load_spec
 from deployment_spec.container_env import endpoint_name
+from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, load_manifest
-from deployment_spec.served import built_artifacts, spec_endpoint
+from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
 
 
 def register(add) -> None:
-    p = add("smoke", "smoke-test a spec endpoint: one request per model (each model of a multi-model endpoint), "
-                     "outputs checked against the build manifest (and a recording with --expected)", run_smoke)
-    p.add_argument("endpoint", help="an endpoint name of the spec")
+    p = add("smoke", "smoke-test spec endpoints: one request per model (each model of a multi-model endpoint), "
+                     "outputs checked against the build manifest and, where one exists, a recording", run_smoke)
+    p.add_argument("endpoint", nargs="*", help="endpoint names of the spec (default: every endpoint)")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="a local endpoint (tritonsm serve), e.g. http://127.0.0.1:8080")
+    where.add_argument("--local", action="store_true",
+                       help="start each endpoint on the local Triton server with CPU stand-ins for the test; "
+                            "endpoints it cannot run (TensorRT plans) are skipped and named")
     where.add_argument("--deployed", action="store_true",
                        help="the deployed endpoint <project>-<environment>-<endpoint>, through boto3 InvokeEndpoint")
     p.add_argument("--environment", help="whose overrides and endpoint name apply (default: the spec's first)")
     p.add_argument("--manifest", type=pathlib.Path, default=DEFAULT_MANIFEST,
                    help=f"build manifest (default: {DEFAULT_MANIFEST})")
     p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's)")
-    p.add_argument("--expected", type=pathlib.Path, help="also compare values with this recording (--record)")
+    p.add_argument("--expected", type=pathlib.Path, help="also compare values with this recording (one endpoint)")
     p.add_argument("--record", type=pathlib.Path, help="write the outputs to this file, for a later --expected")
+    p.add_argument("--expected-dir", type=pathlib.Path,
+                   help="compare each endpoint with DIR/<endpoint>.json where it exists (--record-dir's output)")
+    p.add_argument("--record-dir", type=pathlib.Path, help="write each endpoint's outputs to DIR/<endpoint>.json")
 
 
 def run_smoke(args: argparse.Namespace, client=None) -> int:
+    spec = load_spec(args.spec)
+    names = args.endpoint or list(spec.endpoints)
+    if (args.expected or args.record or args.url) and len(names) != 1:
+        raise UserError(f"--url, --expected and --record take one endpoint, got {len(names)} "
+                        f"({', '.join(names)}); name one, or use --expected-dir / --record-dir")
+    failed = 0
+    for name in names:
+        failed += _one(args, spec, name, client)
+    return 1 if failed else 0
+
+
+def _one(args: argparse.Namespace, spec, name: str, client) -> int:
     from benchmarking import smoke
 
-    spec = load_spec(args.spec)
-    env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
+    env_name, endpoint = spec_endpoint(spec, name, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
     cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)
-    if args.deployed:
-        name = endpoint_name(spec.project, env_name, endpoint.name)
-        target = smoke.DeployedClient(name, args.region or spec.environments[env_name].region, client)
-        where = f"deployed endpoint {name}"
-    else:
-        target, where = smoke.LocalClient(args.url), args.url
-    expected = smoke.load_recording(args.expected) if args.expected else None
-    print(f"smoke {endpoint.name} ({where}): {len(cases)} model(s)", flush=True)
-    results = smoke.run(target, cases, expected, log=lambda line: print(line, flush=True))
+    expected_file = args.expected or (args.expected_dir / f"{endpoint.name}.json" if args.expected_dir else None)
+    expected = None
+    if expected_file is not None and (args.expected or expected_file.is_file()):
+        expected = smoke.load_recording(expected_file)
+    elif args.expected_dir:
+        print(f"smoke {endpoint.name}: no recording in {args.expected_dir} (the build could not run it locally): "
+              "outputs checked against the manifest only", flush=True)
+    record = args.record or (args.record_dir / f"{endpoint.name}.json" if args.record_dir else None)
+    with _target(args, spec, env_name, endpoint, client) as (target, where):
+        if target is None:
+            print(f"smoke {endpoint.name}: skipped, {where}", flush=True)
+            return 0
+        print(f"smoke {endpoint.name} ({where}): {len(cases)} model(s)", flush=True)
+        results = smoke.run(target, cases, expected, log=lambda line: print(line, flush=True))
     failed = [r for r in results if r.problems]
-    if args.record:
-        smoke.save_recording(results, args.record)
-        print(f"recorded {len(results) - len(failed)} model(s) in {args.record}")
+    if record:
+        smoke.save_recording(results, record)
+        print(f"recorded {len(results) - len(failed)} model(s) in {record}")
     if failed:
         print(f"error: smoke test of {endpoint.name} failed for {len(failed)} of {len(results)} model(s):")
         for r in failed:
@@ -60,3 +89,37 @@ def run_smoke(args: argparse.Namespace, client=None) -> int:
     print(f"smoke {endpoint.name}: all {len(results)} model(s) answered as the build recorded")
     return 0
 
+
+@contextlib.contextmanager
+def _target(args, spec, env_name: str, endpoint, client):
+    from benchmarking import smoke
+
+    if args.deployed:
+        name = endpoint_name(spec.project, env_name, endpoint.name)
+        yield smoke.DeployedClient(name, args.region or spec.environments[env_name].region, client), \
+            f"deployed endpoint {name}"
+    elif args.url:
+        yield smoke.LocalClient(args.url), args.url
+    else:
+        from local_endpoint.errors import UnsupportedBackendError
+        server = _local_server(resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest))
+        try:
+            server.start()
+        except UnsupportedBackendError as exc:
+            server.stop()
+            yield None, f"the local server cannot run it: {exc}"
+            return
+        try:
+            yield smoke.LocalClient(server.url), f"local server {server.url}, CPU stand-ins"
+        finally:
+            server.stop()
+
+
+def _local_server(local):
+    if local.multi_model:
+        from local_endpoint.multi_model import MultiModelEndpoint
+        return MultiModelEndpoint(list(local.tarballs), env=local.env, cpu_stand_in=True,
+                                  triton_version=local.triton_version)
+    from local_endpoint.single_model import SingleModelEndpoint
+    return SingleModelEndpoint(local.tarballs[0], default_model=local.default_model, env=local.env,
+                               cpu_stand_in=True, triton_version=local.triton_version)

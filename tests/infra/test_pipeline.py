@@ -82,7 +82,7 @@ def test_steps_run_in_order_with_the_approval_before_prod(default_pipeline):
 
 def test_the_gpu_build_runs_the_readme_commands_privileged_on_a_gpu_with_a_cache(default_pipeline):
     projects = _projects(_template(default_pipeline[1]))
-    build = next(p for p in projects.values() if _commands(p)[-1].startswith(".venv/bin/tritonsm build"))
+    build = next(p for p in projects.values() if any(c.startswith(".venv/bin/tritonsm build") for c in _commands(p)))
     assert _commands(build) == list(BUILD_COMMANDS)
     environment = build["Environment"]
     assert (environment["Type"], environment["ComputeType"], environment["PrivilegedMode"]) == (
@@ -108,12 +108,14 @@ def test_the_readme_shows_the_pipeline_commands():
 def test_the_post_deploy_test_may_only_invoke_the_staging_endpoints(default_pipeline):
     template = _template(default_pipeline[1])
     projects = _projects(template)
-    [smoke] = [p for p in projects.values() if any("tritonsm smoke" in c for c in _commands(p))]
+    [smoke] = [p for p in projects.values() if any("--deployed" in c for c in _commands(p))]
     commands = _commands(smoke)
     assert sorted(c.split(" --")[0] for c in commands if "tritonsm" in c) == [
         ".venv/bin/tritonsm bench", ".venv/bin/tritonsm bench", ".venv/bin/tritonsm smoke classifier",
         ".venv/bin/tritonsm smoke vision-nlp"]
     assert all("--environment staging" in c and "--deployed" in c for c in commands if "tritonsm" in c)
+    # each deployed answer is compared with what the build step recorded on the local server
+    assert all("--expected-dir build-output/expected" in c for c in commands if "tritonsm smoke" in c)
     role = smoke["ServiceRole"]["Fn::GetAtt"][0]
     statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
                   and {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]]

@@ -400,3 +400,44 @@ def test_an_onnx_model_without_the_stand_in_flag_names_the_flag(built: Built, ca
            "it has only: ensemble, python; test these models on a deployed endpoint (tritonsm invoke "
            "--endpoint-name ...), or exercise their payloads locally with --cpu-stand-in (onnxruntime models then "
            "run as labelled Python-backend stand-ins on the CPU; latency is not representative)\n")
+
+
+def test_smoke_records_at_build_time_and_compares_later(built: Built, text_sme: Served, tmp_path: pathlib.Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    # The pipeline's two smoke steps: --local --record-dir after the build (this starts its own
+    # server), --expected-dir after the deploy (here: the endpoint `tritonsm serve` runs).
+    common = ["--spec", str(built.spec), "--manifest", str(built.manifest_path)]
+    assert tritonsm_main(["smoke", "text-sme", "t5-mme", *common, "--local", "--record-dir", str(tmp_path)]) == 0
+    recorded = json.loads((tmp_path / "text-sme.json").read_text())["models"]
+    assert list(recorded) == ["text"] and np.shape(recorded["text"]["logits"]) == (1, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t5-mme.json", "text-sme.json"]
+    capsys.readouterr()
+    assert tritonsm_main(["smoke", "text-sme", *common, "--url", text_sme.url, "--expected-dir", str(tmp_path)]) == 0
+    assert "  text: ok, values match the recording" in capsys.readouterr().out
+    assert tritonsm_main(["smoke", "text-sme", *common, "--url", text_sme.url,
+                          "--expected-dir", str(tmp_path / "none")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"smoke text-sme: no recording in {tmp_path / 'none'} (the build could not run it locally): outputs "
+        "checked against the manifest only")
+
+
+def test_smoke_skips_an_endpoint_the_local_server_cannot_run(built: Built, tmp_path: pathlib.Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    # No stand-in exists for a TensorRT plan: such an endpoint is named and skipped, and nothing is recorded.
+    plan_dir = tmp_path / "repo" / "text"
+    (plan_dir / "1").mkdir(parents=True)
+    (plan_dir / "config.pbtxt").write_text('platform: "tensorrt_plan"\nmax_batch_size: 8\n')
+    (plan_dir / "1" / "model.plan").write_bytes(b"not a plan")
+    tarball = tmp_path / "text-sme-0123456789ab.tar.gz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(plan_dir, arcname="text")
+    manifest = json.loads(built.manifest_path.read_text())
+    manifest["endpoints"]["text-sme"]["artifacts"][0].update(
+        file=tarball.name, size=tarball.stat().st_size, sha256="0123456789ab" + "0" * 52)
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert tritonsm_main(["smoke", "text-sme", "--spec", str(built.spec), "--manifest", str(tmp_path / "manifest.json"),
+                          "--local", "--record-dir", str(tmp_path / "expected")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("smoke text-sme: skipped, the local server cannot run it: cannot serve locally, the "
+                            "Triton server of the nvidia-pytriton wheel lacks a backend:")
+    assert not (tmp_path / "expected").exists()
