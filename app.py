@@ -62,12 +62,14 @@ def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
 
 def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
               capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
-              endpoints: list[str] | None = None, spec_file: str | None = None) -> cdk.App:
+              endpoints: list[str] | None = None, spec_file: str | None = None,
+              pipeline_only: bool = False) -> cdk.App:
     """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default).
 
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
     ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
-    relative to this checkout).
+    relative to this checkout). ``pipeline_only``: only the pipeline stack, without stages, for its first
+    deploy from a machine that cannot build every model; its first run's self-mutation adds the stages.
     """
     app = app or cdk.App(context=cdk_json_context())
     PipelineStack.check(spec)
@@ -77,12 +79,16 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
                            manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
                            endpoints=endpoints)
 
-    for name in spec.environments:
+    if pipeline_only and spec.pipeline is None:
+        raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
+                                           "add one (README, \"Delivery pipeline\") or leave the option out"])
+    for name in ([] if pipeline_only else spec.environments):
         make_stage(app, name)
     if spec.pipeline is not None:
         # The same stages again, deployed in order by the pipeline (cdk deploy <Project>Pipeline, once).
         PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
-                      spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage)
+                      spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage,
+                      with_stages=not pipeline_only)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 
@@ -104,8 +110,11 @@ def main() -> int:
     try:
         spec = load_spec(spec_path)
         endpoints = selected_endpoints(spec, app.node.try_get_context("endpoints"))
-        manifest = load_manifest(manifest_path)
-        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints)
+        pipeline_only = str(app.node.try_get_context("pipeline_only") or "").lower() in ("1", "true", "yes")
+        # The stages are what needs the built models; without them no manifest is read.
+        manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
+        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints,
+                  pipeline_only=pipeline_only)
     except (SpecError, ManifestError, CapacityError, SynthError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -49,7 +49,8 @@ class PipelineStack(cdk.Stack):
     """
 
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, spec_file: str,
-                 make_stage: Callable[[Construct, str], TritonStage], **kwargs: Any) -> None:
+                 make_stage: Callable[[Construct, str], TritonStage], with_stages: bool = True,
+                 **kwargs: Any) -> None:
         pipeline_spec = spec.pipeline
         assert pipeline_spec is not None
         PipelineStack.check(spec)
@@ -82,7 +83,7 @@ class PipelineStack(cdk.Stack):
                 build_image=IMAGE)))
         self.stages: dict[str, TritonStage] = {}
         tested = set(pipeline_spec.tested_stages())
-        for name in pipeline_spec.stages:
+        for name in (pipeline_spec.stages if with_stages else ()):
             stage = make_stage(self, name)
             self.stages[name] = stage
             pre = [pipelines.ManualApprovalStep(f"Approve-{name}", comment=f"Release to {name}?")] \

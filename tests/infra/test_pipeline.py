@@ -3,7 +3,9 @@ least-privilege post-deploy tests, the GPU-architecture refusal, cdk-nag, cfn-li
 import json
 import pathlib
 import re
+import os
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -193,3 +195,24 @@ def test_checkov_finds_nothing_in_the_pipeline_stack(default_pipeline):
 
 def test_without_a_pipeline_section_there_is_no_pipeline_stack(default_synth):
     assert not [c for c in default_synth.app.node.children if re.search("Pipeline$", c.node.id)]
+
+
+def test_pipeline_only_deploys_the_pipeline_without_stages_or_a_build(tmp_path):
+    # The first `cdk deploy <Project>Pipeline` from a machine without the GPU: no manifest is read, no stage is
+    # made; the pipeline's first run builds the models and its self-mutation adds the stages.
+    folder = ROOT / ".tritonsm" / "test-specs"
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = _with_pipeline(ROOT / "examples" / "tensorrt-bert-mme.yaml", folder)
+    code = "import sys, app; sys.exit(app.main())"
+    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "out"), "CDK_CONTEXT_JSON": json.dumps(
+        {"spec": str(spec.relative_to(ROOT)), "manifest": str(tmp_path / "absent.json"), "pipeline_only": "true"})}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                              env=env)
+    finally:
+        spec.unlink()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.template.json")) == ["TrtBertPipeline.template.json"]
+    assert not list((tmp_path / "out").glob("assembly-*"))
+    template = json.loads((tmp_path / "out" / "TrtBertPipeline.template.json").read_text())
+    assert [a[0] for a in _actions(template)] == ["Source", "Build", "Build", "UpdatePipeline"]
