@@ -181,8 +181,7 @@ def test_synthesis_refuses_an_environment_built_for_the_local_endpoint():
     from deployment_spec.manifest import Manifest
     entry = ModelEntry("t5", "t5", "python", 4, (), (), "h", python_env={
         "for": "local", "target": "the local endpoint (CPython 3.11, linux-x86_64)"})
-    manifest = Manifest.__new__(Manifest)
-    object.__setattr__(manifest, "models", {"t5": entry})
+    manifest = Manifest("25.09", {"t5": entry}, {})
     assert checks._environments_for_image(["t5"], manifest) == [
         "model 't5' carries a Python execution environment built for the local endpoint (CPython 3.11, "
         "linux-x86_64), not for the endpoint's image (`tritonsm build --python-env-for local`); run `tritonsm "
