@@ -10,12 +10,10 @@ Latency here is what the caller sees (network included), a little above the endp
 """
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Callable, Optional
 
 from benchmarking.load_endpoint import EndpointLoad
-from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
+from benchmarking.load_phases import CallFailed, PhasePlan, best_within_threshold, phases_until_stop, run_users
 from benchmarking.smoke import DeployedClient, SmokeCase
 from local_endpoint.errors import InvokeError
 from local_endpoint.payload import encode_request
@@ -36,47 +34,15 @@ def measure(endpoint: str, endpoint_name: str, instance_type: str, instances: in
     target = DeployedClient(endpoint_name, region, client)
     request = encode_request(case.tensors(), binary=True)
 
-    def one(_: int) -> None:
-        target.invoke(request, case.target_model)
+    def one() -> None:
+        try:
+            target.invoke(request, case.target_model)
+        except InvokeError as exc:
+            raise CallFailed(str(exc)) from None
 
     log(f"  endpoint {endpoint}: deployed {endpoint_name} ({instance_type}), model {case.model}")
-    phases = phases_until_stop(plan, lambda concurrency: run_phase(one, concurrency, plan), log)
+    phases = phases_until_stop(plan, lambda concurrency: run_users(lambda: one, concurrency, plan), log)
     best = best_within_threshold(phases)
     what = f"{instance_type}, deployed endpoint {endpoint_name} ({instances} instance(s); req/s divided by {instances})"
     return EndpointLoad(endpoint, what, phases, best.rps / instances if best else None, best.p99_ms if best else None)
 
-
-def run_phase(call: Callable[[int], None], concurrency: int, plan: PhasePlan) -> PhaseResult:
-    """``concurrency`` users calling ``call`` back to back until the phase's time or request budget is spent."""
-    lock = threading.Lock()
-    latencies: list[float] = []
-    errors: list[str] = []
-    issued = [0]
-    deadline = time.monotonic() + plan.seconds
-
-    def user() -> None:
-        while time.monotonic() < deadline:
-            with lock:
-                if issued[0] >= plan.max_requests:
-                    return
-                issued[0] += 1
-                number = issued[0]
-            started = time.perf_counter()
-            try:
-                call(number)
-                error = None
-            except InvokeError as exc:
-                error = str(exc)
-            except Exception as exc:  # noqa: BLE001  (any failed call is an error of the phase, never a dead user)
-                error = f"{type(exc).__name__}: {exc}"
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            with lock:
-                (errors.append(error) if error else latencies.append(elapsed_ms))
-
-    threads = [threading.Thread(target=user, daemon=True) for _ in range(concurrency)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return phase_result(concurrency, latencies, errors, time.perf_counter() - started, plan)

@@ -72,16 +72,27 @@ def phases_until_stop(plan: PhasePlan, measure: Callable[[int], PhaseResult],
     return results
 
 
+class CallFailed(Exception):
+    """One request of a phase failed; its message is the error the phase records."""
+
+
 def run_phase(port: int, body: bytes, content_type: str, concurrency: int, plan: PhasePlan) -> PhaseResult:
+    """A phase against a local endpoint: each user keeps one keep-alive connection."""
+    return run_users(lambda: _HttpUser(port, body, {"Content-Type": content_type}), concurrency, plan)
+
+
+def run_users(new_user: Callable[[], Callable[[], None]], concurrency: int, plan: PhasePlan) -> PhaseResult:
+    """``concurrency`` users, each calling its own ``new_user()`` back to back, until the phase's time or
+    request budget is spent. A call that raises is an error of the phase (``CallFailed``: its message),
+    never a dead user; a user with a ``close`` method is closed at the end."""
     lock = threading.Lock()
     latencies: list[float] = []
     errors: list[str] = []
     issued = [0]
-    headers = {"Content-Type": content_type}
     deadline = time.monotonic() + plan.seconds
 
     def user() -> None:
-        connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+        call = new_user()
         try:
             while time.monotonic() < deadline:
                 with lock:
@@ -89,25 +100,18 @@ def run_phase(port: int, body: bytes, content_type: str, concurrency: int, plan:
                         return
                     issued[0] += 1
                 started = time.perf_counter()
-                error = None
                 try:
-                    connection.request("POST", "/invocations", body=body, headers=headers)
-                    response = connection.getresponse()
-                    payload = response.read()
-                    if response.status != 200:
-                        error = f"HTTP {response.status}: {payload[:200]!r}"
-                except OSError as exc:
+                    call()
+                    error = None
+                except CallFailed as exc:
+                    error = str(exc)
+                except Exception as exc:  # noqa: BLE001
                     error = f"{type(exc).__name__}: {exc}"
-                    connection.close()
-                    connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 with lock:
-                    if error:
-                        errors.append(error)
-                    else:
-                        latencies.append(elapsed_ms)
+                    (errors.append(error) if error else latencies.append(elapsed_ms))
         finally:
-            connection.close()
+            getattr(call, "close", lambda: None)()
 
     threads = [threading.Thread(target=user, daemon=True) for _ in range(concurrency)]
     started = time.perf_counter()
@@ -116,6 +120,29 @@ def run_phase(port: int, body: bytes, content_type: str, concurrency: int, plan:
     for t in threads:
         t.join(timeout=plan.seconds + REQUEST_TIMEOUT_S + 5)
     return phase_result(concurrency, latencies, errors, time.perf_counter() - started, plan)
+
+
+class _HttpUser:
+    """POST /invocations on one keep-alive connection; a new connection after a failed one."""
+
+    def __init__(self, port: int, body: bytes, headers: dict[str, str]) -> None:
+        self._port, self._body, self._headers = port, body, headers
+        self._connection = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+
+    def __call__(self) -> None:
+        try:
+            self._connection.request("POST", "/invocations", body=self._body, headers=self._headers)
+            response = self._connection.getresponse()
+            payload = response.read()
+        except Exception:
+            self.close()
+            self._connection = http.client.HTTPConnection(HOST, self._port, timeout=REQUEST_TIMEOUT_S)
+            raise
+        if response.status != 200:
+            raise CallFailed(f"HTTP {response.status}: {payload[:200]!r}")
+
+    def close(self) -> None:
+        self._connection.close()
 
 
 def phase_result(concurrency: int, latencies: list[float], errors: list[str], elapsed: float,

@@ -64,6 +64,20 @@ class HardwareCompatibility(str, enum.Enum):
     AMPERE_PLUS = "ampere_plus"
     SAME_COMPUTE_CAPABILITY = "same_compute_capability"
 
+    # TensorRT developer guide, "Hardware Compatibility": an ampere_plus plan is built on an Ampere or newer
+    # GPU and loads on any of them; any other plan loads only on the compute capability it was built on.
+    def builds_on(self, cc: str) -> bool:
+        return self is not HardwareCompatibility.AMPERE_PLUS or _capability(cc) >= (8, 0)
+
+    def plan_runs(self, built_cc: str, target_cc: str) -> bool:
+        if self is HardwareCompatibility.AMPERE_PLUS:
+            return _capability(target_cc) >= (8, 0)
+        return built_cc == target_cc
+
+
+def _capability(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
 
 @dataclasses.dataclass(frozen=True)
 class Source:
@@ -168,7 +182,7 @@ class PythonSettings:
                                "one of requirements, requirements_file or execution_env",
                                "keep the one the environment should come from"))
         for index, line in enumerate(self.requirements):
-            if requirements.parse_pin(line) is None:
+            if not requirements.is_pinned(line):
                 out.append(Problem(f"{path}.requirements[{index}]", describe(line), requirements.PIN_HELP,
                                    "pin one release, e.g. 'transformers==4.46.3' (pip index versions NAME lists them)"))
         return out

@@ -7,7 +7,6 @@ different packages. The grammar is the subset of PEP 508 that pins one release
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 
 _PIN = re.compile(
@@ -18,29 +17,14 @@ _PIN = re.compile(
 PIN_HELP = "name==version (optionally name[extra]==version ; marker), one release per line"
 
 
-@dataclasses.dataclass(frozen=True)
-class Pin:
-    name: str
-    version: str
-    line: str
-
-    @property
-    def key(self) -> str:
-        """The normalized project name (PEP 503), for comparing names across spellings."""
-        return normalize(self.name)
-
-
 def normalize(name: str) -> str:
+    """The project name as PEP 503 compares names (case, '-', '_' and '.' runs alike)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def parse_pin(line: str) -> Pin | None:
-    """The pin on one requirement line, or None when the line does not pin exactly one release."""
-    text = line.split(" #", 1)[0].strip()
-    found = _PIN.fullmatch(text)
-    if not found or "*" in found["version"]:
-        return None
-    return Pin(found["name"], found["version"], text)
+def is_pinned(line: str) -> bool:
+    """Whether one requirement line pins exactly one release (a trailing ' # comment' allowed)."""
+    return _PIN.fullmatch(line.split(" #", 1)[0].strip()) is not None
 
 
 def requirement_lines(text: str) -> list[tuple[int, str]]:

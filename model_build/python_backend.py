@@ -70,7 +70,7 @@ def _requirements_file(path: pathlib.Path, where: str) -> list[str]:
                          "spec, one name==version per line") from None
     lines = []
     for number, line in requirements.requirement_lines(text):
-        if requirements.parse_pin(line) is None:
+        if not requirements.is_pinned(line):
             raise BuildError(f"{path}:{number}: {line!r} is not pinned; allowed: {requirements.PIN_HELP}; fix: "
                              "pin one release, e.g. 'transformers==4.46.3'")
         lines.append(line)

@@ -25,11 +25,11 @@ from triton_constructs.pipeline_resources import BuildCache, acknowledge_pipelin
 # (https://docs.aws.amazon.com/codebuild/latest/userguide/runtime-versions.html).
 IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 INSTALL = {"runtime-versions": {"python": "3.11"}}
-CACHE_DIR = "/root/.cache"          # pip, Hugging Face and $TRITONSM_CACHE_DIR (serving runtimes) live here
-WORK_CACHE = ".tritonsm/build"
+CACHE_DIR = "/root/.cache"          # pip, Hugging Face and $TRITONSM_CACHE_DIR (serving runtimes, environments)
+WORK_CACHE = ".tritonsm/build"      # tritonsm build's per-model cache, keyed by input hash: unchanged models skip
 # BUILD_GENERAL1_SMALL / _LARGE (deployment_spec.pipeline.ON_DEMAND_GPU says which GPU each has).
 COMPUTE_TYPE = {BuildComputeKind.GPU_SMALL: codebuild.ComputeType.SMALL,
-                BuildComputeKind.GPU_LARGE: codebuild.ComputeType.LARGE}      # tritonsm build's per-model cache, keyed by input hash: unchanged models skip
+                BuildComputeKind.GPU_LARGE: codebuild.ComputeType.LARGE}
 
 
 class PipelineStack(cdk.Stack):

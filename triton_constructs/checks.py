@@ -191,7 +191,7 @@ def plan_problems(endpoint: EndpointSpec, built: BuiltEndpoint, manifest: Manife
         spec = models.get(entry.spec_model)
         mode = spec.tensorrt.hardware_compatibility if spec and spec.tensorrt else HardwareCompatibility.NONE
         target_cc = itype.family.compute_capability
-        if target_cc is not None and _plan_runs(built_cc, target_cc, mode):
+        if target_cc is not None and mode.plan_runs(built_cc, target_cc):
             continue
         gpu = f"{itype.family.gpu}, compute capability {target_cc}" if target_cc else "no GPU"
         out.append(f"model '{triton_name}' is a TensorRT plan built for compute capability {built_cc} "
@@ -199,16 +199,6 @@ def plan_problems(endpoint: EndpointSpec, built: BuiltEndpoint, manifest: Manife
                    f"Build it on a {target_cc or 'GPU'} device or choose an instance family with compute "
                    f"capability {built_cc} ({_families_with(built_cc)})")
     return out
-
-
-def _plan_runs(built_cc: str, target_cc: str, mode: HardwareCompatibility) -> bool:
-    if mode is HardwareCompatibility.AMPERE_PLUS:
-        return _cc(target_cc) >= (8, 0)
-    return built_cc == target_cc
-
-
-def _cc(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
 
 
 def _families_with(cc: str) -> str:

@@ -28,6 +28,19 @@ def wildcard_finding(scope: IConstruct, resource_arn: str) -> str:
     return f"AwsSolutions-IAM5[Resource::{_flatten(cdk.Stack.of(scope).resolve(resource_arn))}]"
 
 
+def statement_findings(statement: dict) -> list[str]:
+    """The IAM5 findings cdk-nag reports for one resolved policy statement: wildcard actions and resources."""
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    resources = statement.get("Resource", [])
+    resources = resources if isinstance(resources, list) else [resources]
+    out = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
+    for resource in resources:
+        flat = _flatten(resource)
+        if "*" in flat:
+            out.append(f"AwsSolutions-IAM5[Resource::{flat}]")
+    return out
+
+
 def _flatten(node: Any) -> str:
     if isinstance(node, str):
         return node.replace("${", "<").replace("}", ">")

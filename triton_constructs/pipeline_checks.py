@@ -28,7 +28,8 @@ def gpu_problems(spec: Spec, pipeline: PipelineSpec) -> list[str]:
                     continue
                 target_cc = target.compute_capability if target else None
                 mode = model.tensorrt.hardware_compatibility if model.tensorrt else HardwareCompatibility.NONE
-                if target_cc and _runs(built.compute_capability, target_cc, mode):
+                built_cc = built.compute_capability
+                if target_cc and mode.builds_on(built_cc) and mode.plan_runs(built_cc, target_cc):
                     continue
                 gpu = (f"NVIDIA {target.gpu}, compute capability {target_cc}" if target and target_cc else "no GPU")
                 problem = (f"model '{model.name}' (backend tensorrt) of endpoint '{endpoint.name}' runs on "
@@ -38,16 +39,6 @@ def gpu_problems(spec: Spec, pipeline: PipelineSpec) -> list[str]:
                 if problem not in out:
                     out.append(problem)
     return out
-
-
-def _runs(built_cc: str, target_cc: str, mode: HardwareCompatibility) -> bool:
-    if mode is HardwareCompatibility.AMPERE_PLUS:
-        return _cc(built_cc) >= (8, 0) and _cc(target_cc) >= (8, 0)
-    return built_cc == target_cc
-
-
-def _cc(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
 
 
 def _fix(itype: Optional[instances.InstanceType], target_cc: Optional[str]) -> str:

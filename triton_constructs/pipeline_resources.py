@@ -9,7 +9,7 @@ from aws_cdk import aws_iam as iam, aws_s3 as s3, pipelines
 from constructs import Construct
 
 from triton_constructs import checkov
-from triton_constructs.nag import _flatten, acknowledge
+from triton_constructs.nag import acknowledge, statement_findings
 
 CACHE_DAYS = 30  # a cache: anything older is re-created by the next build
 
@@ -70,7 +70,7 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
         for statement in stack.resolve(policy.policy_document)["Statement"]:
             text = json.dumps(statement)
             reason = next((why for key, why in _REASONS if key in text), None)
-            for finding in _wildcards(statement):
+            for finding in statement_findings(statement):
                 if reason is None:
                     raise ValueError(f"no reason for {finding} in {policy.node.path}: {text}")
                 acknowledge(policy, finding, reason)
@@ -104,14 +104,3 @@ def log_artifacts(pipeline: pipelines.CodePipeline, cache: BuildCache) -> None:
         conditions={"ArnLike": {"aws:SourceArn": bucket.bucket_arn},
                     "StringEquals": {"aws:SourceAccount": cdk.Stack.of(bucket).account}}))
 
-
-def _wildcards(statement: dict) -> list[str]:
-    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-    resources = statement.get("Resource", [])
-    resources = resources if isinstance(resources, list) else [resources]
-    out = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
-    for resource in resources:
-        flat = _flatten(resource)
-        if "*" in flat:
-            out.append(f"AwsSolutions-IAM5[Resource::{flat}]")
-    return out

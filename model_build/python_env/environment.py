@@ -37,7 +37,6 @@ class BuiltEnv:
 
 def build(lines: list[str], target: EnvTarget, cache: pathlib.Path, log: Callable[[str], None],
           where: str) -> BuiltEnv:
-    _require_some(lines, where)
     key = digest_of({"requirements": sorted(lines), "target": target.key(), "format": FORMAT})
     folder = cache / "python-envs" / key[:24]
     file_name = f"python-env-{key[:12]}.tar.gz"
@@ -71,12 +70,6 @@ def build(lines: list[str], target: EnvTarget, cache: pathlib.Path, log: Callabl
 def _loaded(facts: dict, folder: pathlib.Path, file_name: str, target: EnvTarget, reused: bool = True) -> BuiltEnv:
     return BuiltEnv(folder / file_name, file_name, target, tuple(facts["packages"]), facts["archive_bytes"],
                     facts["unpacked_bytes"], reused)
-
-
-def _require_some(lines: list[str], where: str) -> None:
-    if not lines:
-        raise BuildError(f"{where}: no requirements; list the packages model.py imports (name==version), "
-                         "or remove the python section to use the image's own Python")
 
 
 def _require_numpy(locked: list[resolve.Locked], where: str) -> None:

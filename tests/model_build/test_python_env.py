@@ -151,6 +151,20 @@ def test_an_unpinned_line_in_a_requirements_file_is_refused(tmp_path):
         tmp_path / "assets" / "manifest.json").models
 
 
+def test_a_requirements_file_that_is_missing_or_empty_is_refused(tmp_path):
+    (tmp_path / "empty.txt").write_text("# nothing yet\n\n")
+    spec = make_spec(tmp_path, """\
+missing: {backend: python, source: {recipe: text-preprocess}, python: {requirements_file: nope.txt}}
+empty: {backend: python, source: {recipe: text-preprocess}, python: {requirements_file: empty.txt}}
+""")
+    report = build.run(spec, tmp_path / "assets", tmp_path / "work", log=lambda line: None)
+    assert report.failed == {
+        "missing": f"models.missing.python.requirements_file: cannot read {tmp_path / 'nope.txt'} (No such file or "
+                   "directory); give a requirements file next to the spec, one name==version per line",
+        "empty": f"models.empty.python.requirements_file: {tmp_path / 'empty.txt'} lists no requirement; add the "
+                 "packages model.py imports (name==version), or remove requirements_file"}
+
+
 def test_the_model_directory_ships_the_environment_and_points_the_backend_at_it(tmp_path, find_links, monkeypatch):
     monkeypatch.setenv("TRITONSM_CACHE_DIR", str(tmp_path / "cache"))
     probe_wheels.write_probe_model(tmp_path / "probe")
