@@ -6,6 +6,7 @@ import enum
 import re
 from typing import Mapping, Optional
 
+from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem
 from deployment_spec.parse import meta
 
@@ -15,6 +16,7 @@ ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"
 class EndpointKind(str, enum.Enum):
     SINGLE_MODEL = "single-model"
     MULTI_MODEL = "multi-model"
+    INFERENCE_COMPONENTS = "inference-components"  # one inference component per model (deployment_spec.components)
 
 
 class Strategy(str, enum.Enum):
@@ -37,7 +39,8 @@ DEFAULT_GPU_TARGET = 70.0
 class Scaling:
     """Target tracking on one scalable target per variant (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
-    min_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
+    # 0 parses, so that the spec can say where zero is allowed (rules.py: inference components only).
+    min_instances: int = dataclasses.field(default=1, metadata=meta(minimum=0, maximum=100))
     max_instances: int = dataclasses.field(default=2, metadata=meta(minimum=1, maximum=100))
     max_rps_per_instance: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.001))
     safety_factor: float = dataclasses.field(default=0.5, metadata=meta(minimum=0.05, maximum=1))
@@ -188,7 +191,7 @@ class Network:
 
 @dataclasses.dataclass(frozen=True)
 class EndpointSpec:
-    kind: EndpointKind = dataclasses.field(metadata=meta(help="single-model or multi-model"))
+    kind: EndpointKind = dataclasses.field(metadata=meta(help="single-model, multi-model or inference-components"))
     models: tuple[str, ...] = dataclasses.field(metadata=meta(help="the names of the models served here"))
     default_model: Optional[str] = None
     instance_type: str = "ml.g5.xlarge"
@@ -207,11 +210,17 @@ class EndpointSpec:
     download_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
     # Why this endpoint may run a single instance in a production environment.
     single_instance_reason: Optional[str] = None
+    # kind: inference-components only: per-model settings, the instance bounds, the guarded update.
+    components: Mapping[str, ComponentSpec] = dataclasses.field(default_factory=dict)
+    managed_instances: Optional[ManagedInstances] = None
+    rolling_update: RollingUpdate = RollingUpdate()
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     @property
     def deploy_instances(self) -> int:
         """The fewest instances the variant can have when an update starts (scaling may sit at its minimum)."""
+        if self.managed_instances is not None:
+            return self.managed_instances.min_instances
         return self.scaling.min_instances if self.scaling else self.initial_instances
 
     @property
@@ -221,3 +230,12 @@ class EndpointSpec:
 
     def resolved_deployment(self) -> Deployment:
         return self.deployment.resolved(self.deploy_instances, self.fleet_start_s)
+
+    def component(self, model: str) -> ComponentSpec:
+        """An inference-components endpoint's settings for ``model``: as written, or the defaults."""
+        return self.components.get(model, ComponentSpec())
+
+    @property
+    def instance_bounds(self) -> ManagedInstances:
+        """An inference-components endpoint's managed instance bounds: as written, or 1..initial_instances."""
+        return self.managed_instances or ManagedInstances(1, max(1, self.initial_instances))

@@ -87,3 +87,38 @@ INSTANCE_STORE_GB: dict[str, dict[str, int]] = {
 def instance_store_gb(name: str) -> int | None:
     found = lookup(name)
     return INSTANCE_STORE_GB.get(found.family_name, {}).get(found.size) if found else None
+
+
+# vCPUs and memory (GiB) per size: what an inference component's reservation must fit in
+# (NumberOfCpuCoresRequired, MinMemoryRequiredInMb; CreateInferenceComponent API reference). From the EC2
+# instance type specifications, which the ml.* types share: accelerated computing
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, general purpose .../gp.html, compute
+# optimized .../co.html, memory optimized .../mo.html (the same figures AWS's own table in
+# aws/sagemaker-hyperpod-cli src/sagemaker/hyperpod/training/constants.py INSTANCE_RESOURCES lists for
+# ml.* types). Sizes not listed are not checked.
+_GPU_SIZES = {"xlarge": (4, 16), "2xlarge": (8, 32), "4xlarge": (16, 64), "8xlarge": (32, 128),
+              "12xlarge": (48, 192), "16xlarge": (64, 256), "24xlarge": (96, 384), "48xlarge": (192, 768)}
+_TWO_PER_VCPU = {"large": (2, 4), "xlarge": (4, 8), "2xlarge": (8, 16), "4xlarge": (16, 32), "8xlarge": (32, 64),
+                 "12xlarge": (48, 96), "16xlarge": (64, 128), "24xlarge": (96, 192)}
+_FOUR_PER_VCPU = {size: (cpus, cpus * 4) for size, (cpus, _) in _TWO_PER_VCPU.items()}
+_EIGHT_PER_VCPU = {size: (cpus, cpus * 8) for size, (cpus, _) in _TWO_PER_VCPU.items()}
+VCPUS_MEMORY_GIB: dict[str, dict[str, tuple[int, int]]] = {
+    "g4dn": {s: v for s, v in _GPU_SIZES.items() if s not in ("24xlarge", "48xlarge")},
+    "g5": _GPU_SIZES,
+    "g6": _GPU_SIZES,
+    "g6e": {size: (cpus, memory * 2) for size, (cpus, memory) in _GPU_SIZES.items()},
+    "p3": {"2xlarge": (8, 61), "8xlarge": (32, 244), "16xlarge": (64, 488)},
+    "p4d": {"24xlarge": (96, 1152)},
+    "p5": {"48xlarge": (192, 2048)},
+    "c5": _TWO_PER_VCPU, "c5d": _TWO_PER_VCPU, "c6i": _TWO_PER_VCPU,
+    "m5": _FOUR_PER_VCPU, "m5d": _FOUR_PER_VCPU, "m6i": _FOUR_PER_VCPU,
+    "r5": _EIGHT_PER_VCPU,
+    "t2": {"medium": (2, 4), "large": (2, 8), "xlarge": (4, 16), "2xlarge": (8, 32)},
+    "t3": {"medium": (2, 4), "large": (2, 8), "xlarge": (4, 16), "2xlarge": (8, 32)},
+}
+
+
+def vcpus_memory_gib(name: str) -> tuple[int, int] | None:
+    """(vCPUs, memory in GiB) of an instance type, or None where the table has no figure."""
+    found = lookup(name)
+    return VCPUS_MEMORY_GIB.get(found.family_name, {}).get(found.size) if found else None

@@ -1,9 +1,10 @@
 """Cross-field rules, in spec terms. Each returns Problems; none raises."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping
 
-from deployment_spec import images, instances, serving_runtimes
+from deployment_spec import component_endpoint, images, instances, serving_runtimes
 from deployment_spec.endpoint import EndpointKind, EndpointSpec, Strategy
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
@@ -102,6 +103,9 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
             out.append(unknown_name(f"{path}.models[{i}]", name, models, "models"))
     sme = ep.kind is EndpointKind.SINGLE_MODEL
     served = served_models(ep, models)
+    # Inference components: one archive per model, with what it loads (an ensemble's steps).
+    per_component = {m: served_models(dataclasses.replace(ep, models=(m,)), models) for m in ep.models}
+    out += component_endpoint.endpoint_problems(path, ep, models, per_component)
     if sme:
         if len(ep.models) > 1 and ep.default_model is None:
             out.append(Problem(f"{path}.default_model", "nothing", f"one of {', '.join(ep.models)}",
@@ -118,7 +122,7 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
         if not ep.model_cache:
             out.append(Problem(f"{path}.model_cache", "false", "true (model caching is a multi-model setting)",
                                "remove model_cache"))
-    else:
+    elif ep.kind is EndpointKind.MULTI_MODEL:
         if ep.default_model is not None:
             out.append(Problem(f"{path}.default_model", describe(ep.default_model),
                                "nothing on a multi-model endpoint (callers pick a TargetModel)", "remove default_model"))
@@ -177,8 +181,15 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
                            f"nothing on {ep.instance_type}: it has local NVMe storage",
                            "remove volume_size_gb"))
     sc = ep.scaling
-    if sc is None:
+    if sc is None or ep.kind is EndpointKind.INFERENCE_COMPONENTS:  # reported as not for this kind
         return out
+    if sc.min_instances == 0:
+        out.append(Problem(f"{path}.scaling.min_instances", "0",
+                           "1 or more on a variant endpoint: an endpoint scales to zero instances only when it hosts "
+                           "inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                           "endpoint-auto-scaling-zero-instances.html)",
+                           "raise min_instances to 1, or use kind: inference-components with "
+                           "managed_instances.min_instances: 0"))
     if fam.burstable:
         out.append(Problem(f"{path}.scaling", f"auto-scaling on {ep.instance_type}",
                            "no auto-scaling on burstable ml.t* types",
@@ -205,15 +216,18 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
         return []
     out = []
     for name, ep in env.endpoints.items():
+        if ep.kind is EndpointKind.INFERENCE_COMPONENTS:
+            out += component_endpoint.production_problems(f"endpoints.{name}", ep, env.name)
         if ep.deploy_instances >= 2 and ep.initial_instances >= 2 or (ep.single_instance_reason or "").strip():
             continue
-        field = "scaling.min_instances" if ep.scaling and ep.scaling.min_instances < 2 else "initial_instances"
-        got = ep.scaling.min_instances if field == "scaling.min_instances" else ep.initial_instances
+        floor = "managed_instances.min_instances" if ep.managed_instances else "scaling.min_instances"
+        field = floor if ep.deploy_instances < 2 and (ep.scaling or ep.managed_instances) else "initial_instances"
+        got = ep.deploy_instances if field == floor else ep.initial_instances
         out.append(Problem(
             f"endpoints.{name}.{field}", str(got),
             f"2 or more in environment {env.name} (production: true), so that SageMaker can place the instances "
             "in different Availability Zones (AWS Config rule SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT)",
-            f"set initial_instances and scaling.min_instances to 2 under environments.{env.name}.overrides."
+            f"set initial_instances and {floor} to 2 under environments.{env.name}.overrides."
             f"endpoints.{name}, or give single_instance_reason there"))
     return out
 
@@ -224,6 +238,9 @@ def deployment_rules(env: EnvironmentSpec) -> list[Problem]:
         return []
     out = []
     for name, ep in env.endpoints.items():
+        if ep.kind is EndpointKind.INFERENCE_COMPONENTS:
+            out += component_endpoint.rolling_problems(f"endpoints.{name}", ep)
+            continue
         path, deployment = f"endpoints.{name}.deployment", ep.deployment
         where = f"in environment {env.name} (guardrails: true)"
         if deployment.strategy in (Strategy.CANARY, Strategy.LINEAR) and ep.deploy_instances < 2:

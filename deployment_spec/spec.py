@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import images, rules, serving_runtimes
+from deployment_spec import component_endpoint, images, rules, serving_runtimes
 from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -104,6 +104,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     environments = _environments(raw, endpoints, models, version, problems, base, declared)
     if isinstance(project, str):
         problems += _endpoint_name_problems(project, environments)
+        problems += component_endpoint.name_problems(project, environments)
         problems += _construct_id_problems(project, endpoints, envs_raw=raw.get("environments"))
     pipeline = _pipeline(raw, envs_raw=raw.get("environments"), environments=environments, problems=problems)
     if problems:

@@ -9,8 +9,10 @@ from constructs import Construct
 
 from deployment_spec import Spec
 from deployment_spec.capacity import Measurement
+from deployment_spec.endpoint import EndpointKind
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from stacks.components_stack import ComponentsEndpointStack
 from stacks.endpoint_stack import EndpointStack
 from stacks.storage_stack import StorageStack
 from triton_constructs import checks
@@ -48,12 +50,18 @@ class TritonStage(cdk.Stage):
             self, "Storage", stack_name=f"{prefix}-Storage", termination_protection=protect,
             removal_policy=cdk.RemovalPolicy.DESTROY if environment.removal_policy is RemovalPolicy.DESTROY
             else cdk.RemovalPolicy.RETAIN)
-        self.endpoints: dict[str, EndpointStack] = {}
+        self.endpoints: dict[str, EndpointStack | ComponentsEndpointStack] = {}
         for name, endpoint in environment.endpoints.items():
             if endpoints is not None and name not in endpoints:
                 continue  # left out of this assembly on request; app.py names it
             # The stack is named like the SageMaker endpoint; checked first for a readable error.
             endpoint_name = checks.endpoint_name(spec.project, environment.name, name)
+            if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
+                self.endpoints[name] = ComponentsEndpointStack(
+                    self, name, stack_name=endpoint_name, termination_protection=protect, spec=spec,
+                    environment=environment, endpoint=endpoint, endpoint_name=endpoint_name, manifest=manifest,
+                    manifest_path=manifest_path, storage=self.storage)
+                continue
             self.endpoints[name] = EndpointStack(
                 self, name, stack_name=endpoint_name, termination_protection=protect, spec=spec,
                 environment=environment, endpoint=endpoint, endpoint_name=endpoint_name, manifest=manifest,

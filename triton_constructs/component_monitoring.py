@@ -1,0 +1,133 @@
+"""Alarms and a dashboard for one inference component, on its own (per-copy) metrics.
+
+Metric names, namespaces and dimensions: https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html
+(invocation metrics in ``AWS/SageMaker`` with dimension ``InferenceComponentName``: ``Invocations``,
+``InvocationsPerCopy``, ``ConcurrentRequestsPerCopy``, ``ModelLatency``, ``Invocation4XXErrors``,
+``Invocation5XXErrors``; utilization of each copy in ``/aws/sagemaker/InferenceComponents``, 0-100 % of the
+copy's reservation: ``CPUUtilizationNormalized``, ``GPUUtilizationNormalized``,
+``GPUMemoryUtilizationNormalized``, ``MemoryUtilizationNormalized``; the instances' reservations in
+``/aws/sagemaker/Endpoints`` with ``EndpointName``, ``VariantName``: ``CPUReservation``, ``GPUReservation``,
+``MemoryReservation``) and DG endpoint-auto-scaling-zero-instances (``NoCapacityInvocationFailures``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from deployment_spec.endpoint import Alarms
+from triton_constructs.alarms import INVOCATION_NAMESPACE, ONE_MINUTE
+from triton_constructs.component_scaling import NO_CAPACITY_METRIC
+from triton_constructs.execution_role import METRIC_NAMESPACE
+
+COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
+
+
+def component_metric(component_name: str, metric_name: str, statistic: str, *, namespace: str = INVOCATION_NAMESPACE,
+                     label: Optional[str] = None) -> cloudwatch.Metric:
+    """One metric of one component, per minute."""
+    return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, statistic=statistic, label=label,
+                             dimensions_map={"InferenceComponentName": component_name}, period=ONE_MINUTE)
+
+
+class ComponentAlarms(Construct):
+    """Latency and 5XX alarms (which also roll a guarded update back) and, with a GPU, a GPU memory alarm.
+
+    ``ModelLatency`` is in microseconds: the spec's millisecond SLA is multiplied by 1000. The normalized
+    GPU memory metric is already per copy and 0-100 %, so its threshold is the spec's per-GPU percent as is.
+    Missing data (no traffic, or no copy) is not breaching.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        component_name: The component's ``InferenceComponentName``.
+        thresholds: From the spec.
+        gpus: GPUs one copy reserves (0: no GPU memory alarm).
+
+    Attributes:
+        latency, errors: The alarms that roll a guarded (rolling) update back.
+        all: Every alarm.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, component_name: str, thresholds: Alarms, gpus: int) -> None:
+        super().__init__(scope, id_)
+
+        def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
+                  periods: int) -> cloudwatch.Alarm:
+            return cloudwatch.Alarm(
+                self, id_, metric=metric, threshold=threshold, evaluation_periods=periods,
+                datapoints_to_alarm=periods, alarm_description=f"{component_name}: {description}",
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+
+        t = thresholds
+        self.latency = alarm("ModelLatency", component_metric(component_name, "ModelLatency", "Average"),
+                             t.latency_sla_ms * 1000, f"average model latency at or above the {t.latency_sla_ms:g} ms "
+                             "SLA (ModelLatency is in microseconds)", periods=2)
+        self.errors = alarm("Errors5xx", component_metric(component_name, "Invocation5XXErrors", "Sum"),
+                            t.error_5xx_threshold, f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
+        self.all = [self.latency, self.errors]
+        if gpus:
+            self.all.append(alarm(
+                "GpuMemory", component_metric(component_name, "GPUMemoryUtilizationNormalized", "Average",
+                                              namespace=COMPONENT_NAMESPACE),
+                t.gpu_memory_percent, f"GPU memory of a copy at or above {t.gpu_memory_percent:g} % of its "
+                                      f"{gpus} reserved GPU(s)", periods=3))
+
+
+class ComponentDashboard(Construct):
+    """Latency, traffic and refusals, per-copy load against the scaling target, utilization of the reservation.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        component_name: The component (also the dashboard's name).
+        endpoint_name: The endpoint (for the instances' reservation graph).
+        variant_name: Its variant.
+        latency_sla_ms: Drawn on the latency graph.
+        per_copy_target: (metric name, target) of the scaling policy, drawn on the per-copy graph. Defaults to
+            none (fixed copies).
+
+    Attributes:
+        dashboard: The ``cloudwatch.Dashboard``.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, component_name: str, endpoint_name: str, variant_name: str,
+                 latency_sla_ms: float, per_copy_target: Optional[tuple[str, float]] = None) -> None:
+        super().__init__(scope, id_)
+
+        def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
+            return component_metric(component_name, name, statistic, namespace=namespace, label=label)
+
+        def graph(title: str, left: list, annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
+            lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
+            return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
+
+        target_line = (per_copy_target[1], f"scaling target ({per_copy_target[0]})") if per_copy_target else None
+        endpoint = {"EndpointName": endpoint_name, "VariantName": variant_name}
+        widgets = [
+            graph("Latency (microseconds)", [
+                metric("ModelLatency", "Average", "model (avg)"), metric("ModelLatency", "p99", "model (p99)"),
+                metric("OverheadLatency", "Average", "SageMaker overhead (avg)")],
+                (latency_sla_ms * 1000, f"SLA {latency_sla_ms:g} ms")),
+            graph("Invocations, errors and refusals per minute", [
+                metric("Invocations", "Sum", "invocations"), metric("Invocation4XXErrors", "Sum", "4XX"),
+                metric("Invocation5XXErrors", "Sum", "5XX"),
+                metric(NO_CAPACITY_METRIC, "Sum", "no copy to serve (scaled to zero)")]),
+            graph("Load per copy", [
+                metric("InvocationsPerCopy", "Sum", "invocations per copy per minute"),
+                metric("ConcurrentRequestsPerCopy", "Maximum", "concurrent requests per copy (max)")], target_line),
+            graph("Utilization of each copy's reservation (%)", [
+                metric(name, "Average", label, COMPONENT_NAMESPACE) for name, label in (
+                    ("CPUUtilizationNormalized", "CPU"), ("MemoryUtilizationNormalized", "memory"),
+                    ("GPUUtilizationNormalized", "GPU"), ("GPUMemoryUtilizationNormalized", "GPU memory"))]),
+            graph("Instances' capacity reserved by all components (%)", [
+                cloudwatch.Metric(namespace=METRIC_NAMESPACE, metric_name=name, statistic="Average", label=label,
+                                  dimensions_map=endpoint, period=cdk.Duration.minutes(1))
+                for name, label in (("CPUReservation", "CPU"), ("MemoryReservation", "memory"),
+                                    ("GPUReservation", "GPU"))]),
+        ]
+        self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=component_name,
+                                              widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])
