@@ -7,10 +7,11 @@ import hashlib
 import json
 import pathlib
 
+import pytest
 import yaml
 
-from change_plan import plan, resource, service_problems
-from deployment_spec import load_spec
+from change_plan import component_calls, plan, resource, service_problems
+from deployment_spec import SpecError, load_spec
 from fake_build import fake_build
 from synth_helpers import ROOT, Synth
 
@@ -200,3 +201,148 @@ def test_recreating_a_retained_environment_meets_its_kept_log_group(default_synt
               if r["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in r["Properties"]]
     assert [(g["Properties"]["LogGroupName"], g["DeletionPolicy"]) for g in groups] == [
         ("/aws/sagemaker/Endpoints/Triton-prod-classifier", "RetainExceptOnCreate")]
+
+
+# --- Inference components (examples/inference-components.yaml): each change of a component, and the endpoint's.
+IC = "AWS::SageMaker::InferenceComponent"
+ALARM = "AWS::CloudWatch::Alarm"
+COMPONENTS = yaml.safe_load((ROOT / "examples" / "inference-components.yaml").read_text())
+
+
+def _ic_change(tmp_path, mutate, environment="staging", **after_args):
+    return _change(tmp_path, mutate, environment=environment, endpoint="shared-gpu", base=COMPONENTS, **after_args)
+
+
+def _component(raw, model):
+    return raw["endpoints"]["shared-gpu"]["components"][model]
+
+
+def _dev(raw, environment="dev"):
+    """An environment's component overrides."""
+    return raw["environments"][environment]["overrides"]["endpoints"]["shared-gpu"]["components"]
+
+
+def _remove_resnet(raw):
+    raw["endpoints"]["shared-gpu"]["models"].remove("resnet50")
+    for components in (raw["endpoints"]["shared-gpu"]["components"], _dev(raw), _dev(raw, "prod")):
+        components.pop("resnet50")
+
+
+def test_components_adding_one(tmp_path):
+    def add(raw):
+        raw["models"]["bert-large"] = {**raw["models"]["bert"], "source": {"recipe": "bert-base"}}
+        raw["endpoints"]["shared-gpu"]["models"].append("bert-large")
+        raw["endpoints"]["shared-gpu"]["components"]["bert-large"] = {
+            "reservation": {"gpus": 1, "memory_mb": 8192},
+            "scaling": {"min_copies": 1, "max_copies": 1, "concurrent_requests_per_copy": 4}}
+        _dev(raw)["bert-large"] = {"scaling": {"min_copies": 0, "max_copies": 1, "concurrent_requests_per_copy": 4}}
+    before, after, change = _ic_change(tmp_path, add)
+    # A new model, component, scaling target and alarms; the endpoint and the other components are untouched:
+    # SageMaker creates the component on the running endpoint (no endpoint update, no other copy restarts).
+    assert {MODEL, IC, TARGET, POLICY, ALARM} <= _types(change.added)
+    assert not {CONFIG, ENDPOINT, IC} & (_types(change.replaced) | set(_updated_types(after, change)))
+    assert component_calls(after, change) == {"Shared-staging-shared-gpu-bert-large": {"CreateInferenceComponent"}}
+    assert service_problems(before, after, change) == []
+
+
+def test_components_removing_one(tmp_path):
+    before, after, change = _ic_change(tmp_path, _remove_resnet)
+    # The component, its scaling and alarms go (DeleteInferenceComponent); its model leaves the template but is
+    # kept (RetainExceptOnCreate outside throw-away environments); the endpoint and the others stay as they are.
+    assert {IC, TARGET, POLICY, ALARM} <= _types(change.removed)
+    assert not {CONFIG, ENDPOINT, IC} & (_types(change.replaced) | set(_updated_types(after, change)))
+    model = [body for lid, body in before["Resources"].items() if lid in change.removed and body["Type"] == MODEL]
+    assert [m["DeletionPolicy"] for m in model] == ["RetainExceptOnCreate"]
+
+
+def test_components_changing_a_reservation(tmp_path):
+    before, after, change = _ic_change(tmp_path, lambda raw: _component(raw, "bert")["reservation"].__setitem__(
+        "memory_mb", 12288))
+    # The component is updated in place (AWS::SageMaker::InferenceComponent has no create-only property):
+    # UpdateInferenceComponent, which under guardrails rolls the new copies out in batches; nothing else moves.
+    assert not change.replaced and not change.added and not change.removed
+    assert _updated_types(after, change) == {IC: {"Specification"}}
+    assert component_calls(after, change) == {"Shared-staging-shared-gpu-bert": {"UpdateInferenceComponent"}}
+    assert "RollingUpdatePolicy" in resource_by_name(after, "Shared-staging-shared-gpu-bert")["DeploymentConfig"]
+
+
+def resource_by_name(template, name):
+    return next(r["Properties"] for r in template["Resources"].values()
+                if r["Type"] == IC and r["Properties"]["InferenceComponentName"] == name)
+
+
+def test_components_changing_the_initial_copies(tmp_path):
+    def two(raw):
+        _component(raw, "bert")["copies"] = 2
+        _dev(raw)["bert"]["copies"] = 1  # dev keeps at most one copy
+    before, after, change = _ic_change(tmp_path, two)
+    # Only the runtime configuration: UpdateInferenceComponentRuntimeConfig sets the copy count (also over what
+    # the autoscaler chose, until its next step; README).
+    assert _updated_types(after, change) == {IC: {"RuntimeConfig"}}
+    assert component_calls(after, change) == {"Shared-staging-shared-gpu-bert": {"UpdateInferenceComponentRuntimeConfig"}}
+
+
+def test_components_changing_scaling(tmp_path):
+    def scale(raw):
+        _component(raw, "bert")["scaling"].update(max_copies=3, concurrent_requests_per_copy=6)
+    before, after, change = _ic_change(tmp_path, scale)
+    # The scalable target's bound and the policy's target value, in place (and the dashboard's target line);
+    # no component or endpoint call.
+    assert not change.replaced and not change.added and not change.removed
+    assert _updated_types(after, change) == {TARGET: {"MaxCapacity"},
+                                             POLICY: {"TargetTrackingScalingPolicyConfiguration"},
+                                             "AWS::CloudWatch::Dashboard": {"DashboardBody"}}
+
+
+def test_components_changing_the_instance_type(tmp_path):
+    before, after, change = _ic_change(
+        tmp_path, lambda raw: raw["endpoints"]["shared-gpu"].__setitem__("instance_type", "ml.g6.12xlarge"))
+    # A new endpoint configuration and UpdateEndpoint; the components are not touched by CloudFormation (same
+    # endpoint name). Their copies' scaling targets are not the variant's, so SageMaker's refusal to change a
+    # scaled variant's instance type does not apply. What SageMaker does with the running copies during that
+    # UpdateEndpoint is not documented: UNVERIFIED (README).
+    assert CONFIG in _types(change.replaced) and _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
+    assert not {IC, TARGET} & (_types(change.replaced) | set(_updated_types(after, change)))
+    assert service_problems(before, after, change) == []
+
+
+def test_components_an_instance_type_too_small_is_refused_at_synth(tmp_path):
+    raw = copy.deepcopy(COMPONENTS)
+    raw["endpoints"]["shared-gpu"]["instance_type"] = "ml.g5.2xlarge"
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(SpecError) as caught:
+        load_spec(tmp_path / "spec.yaml")
+    # Three one-GPU copies on at most two one-GPU instances can never all be placed.
+    assert caught.value.problems[0].path == "endpoints.shared-gpu.components.*.copies"
+
+
+def test_components_scale_to_zero_on(tmp_path):
+    def zero(raw):
+        raw["environments"]["staging"]["overrides"] = copy.deepcopy(raw["environments"]["dev"]["overrides"])
+    before, after, change = _ic_change(tmp_path, zero)
+    # MinInstanceCount 0 is a new endpoint configuration (UpdateEndpoint); the targets' minimum drops to 0 in
+    # place, and each component gets the wake-up step policy and its NoCapacityInvocationFailures alarm.
+    assert CONFIG in _types(change.replaced) and _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
+    assert _updated_types(after, change)[TARGET] == {"MinCapacity", "MaxCapacity"}
+    added = [r["Properties"] for lid, r in after["Resources"].items() if lid in change.added]
+    assert sorted(p.get("PolicyType", p.get("MetricName")) for p in added) == [
+        "NoCapacityInvocationFailures"] * 3 + ["StepScaling"] * 3
+    assert not {IC} & (_types(change.replaced) | set(_updated_types(after, change)))
+
+
+def test_components_scale_to_zero_off(tmp_path):
+    before, after, change = _ic_change(
+        tmp_path, lambda raw: raw["environments"]["dev"].pop("overrides"), environment="dev")
+    # The reverse: a new configuration with MinInstanceCount 1, the wake-up policies and alarms removed.
+    assert CONFIG in _types(change.replaced)
+    assert sorted(_types(change.removed)) == [POLICY, ALARM]
+    assert len(change.removed) == 6
+
+
+def test_components_new_model_build(tmp_path):
+    before, after, change = _ic_change(tmp_path, None, new_artifact_for="shared-gpu")
+    # A retrained model: its archive is a new object, its SageMaker model is replaced, its component updated in
+    # place onto it (UpdateInferenceComponent: a rolling update under guardrails). The endpoint is not updated.
+    assert MODEL in _types(change.replaced)
+    assert not {CONFIG, ENDPOINT} & (_types(change.replaced) | set(_updated_types(after, change)))
+    assert component_calls(after, change) == {"Shared-staging-shared-gpu-resnet50": {"UpdateInferenceComponent"}}
