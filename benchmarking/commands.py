@@ -199,6 +199,10 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
     if args.record and args.record != args.endpoint:
         raise UserError(f"--record {args.record} with --endpoint {args.endpoint}: a measurement is recorded for the "
                         "endpoint it was taken on; drop --record or make both the same")
+    if args.record and spec.endpoints[args.endpoint].kind.value == "inference-components":
+        raise UserError(f"--record {args.record}: capacity.json holds per-instance figures for variant scaling; an "
+                        "endpoint of inference components scales copies on its components' per-copy targets "
+                        "(components.<model>.scaling): drop --record and set those from the per-copy figure")
     _log(f"bench load --endpoint {args.endpoint}: phases at concurrency "
          f"{', '.join(map(str, plan.concurrencies))}, {plan.seconds:g} s each; threshold p99 <= {threshold:g} ms")
     try:
@@ -228,7 +232,9 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
 
 def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
     """The phases against the deployed endpoint, with the smoke test's request for its first model."""
+    from deployment_spec.component_endpoint import component_name
     from deployment_spec.container_env import endpoint_name
+    from deployment_spec.endpoint import EndpointKind
     from deployment_spec.manifest import load_manifest
     from deployment_spec.served import built_artifacts, spec_endpoint
 
@@ -238,12 +244,25 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
 
     env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
-    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)[0]
+    names = {m: component_name(spec.project, env_name, endpoint.name, m) for m in endpoint.models}
+    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, names)
+    case, divisor, per = cases[0], endpoint.initial_instances, "instance"
+    if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
+        # One component at a time, named per request; its figure is per copy, as its scaling target is.
+        model = getattr(args, "component", None) or endpoint.models[0]
+        if model not in endpoint.models:
+            raise UserError(f"--component {model}: not a model of endpoint {endpoint.name} "
+                            f"({', '.join(endpoint.models)})")
+        case = next(c for c in cases if c.model == model)
+        divisor, per = max(1, endpoint.component(model).copies), "copy"
+    elif getattr(args, "component", None):
+        raise UserError(f"--component applies to an endpoint of kind inference-components; {endpoint.name} is "
+                        f"{endpoint.kind.value}")
     # No extra phase after the stop on a deployed endpoint: past the SLA it would only load a shared stage.
     plan = dataclasses.replace(plan, must_reach=None)
     return load_deployed.measure(endpoint.name, endpoint_name(spec.project, env_name, endpoint.name),
-                                 endpoint.instance_type, endpoint.initial_instances, case, plan, _log,
-                                 region=args.region or spec.environments[env_name].region, client=client)
+                                 endpoint.instance_type, divisor, case, plan, _log,
+                                 region=args.region or spec.environments[env_name].region, client=client, per=per)
 
 
 def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:

@@ -21,9 +21,10 @@ from local_endpoint.payload import encode_request
 
 def measure(endpoint: str, endpoint_name: str, instance_type: str, instances: int, case: SmokeCase,
             plan: PhasePlan, log: Callable[[str], None], *, region: Optional[str] = None,
-            client: Any = None) -> EndpointLoad:
+            client: Any = None, per: str = "instance") -> EndpointLoad:
     """Phases against ``endpoint_name``; its best RPS is divided by ``instances`` (the variant's count during
-    the test) for a per-instance figure. ``client`` is a sagemaker-runtime client (default: a new one)."""
+    the test, or with ``per="copy"`` the component's copies) for a per-instance (per-copy) figure. ``client`` is
+    a sagemaker-runtime client (default: a new one)."""
     if client is None:
         import boto3
         from botocore.config import Config
@@ -36,13 +37,14 @@ def measure(endpoint: str, endpoint_name: str, instance_type: str, instances: in
 
     def one() -> None:
         try:
-            target.invoke(request, case.target_model)
+            target.invoke(request, case.target_model, case.inference_component)
         except InvokeError as exc:
             raise CallFailed(str(exc)) from None
 
-    log(f"  endpoint {endpoint}: deployed {endpoint_name} ({instance_type}), model {case.model}")
+    component = f", inference component {case.inference_component}" if case.inference_component else ""
+    log(f"  endpoint {endpoint}: deployed {endpoint_name} ({instance_type}), model {case.model}{component}")
     phases = phases_until_stop(plan, lambda concurrency: run_users(lambda: one, concurrency, plan), log)
     best = best_within_threshold(phases)
-    what = f"{instance_type}, deployed endpoint {endpoint_name} ({instances} instance(s); req/s divided by {instances})"
+    what = f"{instance_type}, deployed endpoint {endpoint_name} ({instances} {per}(s); req/s divided by {instances})"
     return EndpointLoad(endpoint, what, phases, best.rps / instances if best else None, best.p99_ms if best else None)
 

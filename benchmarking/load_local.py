@@ -119,9 +119,12 @@ def _served(args: argparse.Namespace, scratch: pathlib.Path) -> Served:
 
 def _spec_endpoint(args: argparse.Namespace) -> Served:
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
-    if local.multi_model:
-        raise UserError(f"endpoint {args.endpoint!r} of {args.spec} is multi-model; this load check drives a "
-                        "single-model endpoint's /invocations: name a single-model endpoint")
+    if local.multi_model or local.components:
+        kind = "multi-model" if local.multi_model else "of inference components"
+        raise UserError(f"endpoint {args.endpoint!r} of {args.spec} is {kind}; this load check drives a "
+                        "single-model endpoint's /invocations: name a single-model endpoint"
+                        + ("" if local.multi_model else ", or load-test a component of the deployed endpoint "
+                           "(tritonsm bench load --endpoint E --deployed --component MODEL)"))
     label = f"endpoint {args.endpoint} ({args.spec})"
     if args.input is not None:
         return Served(label, local.tarballs[0], local.default_model, local.env, read_input_file(args.input),

@@ -8,7 +8,9 @@ comes back with its datatype and shape, with finite values. With ``--expected FI
 values must also match within the model's ``tolerance`` (atol, rtol).
 
 The same checks run against a local endpoint (``LocalClient``, an URL) and a deployed one
-(``DeployedClient``, sagemaker-runtime InvokeEndpoint): one interface, ``invoke(request, target_model)``.
+(``DeployedClient``, sagemaker-runtime InvokeEndpoint): one interface, ``invoke(request, target_model,
+inference_component)``. An endpoint of inference components gets one case per component, named by its
+``InferenceComponentName``.
 """
 from __future__ import annotations
 
@@ -34,16 +36,18 @@ NUMPY = {"TYPE_FP32": np.float32, "TYPE_FP16": np.float16, "TYPE_FP64": np.float
 class Client(Protocol):
     """Where the requests go: a local endpoint or a deployed SageMaker endpoint."""
 
-    def invoke(self, request: EncodedRequest, target_model: Optional[str]) -> DecodedResponse: ...
+    def invoke(self, request: EncodedRequest, target_model: Optional[str],
+               inference_component: Optional[str] = None) -> DecodedResponse: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class LocalClient:
     url: str
 
-    def invoke(self, request: EncodedRequest, target_model: Optional[str]) -> DecodedResponse:
+    def invoke(self, request: EncodedRequest, target_model: Optional[str],
+               inference_component: Optional[str] = None) -> DecodedResponse:
         from local_endpoint.invoke import invoke_url
-        return invoke_url(self.url, request, target_model=target_model)
+        return invoke_url(self.url, request, target_model=target_model, inference_component=inference_component)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,10 +56,12 @@ class DeployedClient:
     region: Optional[str] = None
     client: Any = None   # a sagemaker-runtime client (tests pass one wrapped in botocore's Stubber)
 
-    def invoke(self, request: EncodedRequest, target_model: Optional[str]) -> DecodedResponse:
+    def invoke(self, request: EncodedRequest, target_model: Optional[str],
+               inference_component: Optional[str] = None) -> DecodedResponse:
         from local_endpoint.invoke import invoke_sagemaker_endpoint
         return invoke_sagemaker_endpoint(self.endpoint_name, request, region=self.region,
-                                         target_model=target_model, client=self.client)
+                                         target_model=target_model, inference_component=inference_component,
+                                         client=self.client)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +74,7 @@ class SmokeCase:
     sequence_length: Optional[int]
     atol: float
     rtol: float
+    inference_component: Optional[str] = None  # inference components: the component (InferenceComponentName)
 
     def tensors(self) -> list[NamedTensor]:
         """Batch 1, deterministic: ones for integer inputs (valid token ids and masks), 0.5 for floats."""
@@ -90,11 +97,18 @@ class SmokeCase:
 
 
 def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
-          models: Mapping[str, ModelSpec]) -> list[SmokeCase]:
-    """One case per model a caller can reach: each MME TargetModel, or the SME's default model."""
+          models: Mapping[str, ModelSpec], component_names: Optional[Mapping[str, str]] = None) -> list[SmokeCase]:
+    """One case per model a caller can reach: each MME TargetModel, each inference component (its archive's
+    first model; ``component_names`` maps it to the component's name), or the SME's default model."""
     out = []
     for artifact in built.artifacts:
-        if endpoint.kind is EndpointKind.MULTI_MODEL:
+        component = None
+        if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
+            name, target = artifact.models[0], None
+            component = (component_names or {}).get(name)
+            if component is None:
+                raise UserError(f"endpoint {endpoint.name}: no inference component name for model {name}")
+        elif endpoint.kind is EndpointKind.MULTI_MODEL:
             stem = artifact.object_name.removesuffix(".tar.gz").rsplit("-", 1)[0]
             name, target = (stem if stem in artifact.models else artifact.models[0]), artifact.object_name
         else:
@@ -104,7 +118,7 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         tolerance = spec.tolerance if spec else None
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
-                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3))
+                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, component))
     return out
 
 
@@ -123,7 +137,7 @@ def run(client: Client, smoke_cases: list[SmokeCase], expected: Optional[Mapping
     for case in smoke_cases:
         request = encode_request(case.tensors(), binary=True)
         try:
-            response = client.invoke(request, case.target_model)
+            response = client.invoke(request, case.target_model, case.inference_component)
         except InvokeError as exc:
             results.append(CaseResult(case, [f"model {case.model}: {exc}"]))
             log(f"  {case.model}: FAILED ({exc})")

@@ -7,7 +7,7 @@ what one copy reserves on the endpoint's instance type.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from deployment_spec import component_rules as rules
 from deployment_spec import instances
@@ -29,6 +29,12 @@ _NOT_HERE = {
 def component_name(project: str, environment: str, endpoint: str, model: str) -> str:
     """``<project>-<environment>-<endpoint>-<model>``: the InferenceComponentName callers pass to InvokeEndpoint."""
     return f"{endpoint_name(project, environment, endpoint)}-{model}"
+
+
+def archive_default_model(archive_models: Sequence[str]) -> str | None:
+    """SAGEMAKER_TRITON_DEFAULT_MODEL_NAME of a component's archive: its first model (an ensemble, led by it in
+    model_build.packaging) when it holds several; none for one (the container serves the only model)."""
+    return archive_models[0] if len(archive_models) > 1 else None
 
 
 def capacity(instance_type: str) -> rules.InstanceCapacity | None:

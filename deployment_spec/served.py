@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
+from deployment_spec.component_endpoint import archive_default_model, component_name
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import RemovalPolicy
@@ -15,6 +16,17 @@ from deployment_spec.errors import UserError
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parse import suggest
 from deployment_spec.spec import Spec, load_spec
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalComponent:
+    """One inference component as the local endpoint serves it: its archive, run as a single-model container."""
+
+    name: str                   # InferenceComponentName, as deployed in the chosen environment
+    model: str                  # the model it serves
+    tarball: pathlib.Path
+    default_model: str | None   # SAGEMAKER_TRITON_DEFAULT_MODEL_NAME where the archive holds several models
+    env: dict[str, str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +39,7 @@ class LocalEndpoint:
     env: dict[str, str]
     manifest: Manifest
     triton_version: str  # the spec's release: the CPU stand-ins run its ONNX Runtime
+    components: tuple[LocalComponent, ...] = ()  # kind: inference-components: one container per component
 
 
 def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
@@ -39,8 +52,23 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
     env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
     manifest = load_manifest(manifest_path)
+    components = ()
+    if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
+        disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
+        components = tuple(_component(spec.project, env_name, endpoint, artifact, manifest, disposable)
+                           for artifact in built.artifacts)
     return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest, spec.triton_version)
+                         None if multi else built.default_model, env, manifest, spec.triton_version, components)
+
+
+def _component(project: str, env_name: str, endpoint: EndpointSpec, artifact, manifest: Manifest,
+               disposable: bool) -> LocalComponent:
+    """The archive's first model is the component's model (model_build.packaging); its steps follow it."""
+    model, default = artifact.models[0], archive_default_model(artifact.models)
+    return LocalComponent(component_name(project, env_name, endpoint.name, model), model,
+                          manifest.artifact_path(artifact), default,
+                          container_environment(endpoint.container, multi_model=False, default_model=default,
+                                                verbose_default=disposable))
 
 
 def spec_endpoint(spec: Spec, name: str, environment: str | None) -> tuple[str, EndpointSpec]:

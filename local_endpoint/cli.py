@@ -13,8 +13,9 @@ import sys
 import threading
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
-from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
@@ -35,6 +36,32 @@ def serve_main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     except LocalEndpointError as error:
         return _fail(error)
+    return run_until_stopped(endpoint, lambda: _announce(endpoint, args.mode))
+
+
+def serve_components(components, *, port: int | None = None, log_dir: pathlib.Path | None = None,
+                     startup_timeout: float = 120.0, cpu_stand_in: bool = False,
+                     triton_version: str = DEFAULT_TRITON_VERSION) -> int:
+    """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C."""
+    try:
+        endpoint = ComponentsEndpoint(components, port=port, log_dir=log_dir, startup_timeout=startup_timeout,
+                                      cpu_stand_in=cpu_stand_in, triton_version=triton_version)
+    except LocalEndpointError as error:
+        return _fail(error)
+
+    def announce() -> None:
+        print(f"serving {len(endpoint.component_names)} inference component(s) at {endpoint.url}; name one per "
+              f"request ({INFERENCE_COMPONENT_HEADER}, tritonsm invoke --component MODEL): "
+              f"{', '.join(endpoint.component_names)}", flush=True)
+        for note in endpoint.stand_in_notes:
+            print(note, flush=True)
+        print(f"server logs: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
+
+    return run_until_stopped(endpoint, announce)
+
+
+def run_until_stopped(endpoint, announce) -> int:
+    """Start ``endpoint``, ``announce`` it, serve until Ctrl-C or SIGTERM/SIGHUP; 0 on a clean stop."""
     stop_requested = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
     # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
@@ -47,7 +74,7 @@ def serve_main(argv: list[str]) -> int:
             return 130  # interrupted during start-up; start() stopped the server
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
         try:
-            _announce(endpoint, args.mode)
+            announce()
             while not stop_requested.wait(CRASH_POLL_SECONDS):
                 endpoint.check_running()
         except KeyboardInterrupt:
@@ -96,10 +123,12 @@ def invoke_main(argv: list[str]) -> int:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         request = encode_request(_tensors_from_args(parser, args), binary=args.binary)
         if args.url:
-            response = invoke_url(args.url, request, target_model=args.target_model, timeout=args.timeout)
+            response = invoke_url(args.url, request, target_model=args.target_model,
+                                  inference_component=args.inference_component, timeout=args.timeout)
         else:
             response = invoke_sagemaker_endpoint(
-                args.endpoint_name, request, region=args.region, target_model=args.target_model
+                args.endpoint_name, request, region=args.region, target_model=args.target_model,
+                inference_component=args.inference_component,
             )
         print(format_response(response))
         if args.output is not None:
@@ -176,6 +205,8 @@ def _invoke_parser() -> argparse.ArgumentParser:
     where.add_argument("--endpoint-name", help="deployed SageMaker endpoint (boto3 sagemaker-runtime)")
     parser.add_argument("--region", help="the deployed endpoint's region (default: boto3's)")
     parser.add_argument("--target-model", help="MME: the model archive to run, e.g. resnet.tar.gz")
+    parser.add_argument("--inference-component", help="an endpoint of inference components: the component to run "
+                                                      "(InferenceComponentName)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--input", type=pathlib.Path, help="inputs: KServe v2 .json, .npy (with --input-name) or .npz")
     what.add_argument("--text", help="text input: tokenized with --tokenizer, else sent as BYTES --input-name")

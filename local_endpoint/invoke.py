@@ -14,12 +14,17 @@ from local_endpoint.model_cache import TARGET_MODEL_HEADER
 from local_endpoint.payload import DecodedResponse, EncodedRequest, decode_response, error_message
 
 DEFAULT_TIMEOUT = 60.0  # InvokeEndpoint's own limit
+# InvokeEndpoint's InferenceComponentName travels in this header (botocore's sagemaker-runtime model,
+# InvokeEndpointInput.InferenceComponentName: location header).
+INFERENCE_COMPONENT_HEADER = "X-Amzn-SageMaker-Inference-Component"
 
 
 def invoke_url(
-    url: str, request: EncodedRequest, *, target_model: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    url: str, request: EncodedRequest, *, target_model: str | None = None, inference_component: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> DecodedResponse:
-    """POST to `<url>/invocations` (a local endpoint) and decode the answer."""
+    """POST to `<url>/invocations` (a local endpoint) and decode the answer; the target model or inference
+    component goes in the header SageMaker's runtime uses for it."""
     parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
     if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
         raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
@@ -28,6 +33,8 @@ def invoke_url(
     headers = {"Content-Type": request.content_type}
     if target_model:
         headers[TARGET_MODEL_HEADER] = target_model
+    if inference_component:
+        headers[INFERENCE_COMPONENT_HEADER] = inference_component
     try:
         reply = call(parsed.hostname, parsed.port, "POST", path, body=request.body, headers=headers, timeout=timeout)
     except OSError as error:
@@ -46,6 +53,7 @@ def invoke_sagemaker_endpoint(
     *,
     region: str | None = None,
     target_model: str | None = None,
+    inference_component: str | None = None,
     client: object | None = None,
 ) -> DecodedResponse:
     """Call `sagemaker-runtime` `InvokeEndpoint` with the same body and decode the answer.
@@ -55,6 +63,8 @@ def invoke_sagemaker_endpoint(
         request: The encoded body and its content type.
         region: The endpoint's region. Defaults to boto3's configured region.
         target_model: For an MME, the tarball to run (`TargetModel`).
+        inference_component: For an endpoint of inference components, the one to run
+            (`InferenceComponentName`).
         client: A `sagemaker-runtime` client to use instead of a new one (tests
             pass one wrapped in botocore's Stubber).
     """
@@ -64,6 +74,8 @@ def invoke_sagemaker_endpoint(
     arguments = {"EndpointName": endpoint_name, "Body": request.body, "ContentType": request.content_type}
     if target_model:
         arguments["TargetModel"] = target_model
+    if inference_component:
+        arguments["InferenceComponentName"] = inference_component
     try:
         runtime = client or boto3.client("sagemaker-runtime", region_name=region)
         response = runtime.invoke_endpoint(**arguments)

@@ -18,13 +18,17 @@ from local_endpoint.model_cache import JSON, TARGET_MODEL_HEADER, MultiModelCach
 
 
 class FrontDoor(ThreadingHTTPServer):
-    """Threaded HTTP server bound to one cache; serves until `shutdown()`."""
+    """Threaded HTTP server bound to what it serves from; serves until `shutdown()`.
+
+    ``cache`` is the MME model cache for ``FrontDoorHandler``; another handler class (the inference-component
+    router, ``local_endpoint.components``) reads its own object there.
+    """
 
     daemon_threads = True
 
-    def __init__(self, port: int, cache: MultiModelCache, log_path: str) -> None:
-        # Bind to all interfaces like the Triton front end of an SME does.
-        super().__init__(("127.0.0.1", port), FrontDoorHandler)  # local testing only: loopback
+    def __init__(self, port: int, cache: MultiModelCache, log_path: str,
+                 handler: type[BaseHTTPRequestHandler] | None = None) -> None:
+        super().__init__(("127.0.0.1", port), handler or FrontDoorHandler)  # local testing only: loopback
         self.cache = cache
         self.log_path = log_path
         self._thread: threading.Thread | None = None

@@ -9,7 +9,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.component_endpoint import capacity, component_name, demand
+from deployment_spec.component_endpoint import archive_default_model, capacity, component_name, demand
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
@@ -64,8 +64,7 @@ class ComponentsEndpointStack(cdk.Stack):
         components = []
         for model in endpoint.models:
             archive = archives[model]
-            # The container serves the model named here; one top-level model needs no name (it is the only one).
-            default = model if len(archive.models) > 1 else None
+            default = archive_default_model(archive.models)
             settings, reserved = endpoint.component(model), demand(endpoint, model)
             components.append(ComponentProps(
                 model=model, name=component_name(spec.project, environment.name, endpoint.name, model),

@@ -83,6 +83,9 @@ def _register_load(sub) -> None:
                    help="with --endpoint: load-test the deployed endpoint <project>-<environment>-<endpoint> through "
                         "boto3 InvokeEndpoint (its best req/s per instance is what --record writes)")
     p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's)")
+    p.add_argument("--component", metavar="MODEL",
+                   help="with --deployed on an endpoint of inference components: the model whose component is "
+                        "load-tested (default: the first); its req/s are divided by its copies")
     p.add_argument("--environment", help="with --endpoint: whose overrides apply (default: the first)")
     p.add_argument("--manifest", type=pathlib.Path, default=pathlib.Path("assets/manifest.json"),
                    help="with --endpoint: the build manifest (default: assets/manifest.json)")

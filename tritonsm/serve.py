@@ -10,10 +10,12 @@ import argparse
 import pathlib
 
 from deployment_spec import load_spec
+from deployment_spec.component_endpoint import component_name
 from deployment_spec.container_env import endpoint_name
+from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
-from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
+from deployment_spec.served import LocalEndpoint, built_artifacts, resolve_endpoint, spec_endpoint
 
 
 def register(add) -> None:
@@ -23,7 +25,12 @@ def register(add) -> None:
     _common(serve)
     serve.add_argument("--port", type=int, help="port to listen on (default: a free one)")
     serve.add_argument("--mme-capacity", type=int, help="multi-model: most models loaded at once (default: no limit)")
-    serve.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
+    serve.add_argument("--component", action="append", metavar="MODEL",
+                       help="inference components: serve only this model's component (repeatable; default: all, "
+                            "each in its own Triton server behind one port)")
+    serve.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory; "
+                                                             "inference components: one file per component in its "
+                                                             "folder)")
     serve.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
     # Spelled out here, not imported: importing local_endpoint would load numpy for every tritonsm command.
     serve.add_argument("--cpu-stand-in", action="store_true",
@@ -40,6 +47,9 @@ def register(add) -> None:
                         help="call the deployed SageMaker endpoint <project>-<environment>-<endpoint> through boto3")
     invoke.add_argument("--model", help="multi-model: a Triton model name of the endpoint, resolved to its "
                                         "current TargetModel (the content-versioned tarball name)")
+    invoke.add_argument("--component", metavar="MODEL",
+                        help="inference components: the model whose component answers, resolved to its "
+                             "InferenceComponentName <project>-<environment>-<endpoint>-<model>")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +60,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
+    if local.components:
+        return _serve_components(args, local)
+    if args.component:
+        raise UserError(f"--component applies to an endpoint of kind inference-components; {args.endpoint} is "
+                        f"{'multi-model' if local.multi_model else 'single-model'}")
     argv = [str(tarball) for tarball in local.tarballs]
     argv += ["--mode", "mme" if local.multi_model else "sme", "--startup-timeout", str(args.startup_timeout)]
     if local.default_model:
@@ -65,11 +80,30 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve_main(argv)
 
 
+def _serve_components(args: argparse.Namespace, local: LocalEndpoint) -> int:
+    """Each component as the container serves a single-model endpoint, behind one port (local_endpoint.components)."""
+    chosen = list(local.components)
+    if args.component:
+        by_model = {c.model: c for c in local.components}
+        unknown = [m for m in args.component if m not in by_model]
+        if unknown:
+            raise UserError(f"--component {', '.join(unknown)}: not a model of endpoint {args.endpoint} "
+                            f"(components: {', '.join(by_model)})")
+        chosen = [by_model[m] for m in args.component]
+    if args.mme_capacity is not None:
+        raise UserError("--mme-capacity applies to multi-model endpoints; each component runs its own server")
+    from local_endpoint.cli import serve_components
+    return serve_components(chosen, port=args.port, log_dir=args.log_file.parent if args.log_file else None,
+                            startup_timeout=args.startup_timeout, cpu_stand_in=args.cpu_stand_in,
+                            triton_version=local.triton_version)
+
+
 def run_invoke(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     if args.endpoint:
         spec = load_spec(args.spec)
         env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
+        rest += _component_flag(spec.project, env_name, endpoint, args.component)
         if args.deployed:
             rest += ["--endpoint-name", endpoint_name(spec.project, env_name, endpoint.name)]
             region = spec.environments[env_name].region
@@ -78,8 +112,8 @@ def run_invoke(args: argparse.Namespace) -> int:
         if args.model:
             built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
             rest += ["--target-model", _target_model(built, args.model)]
-    elif args.deployed or args.model:
-        raise UserError("--deployed and --model need --endpoint NAME (a spec endpoint)")
+    elif args.deployed or args.model or args.component:
+        raise UserError("--deployed, --model and --component need --endpoint NAME (a spec endpoint)")
     from local_endpoint.cli import invoke_main
     return invoke_main(rest)
 
@@ -90,3 +124,17 @@ def _target_model(built: EndpointArtifacts, model: str) -> str:
             return artifact.object_name
     names = sorted(m for a in built.artifacts for m in a.models)
     raise UserError(f"--model {model!r} is not served by this endpoint (models: {', '.join(names)})")
+
+
+def _component_flag(project: str, env_name: str, endpoint: EndpointSpec, model: str | None) -> list[str]:
+    """``--inference-component NAME`` for an endpoint of inference components (every call names one)."""
+    if endpoint.kind is not EndpointKind.INFERENCE_COMPONENTS:
+        if model:
+            raise UserError(f"--component applies to an endpoint of kind inference-components; {endpoint.name} is "
+                            f"{endpoint.kind.value}")
+        return []
+    if model not in endpoint.models:
+        got = f"--component {model!r} is not one of its models" if model else "no --component given"
+        raise UserError(f"endpoint {endpoint.name} hosts inference components and {got}; name one with "
+                        f"--component MODEL: {', '.join(endpoint.models)}")
+    return ["--inference-component", component_name(project, env_name, endpoint.name, model)]

@@ -16,6 +16,7 @@ import contextlib
 import pathlib
 
 from deployment_spec import load_spec
+from deployment_spec.component_endpoint import component_name
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, load_manifest
@@ -61,7 +62,8 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
 
     env_name, endpoint = spec_endpoint(spec, name, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
-    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)
+    names = {m: component_name(spec.project, env_name, endpoint.name, m) for m in endpoint.models}
+    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, names)
     expected_file = args.expected or (args.expected_dir / f"{endpoint.name}.json" if args.expected_dir else None)
     expected = None
     if expected_file is not None and (args.expected or expected_file.is_file()):
@@ -116,6 +118,9 @@ def _target(args, spec, env_name: str, endpoint, client):
 
 
 def _local_server(local):
+    if local.components:
+        from local_endpoint.components import ComponentsEndpoint
+        return ComponentsEndpoint(local.components, cpu_stand_in=True, triton_version=local.triton_version)
     if local.multi_model:
         from local_endpoint.multi_model import MultiModelEndpoint
         return MultiModelEndpoint(list(local.tarballs), env=local.env, cpu_stand_in=True,

@@ -1,0 +1,152 @@
+"""A local endpoint of inference components: one container per component behind one port.
+
+On SageMaker each copy of a component is its own model container, started as a single-model endpoint's
+container is (the SageMaker Triton image without ``SAGEMAKER_MULTI_MODEL``, its own archive under
+/opt/ml/model, ``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` where the archive holds an ensemble and its steps), and
+the runtime sends each request to a copy of the component named by ``InferenceComponentName``, the header
+``X-Amzn-SageMaker-Inference-Component`` (botocore's sagemaker-runtime model). Locally: one
+``SingleModelEndpoint`` per component (one copy each; reservations and copy placement are SageMaker's and
+are not emulated) on a private port, and a front door on ``port`` that routes by that header.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Protocol, Sequence
+
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from local_endpoint.errors import LocalEndpointError
+from local_endpoint.http_call import HttpReply, call
+from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER
+from local_endpoint.mme_front_door import FrontDoor, FrontDoorHandler
+from local_endpoint.model_cache import JSON, error_reply
+from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
+
+
+class Component(Protocol):
+    """What the local endpoint needs of a component (``deployment_spec.served.LocalComponent``)."""
+
+    name: str
+    tarball: pathlib.Path
+    default_model: str | None
+    env: dict[str, str]
+
+
+class ComponentsEndpoint:
+    """The real Triton server once per component, behind SageMaker's inference-component routing.
+
+    Use as a context manager; every server stops on exit.
+
+    Args:
+        components: The components to serve, at least one; each is addressed by its ``name``.
+        port: The front door's port. Defaults to a free port.
+        log_dir: Where the servers' logs go, one file per component. Defaults to the temp directory.
+        startup_timeout: Seconds to wait for each server's readiness.
+        cpu_stand_in: Serve onnxruntime and pytorch models as labelled CPU stand-ins (``SingleModelEndpoint``).
+        triton_version: The image's release (the stand-ins run its ONNX Runtime).
+    """
+
+    def __init__(self, components: Sequence[Component], *, port: int | None = None,
+                 log_dir: pathlib.Path | None = None, startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+                 cpu_stand_in: bool = False, triton_version: str = DEFAULT_TRITON_VERSION) -> None:
+        names = [c.name for c in components]
+        if not components or len(set(names)) != len(names):
+            raise LocalEndpointError(f"an endpoint of inference components needs one or more uniquely named "
+                                     f"components; got {', '.join(names) or 'none'}")
+        self._requested_port = port
+        self.port: int | None = None
+        self.servers = {c.name: SingleModelEndpoint(
+            c.tarball, default_model=c.default_model, env=c.env,
+            log_file=log_dir / f"triton-{c.name}.log" if log_dir else None, startup_timeout=startup_timeout,
+            cpu_stand_in=cpu_stand_in, triton_version=triton_version) for c in components}
+        self._door: FrontDoor | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def component_names(self) -> list[str]:
+        return list(self.servers)
+
+    @property
+    def stand_in_notes(self) -> list[str]:
+        return [f"{name}: {note}" for name, server in self.servers.items() for note in server.stand_in_notes]
+
+    @property
+    def log_path(self) -> str:
+        return ", ".join(str(s.log_path) for s in self.servers.values() if s.log_path)
+
+    def start(self) -> ComponentsEndpoint:
+        """Start every component's server (one at a time: each loads its models), then the front door."""
+        if self._requested_port is None:
+            self.port = free_port()
+        else:
+            ensure_port_free(self._requested_port)
+            self.port = self._requested_port
+        try:
+            for server in self.servers.values():
+                server.start()
+            self._door = FrontDoor(self.port, self, self.log_path, handler=ComponentsHandler)  # type: ignore[arg-type]
+            self._door.start_in_background()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def check_running(self) -> None:
+        """Raise ServerCrashedError, with the log tail, if any component's server died."""
+        for server in self.servers.values():
+            server.check_running()
+
+    def stop(self) -> None:
+        """Stop the front door and every server. Safe to call twice."""
+        if self._door is not None:
+            self._door.stop()
+            self._door = None
+        for server in self.servers.values():
+            server.stop()
+
+    def __enter__(self) -> ComponentsEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def route(self, name: str | None, body: bytes, content_type: str) -> HttpReply:
+        """One request to the named component's server, as SageMaker's runtime forwards it."""
+        if not name or name not in self.servers:
+            got = f"{name!r} is not one of its components" if name else "no component named"
+            return error_reply(400, f"this endpoint hosts inference components and {got}: name one with the "
+                                    f"{INFERENCE_COMPONENT_HEADER} header (InferenceComponentName in InvokeEndpoint, "
+                                    f"--inference-component in tritonsm invoke): {', '.join(self.servers)}")
+        server = self.servers[name]
+        return call("127.0.0.1", server.port, "POST", "/invocations", body=body,
+                    headers={"Content-Type": content_type})
+
+    def ping(self) -> HttpReply:
+        """200 when every component's server is ready (SageMaker serves an endpoint once its copies are)."""
+        states = {name: call("127.0.0.1", s.port, "GET", "/ping", timeout=5).status for name, s in self.servers.items()}
+        status = 200 if all(code == 200 for code in states.values()) else 503
+        return HttpReply(status, JSON, json.dumps({"components": states}).encode())
+
+
+class ComponentsHandler(FrontDoorHandler):
+    """`POST /invocations` routed by the inference-component header; `GET /ping` for all components."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        components: ComponentsEndpoint = self.server.cache  # type: ignore[assignment]
+        if self.path == "/ping":
+            self._relay(components.ping)
+        else:
+            self._send(error_reply(404, f"no route GET {self.path}; this endpoint serves /ping and /invocations"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        components: ComponentsEndpoint = self.server.cache  # type: ignore[assignment]
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path != "/invocations":
+            self._send(error_reply(404, f"no route POST {self.path}; send requests to /invocations"))
+            return
+        name, content_type = self.headers.get(INFERENCE_COMPONENT_HEADER), self.headers.get("Content-Type", "")
+        self._relay(lambda: components.route(name, body, content_type))
