@@ -7,7 +7,7 @@ import json
 
 import boto3
 from botocore.response import StreamingBody
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 
 from benchmarking import load_deployed
 from benchmarking.load_phases import PhasePlan
@@ -53,3 +53,35 @@ def test_phases_run_until_the_error_rate_stops_them_and_the_best_rps_is_per_inst
     assert result.model == ("ml.g5.xlarge, deployed endpoint Triton-staging-ep (2 instance(s); req/s divided by 2)")
     assert lines[0] == "  endpoint ep: deployed Triton-staging-ep (ml.g5.xlarge), model add"
     assert "ThrottlingException" in result.phases[1].first_error
+
+
+def test_a_component_of_an_inference_components_endpoint_is_named_and_measured_per_copy(tmp_path):
+    import argparse
+    import pathlib
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests" / "infra" / "fixtures"))
+    from fake_build import fake_build
+
+    from benchmarking import commands
+    from deployment_spec import load_spec
+
+    spec = load_spec(root / "examples" / "inference-components.yaml")
+    manifest = fake_build(spec, tmp_path / "assets")
+    args = argparse.Namespace(endpoint="shared-gpu", environment="prod", manifest=manifest, region=None,
+                              component="bert")
+    client, stubber = _client()
+    for _ in range(4):
+        # Every request names the component (InferenceComponentName), never a TargetModel.
+        stubber.add_response("invoke_endpoint", _ok(), expected_params={
+            "EndpointName": "Shared-prod-shared-gpu", "Body": ANY, "ContentType": ANY,
+            "InferenceComponentName": "Shared-prod-shared-gpu-bert"})
+    with stubber:
+        result = commands._deployed_load(args, spec, PhasePlan(concurrencies=(1,), seconds=600, max_requests=4,
+                                                               latency_threshold_ms=60_000, must_reach=None),
+                                         client=client)
+        stubber.assert_no_pending_responses()
+    # prod starts bert with 2 copies: the figure is per copy, as the component's scaling target is.
+    assert result.model == "ml.g5.12xlarge, deployed endpoint Shared-prod-shared-gpu (2 copy(s); req/s divided by 2)"
+    assert result.best_rps == result.phases[0].rps / 2
