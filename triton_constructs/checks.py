@@ -9,11 +9,13 @@ import pathlib
 from typing import Mapping, Optional
 
 from deployment_spec import instances
-from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name as _joined_name
+from deployment_spec import sagemaker_rules
+from deployment_spec.container_env import endpoint_name as _joined_name
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, Manifest, ModelEntry
 from deployment_spec.model import Backend, HardwareCompatibility, ModelSpec
 from deployment_spec.rules import served_models
+from deployment_spec.errors import raise_problems
 from triton_constructs.errors import raise_if
 
 REBUILD = "run `tritonsm build`"
@@ -43,9 +45,9 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
     """
     # The spec loader already refuses invalid names; this guards specs built in code.
     name = _joined_name(project, environment, endpoint)
-    raise_if(f"endpoint '{endpoint}'", [] if ENDPOINT_NAME.fullmatch(name) else [
-        f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>) must be 1-63 letters, digits "
-        "or '-'; rename the endpoint (no '_') or shorten the project or environment name"])
+    raise_problems(f"endpoint '{endpoint}'", sagemaker_rules.endpoint_name_valid(
+        name, "endpoint_name", f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>)",
+        "rename the endpoint (no '_') or shorten the project or environment name"))
     return name
 
 
