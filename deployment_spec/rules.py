@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from deployment_spec import images, instances, sagemaker_rules
+from deployment_spec import instances, sagemaker_rules
+from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
@@ -97,18 +98,14 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
             if m.copies > 1:
                 out.append(Problem(f"models.{m.name}.copies", str(m.copies), "1 on a single-model endpoint "
                                    f"({path.split('.', 1)[-1]})", "serve the copies from a multi-model endpoint"))
-        if not ep.model_cache:
-            out.append(Problem(f"{path}.model_cache", "false", "true (model caching is a multi-model setting)",
-                               "remove model_cache"))
     else:
         if ep.default_model is not None:
             out.append(Problem(f"{path}.default_model", describe(ep.default_model),
                                "nothing on a multi-model endpoint (callers pick a TargetModel)", "remove default_model"))
-        if ep.data_capture is not None:
-            out.append(Problem(f"{path}.data_capture", "a data capture setting", "single-model endpoints only",
-                               "remove data_capture or make the endpoint single-model"))
     out += _unique_names(path, served)
     out += _instance_rules(path, ep, served, triton_version)
+    environment = container_environment(ep.container, multi_model=not sme, default_model=ep.default_model)
+    out += sagemaker_rules.prefixed(path, sagemaker_rules.container_environment_limits(environment))
     return out
 
 
@@ -128,7 +125,8 @@ def _unique_names(path: str, served: list[ModelSpec]) -> list[Problem]:
 def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton_version: str) -> list[Problem]:
     out = sagemaker_rules.prefixed(path, sagemaker_rules.endpoint_problems(
         instance_type=ep.instance_type, multi_model=ep.kind is EndpointKind.MULTI_MODEL, triton_version=triton_version,
-        initial_instances=ep.initial_instances, scaling=ep.scaling, volume_size_gb=ep.volume_size_gb))
+        initial_instances=ep.initial_instances, scaling=ep.scaling, volume_size_gb=ep.volume_size_gb,
+        model_cache=ep.model_cache, data_capture=ep.data_capture is not None))
     itype = instances.lookup(ep.instance_type)
     if itype is None or itype.is_gpu:
         return out
@@ -181,9 +179,6 @@ def environment_rules(path: str, env: EnvironmentSpec, triton_version: str) -> l
     if env.account and not env.region:
         out.append(Problem(f"{path}.region", "nothing", "a region whenever account is set",
                            "add region, or remove account for an environment-agnostic stage"))
-    if env.region and images.account(triton_version, env.region) is None and triton_version in images.versions():
-        out.append(Problem(f"{path}.region", describe(env.region),
-                           f"a region with sagemaker-tritonserver:{triton_version}-py3 "
-                           f"({', '.join(images.regions(triton_version))})",
-                           "choose one of those regions or another triton_version"))
+    if env.region:
+        out += sagemaker_rules.prefixed(path, sagemaker_rules.image_in_region(triton_version, env.region))
     return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Optional
 
-from deployment_spec import instances, serving_runtimes
+from deployment_spec import images, instances, serving_runtimes
 from deployment_spec.endpoint import Deployment, Scaling, Strategy
 from deployment_spec.errors import Problem, describe
 
@@ -30,6 +30,24 @@ MAX_ENV_ENTRIES, MAX_ENV_VALUE_BYTES, MAX_ENV_TOTAL_BYTES = 100, 1024, 32 * 1024
 def prefixed(prefix: str, problems: list[Problem]) -> list[Problem]:
     """The same problems with ``prefix`` (a spec path) in front of each relative path."""
     return [Problem(f"{prefix}.{p.path}" if p.path else prefix, p.got, p.allowed, p.fix) for p in problems]
+
+
+def triton_version_known(triton_version: str) -> list[Problem]:
+    """The image must be a sagemaker-tritonserver release in the SageMaker SDK's registry."""
+    if triton_version in images.versions():
+        return []
+    return [Problem("triton_version", describe(triton_version),
+                    f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
+                    "pick one of those tags")]
+
+
+def image_in_region(triton_version: str, region: str) -> list[Problem]:
+    """The image (and so the endpoint) must be in a region that publishes it; the model's region (CreateModel)."""
+    if triton_version not in images.versions() or images.account(triton_version, region) is not None:
+        return []
+    return [Problem("region", describe(region),
+                    f"a region with sagemaker-tritonserver:{triton_version}-py3 ({', '.join(images.regions(triton_version))})",
+                    "choose one of those regions or another triton_version")]
 
 
 def instance_type_known(instance_type: str) -> list[Problem]:
@@ -200,12 +218,30 @@ def container_environment_limits(environment: Mapping[str, str], field: str = "c
     return out
 
 
+def model_cache_multi_model_only(multi_model: bool, model_cache: bool) -> list[Problem]:
+    """MultiModelConfig.ModelCacheSetting exists on multi-model endpoints only."""
+    if multi_model or model_cache:
+        return []
+    return [Problem("model_cache", "false", "true (model caching is a multi-model setting)", "remove model_cache")]
+
+
+def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> list[Problem]:
+    """This app captures data on single-model endpoints only (DataCaptureConfig on a multi-model endpoint: unconfirmed)."""
+    if not multi_model or not data_capture:
+        return []
+    return [Problem("data_capture", "a data capture setting", "single-model endpoints only",
+                    "remove data_capture or make the endpoint single-model")]
+
+
 def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: str, initial_instances: int,
-                      scaling: Optional[Scaling], volume_size_gb: Optional[int]) -> list[Problem]:
-    """Every rule on an endpoint's instance type, storage and scaling, in one list."""
-    out = instance_type_known(instance_type)
-    if out:
-        return out  # the other rules need a known type
+                      scaling: Optional[Scaling], volume_size_gb: Optional[int], model_cache: bool = True,
+                      data_capture: bool = False) -> list[Problem]:
+    """Every rule on an endpoint's mode, instance type, storage and scaling, in one list."""
+    out = model_cache_multi_model_only(multi_model, model_cache) + data_capture_single_model_only(
+        multi_model, data_capture)
+    known = instance_type_known(instance_type)
+    if known:
+        return out + known  # the other rules need a known type
     if multi_model:
         out += multi_model_family(instance_type) + multi_model_single_gpu(instance_type)
     out += gpu_generation(instance_type, triton_version)

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import images, rules, sagemaker_rules, serving_runtimes
+from deployment_spec import rules, sagemaker_rules, serving_runtimes
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -85,10 +85,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
     version = parse_value(str, raw.get("triton_version", serving_runtimes.DEFAULT_TRITON_VERSION), "triton_version", problems, {})
     version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
-    if version and version not in images.versions():
-        problems.append(Problem("triton_version", describe(version),
-                                f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
-                                "pick one of those tags"))
+    if version:
+        problems += sagemaker_rules.triton_version_known(version)
     models = _named(raw.get("models", {}), "models", ModelSpec, problems)
     # Names written under models: even if their body is invalid; with no models: at all,
     # references are not checked (one "missing models" problem says it all).
