@@ -84,3 +84,15 @@ def test_a_teams_own_cdk_app_synthesizes_clean(installed, tmp_path):
     report = json.loads(scan.stdout)
     assert [c["check_id"] + " " + c["resource"] for c in report["results"]["failed_checks"]] == []
     assert report["summary"]["passed"] > 100
+
+
+def test_the_command_line_says_which_extra_a_command_needs(installed, tmp_path):
+    python, _ = installed
+    tritonsm = python.with_name("tritonsm")
+    # The spec loader is part of the base install; building models is not.
+    assert _run([tritonsm, "validate", "--spec", ROOT / "triton.yaml"], cwd=tmp_path).returncode == 0
+    done = _run([tritonsm, "build", "--spec", ROOT / "triton.yaml"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (2, (
+        "error: tritonsm build needs the Python package 'protobuf', which the base install (the construct library) "
+        "leaves out; install the build extra: pip install 'triton-sagemaker-cdk[build]' (in a checkout of the "
+        "repository, `make` installs everything)"))
