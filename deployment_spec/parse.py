@@ -30,7 +30,7 @@ def meta(*, help: str = "", minimum: float | None = None, maximum: float | None 
             "pattern_help": pattern_help, "yaml": yaml}
 
 
-def yaml_fields(cls: type) -> list[dataclasses.Field]:
+def yaml_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
 
 
@@ -119,7 +119,7 @@ def parse_value(tp: Any, raw: Any, path: str, problems: list[Problem], md: Mappi
             if value is not _MISSING:
                 out[str(key)] = value
         return types.MappingProxyType(out)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         obj = parse_dataclass(tp, raw, path, problems)
         return _MISSING if obj is None else obj
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

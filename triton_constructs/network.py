@@ -49,6 +49,9 @@ class NetworkProps:
     def subnet_ids(self) -> list[str]:
         """The selected subnets' IDs (empty: no VPC)."""
         if self.vpc is not None:
-            return list(self.vpc.select_subnets(self.subnets).subnet_ids if self.subnets
-                        else self.vpc.select_subnets().subnet_ids)
+            chosen = self.subnets or ec2.SubnetSelection()
+            return list(self.vpc.select_subnets(
+                availability_zones=chosen.availability_zones, one_per_az=chosen.one_per_az,
+                subnet_filters=chosen.subnet_filters, subnet_group_name=chosen.subnet_group_name,
+                subnets=chosen.subnets, subnet_type=chosen.subnet_type).subnet_ids)
         return [subnet.subnet_id for subnet in (self.subnets.subnets or [])] if self.subnets else []

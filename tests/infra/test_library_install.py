@@ -6,6 +6,7 @@ Installs from the package index with requirements.lock as constraints (pip's cac
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -29,8 +30,13 @@ def _run(args: list, **kwargs) -> subprocess.CompletedProcess:
 def installed(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
     """(the fresh environment's python, the wheel)."""
     tmp = tmp_path_factory.mktemp("wheel")
+    # Built from a copy, so setuptools' build/ folder does not land in the checkout.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "assets", "cdk.out", "build", "tests", "examples", "benchmarks",
+        ".tritonsm", "__pycache__", "*.egg-info"))
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                  tmp / "dist", ROOT])
+                  tmp / "dist", source])
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = (tmp / "dist").glob("triton_sagemaker_cdk-*.whl")
     venv = tmp / "fresh"
