@@ -24,6 +24,9 @@ def load_exportable(model: ModelSpec, root: pathlib.Path, batch_axis_only: bool 
     else:
         from model_build.recipes import builtin
         made = builtin.exportable(model, root)
+    if model.samples:
+        from model_build import samples
+        samples.attach(model, root, made)
     if batch_axis_only:
         made.dynamic_axes = {k: {a: n for a, n in axes.items() if a == 0} for k, axes in made.dynamic_axes.items()}
     return made

@@ -8,6 +8,9 @@ and a short one, rows padded to different lengths, and two checks that need no r
   outputs (a graph that ignores the mask fails here);
 * padded vs unpadded: a padded row must give what the same row gives alone, unpadded.
 
+Inputs with a sequence axis but no mask get the full and a short length too; real inputs (the
+recipe's ``agreement_inputs``, or the spec's ``samples``) are one more case, up to ``max_batch_size`` rows.
+
 Imports torch (the build process only).
 """
 from __future__ import annotations
@@ -74,16 +77,23 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
         return Plan(tuple(cases), (), mask, seq_outputs)
     for batch in sizes:
         base = _sample(made, batch)
-        if mask is None:
+        if mask is None and not seq_inputs:
             cases.append(Case(f"batch {batch}", base))
             continue
-        full = int(base[mask].shape[1])
-        lengths_to_try = [full] + ([min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else [])
-        for length in lengths_to_try:
+        full = int(base[mask if mask is not None else seq_inputs[0]].shape[1])
+        with_short = (mask is None or mask in seq_inputs) and full >= 8
+        for length in [full] + ([min(SHORT_LENGTH, full // 2)] if with_short else []):
             inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
+            if mask is None:  # a sequence without a mask: the full and a short length
+                cases.append(Case(f"batch {batch} x {length} positions", inputs))
+                continue
             rows = _row_lengths(batch, length)
             inputs[mask] = _mask(rows, length, inputs[mask].dtype)
             cases.append(Case(f"batch {batch} x {length} tokens", inputs, rows))
+    if made.agreement_inputs is not None:  # the real inputs (the recipe's, or the spec's samples) are a case too
+        rows = max(sizes)
+        real = {k: v[:rows] for k, v in made.agreement_inputs.items()}
+        cases.append(Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real))
     invariances: list[Invariance] = []
     if mask is not None:
         widest = max((c for c in cases if c.lengths), key=lambda c: (len(c.lengths), max(c.lengths)))
