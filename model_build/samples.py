@@ -2,13 +2,13 @@
 
 They feed the serving check (a case of their own, and the rows every generated batch is made
 of for a model file), the int8 gate (agreement with fp32 is measured on them) and the smoke
-request (``tritonsm smoke`` sends the first row). Checked here against the model's input
+request (``tritonsm smoke`` sends the first row, benchmarking/smoke.py). Checked here against the model's input
 tensors, so a wrong name, type or shape fails the build naming the file, the array and the fix.
 """
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
@@ -67,14 +67,6 @@ def recipe_inputs(made, batched: bool) -> list[TensorSpec]:
         dtype = TORCH_TO_TRITON[str(example.dtype).replace("torch.", "")]
         out.append(TensorSpec(name, dtype, tuple(dims[1:] if batched else dims)))
     return out
-
-
-def first_row(path: pathlib.Path) -> Mapping[str, Any]:
-    """Row 0 of every array, batch axis kept: the smoke test's request."""
-    import numpy as np
-
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name][:1] for name in data.files}
 
 
 def _check_array(where: str, path: pathlib.Path, tensor: TensorSpec, array) -> None:
