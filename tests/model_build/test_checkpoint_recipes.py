@@ -18,7 +18,8 @@ from mb_support import make_spec
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    from transformers import (ConvNextConfig, ConvNextForImageClassification, DistilBertConfig,
+    from transformers import (ConvNextConfig, ConvNextForImageClassification, DebertaV2Config,
+                              DebertaV2ForSequenceClassification, DistilBertConfig,
                               DistilBertForSequenceClassification, ViTConfig, ViTForImageClassification)
 
     root = tmp_path_factory.mktemp("checkpoints")
@@ -26,6 +27,9 @@ def checkpoints(tmp_path_factory):
     DistilBertForSequenceClassification(DistilBertConfig(
         vocab_size=256, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64,
         num_labels=3)).save_pretrained(root / "distilbert")
+    DebertaV2ForSequenceClassification(DebertaV2Config(
+        vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=64, num_labels=2)).save_pretrained(root / "deberta")
     ViTForImageClassification(ViTConfig(
         image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64, num_labels=5)).save_pretrained(root / "vit")
@@ -34,6 +38,8 @@ def checkpoints(tmp_path_factory):
     spec = make_spec(root, """\
 reviews: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: distilbert, sequence_length: 16,
           max_batch_size: 4}
+tickets: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: deberta, sequence_length: 16,
+          max_batch_size: 2}
 photos: {backend: onnxruntime, source: {recipe: hf-image-classification}, weights: vit, max_batch_size: 4}
 scans: {backend: pytorch, source: {recipe: hf-image-classification}, weights: convnext, max_batch_size: 2}
 """, version="25.09")
@@ -67,6 +73,13 @@ def test_a_distilbert_checkpoint_deploys_through_the_generic_text_recipe(checkpo
     session = onnxruntime.InferenceSession(str(_shipped(root, "reviews")), providers=["CPUExecutionProvider"])
     got = session.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
     np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_a_deberta_checkpoint_deploys_through_the_same_recipe(checkpoints):
+    root, manifest, lines = checkpoints
+    check = manifest.models["tickets"].serving_check
+    assert (check["ran"], check["version"], check["invariance_error"] < 1e-5) == (True, "1.23.0", True)
+    assert any(line.endswith(f"weights from {root / 'deberta'} (deberta-v2)") for line in lines)
 
 
 def test_vit_and_convnext_checkpoints_deploy_through_the_generic_image_recipe(checkpoints):
