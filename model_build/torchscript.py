@@ -21,7 +21,7 @@ from typing import Optional
 from deployment_spec.manifest import TensorSpec
 from model_build import reproducible
 from model_build.errors import BuildError
-from model_build.recipes import ExportableModel
+from model_build.recipes.contract import ExportableModel
 
 IO_FILE = "triton_io.json"
 TORCH_TO_TRITON = {"float32": "TYPE_FP32", "float16": "TYPE_FP16", "bfloat16": "TYPE_BF16", "float64": "TYPE_FP64",
