@@ -129,9 +129,9 @@ def exportable(model: ModelSpec, inputs: Sequence[TensorSpec], outputs: Sequence
     from model_build import samples
 
     ordered_in, ordered_out = _in_call_order(inputs), _in_call_order(outputs)
-    batched = model.max_batch_size > 0
-    axes = {t.name: {**({0: "batch"} if batched else {}),
-                     **{axis + batched: f"dim{axis + batched}" for axis, d in enumerate(t.dims) if d == -1}}
+    first = 1 if model.max_batch_size > 0 else 0  # dims exclude the batch axis when batching
+    axes = {t.name: {**({0: "batch"} if first else {}),
+                     **{first + axis: f"dim{first + axis}" for axis, d in enumerate(t.dims) if d == -1}}
             for t in (*ordered_in, *ordered_out)}
     mask = next((t.name for t in ordered_in if _stem(t.name) == MASK), None)
     names_in, names_out = tuple(t.name for t in ordered_in), tuple(t.name for t in ordered_out)

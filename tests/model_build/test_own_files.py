@@ -254,3 +254,17 @@ def test_a_triton_io_json_file_still_needs_no_spec_tensors(tmp_path):
                    _extra_files={"triton_io.json": json.dumps(io)})
     report, _ = _build(tmp_path, "m: {backend: pytorch, source: {torchscript: scored.pt}, max_batch_size: 2}\n")
     assert report.exit_code() == 0, report.failed
+
+
+def test_other_samples_rebuild_the_model(tmp_path):
+    # The samples decide the checks and the int8 verdict, so their bytes are part of the build hash.
+    from model_build import hashing
+
+    _export(Mlp(), (torch.randn(2, 16),), tmp_path / "mlp.onnx", ["x"], ["y"], {"x": {0: "b"}, "y": {0: "b"}})
+    spec = make_spec(tmp_path, "m: {backend: onnxruntime, source: {onnx: mlp.onnx}, samples: samples.npz}\n")
+    hashes = []
+    for value in (0.0, 1.0):
+        np.savez(tmp_path / "samples.npz", x=np.full((3, 16), value, np.float32))
+        hasher = hashing.FileHasher(tmp_path / "file-hashes.json")
+        hashes.append(build.build_hashes(spec, hasher, toolchain=lambda: None)["m"])
+    assert hashes[0] != hashes[1]
