@@ -77,23 +77,17 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
         return Plan(tuple(cases), (), mask, seq_outputs)
     for batch in sizes:
         base = _sample(made, batch)
-        if mask is None and not seq_inputs:
-            cases.append(Case(f"batch {batch}", base))
+        if mask is None:
+            cases += _unmasked(base, batch, seq_inputs)
             continue
-        full = int(base[mask if mask is not None else seq_inputs[0]].shape[1])
-        with_short = (mask is None or mask in seq_inputs) and full >= 8
-        for length in [full] + ([min(SHORT_LENGTH, full // 2)] if with_short else []):
+        full = int(base[mask].shape[1])
+        lengths_to_try = [full] + ([min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else [])
+        for length in lengths_to_try:
             inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
-            if mask is None:  # a sequence without a mask: the full and a short length
-                cases.append(Case(f"batch {batch} x {length} positions", inputs))
-                continue
             rows = _row_lengths(batch, length)
             inputs[mask] = _mask(rows, length, inputs[mask].dtype)
             cases.append(Case(f"batch {batch} x {length} tokens", inputs, rows))
-    if made.agreement_inputs is not None:  # the real inputs (the recipe's, or the spec's samples) are a case too
-        rows = max(sizes)
-        real = {k: v[:rows] for k, v in made.agreement_inputs.items()}
-        cases.append(Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real))
+    cases += _real(made, max(sizes))
     invariances: list[Invariance] = []
     if mask is not None:
         widest = max((c for c in cases if c.lengths), key=lambda c: (len(c.lengths), max(c.lengths)))
@@ -110,6 +104,24 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
                 cases.append(Case(f"row {row} of {widest.name} alone, {n} tokens", alone, (n,)))
                 invariances.append(Invariance("padded vs unpadded", widest.name, cases[-1].name, (row,), (n,)))
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
+
+
+def _unmasked(base: Mapping[str, Any], batch: int, seq_inputs: list[str]) -> list[Case]:
+    """A batch without a mask; with a sequence axis, at the full and a short length."""
+    full = int(base[seq_inputs[0]].shape[1]) if seq_inputs else 0
+    if full < 8:
+        return [Case(f"batch {batch}", dict(base))]
+    return [Case(f"batch {batch} x {length} positions", {k: (v[:, :length] if k in seq_inputs else v)
+                                                         for k, v in base.items()})
+            for length in (full, min(SHORT_LENGTH, full // 2))]
+
+
+def _real(made: ExportableModel, rows: int) -> list[Case]:
+    """The real inputs (the recipe's, or the spec's samples), up to ``rows`` of them, as a case of their own."""
+    if made.agreement_inputs is None:
+        return []
+    real = {k: v[:rows] for k, v in made.agreement_inputs.items()}
+    return [Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real)]
 
 
 def _sample(made: ExportableModel, batch: int) -> dict[str, Any]:
