@@ -50,7 +50,10 @@ def onnx_source(ctx, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Pa
     onnx_export.check_file(src, f"models.{model.name}.source.onnx")
     _copy_onnx(model, src, target)
     reproducible.strip_onnx(target)
-    graph_inputs, graph_outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
+    try:
+        graph_inputs, graph_outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
+    except BuildError as exc:  # name the user's file, not the model alone
+        raise BuildError(f"models.{model.name}.source.onnx: {src}: {str(exc).removeprefix(f'model {model.name}: ')}")
     inputs = _declared_or_graph(model, "inputs", graph_inputs, src)
     outputs = _declared_or_graph(model, "outputs", graph_outputs, src)
     if model.backend is not Backend.ONNXRUNTIME:  # trtexec converts it; the plan is checked on the GPU host

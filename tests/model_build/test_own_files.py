@@ -268,3 +268,34 @@ def test_other_samples_rebuild_the_model(tmp_path):
         hasher = hashing.FileHasher(tmp_path / "file-hashes.json")
         hashes.append(build.build_hashes(spec, hasher, toolchain=lambda: None)["m"])
     assert hashes[0] != hashes[1]
+
+
+def test_a_file_with_a_fixed_batch_is_named_with_the_fix(tmp_path):
+    _export(Mlp(), (torch.randn(2, 16),), tmp_path / "fixed.onnx", ["x"], ["y"], None)
+    message = _failure(tmp_path, "m: {backend: onnxruntime, source: {onnx: fixed.onnx}, max_batch_size: 8}\n")
+    assert message == (f"models.m.source.onnx: {tmp_path / 'fixed.onnx'}: tensor x has shape [2, 16] with first "
+                       "dimension 2, but max_batch_size 8 needs a variable batch axis first; export with a dynamic "
+                       "axis 0, or set max_batch_size: 0")
+
+
+class OneRow(torch.nn.Module):
+    """Flattens the whole batch into one row: right for batch 1 only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x.reshape(1, -1))
+
+
+def test_a_run_failure_names_the_runtime_the_case_and_the_error(tmp_path):
+    torch.jit.save(torch.jit.script(OneRow().eval()), str(tmp_path / "one_row.pt"))
+    message = _failure(tmp_path, """\
+m: {backend: pytorch, source: {torchscript: one_row.pt}, max_batch_size: 4,
+    inputs: [{name: INPUT__0, data_type: TYPE_FP32, dims: [16]}], outputs: [{name: OUTPUT__0, data_type: TYPE_FP32, dims: [2]}]}
+""")
+    assert message.startswith(f"models.m.source.torchscript: {tmp_path / 'one_row.pt'} does not run in torch "
+                              f"{this_machines('torch').version} (this machine's, CPU): run failed on case batch 4: "
+                              "RuntimeError: ")
+    assert message.endswith("; fix the file, or the declared tensors if they are not what forward() takes")
