@@ -104,6 +104,11 @@ det: {backend: onnxruntime, source: {onnx: detector.onnx}, max_batch_size: 8,
     assert entry.outputs == (TensorSpec("classes", "TYPE_FP32", (5,)), TensorSpec("box", "TYPE_FP32", (2,)))
     assert (f"  det: detector.onnx answers in ONNX Runtime 1.23.0 (Triton 25.09's) as in ONNX Runtime {THIS_MACHINE} "
             f"(this machine's) on 3 cases (max abs error {check['max_abs_error']:.2e})") in lines
+    # torch.onnx.export kept the conv weights in detector.onnx.data; the build ships one self-contained file.
+    assert (tmp_path / "detector.onnx.data").is_file()
+    shipped = next((tmp_path / "work").rglob("det/1/model.onnx"))
+    assert [p.name for p in shipped.parent.iterdir()] == ["model.onnx"]
+    assert all(t.data_location == onnx.TensorProto.DEFAULT for t in onnx.load(str(shipped)).graph.initializer)
 
 
 def test_an_onnx_file_newer_than_the_images_runtime_is_refused_with_its_reason(tmp_path):
