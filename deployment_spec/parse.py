@@ -182,17 +182,22 @@ def value_problems(path: str, value: Any, md: Mapping[str, Any], *, integer: boo
 
 
 def field_problems(obj: Any, path: str = "") -> list[Problem]:
-    """``value_problems`` for every field of a dataclass instance (list items one by one)."""
+    """``value_problems`` for every field of a dataclass instance."""
+    return values_problems(type(obj), {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, path)
+
+
+def values_problems(cls: type, values: Mapping[str, Any], path: str = "") -> list[Problem]:
+    """``value_problems`` for values named like fields of ``cls`` (list items one by one), checked by that
+    field's metadata: how a construct checks its own scalar props against the spec's bounds."""
     out: list[Problem] = []
-    hints = typing.get_type_hints(type(obj))
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        integer = hints.get(f.name) is int or int in typing.get_args(hints.get(f.name))
-        if isinstance(value, tuple):
-            for i, item in enumerate(value):
-                out += value_problems(f"{join(path, f.name)}[{i}]", item, f.metadata, integer=integer)
-        else:
-            out += value_problems(join(path, f.name), value, f.metadata, integer=integer)
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in values.items():
+        integer = hints[name] is int or int in typing.get_args(hints[name])
+        items = enumerate(value) if isinstance(value, tuple) else [(None, value)]
+        for i, item in items:
+            where = join(path, name) + ("" if i is None else f"[{i}]")
+            out += value_problems(where, item, fields[name].metadata, integer=integer)
     return out
 
 
