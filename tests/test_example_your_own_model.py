@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
 import shutil
 import signal
 import subprocess
@@ -89,7 +88,7 @@ def test_the_walkthrough_runs_as_written(tmp_path):
     copies = [r["Properties"] for r in resources if r["Type"] == "Custom::TritonModelArtifact"]
     assert [(c["Sha256"], c["DestinationKey"].rsplit("/", 1)[1]) for c in copies] == [
         (artifact["sha256"], artifact["file"])]
-    assert any(re.fullmatch(r"ReviewsDev.*", p.name) for p in (tmp_path / "cdk.out").iterdir())
+    assert (tmp_path / "cdk.out" / "assembly-ReviewsDev").is_dir()  # the stage `cdk deploy "ReviewsDev/*"` names
 
 
 def _eager(folder: pathlib.Path) -> np.ndarray:
