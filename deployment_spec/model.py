@@ -319,8 +319,9 @@ class ModelSpec:
 
     def _own_model_problems(self, path: str) -> list[Problem]:
         out = []
-        if self.source.recipe in recipes.NEEDS_WEIGHTS and not self.weights:
-            out.append(Problem(f"{path}.weights", "nothing", f"a checkpoint directory for recipe {self.source.recipe} "
+        recipe = self.source.recipe if self.source else None
+        if recipe is not None and recipe in recipes.NEEDS_WEIGHTS and not self.weights:
+            out.append(Problem(f"{path}.weights", "nothing", f"a checkpoint directory for recipe {recipe} "
                                "(config.json and the weights, as save_pretrained writes them)",
                                "add weights: <directory>, relative to the spec's folder"))
         if self.samples is not None:

@@ -96,7 +96,10 @@ def declaration_problems(path: str, source_kind: str, backend: str, inputs: tupl
 
 def position(name: str) -> int:
     """The position a ``<name>__<index>`` tensor has in forward()'s arguments or results."""
-    return int(INDEXED_NAME.fullmatch(name).group(2))
+    match = INDEXED_NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a <name>__<index> tensor name (the spec check refuses it first)")
+    return int(match.group(2))
 
 
 def _indexed(path: str, tensors: tuple[Tensor, ...]) -> list[Problem]:
