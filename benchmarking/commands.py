@@ -245,7 +245,7 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
     env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
     names = {m: component_name(spec.project, env_name, endpoint.name, m) for m in endpoint.models}
-    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, names)
+    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, spec.root, names)
     case, divisor, per = cases[0], endpoint.initial_instances, "instance"
     if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
         # One component at a time, named per request; its figure is per copy, as its scaling target is.

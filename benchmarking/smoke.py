@@ -74,10 +74,14 @@ class SmokeCase:
     sequence_length: Optional[int]
     atol: float
     rtol: float
+    samples: Optional[pathlib.Path] = None   # the spec's samples (.npz): the request is their first row
     inference_component: Optional[str] = None  # inference components: the component (InferenceComponentName)
 
     def tensors(self) -> list[NamedTensor]:
-        """Batch 1, deterministic: ones for integer inputs (valid token ids and masks), 0.5 for floats."""
+        """Batch 1, deterministic: the first row of the model's samples, else ones for integer inputs
+        (valid token ids and masks) and 0.5 for floats."""
+        if self.samples is not None:
+            return self._first_sample()
         out = []
         for spec in self.inputs:
             dims = [d if d >= 0 else (self.sequence_length or 1) for d in spec.dims]
@@ -95,11 +99,22 @@ class SmokeCase:
             out.append(NamedTensor(spec.name, datatype, array))
         return out
 
+    def _first_sample(self) -> list[NamedTensor]:
+        try:
+            with np.load(self.samples, allow_pickle=False) as data:
+                return [NamedTensor(spec.name, spec.data_type.removeprefix("TYPE_"), data[spec.name][:1])
+                        for spec in self.inputs]
+        except (OSError, KeyError, ValueError) as exc:
+            raise UserError(f"model {self.model}: cannot read its smoke request from the samples {self.samples} "
+                            f"({type(exc).__name__}: {exc}); restore the file the build used, or remove samples") from None
+
 
 def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
-          models: Mapping[str, ModelSpec], component_names: Optional[Mapping[str, str]] = None) -> list[SmokeCase]:
+          models: Mapping[str, ModelSpec], root: Optional[pathlib.Path] = None,
+          component_names: Optional[Mapping[str, str]] = None) -> list[SmokeCase]:
     """One case per model a caller can reach: each MME TargetModel, each inference component (its archive's
-    first model; ``component_names`` maps it to the component's name), or the SME's default model."""
+    first model; ``component_names`` maps it to the component's name), or the SME's default model
+    (``root``: the spec's folder, where the models' samples files are)."""
     out = []
     for artifact in built.artifacts:
         component = None
@@ -116,9 +131,11 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         entry = manifest.models[name]
         spec = models.get(entry.spec_model)
         tolerance = spec.tolerance if spec else None
+        samples = root / spec.samples if spec and spec.samples and root is not None else None
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
-                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, component))
+                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, samples,
+                             component))
     return out
 
 

@@ -13,7 +13,7 @@ from deployment_spec import component_rules as rules
 from deployment_spec import instances
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import Deployment, EndpointKind, EndpointSpec
-from deployment_spec.errors import Problem, describe
+from deployment_spec.errors import Problem, describe, prefixed
 from deployment_spec.model import InstanceKind, ModelSpec
 from deployment_spec.parse import suggest
 
@@ -75,31 +75,20 @@ def endpoint_problems(path: str, endpoint: EndpointSpec, models: Mapping[str, Mo
                                f"1 on an inference-components endpoint ({path.split('.', 1)[-1]})",
                                f"set {path}.components.{name}.copies instead (each copy is a container)"))
     bounds = endpoint.instance_bounds
-    out += rules.at(path, rules.initial_within_instances(endpoint.initial_instances, bounds.min_instances,
+    out += prefixed(path, rules.initial_within_instances(endpoint.initial_instances, bounds.min_instances,
                                                          bounds.max_instances))
-    out += rules.at(path, rules.scale_to_zero(bounds.min_instances,
+    out += prefixed(path, rules.scale_to_zero(bounds.min_instances,
                                               {m: endpoint.component(m).min_copies for m in listed}))
     instance = capacity(endpoint.instance_type)
     if instance is None:
         return out  # the instance type itself is reported by rules._instance_rules
-    fitting = True
     for name in listed:
-        one = demand(endpoint, name, copies=1)
-        found = rules.reservation_fits(one, instance)
         gpu_groups = any(g.kind is InstanceKind.GPU for m in served.get(name, []) for g in m.instance_groups)
-        found += rules.gpu_models_need_gpus(one.gpus, instance.gpus > 0, gpu_groups)
-        fitting = fitting and not found
-        out += rules.at(f"{path}.components.{name}", found)
-    if fitting:
-        # Reported only when each copy fits alone: otherwise the total adds nothing the user can act on first.
-        for field, copies in (("copies", lambda m: endpoint.component(m).copies),
-                              ("scaling.max_copies", lambda m: endpoint.component(m).max_copies)):
-            placed = rules.copies_placeable([demand(endpoint, m, copies(m)) for m in listed], instance,
-                                            bounds.max_instances, f"components.*.{field}",
-                                            "managed_instances.max_instances")
-            out += rules.at(path, placed)
-            if placed:
-                break  # the maximum cannot fit when the initial count does not
+        out += prefixed(f"{path}.components.{name}", rules.gpu_models_need_gpus(
+            demand(endpoint, name).gpus, instance.gpus > 0, gpu_groups))
+    out += prefixed(path, rules.placement_problems(
+        [demand(endpoint, m) for m in listed], [demand(endpoint, m, endpoint.component(m).max_copies) for m in listed],
+        instance, bounds.max_instances))
     return out
 
 
@@ -145,7 +134,7 @@ def production_problems(path: str, endpoint: EndpointSpec, environment: str) -> 
 def rolling_problems(path: str, endpoint: EndpointSpec) -> list[Problem]:
     """The guarded (rolling) update must have time for every batch: copy start plus bake time."""
     update = endpoint.rolling_update
-    return rules.at(path, rules.rolling_timeout(update.max_execution_timeout_s, update.batch_percent,
+    return prefixed(path, rules.rolling_timeout(update.max_execution_timeout_s, update.batch_percent,
                                                 update.wait_s, endpoint.fleet_start_s))
 
 

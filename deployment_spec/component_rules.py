@@ -1,7 +1,7 @@
 """The rules of inference-component endpoints, one small pure function each.
 
 Plain values in, ``Problem`` list out, with field names relative to what they check (``reservation.gpus``,
-``scaling.max_copies``); the spec validator prefixes its paths with ``at`` and the CDK construct props
+``scaling.max_copies``); the spec validator prefixes its paths (``errors.prefixed``) and the CDK construct props
 (``triton_constructs.inference_components``) raise the same problems. Sources: the CreateInferenceComponent
 and CreateEndpointConfig API references (botocore's sagemaker service model), and
 https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html.
@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Mapping, Optional, Sequence
 
-from deployment_spec.errors import Problem
+from deployment_spec.errors import Problem, prefixed
 
 # InferenceComponentName: 1-63 characters (CreateInferenceComponent API reference).
 COMPONENT_NAME = re.compile(r"[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?")
@@ -20,11 +20,6 @@ MAX_COMPONENT_NAME = 63
 # MinMemoryRequiredInMb counts MiB: "if a 32 GiB instance reserved 1024 MB, the MemoryReservation metric
 # would be 3.125%" (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 MIB_PER_GIB = 1024
-
-
-def at(prefix: str, problems: Sequence[Problem]) -> list[Problem]:
-    """The problems with ``prefix.`` in front of their paths (spec paths from field names)."""
-    return [dataclasses.replace(p, path=f"{prefix}.{p.path}" if prefix else p.path) for p in problems]
 
 
 def memory_bounds(memory_mb: int, max_memory_mb: Optional[int]) -> list[Problem]:
@@ -142,6 +137,24 @@ def copies_placeable(demands: Sequence[Demand], instance: InstanceCapacity, inst
                            f"{per_instance:g} per {instance.name}",
                            f"lower {field.rsplit('.', 1)[-1]} or the reservations, or raise {bound}"))
     return out
+
+
+def placement_problems(initial: Sequence[Demand], maximum: Sequence[Demand], instance: InstanceCapacity,
+                       max_instances: int) -> list[Problem]:
+    """Every copy fits one instance, and all copies fit ``max_instances`` instances, at creation and at their
+    scaling maximum (paths under ``components.``). The totals are reported only when each copy fits alone,
+    and the maximum only when the initial count fits: one root cause, one problem."""
+    out = []
+    for one in initial:
+        out += prefixed(f"components.{one.component}", reservation_fits(dataclasses.replace(one, copies=1), instance))
+    if out:
+        return out
+    for field, demands in (("copies", initial), ("scaling.max_copies", maximum)):
+        out = copies_placeable(demands, instance, max_instances, f"components.*.{field}",
+                               "managed_instances.max_instances")
+        if out:
+            return out
+    return []
 
 
 def _per_copy(demand: Demand, what: str) -> float:

@@ -10,7 +10,8 @@ copies, down to zero instances when every component may reach zero copies
 (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html).
 
 The rules these settings obey live in ``component_rules`` as plain functions; ``problems`` here calls
-them and the spec validator maps their field names onto spec paths.
+them (when the loader parses them, and when they are built in code as the construct's props:
+``Validated`` raises PropsError), with the field names as paths the spec validator prefixes.
 """
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ import dataclasses
 from typing import Optional
 
 from deployment_spec import component_rules as rules
-from deployment_spec.errors import Problem
-from deployment_spec.parse import meta
+from deployment_spec.errors import Problem, prefixed
+from deployment_spec.parse import Validated, meta
 
 # The documented wake-up step policy's cooldown (endpoint-auto-scaling-zero-instances: "Cooldown": 60).
 WAKE_COOLDOWN_S = 60
 
 
 @dataclasses.dataclass(frozen=True)
-class Reservation:
+class Reservation(Validated):
     """What one copy reserves on an instance (``InferenceComponentComputeResourceRequirements``).
 
     ``gpus`` left out reserves one GPU on a GPU instance type and none on a CPU type. The API takes a
@@ -42,7 +43,7 @@ class Reservation:
     max_memory_mb: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=128))
 
     def problems(self, path: str) -> list[Problem]:
-        return rules.at(path, rules.memory_bounds(self.memory_mb, self.max_memory_mb))
+        return prefixed(path, rules.memory_bounds(self.memory_mb, self.max_memory_mb))
 
     def gpus_on(self, instance_gpus: int) -> int:
         """The GPUs one copy reserves on an instance type with ``instance_gpus`` GPUs."""
@@ -52,7 +53,7 @@ class Reservation:
 
 
 @dataclasses.dataclass(frozen=True)
-class CopyScaling:
+class CopyScaling(Validated):
     """Target tracking of one component's copy count, on one predefined per-copy metric.
 
     ``invocations_per_copy`` is ``SageMakerInferenceComponentInvocationsPerCopy`` (invocations per copy per
@@ -71,16 +72,24 @@ class CopyScaling:
     scale_out_cooldown_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=86400))
 
     def problems(self, path: str) -> list[Problem]:
-        return rules.at(path, rules.copy_bounds(self.min_copies, self.max_copies)
+        return prefixed(path, rules.copy_bounds(self.min_copies, self.max_copies)
                         + rules.one_per_copy_target(self.invocations_per_copy, self.concurrent_requests_per_copy))
 
     @property
     def scales_to_zero(self) -> bool:
         return self.min_copies == 0
 
+    @property
+    def per_copy_target(self) -> tuple[str, float]:
+        """(CloudWatch metric, target): ``InvocationsPerCopy`` or ``ConcurrentRequestsPerCopy`` (problems() makes
+        sure exactly one is set)."""
+        if self.invocations_per_copy is not None:
+            return "InvocationsPerCopy", self.invocations_per_copy
+        return "ConcurrentRequestsPerCopy", self.concurrent_requests_per_copy or 0.0
+
 
 @dataclasses.dataclass(frozen=True)
-class ComponentSpec:
+class ComponentSpec(Validated):
     """One model (an ensemble with its steps) as an inference component of the endpoint.
 
     ``copies`` is the copy count at creation (``RuntimeConfig.CopyCount``); with ``scaling`` the
@@ -94,7 +103,7 @@ class ComponentSpec:
     def problems(self, path: str) -> list[Problem]:
         if self.scaling is None:
             return []
-        return rules.at(path, rules.copies_within_scaling(self.copies, self.scaling.min_copies,
+        return prefixed(path, rules.copies_within_scaling(self.copies, self.scaling.min_copies,
                                                           self.scaling.max_copies))
 
     @property
@@ -107,7 +116,7 @@ class ComponentSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class ManagedInstances:
+class ManagedInstances(Validated):
     """The variant's ``ManagedInstanceScaling``: SageMaker keeps between these many instances to fit the copies.
 
     ``min_instances: 0`` (``ManagedInstanceScalingMinInstanceCount``, minimum 0) lets an idle endpoint
@@ -118,11 +127,11 @@ class ManagedInstances:
     max_instances: int = dataclasses.field(default=2, metadata=meta(minimum=1, maximum=100))
 
     def problems(self, path: str) -> list[Problem]:
-        return rules.at(path, rules.instance_bounds(self.min_instances, self.max_instances))
+        return prefixed(path, rules.instance_bounds(self.min_instances, self.max_instances))
 
 
 @dataclasses.dataclass(frozen=True)
-class RollingUpdate:
+class RollingUpdate(Validated):
     """How an environment with ``guardrails: true`` updates a component: ``RollingUpdatePolicy`` + auto-rollback.
 
     Each batch is ``batch_percent`` of the component's copies (``MaximumBatchSize`` of type

@@ -13,7 +13,7 @@ from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import RemovalPolicy
 from deployment_spec.errors import UserError
-from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, load_manifest
+from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parse import suggest
 from deployment_spec.spec import Spec, load_spec
 
@@ -52,7 +52,7 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
     env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
     manifest = load_manifest(manifest_path)
-    components = ()
+    components: tuple[LocalComponent, ...] = ()
     if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
         disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
         components = tuple(_component(spec.project, env_name, endpoint, artifact, manifest, disposable)
@@ -61,7 +61,7 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
                          None if multi else built.default_model, env, manifest, spec.triton_version, components)
 
 
-def _component(project: str, env_name: str, endpoint: EndpointSpec, artifact, manifest: Manifest,
+def _component(project: str, env_name: str, endpoint: EndpointSpec, artifact: Artifact, manifest: Manifest,
                disposable: bool) -> LocalComponent:
     """The archive's first model is the component's model (model_build.packaging); its steps follow it."""
     model, default = artifact.models[0], archive_default_model(artifact.models)

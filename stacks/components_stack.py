@@ -14,9 +14,13 @@ from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
 from stacks.storage_stack import StorageStack
-from triton_constructs import (ArtifactFile, ModelArtifacts, ModelStore, TritonExecutionRole, TritonImage, checks,
-                               container_environment)
-from triton_constructs.errors import raise_if
+from deployment_spec.container_env import container_environment
+from deployment_spec.errors import raise_problems
+from triton_constructs import ModelRepositories, ModelStore, checks
+from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
+from triton_constructs.errors import SynthError
+from triton_constructs.execution_role import TritonExecutionRole
+from triton_constructs.image import TritonImage
 from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
 
 
@@ -45,10 +49,15 @@ class ComponentsEndpointStack(cdk.Stack):
                  storage: StorageStack, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton inference components {endpoint.name} ({environment.name})",
                          **kwargs)
-        subject = f"endpoint '{endpoint.name}'"
-        raise_if(subject, checks.instance_problems(endpoint))
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
-        raise_if(subject, checks.plan_problems(endpoint, built, manifest, spec.models))
+        # What the build recorded about each model, checked for this image and instance type (one home:
+        # ModelRepositories): verified in the image's runtimes, environments for the image, plans for the GPU.
+        models = ModelRepositories.from_built(
+            manifest, built.artifacts, origin=str(manifest_path),
+            hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
+                                    for m in spec.served_models(endpoint) if m.tensorrt})
+        raise_problems(f"endpoint '{endpoint.name}'", models.problems(
+            multi_model=True, triton_version=spec.triton_version, instance_type=endpoint.instance_type))
         archives = _archive_per_model(endpoint, built.artifacts, manifest_path)
         disposable = environment.removal_policy is RemovalPolicy.DESTROY
         keep = cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
@@ -61,6 +70,9 @@ class ComponentsEndpointStack(cdk.Stack):
         network = endpoint.network
         role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=bucket, key=key, model_prefix=prefix,
                                    vpc=bool(network and network.subnet_ids))
+        instance = capacity(endpoint.instance_type)
+        if instance is None:  # the spec loader refuses unknown types; this guards a spec built in code
+            raise SynthError(f"endpoint '{endpoint.name}'", [f"instance type {endpoint.instance_type!r} is unknown here"])
         components = []
         for model in endpoint.models:
             archive = archives[model]
@@ -76,7 +88,7 @@ class ComponentsEndpointStack(cdk.Stack):
                                                   verbose_default=disposable)))
         serving = TritonInferenceComponents(
             self, "Endpoint", image=image, execution_role=role, endpoint_name=endpoint_name,
-            instance_type=endpoint.instance_type, capacity=capacity(endpoint.instance_type), components=components,
+            instance_type=endpoint.instance_type, capacity=instance, components=components,
             initial_instances=endpoint.initial_instances, managed_instances=endpoint.instance_bounds,
             variant_name=endpoint.variant_name, inference_ami_version=image.inference_ami_version,
             inference_ami_reason=image.inference_ami_reason, volume_key=key,
@@ -106,7 +118,8 @@ def _archive_per_model(endpoint: EndpointSpec, artifacts: tuple[Artifact, ...],
     """Each model's archive: the one whose first top-level model it is (model_build.packaging puts it first)."""
     found = {a.models[0]: a for a in artifacts if a.models}
     missing = [m for m in endpoint.models if m not in found]
-    raise_if(f"endpoint '{endpoint.name}'", [
-        f"{manifest_path} has no archive led by model '{m}' (one archive per component); run `tritonsm build`"
-        for m in missing])
+    if missing:
+        raise SynthError(f"endpoint '{endpoint.name}'", [
+            f"{manifest_path} has no archive led by model '{m}' (one archive per component); run `tritonsm build`"
+            for m in missing])
     return found

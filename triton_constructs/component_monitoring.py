@@ -18,9 +18,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
-from triton_constructs.alarms import INVOCATION_NAMESPACE, ONE_MINUTE
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
-from triton_constructs.execution_role import METRIC_NAMESPACE
+from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 
 COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 
@@ -101,7 +100,7 @@ class ComponentDashboard(Construct):
         def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
             return component_metric(component_name, name, statistic, namespace=namespace, label=label)
 
-        def graph(title: str, left: list, annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
+        def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
             lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
             return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
 
@@ -124,7 +123,7 @@ class ComponentDashboard(Construct):
                     ("CPUUtilizationNormalized", "CPU"), ("MemoryUtilizationNormalized", "memory"),
                     ("GPUUtilizationNormalized", "GPU"), ("GPUMemoryUtilizationNormalized", "GPU memory"))]),
             graph("Instances' capacity reserved by all components (%)", [
-                cloudwatch.Metric(namespace=METRIC_NAMESPACE, metric_name=name, statistic="Average", label=label,
+                cloudwatch.Metric(namespace=INSTANCE_NAMESPACE, metric_name=name, statistic="Average", label=label,
                                   dimensions_map=endpoint, period=cdk.Duration.minutes(1))
                 for name, label in (("CPUReservation", "CPU"), ("MemoryReservation", "memory"),
                                     ("GPUReservation", "GPU"))]),

@@ -7,12 +7,18 @@ from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_cloudwatch a
 from constructs import Construct
 
 from deployment_spec.components import WAKE_COOLDOWN_S, CopyScaling
-from triton_constructs.alarms import INVOCATION_NAMESPACE, ONE_MINUTE
+from triton_constructs.metrics import INVOCATION_NAMESPACE, ONE_MINUTE
 from triton_constructs.scaling import SERVICE_LINKED_ROLE
 
 # https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html
 COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 NO_CAPACITY_METRIC = "NoCapacityInvocationFailures"
+# The predefined metric of each per-copy CloudWatch metric (Application Auto Scaling MetricType).
+PER_COPY_METRICS = {
+    "InvocationsPerCopy": autoscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
+    "ConcurrentRequestsPerCopy":
+        autoscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
+}
 
 
 def no_capacity_metric(component_name: str) -> cloudwatch.Metric:
@@ -62,13 +68,8 @@ class ComponentScaling(Construct):
             resource_id=f"inference-component/{component_name}", scalable_dimension=COPY_DIMENSION,
             min_capacity=scaling.min_copies, max_capacity=scaling.max_copies)
         self.target.node.add_dependency(component)
-        if scaling.invocations_per_copy is not None:
-            metric, value = (autoscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
-                             scaling.invocations_per_copy)
-        else:
-            metric, value = (autoscaling.PredefinedMetric
-                             .SAGEMAKER_INFERENCE_COMPONENT_CONCURRENT_REQUESTS_PER_COPY_HIGH_RESOLUTION,
-                             scaling.concurrent_requests_per_copy)
+        name, value = scaling.per_copy_target
+        metric = PER_COPY_METRICS[name]
         self.target.scale_to_track_metric(
             "PerCopy", target_value=value, predefined_metric=metric,
             scale_in_cooldown=cdk.Duration.seconds(scaling.scale_in_cooldown_s),

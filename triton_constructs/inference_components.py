@@ -26,25 +26,20 @@ from constructs import Construct
 from deployment_spec import component_rules as rules
 from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
 from deployment_spec.endpoint import Alarms
-from deployment_spec.errors import Problem
+from deployment_spec.errors import Problem, prefixed, raise_problems
+from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
-from triton_constructs.errors import SynthError, raise_if
+from triton_constructs.errors import SynthError
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
+from triton_constructs.model_store import COMPONENT_LOG_GROUPS, ENDPOINT_LOG_GROUPS
 from triton_constructs.triton_model import TritonModel
 
-# Where SageMaker writes a component's container logs. Used by AWS's and others' deployment scripts; the
-# SageMaker developer guide states no name for it: UNVERIFIED (README, "Inference components").
-COMPONENT_LOG_GROUP = "/aws/sagemaker/InferenceComponents/{name}"
-
-
-def _raise_problems(subject: str, problems: Sequence[Problem]) -> None:
-    raise_if(subject, [str(p) for p in problems])
 
 
 @dataclasses.dataclass(frozen=True)
-class ComponentProps:
+class ComponentProps(Validated):
     """One inference component: a Triton model archive, what each copy reserves, how many copies run.
 
     Attributes:
@@ -76,13 +71,14 @@ class ComponentProps:
     scaling: Optional[CopyScaling] = None
     environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        problems = (rules.component_name_valid(self.name)
-                    + rules.default_model_required(list(self.archive_models), self.default_model)
-                    + rules.memory_bounds(self.memory_mb, self.max_memory_mb))
+    def problems(self, path: str) -> list[Problem]:
+        """What CreateInferenceComponent or the Triton container would refuse (``Validated`` raises them)."""
+        found = (rules.component_name_valid(self.name)
+                 + rules.default_model_required(list(self.archive_models), self.default_model)
+                 + rules.memory_bounds(self.memory_mb, self.max_memory_mb))
         if self.scaling is not None:
-            problems += rules.copies_within_scaling(self.copies, self.scaling.min_copies, self.scaling.max_copies)
-        _raise_problems(f"inference component {self.model}", problems)
+            found += rules.copies_within_scaling(self.copies, self.scaling.min_copies, self.scaling.max_copies)
+        return prefixed(path, found)
 
     @property
     def demand(self) -> rules.Demand:
@@ -162,14 +158,14 @@ class TritonInferenceComponents(Construct):
         super().__init__(scope, id_)
         bounds = managed_instances or ManagedInstances(1, max(1, initial_instances))
         copy_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
-        _raise_problems(f"endpoint {endpoint_name}",
-                        self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s))
+        raise_problems(f"TritonInferenceComponents {endpoint_name}",
+                       self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s))
         self.endpoint_name = endpoint_name
         self.variant_name = variant_name
         role = execution_role.role
         log_args: dict[str, Any] = dict(retention=log_retention, removal_policy=log_removal_policy,
                                         encryption_key=log_key)
-        self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
+        self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"{ENDPOINT_LOG_GROUPS}{endpoint_name}",
                                        **log_args)
         execution_role.grant_logs(self.log_group)
         gpu = capacity.gpus > 0
@@ -203,12 +199,11 @@ class TritonInferenceComponents(Construct):
                                 environment=props.environment, subnet_ids=subnet_ids,
                                 security_group_ids=security_group_ids, network_isolation=network_isolation)
             _keep_when_replaced(model.resource, removal_policy)
-            execution_role.grant_logs(logs.LogGroup(group, "Logs", log_group_name=COMPONENT_LOG_GROUP.format(
-                name=props.name), **log_args))
+            execution_role.grant_logs(logs.LogGroup(
+                group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args))
             alarms = ComponentAlarms(group, "Alarms", component_name=props.name, thresholds=thresholds,
                                      gpus=props.gpus)
-            guarded = rolling_update is not None
-            if guarded and rolling_update.auto_rollback:
+            if rolling_update is not None and rolling_update.auto_rollback:
                 rollback += [alarms.errors, alarms.latency]
             component = sagemaker.CfnInferenceComponent(
                 group, "Resource", endpoint_name=self.endpoint.attr_endpoint_name, variant_name=variant_name,
@@ -217,20 +212,15 @@ class TritonInferenceComponents(Construct):
                 runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                     copy_count=props.copies),
                 deployment_config=_deployment_config(rolling_update, [alarms.errors, alarms.latency], copy_start_s)
-                if guarded else None)
+                if rolling_update is not None else None)
             self.components[props.model] = component
             self.alarms[props.model] = alarms
-            target = None
             if props.scaling is not None:
                 self.scaling[props.model] = ComponentScaling(group, "Scaling", component=component,
                                                              component_name=props.name, scaling=props.scaling)
-                scaling = props.scaling
-                target = ("InvocationsPerCopy", scaling.invocations_per_copy) \
-                    if scaling.invocations_per_copy is not None \
-                    else ("ConcurrentRequestsPerCopy", scaling.concurrent_requests_per_copy)
             ComponentDashboard(group, "Dashboard", component_name=props.name, endpoint_name=endpoint_name,
                                variant_name=variant_name, latency_sla_ms=thresholds.latency_sla_ms,
-                               per_copy_target=target)
+                               per_copy_target=props.scaling.per_copy_target if props.scaling else None)
         if rollback:
             execution_role.grant_describe_alarms(rollback)
 
@@ -243,19 +233,9 @@ class TritonInferenceComponents(Construct):
         out = rules.initial_within_instances(initial_instances, bounds.min_instances, bounds.max_instances)
         out += rules.instance_bounds(bounds.min_instances, bounds.max_instances)
         out += rules.scale_to_zero(bounds.min_instances, {c.model: c.min_copies for c in components})
-        fitting = True
-        for c in components:
-            found = rules.reservation_fits(dataclasses.replace(c.demand, copies=1), capacity)
-            fitting = fitting and not found
-            out += rules.at(c.model, found)
-        if fitting:
-            for field, count in (("copies", lambda c: c.copies), ("scaling.max_copies", lambda c: c.max_copies)):
-                placed = rules.copies_placeable([dataclasses.replace(c.demand, copies=count(c)) for c in components],
-                                                capacity, bounds.max_instances, f"components.*.{field}",
-                                                "managed_instances.max_instances")
-                out += placed
-                if placed:
-                    break
+        out += rules.placement_problems([c.demand for c in components],
+                                        [dataclasses.replace(c.demand, copies=c.max_copies) for c in components],
+                                        capacity, bounds.max_instances)
         if rolling_update is not None:
             out += rules.rolling_timeout(rolling_update.max_execution_timeout_s, rolling_update.batch_percent,
                                          rolling_update.wait_s, copy_start_s)

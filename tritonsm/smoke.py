@@ -63,7 +63,7 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
     env_name, endpoint = spec_endpoint(spec, name, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
     names = {m: component_name(spec.project, env_name, endpoint.name, m) for m in endpoint.models}
-    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, names)
+    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, spec.root, names)
     expected_file = args.expected or (args.expected_dir / f"{endpoint.name}.json" if args.expected_dir else None)
     expected = None
     if expected_file is not None and (args.expected or expected_file.is_file()):

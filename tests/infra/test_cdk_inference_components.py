@@ -9,7 +9,9 @@ from aws_cdk.assertions import Match, Template
 from deployment_spec import component_rules as rules
 from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
 from synth_helpers import resource_id, statements
-from triton_constructs import SynthError, TritonExecutionRole, TritonImage
+from triton_constructs import PropsError
+from triton_constructs.execution_role import TritonExecutionRole
+from triton_constructs.image import TritonImage
 from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
 
 IC = "AWS::SageMaker::InferenceComponent"
@@ -185,10 +187,10 @@ def _props(model, **overrides):
 
 
 def test_props_refuse_an_archive_with_several_models_and_no_default():
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         _props("ensemble", archive_models=["ensemble", "pre", "bert"], name="bad_name")
     assert str(caught.value) == (
-        "inference component ensemble:\n"
+        "ComponentProps: 2 problems\n"
         "  - name: got the inference component name 'bad_name'; allowed: <project>-<environment>-<endpoint>-<model> "
         "of 1-63 letters, digits or '-'; fix: rename the model or endpoint (no '_') or shorten the project, "
         "environment or endpoint name\n"
@@ -197,16 +199,16 @@ def test_props_refuse_an_archive_with_several_models_and_no_default():
 
 
 def test_the_construct_refuses_what_sagemaker_would_refuse_all_at_once():
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         _bare(components=[_props("a", gpus=5), _props("b", copies=1, scaling=CopyScaling(
             min_copies=1, max_copies=2, invocations_per_copy=10))],
               managed_instances=ManagedInstances(0, 1), rolling_update=RollingUpdate(max_execution_timeout_s=600))
     assert str(caught.value) == (
-        "endpoint e:\n"
+        "TritonInferenceComponents e: 3 problems\n"
         "  - managed_instances.min_instances: got 0; allowed: 0 only when every component may reach zero copies "
         "(scaling.min_copies: 0); a keeps 1, b keeps 1; fix: set scaling.min_copies: 0 on those components, or "
         "min_instances to 1 or more\n"
-        "  - a.reservation.gpus: got 5; allowed: at most the 4 GPU(s) of one ml.g5.12xlarge; fix: reserve fewer GPUs "
+        "  - components.a.reservation.gpus: got 5; allowed: at most the 4 GPU(s) of one ml.g5.12xlarge; fix: reserve fewer GPUs "
         "per copy or choose an instance type with more GPUs\n"
         "  - rolling_update.max_execution_timeout_s: got 600; allowed: at least 3000 s: 2 batch(es) of 50 % x (copy "
         "start 1200 s + wait_s 300); fix: raise it, or leave it out to have it computed")

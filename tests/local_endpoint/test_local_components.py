@@ -71,7 +71,7 @@ def test_the_smoke_test_sends_one_case_per_component(components) -> None:
                        (TensorSpec("OUTPUT", "TYPE_FP32", (3,)),), "0" * 64)
     built = EndpointArtifacts("inference-components", (Artifact("times2-0123456789ab.tar.gz", "0" * 64, 1, ("times2",)),))
     cases = smoke.cases(types.SimpleNamespace(kind=EndpointKind.INFERENCE_COMPONENTS, name="e"), built,
-                        Manifest("25.09", {"times2": entry}, {"e": built}), {}, {"times2": "Ep-dev-e-times2"})
+                        Manifest("25.09", {"times2": entry}, {"e": built}), {}, component_names={"times2": "Ep-dev-e-times2"})
     [result] = smoke.run(smoke.LocalClient(components.url), cases, log=lambda _: None)
     assert (cases[0].inference_component, cases[0].target_model, result.problems) == ("Ep-dev-e-times2", None, [])
 
