@@ -9,7 +9,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.component_endpoint import archive_default_model, capacity, component_name, demand
+from deployment_spec.component_endpoint import archive_default_model, component_name, demand
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
@@ -70,9 +70,6 @@ class ComponentsEndpointStack(cdk.Stack):
         network = endpoint.network
         role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=bucket, key=key, model_prefix=prefix,
                                    vpc=bool(network and network.subnet_ids))
-        instance = capacity(endpoint.instance_type)
-        if instance is None:  # the spec loader refuses unknown types; this guards a spec built in code
-            raise SynthError(f"endpoint '{endpoint.name}'", [f"instance type {endpoint.instance_type!r} is unknown here"])
         components = []
         for model in endpoint.models:
             archive = archives[model]
@@ -88,7 +85,7 @@ class ComponentsEndpointStack(cdk.Stack):
                                                   verbose_default=disposable)))
         serving = TritonInferenceComponents(
             self, "Endpoint", image=image, execution_role=role, endpoint_name=endpoint_name,
-            instance_type=endpoint.instance_type, capacity=instance, components=components,
+            instance_type=endpoint.instance_type, components=components,
             initial_instances=endpoint.initial_instances, managed_instances=endpoint.instance_bounds,
             variant_name=endpoint.variant_name, inference_ami_version=image.inference_ami_version,
             inference_ami_reason=image.inference_ami_reason, volume_key=key,

@@ -23,10 +23,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from deployment_spec import component_rules as rules
+from deployment_spec import component_endpoint, component_rules as rules
 from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
 from deployment_spec.endpoint import Alarms
-from deployment_spec.errors import Problem, prefixed, raise_problems
+from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
@@ -109,8 +109,9 @@ class TritonInferenceComponents(Construct):
             logs (granted here) and reads the rollback alarms (granted here, under guardrails).
         endpoint_name: The endpoint's name (the alarms and log groups are named after it and its components).
         instance_type: e.g. ``ml.g5.12xlarge``.
-        capacity: What one instance offers (``component_endpoint.capacity``).
         components: The components, at least one.
+        capacity: What one instance offers the copies. Defaults to the instance table's GPUs, vCPUs and memory
+            of ``instance_type`` (``component_endpoint.capacity``); give it for a type the table lacks.
         initial_instances: Instances at creation (at least 1, even with ``min_instances`` 0). Defaults to 1.
         managed_instances: The instance bounds SageMaker keeps. Defaults to 1..``initial_instances``.
         variant_name: Defaults to ``AllTraffic``.
@@ -141,8 +142,8 @@ class TritonInferenceComponents(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, image: TritonImage, execution_role: TritonExecutionRole,
-                 endpoint_name: str, instance_type: str, capacity: rules.InstanceCapacity,
-                 components: Sequence[ComponentProps], initial_instances: int = 1,
+                 endpoint_name: str, instance_type: str, components: Sequence[ComponentProps],
+                 capacity: Optional[rules.InstanceCapacity] = None, initial_instances: int = 1,
                  managed_instances: Optional[ManagedInstances] = None, variant_name: str = "AllTraffic",
                  inference_ami_version: Optional[str] = None, inference_ami_reason: Optional[str] = None,
                  volume_key: Optional[kms.IKey] = None,
@@ -156,6 +157,11 @@ class TritonInferenceComponents(Construct):
                  log_key: Optional[kms.IKey] = None,
                  removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE) -> None:
         super().__init__(scope, id_)
+        capacity = capacity or component_endpoint.capacity(instance_type)
+        if capacity is None:
+            raise PropsError(f"TritonInferenceComponents {endpoint_name}", [Problem(
+                "instance_type", repr(instance_type), "a type of the instance table (deployment_spec/instances.py)",
+                "use a known type, or give capacity=InstanceCapacity(...)")])
         bounds = managed_instances or ManagedInstances(1, max(1, initial_instances))
         copy_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
         raise_problems(f"TritonInferenceComponents {endpoint_name}",

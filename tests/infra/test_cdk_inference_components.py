@@ -6,7 +6,6 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
-from deployment_spec import component_rules as rules
 from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
 from synth_helpers import resource_id, statements
 from triton_constructs import PropsError
@@ -16,7 +15,6 @@ from triton_constructs.inference_components import ComponentProps, TritonInferen
 
 IC = "AWS::SageMaker::InferenceComponent"
 MODELS = ("resnet50", "bert", "text-classifier")
-G5_12XL = rules.InstanceCapacity("ml.g5.12xlarge", 4, 48, 192)
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +173,7 @@ def _bare(**overrides):
     key = cdk.aws_kms.Key(stack, "Key")
     role = TritonExecutionRole(stack, "Role", image=image, bucket=bucket, key=key, model_prefix="models/e/")
     args = dict(image=image, execution_role=role, endpoint_name="e", instance_type="ml.g5.12xlarge",
-                capacity=G5_12XL, components=[_props("a")])
+                components=[_props("a")])
     args.update(overrides)
     return stack, TritonInferenceComponents(stack, "Endpoint", **args)
 
