@@ -6,7 +6,7 @@ deploys by hand, synthesized in the pipeline from the GPU build's manifest.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import aws_cdk as cdk
 from aws_cdk import aws_codebuild as codebuild, aws_ec2 as ec2, aws_iam as iam, pipelines
@@ -117,10 +117,11 @@ class PipelineStack(cdk.Stack):
             if problems:
                 raise SynthError("pipeline", problems)
 
-    def _image_pull(self, spec: Spec, region: str) -> list[iam.PolicyStatement]:
+    def _image_pull(self, spec: Spec, region: Optional[str]) -> list[iam.PolicyStatement]:
         """The build's `tritonsm smoke --image` pulls sagemaker-tritonserver from the pipeline region's registry
         (CodeBuild sets AWS_REGION to it: https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-env-vars.html):
         an ECR token, which takes no narrower resource, and image reads on that one repository."""
+        assert region is not None  # the spec loader requires the pipeline's region (pipeline.stage_rules)
         repository = self.format_arn(service="ecr", region=region, account=images.account(spec.triton_version, region),
                                      resource="repository", resource_name=triton_images.REPOSITORY)
         return [iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
