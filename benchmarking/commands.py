@@ -200,9 +200,11 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
         raise UserError(f"--record {args.record} with --endpoint {args.endpoint}: a measurement is recorded for the "
                         "endpoint it was taken on; drop --record or make both the same")
     if args.record and spec.endpoints[args.endpoint].kind.value == "inference-components":
-        raise UserError(f"--record {args.record}: capacity.json holds per-instance figures for variant scaling; an "
-                        "endpoint of inference components scales copies on its components' per-copy targets "
-                        "(components.<model>.scaling): drop --record and set those from the per-copy figure")
+        # Not an error (the delivery pipeline records every endpoint): the measurement is shown, not recorded.
+        _log(f"note: --record {args.record}: not recorded; capacity.json holds per-instance figures for variant "
+             "scaling, and an endpoint of inference components scales copies on its components' per-copy targets "
+             "(components.<model>.scaling): set those from the per-copy figure below")
+        args.record = None
     _log(f"bench load --endpoint {args.endpoint}: phases at concurrency "
          f"{', '.join(map(str, plan.concurrencies))}, {plan.seconds:g} s each; threshold p99 <= {threshold:g} ms")
     try:

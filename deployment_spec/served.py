@@ -39,6 +39,8 @@ class LocalEndpoint:
     env: dict[str, str]
     manifest: Manifest
     triton_version: str  # the spec's release: the CPU stand-ins run its ONNX Runtime
+    endpoint: EndpointSpec | None = None  # the spec's endpoint (instance type, start-up timeout), for `--image`
+    region: str | None = None             # the environment's region, if the spec names one
     components: tuple[LocalComponent, ...] = ()  # kind: inference-components: one container per component
 
 
@@ -58,7 +60,8 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
         components = tuple(_component(spec.project, env_name, endpoint, artifact, manifest, disposable)
                            for artifact in built.artifacts)
     return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest, spec.triton_version, components)
+                         None if multi else built.default_model, env, manifest, spec.triton_version,
+                         endpoint, spec.environments[env_name].region, components)
 
 
 def _component(project: str, env_name: str, endpoint: EndpointSpec, artifact: Artifact, manifest: Manifest,
