@@ -133,3 +133,35 @@ def test_serve_runs_components_until_sigterm_and_stops_every_server(tarballs, tm
         if process.poll() is None:
             process.kill()
     assert "stopped" in process.stdout.read()
+
+
+@pytest.fixture(scope="module")
+def fake_manifest(tmp_path_factory) -> pathlib.Path:
+    sys.path.insert(0, str(ROOT / "tests" / "infra" / "fixtures"))
+    from fake_build import fake_build
+
+    from deployment_spec import load_spec
+    return fake_build(load_spec(ROOT / "examples" / "inference-components.yaml"), tmp_path_factory.mktemp("fake"))
+
+
+def test_serve_names_only_the_components_of_the_endpoint(fake_manifest, capsys) -> None:
+    from tritonsm.cli import main
+    spec = str(ROOT / "examples" / "inference-components.yaml")
+    base = ["serve", "shared-gpu", "--spec", spec, "--manifest", str(fake_manifest)]
+    # Refused before any server starts: an unknown component, and --image (one container per component).
+    assert main(base + ["--component", "berta"]) == 2
+    assert main(base + ["--image"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: --component berta: not a model of endpoint shared-gpu (components: resnet50, bert, text-classifier)",
+        "error: --image serves single-model and multi-model endpoints; serve an endpoint of inference components on "
+        "the local server (one server per component), without --image"]
+
+
+def test_smoke_in_the_image_skips_an_endpoint_of_components(fake_manifest, capsys) -> None:
+    from tritonsm.cli import main
+    done = main(["smoke", "shared-gpu", "--spec", str(ROOT / "examples" / "inference-components.yaml"),
+                 "--manifest", str(fake_manifest), "--image"])
+    # Skipped and said so (the pipeline's deployed smoke test then checks its answers against the manifest only).
+    assert done == 0
+    assert "smoke shared-gpu: skipped, --image runs single-model and multi-model endpoints" in capsys.readouterr().out
