@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from deployment_spec.errors import Problem
 from deployment_spec.parse import meta
@@ -25,9 +25,11 @@ class Color(str, enum.Enum):
 
 
 class Interpolation(str, enum.Enum):
+    """Resampling filters, antialiased when shrinking (DALI's default). No nearest-neighbour: which source
+    pixel it takes at half positions differs between implementations, so no reference could check it."""
+
     LINEAR = "linear"
     CUBIC = "cubic"
-    NEAREST = "nearest"
     LANCZOS = "lanczos"
 
 
@@ -103,3 +105,18 @@ class DaliPipeline:
         """The per-image output shape, without the batch axis."""
         height, width = self.crop
         return (3, height, width) if self.layout is Layout.NCHW else (height, width, 3)
+
+
+def image_inputs(models: Mapping[str, Any], name: str) -> frozenset[str]:
+    """The inputs of model ``name`` that take encoded image bytes: a dali model's, and ensemble inputs fed to one."""
+    model = models.get(name)
+    if model is None:
+        return frozenset()
+    if model.backend.value == "dali":
+        return frozenset({INPUT})
+    out: set[str] = set()
+    for step in (model.ensemble.steps if model.ensemble else ()):
+        if step.model != name:  # a self-call is a spec error reported elsewhere
+            inner = image_inputs(models, step.model)
+            out |= {tensor for own, tensor in step.input_map.items() if own in inner}
+    return frozenset(out)

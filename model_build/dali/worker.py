@@ -57,7 +57,7 @@ def serialize(settings, placement, max_batch_size):
         pass
     gpu = placement == "gpu"
     resize = settings["resize"]
-    interpolation = {"linear": types.INTERP_LINEAR, "cubic": types.INTERP_CUBIC, "nearest": types.INTERP_NN,
+    interpolation = {"linear": types.INTERP_LINEAR, "cubic": types.INTERP_CUBIC,
                      "lanczos": types.INTERP_LANCZOS3}[resize["interpolation"]]
     size = ({"resize_shorter": float(resize["shorter"])} if resize.get("shorter")
             else {"resize_x": float(resize["width"]), "resize_y": float(resize["height"])})
