@@ -8,8 +8,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import images, rules, serving_runtimes
-from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name
+from deployment_spec import rules, sagemaker_rules, serving_runtimes
+from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
@@ -85,10 +85,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
     version = parse_value(str, raw.get("triton_version", serving_runtimes.DEFAULT_TRITON_VERSION), "triton_version", problems, {})
     version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
-    if version and version not in images.versions():
-        problems.append(Problem("triton_version", describe(version),
-                                f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
-                                "pick one of those tags"))
+    if version:
+        problems += sagemaker_rules.triton_version_known(version)
     models = _named(raw.get("models", {}), "models", ModelSpec, problems)
     # Names written under models: even if their body is invalid; with no models: at all,
     # references are not checked (one "missing models" problem says it all).
@@ -195,12 +193,12 @@ def _endpoint_name_problems(project: str, environments: dict[str, EnvironmentSpe
     for env_name, env in environments.items():
         for ep_name in env.endpoints:
             full = endpoint_name(project, env_name, ep_name)
-            if ep_name in reported or ENDPOINT_NAME.fullmatch(full):
-                continue
-            reported.add(ep_name)
-            out.append(Problem(f"endpoints.{ep_name}", f"the SageMaker endpoint name '{full}' (environment {env_name})",
-                               "<project>-<environment>-<endpoint> of 1-63 letters, digits or '-'",
-                               "rename the endpoint (no '_') or shorten the project or environment name"))
+            found = [] if ep_name in reported else sagemaker_rules.endpoint_name_valid(
+                full, f"endpoints.{ep_name}",
+                f"the SageMaker endpoint name '{full}' (<project>-<environment>-<endpoint>, environment {env_name})",
+                "rename the endpoint (no '_') or shorten the project or environment name")
+            reported.update(ep_name for _ in found)
+            out += found
     return out
 
 

@@ -9,6 +9,7 @@ from aws_cdk import aws_iam as iam, aws_s3 as s3, pipelines
 from constructs import Construct
 
 from triton_constructs import checkov
+from triton_constructs.access_logs import USE_BUCKET_POLICY, access_log_bucket
 from triton_constructs.nag import acknowledge, statement_findings
 
 CACHE_DAYS = 30  # a cache: anything older is re-created by the next build
@@ -24,20 +25,16 @@ class BuildCache(Construct):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
-        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        common = dict(encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
-                      block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                      object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-                      removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False)
-        expire = [s3.LifecycleRule(expiration=cdk.Duration.days(CACHE_DAYS),
-                                   noncurrent_version_expiration=cdk.Duration.days(1))]
-        self.access_logs = s3.Bucket(self, "AccessLogs", lifecycle_rules=[s3.LifecycleRule(
-            expiration=cdk.Duration.days(365), noncurrent_version_expiration=cdk.Duration.days(30))], **common)
-        reason = "This is the access-log bucket of the build cache bucket; logging its own access would loop."
-        acknowledge(self.access_logs, "AwsSolutions-S1", reason)
-        checkov.skip(self.access_logs, "CKV_AWS_18", reason)
-        self.bucket = s3.Bucket(self, "Bucket", lifecycle_rules=expire, server_access_logs_bucket=self.access_logs,
-                                server_access_logs_prefix="build-cache/", **common)
+        self.node.set_context(USE_BUCKET_POLICY, True)
+        self.access_logs = access_log_bucket(self, "AccessLogs", logged="the build cache bucket",
+                                             removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False)
+        self.bucket = s3.Bucket(
+            self, "Bucket", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False,
+            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(CACHE_DAYS),
+                                              noncurrent_version_expiration=cdk.Duration.days(1))],
+            server_access_logs_bucket=self.access_logs, server_access_logs_prefix="build-cache/")
 
 
 # Why each kind of wildcard in CDK Pipelines' generated policies is as narrow as it gets (first match wins).
