@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from deployment_spec import instances, sagemaker_rules
+from deployment_spec import instances, sagemaker_rules, serving_runtimes
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
