@@ -74,23 +74,26 @@ def prepare_runtime(triton_version: str, models: list[ModelBackend],
     from model_build.serving import side_env
 
     ort = ort_site = dali = dali_site = None
-    try:
-        if "onnxruntime" in kinds:
-            ort = serving_runtimes.runtime(triton_version).onnxruntime_wheel
-            ort_site = side_env.ensure("onnxruntime", ort, log=log).site_dir
-        if "dali" in kinds:
-            release = serving_runtimes.DALI_RELEASES[triton_version]
-            if release.wheel_missing:
-                raise LocalEndpointError(
-                    f"--cpu-stand-in runs DALI models in Triton {triton_version}'s DALI {release.version}: "
-                    f"{release.wheel_missing}; serve a build for a triton_version whose DALI installs "
-                    f"({', '.join(r.triton_version for r in serving_runtimes.buildable_dali())})")
-            dali = release.version
-            dali_site = side_env.ensure(release.package, release.version, log=log).site_dir
-    except side_env.ServingEnvError as error:
-        raise LocalEndpointError(f"--cpu-stand-in runs models in Triton {triton_version}'s runtimes: "
-                                 f"{error}") from None
+    if "onnxruntime" in kinds:
+        ort = serving_runtimes.runtime(triton_version).onnxruntime_wheel
+        ort_site = _side_env(side_env, "onnxruntime", ort, f"ONNX models in Triton {triton_version}'s ONNX Runtime", log)
+    if "dali" in kinds:
+        release = serving_runtimes.DALI_RELEASES[triton_version]
+        if release.wheel_missing:
+            raise LocalEndpointError(
+                f"--cpu-stand-in runs DALI models in Triton {triton_version}'s DALI {release.version}: "
+                f"{release.wheel_missing}; serve a build for a triton_version whose DALI installs "
+                f"({', '.join(r.triton_version for r in serving_runtimes.buildable_dali())})")
+        dali = release.version
+        dali_site = _side_env(side_env, release.package, dali, f"DALI models in Triton {triton_version}'s DALI", log)
     return StandInRuntime(triton_version, ort, ort_site, dali, dali_site)
+
+
+def _side_env(side_env, package: str, version: str, what: str, log: Callable[[str], None]) -> pathlib.Path:
+    try:
+        return side_env.ensure(package, version, log=log).site_dir
+    except side_env.ServingEnvError as error:
+        raise LocalEndpointError(f"--cpu-stand-in runs {what}: {error}") from None
 
 
 def stand_in_note(model: str, backend: str, runtime: StandInRuntime | None = None) -> str:

@@ -42,3 +42,16 @@ def test_image_needs_the_input_name(tmp_path: pathlib.Path, capsys):
     assert invoke_main(["--url", "http://127.0.0.1:9", "--image", str(photo)]) == 2
     assert ("--image needs --input-name NAME: the model's UINT8 image input (e.g. IMAGE in "
             "examples/image-ensemble-sme.yaml, DALI_INPUT_0 on a dali model itself)") in capsys.readouterr().err
+
+
+def test_a_dali_stand_in_for_a_release_without_a_dali_wheel_is_refused():
+    from local_endpoint.backends import ModelBackend
+    from local_endpoint.cpu_stand_in import prepare_runtime
+    from local_endpoint.errors import LocalEndpointError
+
+    with pytest.raises(LocalEndpointError) as caught:
+        prepare_runtime("25.09", [ModelBackend("preprocess", "dali", ())])
+    assert str(caught.value) == (
+        "--cpu-stand-in runs DALI models in Triton 25.09's DALI 1.51.2: PyPI holds only a wheel-stub sdist of it, "
+        "which downloads the wheel from NVIDIA's own index at install time; serve a build for a triton_version "
+        "whose DALI installs (23.12, 24.01, 24.03, 26.05)")
