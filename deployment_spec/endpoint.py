@@ -6,6 +6,7 @@ import enum
 import re
 from typing import Mapping, Optional
 
+from deployment_spec import network_rules
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
 
@@ -172,12 +173,10 @@ class Network(Validated):
     isolation_opt_out_reason: Optional[str] = None
 
     def problems(self, path: str) -> list[Problem]:
-        from deployment_spec import sagemaker_rules as rules  # noqa: PLC0415  (it imports this module)
-
-        found = (rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
-                 + rules.subnets_in_zones(len(self.subnet_ids))
-                 + rules.vpc_complete(len(self.subnet_ids), len(self.security_group_ids)))
-        return rules.prefixed(path, found) if path else found
+        found = (network_rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
+                 + network_rules.subnets_in_zones(len(self.subnet_ids))
+                 + network_rules.vpc_complete(len(self.subnet_ids), len(self.security_group_ids)))
+        return [dataclasses.replace(p, path=join(path, p.path) if p.path else path) for p in found]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,7 @@ def meta(*, help: str = "", minimum: float | None = None, maximum: float | None 
             "pattern_help": pattern_help, "yaml": yaml}
 
 
-def yaml_fields(cls: type) -> list[dataclasses.Field]:
+def yaml_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
 
 
@@ -119,7 +119,7 @@ def parse_value(tp: Any, raw: Any, path: str, problems: list[Problem], md: Mappi
             if value is not _MISSING:
                 out[str(key)] = value
         return types.MappingProxyType(out)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         obj = parse_dataclass(tp, raw, path, problems)
         return _MISSING if obj is None else obj
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -182,17 +182,22 @@ def value_problems(path: str, value: Any, md: Mapping[str, Any], *, integer: boo
 
 
 def field_problems(obj: Any, path: str = "") -> list[Problem]:
-    """``value_problems`` for every field of a dataclass instance (list items one by one)."""
+    """``value_problems`` for every field of a dataclass instance."""
+    return values_problems(type(obj), {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, path)
+
+
+def values_problems(cls: type, values: Mapping[str, Any], path: str = "") -> list[Problem]:
+    """``value_problems`` for values named like fields of ``cls`` (list items one by one), checked by that
+    field's metadata: how a construct checks its own scalar props against the spec's bounds."""
     out: list[Problem] = []
-    hints = typing.get_type_hints(type(obj))
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        integer = hints.get(f.name) is int or int in typing.get_args(hints.get(f.name))
-        if isinstance(value, tuple):
-            for i, item in enumerate(value):
-                out += value_problems(f"{join(path, f.name)}[{i}]", item, f.metadata, integer=integer)
-        else:
-            out += value_problems(join(path, f.name), value, f.metadata, integer=integer)
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in values.items():
+        integer = hints[name] is int or int in typing.get_args(hints[name])
+        items = enumerate(value) if isinstance(value, tuple) else [(None, value)]
+        for i, item in items:
+            where = join(path, name) + ("" if i is None else f"[{i}]")
+            out += value_problems(where, item, fields[name].metadata, integer=integer)
     return out
 
 

@@ -79,9 +79,9 @@ def served_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> li
         if name in seen or name not in models:
             return
         seen[name] = models[name]
-        if models[name].ensemble:
-            for step in models[name].ensemble.steps:
-                add(step.model)
+        ensemble = models[name].ensemble
+        for step in ensemble.steps if ensemble else ():
+            add(step.model)
 
     for name in endpoint.models:
         add(name)
@@ -165,8 +165,9 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
     for name, ep in env.endpoints.items():
         if ep.deploy_instances >= 2 and ep.initial_instances >= 2 or (ep.single_instance_reason or "").strip():
             continue
-        field = "scaling.min_instances" if ep.scaling and ep.scaling.min_instances < 2 else "initial_instances"
-        got = ep.scaling.min_instances if field == "scaling.min_instances" else ep.initial_instances
+        scaled_below = ep.scaling is not None and ep.scaling.min_instances < 2
+        field = "scaling.min_instances" if scaled_below else "initial_instances"
+        got = ep.deploy_instances if scaled_below else ep.initial_instances
         out.append(Problem(
             f"endpoints.{name}.{field}", str(got),
             f"2 or more in environment {env.name} (production: true), so that SageMaker can place the instances "

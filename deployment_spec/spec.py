@@ -110,11 +110,11 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     return Spec(project, version, models, endpoints, environments, path.resolve(), pipeline)
 
 
-def _pipeline(raw: dict, envs_raw: Any, environments: dict[str, EnvironmentSpec],
+def _pipeline(raw: dict[str, Any], envs_raw: Any, environments: dict[str, EnvironmentSpec],
               problems: list[Problem]) -> PipelineSpec | None:
     if "pipeline" not in raw:
         return None
-    pipeline = parse_dataclass(PipelineSpec, raw["pipeline"], "pipeline", problems)
+    pipeline: PipelineSpec | None = parse_dataclass(PipelineSpec, raw["pipeline"], "pipeline", problems)
     if pipeline is not None:
         problems += stage_rules("pipeline", pipeline, set(envs_raw) if isinstance(envs_raw, dict) else set(),
                                 environments)
@@ -136,7 +136,7 @@ def _named(raw: Any, section: str, cls: type, problems: list[Problem]) -> dict[s
     return out
 
 
-def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
+def _environments(raw: dict[str, Any], endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
                   problems: list[Problem], base: list[Problem], declared: set[str] | None
                   ) -> dict[str, EnvironmentSpec]:
     envs_raw = raw.get("environments", {})
@@ -189,7 +189,8 @@ def _construct_id_problems(project: str, endpoints: Mapping[str, EndpointSpec], 
 
 def _endpoint_name_problems(project: str, environments: dict[str, EnvironmentSpec]) -> list[Problem]:
     """Each endpoint's SageMaker name, <project>-<environment>-<endpoint>, must be valid in every environment."""
-    out, reported = [], set()
+    out: list[Problem] = []
+    reported: set[str] = set()
     for env_name, env in environments.items():
         for ep_name in env.endpoints:
             full = endpoint_name(project, env_name, ep_name)

@@ -16,7 +16,7 @@ from deployment_spec.errors import raise_problems
 from deployment_spec.manifest import Artifact, Manifest
 from deployment_spec.model import ModelSpec
 from deployment_spec.rules import served_models
-from triton_constructs.errors import raise_if
+from triton_constructs.errors import SynthError
 from triton_constructs.model_repositories import REBUILD, artifact_file_problems
 
 
@@ -64,14 +64,14 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     """
     subject = f"endpoint '{endpoint.name}'"
     if manifest.triton_version != triton_version:
-        raise_if(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks for "
-                           f"{triton_version}; {REBUILD}"])
+        raise SynthError(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks "
+                                   f"for {triton_version}; {REBUILD}"])
     built = manifest.endpoints.get(endpoint.name)
     if built is None:
-        raise_if(subject, _not_built(endpoint, models, manifest, manifest_path))
+        raise SynthError(subject, _not_built(endpoint, models, manifest, manifest_path))
     if built.kind != endpoint.kind.value:
-        raise_if(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
-                           f"{REBUILD}"])
+        raise SynthError(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
+                                   f"{REBUILD}"])
     problems = []
     single = endpoint.kind is EndpointKind.SINGLE_MODEL
     if single and len(built.artifacts) != 1:
@@ -89,7 +89,8 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
         if built.default_model not in (None, default_model):
             problems.append(f"{manifest_path} serves '{built.default_model}' by default, the spec says "
                             f"'{default_model}'; {REBUILD}")
-    raise_if(subject, problems)
+    if problems:
+        raise SynthError(subject, problems)
     return BuiltEndpoint(built.artifacts, default_model)
 
 

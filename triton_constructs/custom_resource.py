@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_l
 from constructs import Construct
 
 from triton_constructs import checkov
+from triton_constructs.escape_hatch import default_child, find
 
 HANDLER_DIR = pathlib.Path(__file__).parent / "handlers"
 
@@ -40,6 +41,6 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
     checkov.skip_custom_resource_function(function)
     # Escape hatch: Function depends on its role and the role's policy; the role is already ordered by the
     # Role reference, so keep only the policy (cfn-lint W3005 flags the redundant one).
-    policy = role.node.find_child("DefaultPolicy").node.default_child
-    function.node.default_child.add_override("DependsOn", [cdk.Stack.of(scope).get_logical_id(policy)])
+    policy = find(role, "DefaultPolicy/Resource", iam.CfnPolicy)
+    default_child(function, lambda_.CfnFunction).add_override("DependsOn", [cdk.Stack.of(scope).get_logical_id(policy)])
     return function, role

@@ -31,7 +31,7 @@ class EndpointDashboard(Construct):
         super().__init__(scope, id_)
         metric, per_instance = metrics.invocation, metrics.instance
 
-        def graph(title: str, left: list, annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
+        def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
             lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
             return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
 

@@ -48,7 +48,7 @@ class TritonImage(Construct):
             account = registry.find_in_map(cdk.Aws.REGION, "Account")
         else:
             self.image_uri = images.image_uri(version, stack.region)
-            account = images.account(version, stack.region)
+            account = images.account(version, stack.region) or ""  # present: image_in_region checked it above
         self.repository_arn: str = stack.format_arn(
             service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
         self.version = version

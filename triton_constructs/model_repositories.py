@@ -211,8 +211,9 @@ class ModelRepositories:
         Raises:
             SynthError: a missing, resized or not content-versioned file.
         """
-        raise_if_any(f"model archives from {origin}",
-                     [p for artifact in artifacts for p in artifact_file_problems(artifact, manifest)])
+        problems = [p for artifact in artifacts for p in artifact_file_problems(artifact, manifest)]
+        if problems:
+            raise SynthError(f"model archives from {origin}", problems)
         compat = hardware_compatibility or {}
         archives = tuple(ModelArchive(a.models, path=manifest.artifact_path(a), sha256=a.sha256, size=a.size)
                          for a in artifacts)
@@ -258,11 +259,6 @@ class ModelRepositories:
                 out += (verified_for(name, facts, triton_version) + environment_for_image(name, facts)
                         + plan_runs_on(name, facts, instance_type))
         return out
-
-
-def raise_if_any(subject: str, problems: list[str]) -> None:
-    if problems:
-        raise SynthError(subject, problems)
 
 
 def artifact_file_problems(artifact: Artifact, manifest: Manifest) -> list[str]:

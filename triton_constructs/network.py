@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 
 from aws_cdk import aws_ec2 as ec2
 
-from deployment_spec import sagemaker_rules
+from deployment_spec import network_rules
 from deployment_spec.errors import Problem, raise_problems
 
 
@@ -37,18 +37,21 @@ class NetworkProps:
     isolation_opt_out_reason: Optional[str] = None
 
     def __post_init__(self) -> None:
-        problems = sagemaker_rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
+        problems = network_rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
         if self.vpc is None and self.subnets is not None and not self.subnets.subnets:
             problems.append(Problem("subnets", "a subnet selection without a vpc", "explicit subnets "
                                     "(ec2.SubnetSelection(subnets=[...])) or a vpc to select from",
                                     "pass vpc=, or list the subnets"))
         if self.vpc is None and self.subnets is None and self.security_groups:
-            problems += sagemaker_rules.vpc_complete(0, len(self.security_groups))
+            problems += network_rules.vpc_complete(0, len(self.security_groups))
         raise_problems("NetworkProps", problems)
 
     def subnet_ids(self) -> list[str]:
         """The selected subnets' IDs (empty: no VPC)."""
         if self.vpc is not None:
-            return list(self.vpc.select_subnets(self.subnets).subnet_ids if self.subnets
-                        else self.vpc.select_subnets().subnet_ids)
+            chosen = self.subnets or ec2.SubnetSelection()
+            return list(self.vpc.select_subnets(
+                availability_zones=chosen.availability_zones, one_per_az=chosen.one_per_az,
+                subnet_filters=chosen.subnet_filters, subnet_group_name=chosen.subnet_group_name,
+                subnets=chosen.subnets, subnet_type=chosen.subnet_type).subnet_ids)
         return [subnet.subnet_id for subnet in (self.subnets.subnets or [])] if self.subnets else []

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from triton_constructs import checkov
 from triton_constructs.access_logs import USE_BUCKET_POLICY, access_log_bucket
+from triton_constructs.escape_hatch import default_child
 from triton_constructs.nag import acknowledge, statement_findings
 
 CACHE_DAYS = 30  # a cache: anything older is re-created by the next build
@@ -73,7 +74,7 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
                 acknowledge(policy, finding, reason)
     for support in pipeline.pipeline.cross_region_support.values():
         # The replication bucket lives in CodePipeline's support stack of each stage region, with no log bucket there.
-        acknowledge(support.replication_bucket.node.default_child, "AwsSolutions-S1",
+        acknowledge(default_child(support.replication_bucket, s3.CfnBucket), "AwsSolutions-S1",
                     "CodePipeline's cross-region replication bucket, KMS-encrypted and private; only the pipeline's "
                     "roles use it, and CloudTrail records them")
     # checkov's "write without constraints" on two generated policies; the reasons above (_REASONS) apply.
@@ -90,7 +91,7 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
 def log_artifacts(pipeline: pipelines.CodePipeline, cache: BuildCache) -> None:
     """The artifact bucket CDK Pipelines makes, versioned and logging its access next to the cache bucket's."""
     bucket = pipeline.pipeline.artifact_bucket
-    cfn = bucket.node.default_child
+    cfn = default_child(bucket, s3.CfnBucket)
     cfn.versioning_configuration = s3.CfnBucket.VersioningConfigurationProperty(status="Enabled")
     cfn.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
         destination_bucket_name=cache.access_logs.bucket_name, log_file_prefix="artifacts/")

@@ -1,7 +1,6 @@
 """``TritonSageMakerEndpoint``: one NVIDIA Triton endpoint on SageMaker, secure and autoscaled, for any CDK app."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 import aws_cdk as cdk
@@ -9,11 +8,11 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as ia
                      aws_s3 as s3)
 from constructs import Construct
 
-from deployment_spec import instances, sagemaker_rules
+from deployment_spec import instances, network_rules, sagemaker_rules
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms, Container, DataCapture, Deployment, EndpointSpec, Scaling
 from deployment_spec.errors import raise_problems
-from deployment_spec.parse import value_problems
+from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
@@ -27,9 +26,6 @@ from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow
 from triton_constructs.network import NetworkProps
 from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
-
-# The scalar props checked against the spec's own bounds (EndpointSpec field metadata: one home).
-_BOUNDED = ("initial_instances", "variant_name", "volume_size_gb", "startup_timeout_s", "download_timeout_s")
 
 
 class TritonSageMakerEndpoint(Construct):
@@ -80,6 +76,7 @@ class TritonSageMakerEndpoint(Construct):
         download_timeout_s: Model download timeout (60-3600). Defaults to 600.
 
     Attributes:
+        models: What it serves.
         endpoint_name, endpoint_arn, variant_name: The endpoint.
         bucket, key: Where the model data lives, and its key (None when nothing is stored).
         role: The execution role. model, endpoint: The model and endpoint constructs.
@@ -104,10 +101,10 @@ class TritonSageMakerEndpoint(Construct):
         environment = container_environment(container, multi_model=multi_model,
                                             default_model=None if multi_model else models.served_default())
         deploy_instances = scaling.min_instances if scaling else initial_instances
-        bounded = dict(initial_instances=initial_instances, variant_name=variant_name, volume_size_gb=volume_size_gb,
-                       startup_timeout_s=startup_timeout_s, download_timeout_s=download_timeout_s)
-        problems = [p for field in dataclasses.fields(EndpointSpec) if field.name in _BOUNDED
-                    for p in value_problems(field.name, bounded[field.name], field.metadata)]
+        # The scalar props, checked against the spec's own bounds (EndpointSpec's field metadata: one home).
+        problems = values_problems(EndpointSpec, dict(
+            initial_instances=initial_instances, variant_name=variant_name, volume_size_gb=volume_size_gb,
+            startup_timeout_s=startup_timeout_s, download_timeout_s=download_timeout_s))
         problems += sagemaker_rules.endpoint_name_valid(name, "endpoint_name", repr(name),
                                                         "use letters, digits and '-' only")
         problems += sagemaker_rules.triton_version_known(triton_version)
@@ -119,11 +116,12 @@ class TritonSageMakerEndpoint(Construct):
             problems += sagemaker_rules.deployment_problems(deployment, deploy_instances=deploy_instances,
                                                             download_timeout_s=download_timeout_s,
                                                             startup_timeout_s=startup_timeout_s)
-        problems += sagemaker_rules.prefixed("network", sagemaker_rules.subnets_in_zones(len(subnet_ids), "subnets"))
+        problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets"))
         problems += sagemaker_rules.container_environment_limits(environment)
         problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type)
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
+        self.models = models
         self.endpoint_name = name
         self.variant_name = variant_name
         self.metrics = EndpointMetrics(name, variant_name)

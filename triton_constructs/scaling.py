@@ -68,27 +68,28 @@ class VariantScaling(Construct):
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=scaling.min_instances, max_capacity=scaling.max_instances)
         # Ordered after the endpoint through the handover's After resource (below).
-        cooldowns = {"scale_in_cooldown": cdk.Duration.seconds(scaling.scale_in_cooldown_s),
-                     "scale_out_cooldown": cdk.Duration.seconds(scaling.scale_out_cooldown_s)}
+        scale_in = cdk.Duration.seconds(scaling.scale_in_cooldown_s)
+        scale_out = cdk.Duration.seconds(scaling.scale_out_cooldown_s)
+
+        def track(id_: str, target_value: float, *, predefined: Optional[autoscaling.PredefinedMetric] = None,
+                  metric_name: Optional[str] = None) -> autoscaling.TargetTrackingScalingPolicy:
+            custom = endpoint.metrics.instance(metric_name, unit=cloudwatch.Unit.PERCENT) if metric_name else None
+            return self.target.scale_to_track_metric(id_, target_value=target_value, predefined_metric=predefined,
+                                                     custom_metric=custom, scale_in_cooldown=scale_in,
+                                                     scale_out_cooldown=scale_out)
+
         invocations = scaling.invocations_per_instance_target()
         policies = []
         if invocations is not None:
-            policies.append(self.target.scale_to_track_metric(
-                "Invocations", target_value=invocations,
-                predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-                **cooldowns))
+            policies.append(track("Invocations", invocations,
+                                  predefined=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE))
         self.gpu_target: Optional[float] = None
         if itype.is_gpu:
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
-            policies.append(self.target.scale_to_track_metric(
-                "GpuUtilization", target_value=self.gpu_target,
-                custom_metric=endpoint.metrics.instance("GPUUtilization", unit=cloudwatch.Unit.PERCENT),
-                **cooldowns))
+            policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
         if scaling.cpu_utilization_target is not None:
-            policies.append(self.target.scale_to_track_metric(
-                "CpuUtilization", target_value=scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
-                custom_metric=endpoint.metrics.instance("CPUUtilization", unit=cloudwatch.Unit.PERCENT),
-                **cooldowns))
+            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
+                                  metric_name="CPUUtilization"))
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
                                         min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from triton_constructs import checkov
 from triton_constructs.custom_resource import custom_resource_function
+from triton_constructs.escape_hatch import default_child
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.nag import acknowledge, wildcard_finding
 
@@ -47,9 +48,10 @@ class ScalingHandover(Construct):
         name = endpoint.endpoint_name
         resource_id = f"endpoint/{name}/variant/{endpoint.variant_name}"
         function = self._function(stack, name, log_key)
-        definition = [{"PolicyName": p.node.default_child.policy_name,
-                       "Configuration": _pascal(stack.resolve(
-                           p.node.default_child.target_tracking_scaling_policy_configuration))} for p in policies]
+        cfn = [default_child(p, autoscaling.CfnScalingPolicy) for p in policies]
+        definition = [{"PolicyName": c.policy_name,
+                       "Configuration": _pascal(stack.resolve(c.target_tracking_scaling_policy_configuration))}
+                      for c in cfn]
         props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
                  "InstanceType": endpoint.instance_type, "MinCapacity": str(min_capacity),
                  "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True)}
