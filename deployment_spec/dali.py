@@ -92,9 +92,9 @@ class DaliPipeline:
                                    "1 value (all channels) or 3 (one per channel)", f"give {key} 1 or 3 numbers"))
         if any(s <= 0 for s in self.std):
             out.append(Problem(f"{path}.std", str(list(self.std)), "numbers > 0", "every std divides: make it positive"))
-        smallest = self.resize.shorter or min(self.resize.height or 0, self.resize.width or 0)
-        if len(self.crop) == 2 and smallest:
-            limit = (smallest, smallest) if self.resize.shorter else (self.resize.height, self.resize.width)
+        size = self.resize
+        limit = (size.shorter, size.shorter) if size.shorter else (size.height or 0, size.width or 0)
+        if len(self.crop) == 2 and all(limit):
             if self.crop[0] > limit[0] or self.crop[1] > limit[1]:
                 out.append(Problem(f"{path}.crop", str(list(self.crop)),
                                    f"at most the resized size ({limit[0]}x{limit[1]})",
