@@ -207,7 +207,8 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
         else:
             result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment,
                                            manifest=args.manifest, input_path=args.input, text=DEFAULT_TEXT,
-                                           image=getattr(args, "image", None), cpu_stand_in=args.cpu_stand_in, binary=not args.json, plan=plan, log=_log)
+                                           image=getattr(args, "image_file", None), cpu_stand_in=args.cpu_stand_in,
+                                           binary=not args.json, plan=plan, log=_log)
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     args.out.mkdir(parents=True, exist_ok=True)
@@ -238,7 +239,7 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
 
     env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
-    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)[0]
+    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, spec.root)[0]
     # No extra phase after the stop on a deployed endpoint: past the SLA it would only load a shared stage.
     plan = dataclasses.replace(plan, must_reach=None)
     return load_deployed.measure(endpoint.name, endpoint_name(spec.project, env_name, endpoint.name),

@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
-from deployment_spec import recipes, requirements
+from deployment_spec import recipes, requirements, tensors
 from deployment_spec.dali import DaliPipeline
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
@@ -247,6 +247,11 @@ class ModelSpec:
     warmup: bool = False
     tolerance: Tolerance = Tolerance()
     int8: Optional[Int8Gate] = None
+    inputs: tuple[tensors.Tensor, ...] = dataclasses.field(default=(), metadata=meta(
+        help="the model's input tensors (name, data_type, dims); for a torchscript source"))
+    outputs: tuple[tensors.Tensor, ...] = ()
+    samples: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="an .npz file of real inputs (arrays named like the inputs, batch first)"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
@@ -274,6 +279,9 @@ class ModelSpec:
                                "recipe, onnx, torchscript or python_dir", "add a source"))
         else:
             out += self._source_fits_backend(path)
+            out += tensors.declaration_problems(path, self.source.kind(), b.value, self.inputs, self.outputs,
+                                                self.max_batch_size)
+            out += self._own_model_problems(path)
         if self.ensemble is not None:
             out.append(Problem(f"{path}.ensemble", "ensemble settings", "only with backend: ensemble",
                                "remove ensemble or set backend: ensemble"))
@@ -326,8 +334,8 @@ class ModelSpec:
         if self.source is not None:
             out.append(Problem(f"{path}.source", "a source", "no source for backend dali (the dali: section is "
                                "the pipeline)", "remove source"))
-        for key in ("onnxruntime", "tensorrt", "python", "ensemble", "int8"):
-            if getattr(self, key) is not None:
+        for key in ("onnxruntime", "tensorrt", "python", "ensemble", "int8", "inputs", "outputs", "samples"):
+            if getattr(self, key) not in (None, ()):
                 out.append(Problem(f"{path}.{key}", f"{key} settings with backend dali", "not with backend: dali",
                                    f"remove {key}"))
         if self.precision is not Precision.FP32:
@@ -336,6 +344,23 @@ class ModelSpec:
         if self.max_batch_size == 0:
             out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for backend dali (DALI runs batches)",
                                "set max_batch_size to the largest batch you serve"))
+        return out
+
+    def _own_model_problems(self, path: str) -> list[Problem]:
+        out = []
+        recipe = self.source.recipe if self.source else None
+        if recipe is not None and recipe in recipes.NEEDS_WEIGHTS and not self.weights:
+            out.append(Problem(f"{path}.weights", "nothing", f"a checkpoint directory for recipe {recipe} "
+                               "(config.json and the weights, as save_pretrained writes them)",
+                               "add weights: <directory>, relative to the spec's folder"))
+        if self.samples is not None:
+            if not self.samples.endswith(".npz"):
+                out.append(Problem(f"{path}.samples", describe(self.samples), "an .npz file (numpy.savez)",
+                                   "save the inputs with numpy.savez('samples.npz', <input name>=array, ...)"))
+            if self.max_batch_size == 0 or self.backend is Backend.PYTHON:
+                out.append(Problem(f"{path}.samples", f"samples with backend {self.backend.value}, max_batch_size "
+                                   f"{self.max_batch_size}", "samples for an onnxruntime, pytorch or tensorrt model "
+                                   "with max_batch_size >= 1 (rows along the batch axis)", "remove samples"))
         return out
 
     def _source_fits_backend(self, path: str) -> list[Problem]:
