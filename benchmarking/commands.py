@@ -213,7 +213,8 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
         else:
             result = load_endpoint.measure(spec.path, args.endpoint, environment=args.environment,
                                            manifest=args.manifest, input_path=args.input, text=DEFAULT_TEXT,
-                                           cpu_stand_in=args.cpu_stand_in, binary=not args.json, plan=plan, log=_log)
+                                           image=getattr(args, "image_file", None), cpu_stand_in=args.cpu_stand_in,
+                                           binary=not args.json, plan=plan, log=_log)
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     args.out.mkdir(parents=True, exist_ok=True)

@@ -27,12 +27,13 @@ class EndpointLoad:
 
 def measure(spec_path: pathlib.Path, endpoint: str, *, environment: Optional[str], manifest: pathlib.Path,
             input_path: Optional[pathlib.Path], text: str, cpu_stand_in: bool, binary: bool, plan: PhasePlan,
-            log: Callable[[str], None]) -> EndpointLoad:
+            log: Callable[[str], None], image: Optional[list] = None) -> EndpointLoad:
     from benchmarking.load_local import _spec_endpoint
     from local_endpoint import SingleModelEndpoint, encode_request
 
     served = _spec_endpoint(types.SimpleNamespace(spec=spec_path, endpoint=endpoint, environment=environment,
-                                                  manifest=manifest, input=input_path, text=text))
+                                                  manifest=manifest, input=input_path, text=text,
+                                                  image=image))
     request = encode_request(served.tensors, binary=binary)
     with SingleModelEndpoint(served.tarball, default_model=served.default_model, env=served.env,
                              cpu_stand_in=cpu_stand_in, triton_version=served.triton_version) as local:

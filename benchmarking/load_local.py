@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPOSITORY_ROOT))
 
 import numpy as np  # noqa: E402
 
-from deployment_spec import DEFAULT_SPEC, SpecError  # noqa: E402
+from deployment_spec import DEFAULT_SPEC, SpecError, load_spec  # noqa: E402
 from deployment_spec.manifest import DEFAULT_MANIFEST  # noqa: E402
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION  # noqa: E402
 from local_endpoint import (  # noqa: E402
@@ -43,6 +43,8 @@ from local_endpoint import (  # noqa: E402
     read_input_file,
     text_tensor,
 )
+from local_endpoint.request_inputs import image_tensor  # noqa: E402
+from deployment_spec.dali import image_inputs  # noqa: E402
 from deployment_spec.errors import UserError  # noqa: E402
 from deployment_spec.served import resolve_endpoint  # noqa: E402
 from benchmarking import stats  # noqa: E402
@@ -130,11 +132,26 @@ def _spec_endpoint(args: argparse.Namespace) -> Served:
         return Served(label, local.tarballs[0], local.default_model, local.env, read_input_file(args.input),
                       local.triton_version)
     inputs = local.manifest.models[local.default_model].inputs
+    images = image_inputs(load_spec(args.spec).models, local.manifest.models[local.default_model].spec_model)
+    if images:
+        # Each request sends the --image files as one batch; without them, the smoke test's sample JPEG.
+        files = list(getattr(args, "image", None) or []) or [_sample_image()]
+        return Served(label, local.tarballs[0], local.default_model, local.env,
+                      [image_tensor(files, name) for name in sorted(images)], local.triton_version)
     if not all(tensor.data_type == "TYPE_STRING" for tensor in inputs):
         raise UserError(f"model {local.default_model!r} takes {', '.join(t.name for t in inputs)} "
                         "(not only text); give --input FILE (.json or .npz) with those inputs")
     return Served(label, local.tarballs[0], local.default_model, local.env,
                   [text_tensor(args.text, tensor.name) for tensor in inputs], local.triton_version)
+
+
+def _sample_image() -> pathlib.Path:
+    from benchmarking.smoke import SAMPLE_IMAGE
+    from model_build.dali.check_images import jpeg
+
+    path = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-image-")) / "sample-{}x{}.jpg".format(*SAMPLE_IMAGE)
+    path.write_bytes(jpeg(*SAMPLE_IMAGE))
+    return path
 
 
 def _run(port: int, body: bytes, content_type: str, total: int, concurrency: int) -> int:

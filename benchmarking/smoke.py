@@ -3,7 +3,10 @@
 The build manifest records each Triton model's output tensors (name, datatype, dims). A smoke test
 sends every model (each TargetModel of a multi-model endpoint, the default model of a single-model
 one) a deterministic request made from its recorded inputs, and checks that each recorded output
-comes back with its datatype and shape, with finite values. With ``--expected FILE`` (written by
+comes back with its datatype and shape, with finite values. An input that takes encoded images (a
+dali model's, or an ensemble's that feeds one) gets a real JPEG made on the spot
+(model_build.dali.check_images: 640x480, fixed seed, so a recording and a later run send the same
+bytes). With ``--expected FILE`` (written by
 ``--record FILE`` against an endpoint that served the same build, e.g. `tritonsm serve`), the
 values must also match within the model's ``tolerance`` (atol, rtol).
 
@@ -21,6 +24,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 
 import numpy as np
 
+from deployment_spec.dali import image_inputs
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import EndpointArtifacts, Manifest, TensorSpec
@@ -29,6 +33,7 @@ from local_endpoint.errors import InvokeError
 from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
 
 SAMPLE_TEXT = "a fine film"   # BYTES inputs (text models that tokenize inside)
+SAMPLE_IMAGE = (640, 480)      # encoded-image inputs: a JPEG of this size
 NUMPY = {"TYPE_FP32": np.float32, "TYPE_FP16": np.float16, "TYPE_FP64": np.float64, "TYPE_INT64": np.int64,
          "TYPE_INT32": np.int32, "TYPE_INT8": np.int8, "TYPE_UINT8": np.uint8, "TYPE_BOOL": np.bool_}
 
@@ -75,15 +80,21 @@ class SmokeCase:
     atol: float
     rtol: float
     samples: Optional[pathlib.Path] = None   # the spec's samples (.npz): the request is their first row
+    image_inputs: frozenset[str] = frozenset()   # inputs taking encoded image bytes (UINT8 [-1])
     inference_component: Optional[str] = None  # inference components: the component (InferenceComponentName)
 
     def tensors(self) -> list[NamedTensor]:
         """Batch 1, deterministic: the first row of the model's samples, else ones for integer inputs
-        (valid token ids and masks) and 0.5 for floats."""
+        (valid token ids and masks), 0.5 for floats and a JPEG for encoded-image inputs."""
         if self.samples is not None:
             return self._first_sample()
         out = []
         for spec in self.inputs:
+            if spec.name in self.image_inputs:
+                from model_build.dali.check_images import jpeg
+                encoded = np.frombuffer(jpeg(*SAMPLE_IMAGE), dtype=np.uint8)
+                out.append(NamedTensor(spec.name, "UINT8", encoded[None, :] if self.batched else encoded))
+                continue
             dims = [d if d >= 0 else (self.sequence_length or 1) for d in spec.dims]
             shape = ([1] if self.batched else []) + dims
             datatype = spec.data_type.removeprefix("TYPE_")
@@ -135,7 +146,7 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
                              tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, samples,
-                             component))
+                             image_inputs(models, entry.spec_model), component))
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Mapping, Optional
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
 from deployment_spec import recipes, requirements, tensors
+from deployment_spec.dali import DaliPipeline
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
@@ -22,6 +23,7 @@ class Backend(str, enum.Enum):
     PYTORCH = "pytorch"
     PYTHON = "python"
     ENSEMBLE = "ensemble"
+    DALI = "dali"
 
 
 class Precision(str, enum.Enum):
@@ -227,7 +229,7 @@ class Int8Gate:
 class ModelSpec:
     """One Triton model; its key in ``models:`` is its Triton name."""
 
-    backend: Backend = dataclasses.field(metadata=meta(help="tensorrt, onnxruntime, pytorch, python or ensemble"))
+    backend: Backend = dataclasses.field(metadata=meta(help="tensorrt, onnxruntime, pytorch, python, ensemble or dali"))
     source: Optional[Source] = None
     weights: Optional[str] = dataclasses.field(default=None, metadata=meta(
         help="a local directory with the model's weights (and tokenizer); random init from config if absent"))
@@ -240,6 +242,7 @@ class ModelSpec:
     tensorrt: Optional[TensorRTSettings] = None
     python: Optional[PythonSettings] = None
     ensemble: Optional[EnsembleSettings] = None
+    dali: Optional[DaliPipeline] = None
     copies: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     warmup: bool = False
     tolerance: Tolerance = Tolerance()
@@ -266,6 +269,11 @@ class ModelSpec:
                     out.append(Problem(f"{path}.{key}", "a value", "nothing: Triton rejects it on ensembles",
                                        f"remove {key} here and set it on the step models"))
             return out
+        if self.dali is not None and b is not Backend.DALI:
+            out.append(Problem(f"{path}.dali", f"dali settings with backend {b.value}", "only with backend: dali",
+                               "remove dali or set backend: dali"))
+        if b is Backend.DALI:
+            return out + self._dali_problems(path)
         if self.source is None:
             out.append(Problem(f"{path}.source", "nothing (the key is missing)",
                                "recipe, onnx, torchscript or python_dir", "add a source"))
@@ -314,6 +322,27 @@ class ModelSpec:
                                f"1..max_batch_size ({self.max_batch_size})", "lower opt_batch_size"))
         if b is Backend.TENSORRT and self.max_batch_size == 0:
             out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for tensorrt (shape profiles need a batch axis)",
+                               "set max_batch_size to the largest batch you serve"))
+        return out
+
+    def _dali_problems(self, path: str) -> list[Problem]:
+        """A DALI model is its ``dali:`` pipeline; nothing is exported, converted or quantized."""
+        out = []
+        if self.dali is None:
+            out.append(Problem(f"{path}.dali", "nothing (the key is missing)", "the preprocessing pipeline",
+                               "add dali: {resize: {shorter: 256}, crop: [224, 224], mean: [...], std: [...]}"))
+        if self.source is not None:
+            out.append(Problem(f"{path}.source", "a source", "no source for backend dali (the dali: section is "
+                               "the pipeline)", "remove source"))
+        for key in ("onnxruntime", "tensorrt", "python", "ensemble", "int8", "inputs", "outputs", "samples"):
+            if getattr(self, key) not in (None, ()):
+                out.append(Problem(f"{path}.{key}", f"{key} settings with backend dali", "not with backend: dali",
+                                   f"remove {key}"))
+        if self.precision is not Precision.FP32:
+            out.append(Problem(f"{path}.precision", describe(self.precision.value), "fp32 for backend dali "
+                               "(the output type is dali.dtype)", "remove precision and set dali.dtype"))
+        if self.max_batch_size == 0:
+            out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for backend dali (DALI runs batches)",
                                "set max_batch_size to the largest batch you serve"))
         return out
 

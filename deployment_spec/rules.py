@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from deployment_spec import component_endpoint, instances, sagemaker_rules
+from deployment_spec import component_endpoint, instances, sagemaker_rules, serving_runtimes
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -32,6 +32,20 @@ def model_rules(models: Mapping[str, ModelSpec], declared: set[str]) -> list[Pro
             elif step.model not in declared:
                 out.append(unknown_name(path, step.model, models, "models"))
     return out + _ensemble_cycles(models)
+
+
+def dali_release_rules(models: Mapping[str, ModelSpec], triton_version: str) -> list[Problem]:
+    """A ``model.dali`` must be serialized by the DALI release of the image that loads it."""
+    release = serving_runtimes.DALI_RELEASES.get(triton_version)
+    if release is None or not release.wheel_missing:
+        return []
+    usable = ", ".join(f"{r.triton_version} (DALI {r.version})" for r in serving_runtimes.buildable_dali())
+    return [Problem(f"models.{name}.backend", f"'dali' with triton_version {triton_version!r}, whose image runs "
+                    f"DALI {release.version} ({release.requirement}): {release.wheel_missing}, so the build "
+                    "cannot serialize a pipeline in that release's format",
+                    f"backend dali with a triton_version whose DALI the build can install: {usable}",
+                    f"set triton_version to one of those (the newest: {serving_runtimes.buildable_dali()[-1].triton_version})")
+            for name, model in models.items() if model.backend is Backend.DALI]
 
 
 def _ensemble_cycles(models: Mapping[str, ModelSpec]) -> list[Problem]:

@@ -13,6 +13,8 @@ Sources, per release YY.MM (each row's ``sources`` names the files it was read f
 * PyTorch (libtorch of the pytorch backend): the backend copies libtorch from
   ``nvcr.io/nvidia/pytorch:YY.MM-py3`` (``build.py``); its version is in NVIDIA's PyTorch
   release notes, https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-YY-MM.html.
+* DALI (the dali backend): ``DALI_VERSION`` on branch ``rYY.MM`` of
+  https://github.com/triton-inference-server/dali_backend (``DALI_RELEASES`` below).
 * TensorRT, CUDA, minimum driver, Ubuntu and Python: the Triton release notes,
   https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-YY-MM.html,
   and NVIDIA's frameworks support matrix,
@@ -155,3 +157,64 @@ def inference_ami(serving: ServingRuntime) -> InferenceAmi:
     """
     native = [ami for ami in AMIS if ami.driver >= serving.min_driver]
     return min(native, key=lambda ami: ami.driver) if native else max(AMIS, key=lambda ami: ami.driver)
+
+
+DALI_BACKEND_REPO = "https://github.com/triton-inference-server/dali_backend"
+# PyPI's nvidia-dali-cuda120/-cuda130 1.36.0 ... 1.52.0 are ~1.6 kB sdists built by NVIDIA's wheel-stub, which
+# fetches the real wheel from NVIDIA's own package index at install time; only the package registry is
+# reachable from the build machines, so those releases cannot be installed there (checked with pip 23.2).
+NO_WHEEL = ("PyPI holds only a wheel-stub sdist of it, which downloads the wheel from NVIDIA's own index at "
+            "install time")
+
+
+@dataclasses.dataclass(frozen=True)
+class DaliRelease:
+    """The DALI inside one ``sagemaker-tritonserver`` release: what reads its ``model.dali`` files.
+
+    The server's build.py builds the dali backend from the dali_backend branch ``rYY.MM`` without
+    a version override (``dali_cmake_args``), so that branch's ``DALI_VERSION`` file is the
+    release and its CMakeLists.txt picks the wheel ``nvidia-dali-cuda<CUDA major>0``.
+
+    Attributes:
+        triton_version: The image's release, e.g. ``"26.05"``.
+        version: The DALI release (``DALI_VERSION`` reads ``1.31`` on r23.12..r24.03: pip's ``==1.31``
+            is 1.31.0).
+        package: The PyPI package of that build (``nvidia-dali-cuda120`` for CUDA 12 images).
+        wheel_missing: Why the build cannot install that release here; empty when it can.
+        sources: Where the facts were read.
+    """
+
+    triton_version: str
+    version: str
+    package: str
+    wheel_missing: str
+    sources: tuple[str, ...]
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+def _dali(version: str, dali: str, wheel_missing: str = "") -> DaliRelease:
+    cuda = RUNTIMES[version].cuda_major
+    return DaliRelease(version, dali, f"nvidia-dali-cuda{cuda}0", wheel_missing,
+                       (f"{DALI_BACKEND_REPO}/blob/r{version}/DALI_VERSION",
+                        f"{DALI_BACKEND_REPO}/blob/r{version}/CMakeLists.txt (DALI_DOWNLOAD_PKG_NAME)",
+                        f"{TRITON_REPO}/blob/r{version}/build.py (dali_cmake_args: no DALI version override)"))
+
+
+DALI_RELEASES: dict[str, DaliRelease] = {r.triton_version: r for r in (
+    _dali("23.12", "1.31.0"),
+    _dali("24.01", "1.31.0"),
+    _dali("24.03", "1.31.0"),
+    _dali("24.05", "1.36.0", NO_WHEEL),
+    _dali("24.09", "1.39.0", NO_WHEEL),
+    _dali("25.04", "1.47.0", NO_WHEEL),
+    _dali("25.09", "1.51.2", NO_WHEEL),
+    _dali("26.05", "2.1.0"),
+)}
+
+
+def buildable_dali() -> list[DaliRelease]:
+    """The releases whose DALI the build can install, oldest first."""
+    return [r for _, r in sorted(DALI_RELEASES.items()) if not r.wheel_missing]

@@ -95,6 +95,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     endpoints = _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems)
     if declared is not None:
         problems += rules.model_rules(models, declared)
+    problems += rules.dali_release_rules(models, version)
     base: list[Problem] = []
     for name, ep in endpoints.items():
         base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version, declared or set(ep.models))

@@ -18,7 +18,7 @@ from local_endpoint.errors import LocalEndpointError
 from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
-from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
+from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
 from local_endpoint.serve_flags import MME, SME
 from local_endpoint.single_model import SingleModelEndpoint
@@ -215,7 +215,10 @@ def _invoke_parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--input", type=pathlib.Path, help="inputs: KServe v2 .json, .npy (with --input-name) or .npz")
     what.add_argument("--text", help="text input: tokenized with --tokenizer, else sent as BYTES --input-name")
-    parser.add_argument("--input-name", help="model input fed by a .npy file or by raw --text")
+    what.add_argument("--image", type=pathlib.Path, nargs="+", metavar="FILE",
+                      help="image files (JPEG, PNG, ...) sent as their encoded bytes, one UINT8 row each, to the "
+                           "--input-name input of a DALI model or an ensemble starting with one")
+    parser.add_argument("--input-name", help="model input fed by a .npy file, by raw --text or by --image")
     parser.add_argument("--tokenizer", type=pathlib.Path, help="directory of the model's saved tokenizer")
     parser.add_argument("--max-length", type=int, help="pad/truncate tokens to this length (fixed-shape models)")
     parser.add_argument("--token-datatype", choices=("INT64", "INT32"), default="INT64",
@@ -230,6 +233,11 @@ def _invoke_parser() -> argparse.ArgumentParser:
 def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if args.input is not None:
         return read_input_file(args.input, args.input_name)
+    if args.image is not None:
+        if not args.input_name:
+            parser.error("--image needs --input-name NAME: the model's UINT8 image input (e.g. IMAGE in "
+                         "examples/image-ensemble-sme.yaml, DALI_INPUT_0 on a dali model itself)")
+        return [image_tensor(args.image, args.input_name)]
     if args.tokenizer is not None:
         return tokenize_text(args.text, args.tokenizer, max_length=args.max_length, datatype=args.token_datatype)
     if not args.input_name:

@@ -14,6 +14,12 @@ ONNX models run in the ONNX Runtime release of the endpoint's image (the
 from the same hashed side environment the build verifies them in, not in the
 newer ONNX Runtime of this machine: a graph that the image's release runs
 wrongly answers wrongly here too.
+
+DALI models run their own model.dali in the DALI release of the endpoint's image
+(`serving_runtimes.DALI_RELEASES`), from the side environment the build serialized
+it with, with the file's GPU operators moved to the CPU (model_build.dali.placement,
+the move the build checked). Not representative: libjpeg-turbo decodes instead of
+nvJPEG (pixels may differ by a level or two), the CPU resize, CPU threads, and latency.
 """
 
 from __future__ import annotations
@@ -36,37 +42,58 @@ BACKEND_PARAMETER = "tritonsm_cpu_stand_in"
 FILE_PARAMETER = "tritonsm_stand_in_file"
 ORT_SITE_PARAMETER = "tritonsm_onnxruntime_site"
 ORT_VERSION_PARAMETER = "tritonsm_onnxruntime_version"
+DALI_SITE_PARAMETER = "tritonsm_dali_site"
+DALI_VERSION_PARAMETER = "tritonsm_dali_version"
+DALI_CPU_FILE = "model.cpu.dali"      # model.dali with its operators moved to the CPU, written beside it
+DALI_RUNNER = "dali_worker.py"        # model_build/dali/worker.py: the code the build's check ran
 
 
 @dataclasses.dataclass(frozen=True)
 class StandInRuntime:
-    """The serving ONNX Runtime a stand-in runs: its release and the folder it is installed in."""
+    """The serving runtimes stand-ins run: each release and the folder it is installed in (None: not needed)."""
 
     triton_version: str
-    onnxruntime: str
-    site_dir: pathlib.Path
+    onnxruntime: str | None
+    site_dir: pathlib.Path | None
+    dali: str | None = None
+    dali_site: pathlib.Path | None = None
 
 
 def prepare_runtime(triton_version: str, models: list[ModelBackend],
                     log: Callable[[str], None] = lambda line: print(line.strip(), file=sys.stderr)
                     ) -> StandInRuntime | None:
-    """Install (once, cached) the image's ONNX Runtime if an onnxruntime model is stood in."""
-    if not any(m.backend == "onnxruntime" for m in stand_in_models(models)):
+    """Install (once, cached) the image's ONNX Runtime and DALI where an onnxruntime or dali model is stood in."""
+    kinds = {m.backend for m in stand_in_models(models)} & {"onnxruntime", "dali"}
+    if not kinds:
         return None
     if triton_version not in serving_runtimes.RUNTIMES:
         raise LocalEndpointError(
             f"--triton-version {triton_version!r} is not a supported release; allowed: "
             f"{', '.join(sorted(serving_runtimes.RUNTIMES))} (the spec's triton_version)")
-    # Lazy: model_build is only needed when an ONNX model is stood in.
+    # Lazy: model_build is only needed when an ONNX or DALI model is stood in.
     from model_build.serving import side_env
 
-    version = serving_runtimes.runtime(triton_version).onnxruntime_wheel
+    ort = ort_site = dali = dali_site = None
+    if "onnxruntime" in kinds:
+        ort = serving_runtimes.runtime(triton_version).onnxruntime_wheel
+        ort_site = _side_env(side_env, "onnxruntime", ort, f"ONNX models in Triton {triton_version}'s ONNX Runtime", log)
+    if "dali" in kinds:
+        release = serving_runtimes.DALI_RELEASES[triton_version]
+        if release.wheel_missing:
+            raise LocalEndpointError(
+                f"--cpu-stand-in runs DALI models in Triton {triton_version}'s DALI {release.version}: "
+                f"{release.wheel_missing}; serve a build for a triton_version whose DALI installs "
+                f"({', '.join(r.triton_version for r in serving_runtimes.buildable_dali())})")
+        dali = release.version
+        dali_site = _side_env(side_env, release.package, dali, f"DALI models in Triton {triton_version}'s DALI", log)
+    return StandInRuntime(triton_version, ort, ort_site, dali, dali_site)
+
+
+def _side_env(side_env, package: str, version: str, what: str, log: Callable[[str], None]) -> pathlib.Path:
     try:
-        env = side_env.ensure("onnxruntime", version, log=log)
+        return side_env.ensure(package, version, log=log).site_dir
     except side_env.ServingEnvError as error:
-        raise LocalEndpointError(f"--cpu-stand-in runs ONNX models in Triton {triton_version}'s ONNX Runtime: "
-                                 f"{error}") from None
-    return StandInRuntime(triton_version, version, env.site_dir)
+        raise LocalEndpointError(f"--cpu-stand-in runs {what}: {error}") from None
 
 
 def stand_in_note(model: str, backend: str, runtime: StandInRuntime | None = None) -> str:
@@ -75,6 +102,10 @@ def stand_in_note(model: str, backend: str, runtime: StandInRuntime | None = Non
     what = kind.runtime
     if backend == "onnxruntime" and runtime is not None:
         what = f"ONNX Runtime {runtime.onnxruntime} (Triton {runtime.triton_version}'s release)"
+    if backend == "dali" and runtime is not None:
+        what = (f"DALI {runtime.dali}'s CPU operators (Triton {runtime.triton_version}'s release; the file's GPU "
+                "operators moved to the CPU: libjpeg-turbo decodes instead of nvJPEG, pixels may differ by a "
+                "level or two)")
     return (
         f"model {model!r} ({backend}) runs as a CPU stand-in: a Python-backend model running {what} "
         f"on its {kind.model_file}; latency and the backend's tuning parameters are not representative"
@@ -147,13 +178,26 @@ def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str,
         )
     for version in versions:
         shutil.copyfile(MODEL_CODE, version / "model.py")
+        if backend == "dali":
+            _dali_files(version / model_file, version)
     config.ClearField("platform")
     config.backend = "python"
     config.ClearField("default_model_filename")  # for the Python backend it would name the .py file
     _groups_to_cpu(config)
     config.parameters[BACKEND_PARAMETER].string_value = backend
-    config.parameters[FILE_PARAMETER].string_value = model_file
+    config.parameters[FILE_PARAMETER].string_value = DALI_CPU_FILE if backend == "dali" else model_file
     if backend == "onnxruntime" and runtime is not None:
         config.parameters[ORT_SITE_PARAMETER].string_value = str(runtime.site_dir)
         config.parameters[ORT_VERSION_PARAMETER].string_value = runtime.onnxruntime
+    if backend == "dali" and runtime is not None:
+        config.parameters[DALI_SITE_PARAMETER].string_value = str(runtime.dali_site)
+        config.parameters[DALI_VERSION_PARAMETER].string_value = runtime.dali
     config_path.write_text(text_format.MessageToString(config))
+
+
+def _dali_files(model_file: pathlib.Path, version: pathlib.Path) -> None:
+    """model.cpu.dali (the shipped file's operators on the CPU) and the runner the build's check used."""
+    from model_build.dali import placement, worker
+
+    (version / DALI_CPU_FILE).write_bytes(placement.to_cpu(model_file.read_bytes()))
+    shutil.copyfile(worker.__file__, version / DALI_RUNNER)

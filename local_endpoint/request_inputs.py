@@ -1,4 +1,4 @@
-"""Input tensors from what a user has at hand: a JSON or NumPy file, or text."""
+"""Input tensors from what a user has at hand: a JSON or NumPy file, text, or image files."""
 
 from __future__ import annotations
 
@@ -72,6 +72,38 @@ def tokenize_text(
 def text_tensor(text: str, input_name: str) -> NamedTensor:
     """The text itself as a BYTES tensor of shape [1, 1], for models that tokenize inside."""
     return NamedTensor(input_name, "BYTES", np.array([[text.encode()]], dtype=np.object_))
+
+
+# What DALI's image decoder reads, by the files' first bytes (DALI fn.decoders.image docs).
+IMAGE_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"BM", "BMP"),
+                    (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"\x00\x00\x00\x0cjP  ", "JPEG 2000"),
+                    (b"\xff\x4f\xff\x51", "JPEG 2000"))
+
+
+def image_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:
+    """Encoded image files as one UINT8 tensor [images, bytes], each row zero-padded to the longest file.
+
+    The file bytes travel unchanged (the endpoint decodes them); Triton batches only equal shapes,
+    and the decoders stop at the image's end marker, so the zero tail is ignored (dali_backend
+    README, "Known limitations").
+    """
+    rows = []
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InvokeError(f"--image {path}: cannot be read ({error.strerror}); pass an image file") from None
+        if not any(data.startswith(magic) for magic, _ in IMAGE_SIGNATURES) and not (
+                data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+            kinds = sorted({kind for _, kind in IMAGE_SIGNATURES} | {"WebP"})
+            raise InvokeError(f"--image {path}: not an encoded image (first bytes {data[:8]!r}); allowed: "
+                              f"{', '.join(kinds)} files, which the endpoint's DALI decoder reads; fix: pass the image "
+                              "file itself, not a decoded array (that goes in --input)")
+        rows.append(np.frombuffer(data, dtype=np.uint8))
+    batch = np.zeros((len(rows), max(len(row) for row in rows)), dtype=np.uint8)
+    for index, row in enumerate(rows):
+        batch[index, :len(row)] = row
+    return NamedTensor(input_name, "UINT8", batch)
 
 
 def _from_json(path: pathlib.Path) -> list[NamedTensor]:

@@ -17,6 +17,7 @@ class StandInKind:
 STAND_INS = {
     "onnxruntime": StandInKind("model.onnx", "ONNX Runtime"),
     "pytorch": StandInKind("model.pt", "TorchScript (torch.jit.load)"),
+    "dali": StandInKind("model.dali", "DALI's CPU operators"),
 }
 
 # Backends that cannot be stood in, and what to do instead.

@@ -80,6 +80,10 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
             parts.append(("serving_torch", True))  # the opt-in check adds its record: rebuild to run it
         if model.backend is Backend.PYTHON:
             parts.append(("python_env_for", python_env_for))
+        if model.backend is Backend.DALI:
+            from model_build.model_builder import serving_devices  # the placement follows the serving instances
+            parts += [("dali", dataclasses.asdict(serving_runtimes.DALI_RELEASES[spec.triton_version])),
+                      ("devices", sorted(serving_devices(spec, model)))]
         if model.backend is Backend.TENSORRT:
             tc = toolchain()
             parts.append(("gpu", tc.gpu.compute_capability if tc.gpu else None))

@@ -9,6 +9,7 @@ from model_build import layout, model_config
 from model_build.errors import BuildError
 
 MODEL_FILES = {"onnxruntime_onnx": "model.onnx", "tensorrt_plan": "model.plan", "pytorch_libtorch": "model.pt"}
+BACKEND_FILES = {"python": "model.py", "dali": "model.dali"}
 
 
 def check_model_dir(model_dir: pathlib.Path) -> None:
@@ -25,7 +26,7 @@ def check_model_dir(model_dir: pathlib.Path) -> None:
     if not versions:
         raise BuildError(f"model directory {name}/ has no version directory (e.g. {name}/1/); Triton loads only "
                          "numeric version subdirectories, so the model would have no version to serve")
-    wanted = "model.py" if config.backend == "python" else MODEL_FILES.get(config.platform)
+    wanted = BACKEND_FILES.get(config.backend) or MODEL_FILES.get(config.platform)
     for vdir in versions:
         if wanted and not (vdir / wanted).exists():
             raise BuildError(f"model directory {name}/{vdir.name}/ has no {wanted}, which "

@@ -92,6 +92,10 @@ def _build(ctx: Context, model: ModelSpec, build_hash: str, steps: Mapping[str, 
         files: dict = {}
     elif model.backend is Backend.PYTHON:
         inputs, outputs, files, params, model_files, python_env = python_backend.model_files(ctx, model)
+    elif model.backend is Backend.DALI:
+        from model_build.dali import build as dali_build
+        inputs, outputs, files, params, serving, versions["dali"] = dali_build.model_files(
+            ctx, model, serving_devices(ctx.spec, model), scratch)
     elif kind in ("recipe", "onnx") and model.backend in (Backend.ONNXRUNTIME, Backend.TENSORRT):
         inputs, outputs, parity, serving = _onnx(ctx, model, scratch)
         versions["onnx_opset"] = _opset(scratch / "model.onnx")

@@ -35,8 +35,8 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
     """The ModelConfig for one model directory; ``name`` is the directory (Triton model) name."""
     body: dict = {"name": name, "max_batch_size": model.max_batch_size,
                   "input": [_tensor(t) for t in inputs], "output": [_tensor(t) for t in outputs]}
-    if model.backend is Backend.PYTHON:
-        body["backend"] = "python"
+    if model.backend in (Backend.PYTHON, Backend.DALI):
+        body["backend"] = model.backend.value
     else:
         body["platform"] = PLATFORM[model.backend]
     params = dict(parameters or {})

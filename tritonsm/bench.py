@@ -91,6 +91,10 @@ def _register_load(sub) -> None:
                    help="with --endpoint: the build manifest (default: assets/manifest.json)")
     p.add_argument("--input", type=pathlib.Path, help="with --endpoint: request inputs (.json or .npz); text "
                                                       "models get a sample sentence by default")
+    # Not --image: on serve and smoke that names the Docker image an endpoint runs in.
+    p.add_argument("--image-file", type=pathlib.Path, nargs="+", metavar="FILE",
+                   help="with --endpoint: image files each request sends as one batch of encoded bytes to a model "
+                        "that decodes them (dali, or an ensemble starting with it); default: a 640x480 sample JPEG")
     p.add_argument("--capacity", type=pathlib.Path, default=None, help="capacity file (default: capacity.json)")
     p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "load",
                    help="directory for load.json and load.md (default: bench-results/load)")

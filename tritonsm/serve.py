@@ -149,10 +149,21 @@ def run_invoke(args: argparse.Namespace) -> int:
         if args.model:
             built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
             rest += ["--target-model", _target_model(built, args.model)]
+        if "--image" in rest and "--input-name" not in rest:
+            rest += _image_input(spec, endpoint, args.model or args.component)
     elif args.deployed or args.model or args.component:
         raise UserError("--deployed, --model and --component need --endpoint NAME (a spec endpoint)")
     from local_endpoint.cli import invoke_main
     return invoke_main(rest)
+
+
+def _image_input(spec, endpoint, model: str | None) -> list[str]:
+    """``--input-name`` for ``--image``: the served model's encoded-image input, from the spec."""
+    from deployment_spec.dali import image_inputs
+
+    name = model or (endpoint.models[0] if len(endpoint.models) == 1 else None)
+    found = sorted(image_inputs(spec.models, name)) if name else []
+    return ["--input-name", found[0]] if len(found) == 1 else []
 
 
 def _target_model(built: EndpointArtifacts, model: str) -> str:

@@ -1,7 +1,8 @@
-"""CPU stand-in for an onnxruntime or pytorch model, run by Triton's Python backend.
+"""CPU stand-in for an onnxruntime, pytorch or dali model, run by Triton's Python backend.
 
 `local_endpoint.cpu_stand_in` copies this file as `<version>/model.py` next to
-the model's own file (model.onnx or model.pt) and keeps the model's name,
+the model's own file (model.onnx, model.pt, or model.dali with its CPU-placed
+copy model.cpu.dali and the build's DALI runner) and keeps the model's name,
 inputs, outputs and batching; the parameter `tritonsm_cpu_stand_in` says for
 which backend it stands in. It is NOT that backend: the backend's tuning
 parameters are ignored and latency is not representative.
@@ -17,7 +18,7 @@ import triton_python_backend_utils as pb_utils
 class OnnxRuntimeRunner:
     """ONNX Runtime on the CPU; inputs and outputs by name, as the onnxruntime backend maps them."""
 
-    def __init__(self, path, input_names, output_names, site=None, version=None):
+    def __init__(self, path, input_names, output_names, site=None, version=None, config=None):
         if site:
             # The image's ONNX Runtime release, installed by tritonsm in a side folder; this stub
             # process serves only this model, so putting it first on the path is contained.
@@ -44,7 +45,7 @@ class OnnxRuntimeRunner:
 class TorchScriptRunner:
     """torch.jit.load on the CPU; tensors `<name>__<index>` map to positions, as the pytorch backend maps them."""
 
-    def __init__(self, path, input_names, output_names, site=None, version=None):
+    def __init__(self, path, input_names, output_names, site=None, version=None, config=None):
         import torch
 
         self.torch = torch
@@ -59,7 +60,40 @@ class TorchScriptRunner:
         return [result[position].numpy() for position in self.output_positions]
 
 
-RUNNERS = {"onnxruntime": OnnxRuntimeRunner, "pytorch": TorchScriptRunner}
+class DaliRunner:
+    """The model's serialized DALI pipeline on DALI's CPU operators, in the image's DALI release.
+
+    Runs model.cpu.dali: model.dali with its GPU operators moved to the CPU (the build checked that
+    this equals the same pipeline serialized for the CPU, and checked its output against PIL).
+    Each request's zero-padded rows go to DALI as one batch, as the dali backend feeds them.
+    """
+
+    def __init__(self, path, input_names, output_names, site=None, version=None, config=None):
+        sys.path.insert(0, os.path.dirname(path))  # dali_worker.py, beside this file
+        if site:
+            sys.path.insert(0, site)  # the image's DALI release; this stub process serves only this model
+        import nvidia.dali
+        from dali_worker import CpuPipeline
+
+        if version and nvidia.dali.__version__ != version:
+            raise RuntimeError(
+                f"the CPU stand-in needs DALI {version} (the endpoint image's release) from {site}, but imported "
+                f"{nvidia.dali.__version__}; serve it again so tritonsm reinstalls the side environment")
+        threads = int(config.get("parameters", {}).get("num_threads", {}).get("string_value", "1"))
+        with open(path, "rb") as fh:
+            self.pipeline = CpuPipeline(fh.read(), max(config.get("max_batch_size", 1), 1), threads)
+        print(f"tritonsm cpu stand-in: DALI {nvidia.dali.__version__} from {os.path.dirname(nvidia.dali.__file__)}, "
+              f"CPU operators ({threads} threads) on {os.path.basename(path)}: the GPU operators of model.dali "
+              "(nvJPEG decoding, GPU resize and normalisation) moved to the CPU; not representative of the "
+              "endpoint's latency, and its nvJPEG pixels may differ by a level or two", file=sys.stderr, flush=True)
+        self.input_names = input_names
+
+    def run(self, feed):
+        outputs = self.pipeline.run([feed[name] for name in self.input_names])
+        return [np.stack(samples) for samples in outputs]
+
+
+RUNNERS = {"onnxruntime": OnnxRuntimeRunner, "pytorch": TorchScriptRunner, "dali": DaliRunner}
 
 
 class TritonPythonModel:
@@ -71,10 +105,11 @@ class TritonPythonModel:
         self.outputs = [(tensor["name"], pb_utils.triton_string_to_numpy(tensor["data_type"]))
                         for tensor in config["output"]]
         self.batched = config.get("max_batch_size", 0) > 0
-        runner = RUNNERS[parameters["tritonsm_cpu_stand_in"]]
-        self.runner = runner(path, self.input_names, [name for name, _ in self.outputs],
-                             parameters.get("tritonsm_onnxruntime_site"),
-                             parameters.get("tritonsm_onnxruntime_version"))
+        backend = parameters["tritonsm_cpu_stand_in"]
+        # Where the image's runtime release is installed: tritonsm_<backend>_site / _version.
+        self.runner = RUNNERS[backend](path, self.input_names, [name for name, _ in self.outputs],
+                                       parameters.get(f"tritonsm_{backend}_site"),
+                                       parameters.get(f"tritonsm_{backend}_version"), config)
 
     def execute(self, requests):
         feeds = [self._feed(request) for request in requests]

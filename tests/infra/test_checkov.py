@@ -76,4 +76,4 @@ def test_aws_config_sagemaker_rules_hold(default_synth, example_synths):
                         if env.production:
                             assert all(v["InitialInstanceCount"] > 1 for v in r["Properties"]["ProductionVariants"])
                         checked += 1
-    assert checked == 3 * (2 + 1 + 1 + 1 + 2 + 1 + 1)  # every stage of the default spec (2) and the examples
+    assert checked == 3 * (2 + 1 + 1 + 1 + 1 + 2 + 1 + 1)  # every stage of the default spec (2) and the examples

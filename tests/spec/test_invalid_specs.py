@@ -45,7 +45,8 @@ CASES = {
         _set("models.bert.max_batch_sise", 4),
         "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "
         "max_batch_size, sequence_length, dynamic_batching, instance_groups, precision, onnxruntime, tensorrt, "
-        "python, ensemble, copies, warmup, tolerance, int8, inputs, outputs, samples; fix: did you mean 'max_batch_size'?"),
+        "python, ensemble, dali, copies, warmup, tolerance, int8, inputs, outputs, samples; fix: did you mean "
+        "'max_batch_size'?"),
     "quoted integer": (
         _set("models.bert.max_batch_size", "16"),
         "models.bert.max_batch_size: got '16'; allowed: an integer from 0 to 4096; fix: write an integer without quotes"),
@@ -104,7 +105,7 @@ CASES = {
         "us-east-1, us-east-2, us-west-1, us-west-2); fix: choose one of those regions or another triton_version"),
     "enum typo": (
         _set("models.bert.backend", "onnx-runtime"),
-        "models.bert.backend: got 'onnx-runtime'; allowed: tensorrt, onnxruntime, pytorch, python, ensemble; "
+        "models.bert.backend: got 'onnx-runtime'; allowed: tensorrt, onnxruntime, pytorch, python, ensemble, dali; "
         "fix: did you mean 'onnxruntime'?"),
     "environment override breaks a cross-field rule": (
         _set("environments.prod.overrides.endpoints.vision-nlp.scaling.max_instances", 1),
