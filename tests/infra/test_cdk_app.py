@@ -6,7 +6,9 @@ import shutil
 import subprocess
 import sys
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match
 from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint_file
@@ -72,6 +74,24 @@ def test_cfn_lint_finds_nothing_in_any_synthesized_template(default_synth, examp
         # app.synth() also runs the registered cdk-nag plugin: it raises on any finding.
         assembly = synth.app.synth()
         assert _lint(pathlib.Path(assembly.directory)) == []
+
+
+def test_cfn_lint_reports_a_planted_defect_in_a_stage_assembly(tmp_path):
+    # The twin of the test above: a real CDK assembly (a stage, as the app makes them) whose one template has
+    # one known defect, an endpoint config kept on replacement but not on deletion; exactly that is reported.
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(cdk.Stage(app, "Dev", env=cdk.Environment(account="123456789012", region="us-east-1")),
+                      "Endpoint")
+    config = sagemaker.CfnEndpointConfig(stack, "Config", production_variants=[
+        sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name="AllTraffic", model_name="m", instance_type="ml.g5.xlarge", initial_instance_count=1)])
+    config.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
+    assembly = pathlib.Path(app.synth().directory)
+    [template] = (assembly / "assembly-Dev").glob("*.template.json")
+    assert _lint(assembly) == [
+        f"{template.name}: [W3011: Check resources with UpdateReplacePolicy/DeletionPolicy have both] (Both "
+        f"'UpdateReplacePolicy' and 'DeletionPolicy' are needed to protect resource from deletion) matched "
+        f"{template}:3"]
 
 
 def test_two_synths_of_unchanged_inputs_are_identical(tmp_path):
