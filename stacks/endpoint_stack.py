@@ -53,6 +53,9 @@ class EndpointStack(cdk.Stack):
         raise_if(f"endpoint '{endpoint.name}'", checks.plan_problems(endpoint, built, manifest, spec.models))
         multi = endpoint.kind is EndpointKind.MULTI_MODEL
         disposable = environment.removal_policy is RemovalPolicy.DESTROY
+        # RetainExceptOnCreate: kept on update and delete, but removed when the operation that created it
+        # rolls back (a retry does not fail on the log group's fixed name, no orphan model or config).
+        removal = cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
         gpus = instances.lookup(endpoint.instance_type).gpu_count
 
         bucket, key = storage.import_into(self)
@@ -72,7 +75,7 @@ class EndpointStack(cdk.Stack):
             subnet_ids=network.subnet_ids if network else (),
             security_group_ids=network.security_group_ids if network else (),
             # On unless the spec opts out with a reason (deployment_spec.endpoint.Network).
-            network_isolation=network.isolation if network else True)
+            network_isolation=network.isolation if network else True, removal_policy=removal)
         model.node.add_dependency(artifacts)  # the objects must be in place before CreateModel checks them
 
         alarms = EndpointAlarms(self, "Alarms", endpoint_name=name, variant_name=endpoint.variant_name,
@@ -92,9 +95,7 @@ class EndpointStack(cdk.Stack):
             deployment=endpoint.resolved_deployment() if guarded else None,
             rollback_alarms=[alarms.errors, alarms.latency] if guarded else (),
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
-            # RetainExceptOnCreate: kept on update and delete, but removed when the stack's first create
-            # rolls back, so a retry does not fail on the fixed log group name.
-            log_removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+            log_removal_policy=removal, config_removal_policy=removal,
             log_key=key, scaled=endpoint.scaling is not None)
         role.grant_logs(serving.log_group)
         if guarded and endpoint.deployment.auto_rollback:
