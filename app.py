@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import sys
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent
 # jsii runs aws-cdk-lib in Node: prefer the pinned Node next to this interpreter (the system one may be too old).
@@ -36,9 +37,10 @@ from triton_constructs import SynthError  # noqa: E402
 EXIT_BAD_INPUT = 2
 
 
-def cdk_json_context() -> dict:
+def cdk_json_context() -> dict[str, Any]:
     """The feature flags of cdk.json, so a plain ``python app.py`` synthesizes what ``cdk synth`` does."""
-    return json.loads((ROOT / "cdk.json").read_text()).get("context", {})
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text()).get("context", {})
+    return context
 
 
 def stage_id(spec: Spec, environment: str) -> str:

@@ -5,17 +5,13 @@ the same SAGEMAKER_TRITON_* settings it gets on SageMaker. No aws_cdk, no torch.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from deployment_spec.endpoint import Container
 
-# SageMaker endpoint names: letters, digits and '-', at most 63 characters (CreateEndpoint).
-ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-
-
 def endpoint_name(project: str, environment: str, endpoint: str) -> str:
-    """``<project>-<environment>-<endpoint>``; the spec loader checks it is a valid endpoint name."""
+    """``<project>-<environment>-<endpoint>``; the spec loader checks it is a valid endpoint name
+    (``sagemaker_rules.endpoint_name_valid``)."""
     return f"{project}-{environment}-{endpoint}"
 
 

@@ -6,8 +6,9 @@ import enum
 import re
 from typing import Mapping, Optional
 
-from deployment_spec.errors import Problem
-from deployment_spec.parse import meta
+from deployment_spec import network_rules
+from deployment_spec.errors import Problem, describe
+from deployment_spec.parse import Validated, join, meta
 
 ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"
 
@@ -34,7 +35,7 @@ DEFAULT_GPU_TARGET = 70.0
 
 
 @dataclasses.dataclass(frozen=True)
-class Scaling:
+class Scaling(Validated):
     """Target tracking on one scalable target per variant (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
 
     min_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
@@ -62,14 +63,18 @@ class Scaling:
 
     def problems(self, path: str) -> list[Problem]:
         if self.min_instances > self.max_instances:
-            return [Problem(f"{path}.max_instances", str(self.max_instances),
+            return [Problem(join(path, "max_instances"), str(self.max_instances),
                             f"an integer >= min_instances ({self.min_instances})",
                             "raise max_instances or lower min_instances")]
+        if self.max_rps_per_instance is not None and self.invocations_target is not None:
+            return [Problem(join(path, "invocations_target"), describe(self.invocations_target),
+                            "either invocations_target or max_rps_per_instance, not both",
+                            "keep one: the target is derived as max_rps_per_instance x 60 x safety_factor")]
         return []
 
 
 @dataclasses.dataclass(frozen=True)
-class Alarms:
+class Alarms(Validated):
     latency_sla_ms: float = dataclasses.field(default=500.0, metadata=meta(minimum=0.001))
     error_5xx_threshold: float = dataclasses.field(default=1.0, metadata=meta(minimum=0))
     gpu_memory_percent: float = dataclasses.field(default=90.0, metadata=meta(minimum=1, maximum=100))
@@ -80,7 +85,7 @@ class Alarms:
 
 
 @dataclasses.dataclass(frozen=True)
-class Deployment:
+class Deployment(Validated):
     """Blue/green traffic shifting with auto-rollback, used where the environment enables guardrails.
 
     ``CanarySize`` and ``LinearStepSize`` must be at most 50 % of the variant's instances (CreateEndpoint
@@ -121,7 +126,7 @@ class Deployment:
 
 
 @dataclasses.dataclass(frozen=True)
-class Container:
+class Container(Validated):
     """SageMaker Triton container settings, mapped to SAGEMAKER_TRITON_* variables (the Triton server's docker/sagemaker/serve script, r25.09)."""
 
     thread_count: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=1024))
@@ -138,21 +143,21 @@ class Container:
         out = []
         for key in self.environment:
             if not re.fullmatch(ENV_KEY, key):
-                out.append(Problem(f"{path}.environment.{key}", repr(key), "names matching [a-zA-Z_][a-zA-Z0-9_]*",
-                                   "rename the variable"))
+                out.append(Problem(join(path, f"environment.{key}"), repr(key),
+                                   "names matching [a-zA-Z_][a-zA-Z0-9_]*", "rename the variable"))
         if self.ping_mode not in (None, "ready", "live"):
-            out.append(Problem(f"{path}.ping_mode", repr(self.ping_mode), "ready, live", "use ready or live"))
+            out.append(Problem(join(path, "ping_mode"), repr(self.ping_mode), "ready, live", "use ready or live"))
         return out
 
 
 @dataclasses.dataclass(frozen=True)
-class DataCapture:
+class DataCapture(Validated):
     sampling_percent: int = dataclasses.field(default=20, metadata=meta(minimum=0, maximum=100))
     capture: CaptureMode = CaptureMode.BOTH
 
 
 @dataclasses.dataclass(frozen=True)
-class Network:
+class Network(Validated):
     """Where the model container runs, and whether it may use the network at all.
 
     ``isolation`` (SageMaker ``EnableNetworkIsolation``, on by default) forbids the container any
@@ -168,26 +173,14 @@ class Network:
     isolation_opt_out_reason: Optional[str] = None
 
     def problems(self, path: str) -> list[Problem]:
-        out = []
-        if not self.isolation and not (self.isolation_opt_out_reason or "").strip():
-            out.append(Problem(f"{path}.isolation", "false", "false only with isolation_opt_out_reason (why the "
-                               "container needs the network)",
-                               "add isolation_opt_out_reason, e.g. 'model.py reads a feature store over HTTPS', or "
-                               "remove isolation: false (network isolation is on by default)"))
-        if self.isolation and self.isolation_opt_out_reason:
-            out.append(Problem(f"{path}.isolation_opt_out_reason", repr(self.isolation_opt_out_reason),
-                               "a reason only together with isolation: false", "remove it, or set isolation: false"))
-        if self.subnet_ids and len(self.subnet_ids) < 2:
-            out.append(Problem(f"{path}.subnet_ids", f"{len(self.subnet_ids)} subnet",
-                               "2 to 16 subnets in different availability zones", "add a subnet in another zone"))
-        if bool(self.subnet_ids) != bool(self.security_group_ids):
-            out.append(Problem(path, "subnets without security groups or the reverse",
-                               "both subnet_ids and security_group_ids, or neither", "give both lists"))
-        return out
+        found = (network_rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
+                 + network_rules.subnets_in_zones(len(self.subnet_ids))
+                 + network_rules.vpc_complete(len(self.subnet_ids), len(self.security_group_ids)))
+        return [dataclasses.replace(p, path=join(path, p.path) if p.path else path) for p in found]
 
 
 @dataclasses.dataclass(frozen=True)
-class EndpointSpec:
+class EndpointSpec(Validated):
     kind: EndpointKind = dataclasses.field(metadata=meta(help="single-model or multi-model"))
     models: tuple[str, ...] = dataclasses.field(metadata=meta(help="the names of the models served here"))
     default_model: Optional[str] = None

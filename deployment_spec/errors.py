@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,16 +22,34 @@ class Problem:
         return f"{self.path}: got {self.got}; allowed: {self.allowed}; fix: {self.fix}"
 
 
-class SpecError(ValueError):
-    """Raised once per spec file, listing every problem found."""
+class ProblemsError(ValueError):
+    """Every problem found in one subject (a spec file, a props object, a construct), raised once.
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+    Rendered as ``<subject>: <n> problem(s)`` and one ``  - <problem>`` line per problem. The base of
+    the project's user-facing errors: entry points print it without a traceback.
+    """
+
+    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
         self.source = source
         self.problems = list(problems)
         count = len(self.problems)
         noun = "problem" if count == 1 else "problems"
         lines = [f"{source}: {count} {noun}"] + [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
+
+
+class SpecError(ProblemsError):
+    """Raised once per spec file; problem paths are spec paths (``endpoints.classifier.scaling``)."""
+
+
+class PropsError(ProblemsError):
+    """Raised once per props object or construct built in code; problem paths are prop names."""
+
+
+def raise_problems(subject: str, problems: Sequence[Problem]) -> None:
+    """Raises PropsError for ``subject`` when there are problems (typed so a checker knows it may raise)."""
+    if problems:
+        raise PropsError(subject, problems)
 
 
 def describe(value: object) -> str:

@@ -311,13 +311,15 @@ class ModelSpec:
 
     def _source_fits_backend(self, path: str) -> list[Problem]:
         src, b = self.source, self.backend
+        if src is None:  # only ensembles have none; the caller checks that first
+            return []
         kind = src.kind()
         fits = {
             "onnx": (Backend.ONNXRUNTIME, Backend.TENSORRT),
             "torchscript": (Backend.PYTORCH,),
             "python_dir": (Backend.PYTHON,),
         }
-        if kind == "recipe" and src.recipe in recipes.BUILTIN:
+        if kind == "recipe" and src.recipe is not None and src.recipe in recipes.BUILTIN:
             allowed = recipes.BUILTIN[src.recipe]
             if b.value not in allowed:
                 return [Problem(f"{path}.backend", describe(b.value),

@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Mapping
 
-from deployment_spec.errors import Problem, describe
+from deployment_spec.errors import Problem, PropsError, describe, raise_problems
 
 _MISSING = object()
 
@@ -30,7 +30,7 @@ def meta(*, help: str = "", minimum: float | None = None, maximum: float | None 
             "pattern_help": pattern_help, "yaml": yaml}
 
 
-def yaml_fields(cls: type) -> list[dataclasses.Field]:
+def yaml_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
 
 
@@ -82,8 +82,14 @@ def parse_dataclass(cls: type, raw: Any, path: str, problems: list[Problem]) -> 
         obj = cls(**values)
     except TypeError:  # a required field was missing: already reported above
         return None
+    except PropsError as caught:
+        # Field values were checked above, so these are the class's cross-field rules: the same
+        # problems, with this spec path in front of each prop name.
+        problems.extend(dataclasses.replace(p, path=join(path, p.path) if p.path else path or "(top level)")
+                        for p in caught.problems)
+        return None
     check = getattr(obj, "problems", None)
-    if check is not None:
+    if check is not None and not isinstance(obj, Validated):  # a Validated class ran it on construction
         problems.extend(check(path))
     return obj
 
@@ -113,7 +119,7 @@ def parse_value(tp: Any, raw: Any, path: str, problems: list[Problem], md: Mappi
             if value is not _MISSING:
                 out[str(key)] = value
         return types.MappingProxyType(out)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         obj = parse_dataclass(tp, raw, path, problems)
         return _MISSING if obj is None else obj
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -140,28 +146,75 @@ def parse_scalar(tp: type, raw: Any, path: str, problems: list[Problem], md: Map
             kind = "an integer" if tp is int else "a number"
             problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi), f"write {kind} without quotes"))
             return _MISSING
-        if raw != raw or raw in (float("inf"), float("-inf")):  # YAML .nan / .inf
-            problems.append(Problem(path, describe(raw), bounds_text("a finite number", lo, hi),
-                                    "write a finite number"))
-            return _MISSING
-        if (lo is not None and raw < lo) or (hi is not None and raw > hi):
-            kind = "an integer" if tp is int else "a number"
-            problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi),
-                                    f"set it within {fmt_bound(lo)}..{fmt_bound(hi)}"))
-            return _MISSING
-        return tp(raw)
+        found = value_problems(path, raw, md, integer=tp is int)
+        problems.extend(found)
+        return _MISSING if found else tp(raw)
     if tp is str:
         if not isinstance(raw, str):
             problems.append(Problem(path, f"{describe(raw)} (not a string)", "a string",
                                     f"quote the value: \"{raw}\"" if isinstance(raw, (int, float)) else "write a string"))
             return _MISSING
-        pattern = md.get("pattern")
-        if pattern and not re.fullmatch(pattern, raw):
-            problems.append(Problem(path, describe(raw), md.get("pattern_help") or f"text matching {pattern}",
-                                    "rename it to match"))
-            return _MISSING
-        return raw
+        found = value_problems(path, raw, md)
+        problems.extend(found)
+        return _MISSING if found else raw
     raise TypeError(f"schema error: unsupported field type {tp!r} at {path}")  # a bug in the schema, not user input
+
+
+def value_problems(path: str, value: Any, md: Mapping[str, Any], *, integer: bool = False) -> list[Problem]:
+    """The rules a field's metadata sets on one value (bounds, pattern): the one home of those checks,
+    used by the YAML loader and by every dataclass built in code (``Validated``)."""
+    if isinstance(value, bool) or value is None:
+        return []
+    lo, hi = md.get("minimum"), md.get("maximum")
+    if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):  # YAML .nan / .inf, or float("nan")
+            return [Problem(path, describe(value), bounds_text("a finite number", lo, hi), "write a finite number")]
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            kind = "an integer" if integer else "a number"
+            return [Problem(path, describe(value), bounds_text(kind, lo, hi),
+                            f"set it within {fmt_bound(lo)}..{fmt_bound(hi)}")]
+        return []
+    pattern = md.get("pattern")
+    if isinstance(value, str) and pattern and not re.fullmatch(pattern, value):
+        return [Problem(path, describe(value), md.get("pattern_help") or f"text matching {pattern}",
+                        "rename it to match")]
+    return []
+
+
+def field_problems(obj: Any, path: str = "") -> list[Problem]:
+    """``value_problems`` for every field of a dataclass instance."""
+    return values_problems(type(obj), {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, path)
+
+
+def values_problems(cls: type, values: Mapping[str, Any], path: str = "") -> list[Problem]:
+    """``value_problems`` for values named like fields of ``cls`` (list items one by one), checked by that
+    field's metadata: how a construct checks its own scalar props against the spec's bounds."""
+    out: list[Problem] = []
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in values.items():
+        integer = hints[name] is int or int in typing.get_args(hints[name])
+        items = enumerate(value) if isinstance(value, tuple) else [(None, value)]
+        for i, item in items:
+            where = join(path, name) + ("" if i is None else f"[{i}]")
+            out += value_problems(where, item, fields[name].metadata, integer=integer)
+    return out
+
+
+class Validated:
+    """Base of the spec's frozen dataclasses, which are also the construct library's props.
+
+    Construction refuses what the YAML loader refuses, with the same wording: the bounds and patterns
+    of each field's metadata, then the class's own cross-field ``problems(path)``. Raises PropsError
+    naming the class and every problem at once.
+    """
+
+    def __post_init__(self) -> None:
+        found = field_problems(self)
+        check = getattr(self, "problems", None)
+        if not found and check is not None:
+            found = check("")
+        raise_problems(type(self).__name__, found)
 
 
 def bounds_text(kind: str, lo: float | None, hi: float | None) -> str:

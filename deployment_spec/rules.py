@@ -3,30 +3,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from deployment_spec import images, instances, serving_runtimes
-from deployment_spec.endpoint import EndpointKind, EndpointSpec, Strategy
+from deployment_spec import instances, sagemaker_rules
+from deployment_spec.container_env import container_environment
+from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
 from deployment_spec.model import Backend, InstanceKind, ModelSpec
 from deployment_spec.parse import suggest
-
-
-def _gpu_generation(path: str, ep: EndpointSpec, fam: instances.Family, triton_version: str) -> list[Problem]:
-    """The image's CUDA kernels are built for compute capability >= its release's minimum (V100 gone in 25.x)."""
-    serving = serving_runtimes.RUNTIMES.get(triton_version)
-    if serving is None or fam.compute_capability is None or _cc(fam.compute_capability) >= _cc(
-            serving.min_compute_capability):
-        return []
-    older = [v for v, r in sorted(serving_runtimes.RUNTIMES.items())
-             if _cc(r.min_compute_capability) <= _cc(fam.compute_capability)]
-    fix = "use ml.g4dn/ml.g5" + (f", or triton_version {older[-1]} or older" if older else "")
-    return [Problem(f"{path}.instance_type", describe(ep.instance_type),
-                    f"a GPU with compute capability >= {serving.min_compute_capability} for Triton {triton_version}",
-                    fix)]
-
-
-def _cc(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
 
 
 def unknown_name(path: str, name: str, known: Mapping[str, object], what: str) -> Problem:
@@ -82,9 +65,9 @@ def served_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> li
         if name in seen or name not in models:
             return
         seen[name] = models[name]
-        if models[name].ensemble:
-            for step in models[name].ensemble.steps:
-                add(step.model)
+        ensemble = models[name].ensemble
+        for step in ensemble.steps if ensemble else ():
+            add(step.model)
 
     for name in endpoint.models:
         add(name)
@@ -115,18 +98,14 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
             if m.copies > 1:
                 out.append(Problem(f"models.{m.name}.copies", str(m.copies), "1 on a single-model endpoint "
                                    f"({path.split('.', 1)[-1]})", "serve the copies from a multi-model endpoint"))
-        if not ep.model_cache:
-            out.append(Problem(f"{path}.model_cache", "false", "true (model caching is a multi-model setting)",
-                               "remove model_cache"))
     else:
         if ep.default_model is not None:
             out.append(Problem(f"{path}.default_model", describe(ep.default_model),
                                "nothing on a multi-model endpoint (callers pick a TargetModel)", "remove default_model"))
-        if ep.data_capture is not None:
-            out.append(Problem(f"{path}.data_capture", "a data capture setting", "single-model endpoints only",
-                               "remove data_capture or make the endpoint single-model"))
     out += _unique_names(path, served)
     out += _instance_rules(path, ep, served, triton_version)
+    environment = container_environment(ep.container, multi_model=not sme, default_model=ep.default_model)
+    out += sagemaker_rules.prefixed(path, sagemaker_rules.container_environment_limits(environment))
     return out
 
 
@@ -144,58 +123,23 @@ def _unique_names(path: str, served: list[ModelSpec]) -> list[Problem]:
 
 
 def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton_version: str) -> list[Problem]:
+    out = sagemaker_rules.prefixed(path, sagemaker_rules.endpoint_problems(
+        instance_type=ep.instance_type, multi_model=ep.kind is EndpointKind.MULTI_MODEL, triton_version=triton_version,
+        initial_instances=ep.initial_instances, scaling=ep.scaling, volume_size_gb=ep.volume_size_gb,
+        model_cache=ep.model_cache, data_capture=ep.data_capture is not None))
     itype = instances.lookup(ep.instance_type)
-    if itype is None:
-        return [Problem(f"{path}.instance_type", describe(ep.instance_type),
-                        f"ml.<family>.<size> with family one of {instances.known_families()}",
-                        "use a SageMaker instance type such as ml.g5.xlarge")]
-    out = []
-    fam = itype.family
-    if ep.kind is EndpointKind.MULTI_MODEL and not fam.mme:
-        mme_families = ", ".join(f for f, v in instances.FAMILIES.items() if v.mme)
-        out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
-                           f"a multi-model endpoint instance family ({mme_families})",
-                           "pick an ml.g5 or ml.g4dn size, or make the endpoint single-model"))
-    if ep.kind is EndpointKind.MULTI_MODEL and itype.gpu_count > 1:
-        out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
-                           "a single-GPU instance type for a multi-model endpoint",
-                           "use a single-GPU size such as ml.g5.2xlarge"))
-    out += _gpu_generation(path, ep, fam, triton_version)
-    if not itype.is_gpu:
-        for m in served:
-            if any(g.kind is InstanceKind.GPU for g in m.instance_groups):
-                out.append(Problem(f"models.{m.name}.instance_groups", "kind gpu",
-                                   f"kind cpu or auto on the CPU instance type {ep.instance_type} "
-                                   f"(endpoint {path.split('.', 1)[-1]})",
-                                   "use kind: cpu (or auto), or a GPU instance type"))
-            if m.backend is Backend.TENSORRT:
-                out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
-                                   f"a GPU instance type for the TensorRT model {m.name}",
-                                   "use a GPU instance type such as ml.g5.xlarge"))
-    if ep.volume_size_gb is not None and fam.nvme:
-        out.append(Problem(f"{path}.volume_size_gb", str(ep.volume_size_gb),
-                           f"nothing on {ep.instance_type}: it has local NVMe storage",
-                           "remove volume_size_gb"))
-    sc = ep.scaling
-    if sc is None:
+    if itype is None or itype.is_gpu:
         return out
-    if fam.burstable:
-        out.append(Problem(f"{path}.scaling", f"auto-scaling on {ep.instance_type}",
-                           "no auto-scaling on burstable ml.t* types",
-                           "remove scaling or use a non-burstable type such as ml.c5.xlarge"))
-    if not sc.min_instances <= ep.initial_instances <= sc.max_instances:
-        out.append(Problem(f"{path}.initial_instances", str(ep.initial_instances),
-                           f"an integer within scaling.min_instances..scaling.max_instances "
-                           f"({sc.min_instances}..{sc.max_instances})",
-                           "move initial_instances into that range or widen the range"))
-    if sc.gpu_utilization_target is not None and not itype.is_gpu:
-        out.append(Problem(f"{path}.scaling.gpu_utilization_target", describe(sc.gpu_utilization_target),
-                           f"nothing on the CPU instance type {ep.instance_type}",
-                           "remove it, or use cpu_utilization_target"))
-    if sc.max_rps_per_instance is not None and sc.invocations_target is not None:
-        out.append(Problem(f"{path}.scaling.invocations_target", describe(sc.invocations_target),
-                           "either invocations_target or max_rps_per_instance, not both",
-                           "keep one: the target is derived as max_rps_per_instance x 60 x safety_factor"))
+    for m in served:
+        if any(g.kind is InstanceKind.GPU for g in m.instance_groups):
+            out.append(Problem(f"models.{m.name}.instance_groups", "kind gpu",
+                               f"kind cpu or auto on the CPU instance type {ep.instance_type} "
+                               f"(endpoint {path.split('.', 1)[-1]})",
+                               "use kind: cpu (or auto), or a GPU instance type"))
+        if m.backend is Backend.TENSORRT:
+            out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
+                               f"a GPU instance type for the TensorRT model {m.name}",
+                               "use a GPU instance type such as ml.g5.xlarge"))
     return out
 
 
@@ -207,8 +151,9 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
     for name, ep in env.endpoints.items():
         if ep.deploy_instances >= 2 and ep.initial_instances >= 2 or (ep.single_instance_reason or "").strip():
             continue
-        field = "scaling.min_instances" if ep.scaling and ep.scaling.min_instances < 2 else "initial_instances"
-        got = ep.scaling.min_instances if field == "scaling.min_instances" else ep.initial_instances
+        scaled_below = ep.scaling is not None and ep.scaling.min_instances < 2
+        field = "scaling.min_instances" if scaled_below else "initial_instances"
+        got = ep.deploy_instances if scaled_below else ep.initial_instances
         out.append(Problem(
             f"endpoints.{name}.{field}", str(got),
             f"2 or more in environment {env.name} (production: true), so that SageMaker can place the instances "
@@ -224,23 +169,9 @@ def deployment_rules(env: EnvironmentSpec) -> list[Problem]:
         return []
     out = []
     for name, ep in env.endpoints.items():
-        path, deployment = f"endpoints.{name}.deployment", ep.deployment
-        where = f"in environment {env.name} (guardrails: true)"
-        if deployment.strategy in (Strategy.CANARY, Strategy.LINEAR) and ep.deploy_instances < 2:
-            out.append(Problem(f"{path}.strategy", deployment.strategy.value,
-                               f"all_at_once or auto for a variant that can have 1 instance {where}: a canary or "
-                               "linear step must be at most 50 % of the variant's instances",
-                               "use strategy all_at_once (blue/green with the bake time and auto-rollback) or "
-                               "auto, or give the endpoint 2+ instances (initial_instances, scaling.min_instances)"))
-        resolved = ep.resolved_deployment()
-        needed = resolved.needed_s(ep.fleet_start_s)
-        if deployment.max_execution_timeout_s is not None and deployment.max_execution_timeout_s < needed:
-            out.append(Problem(
-                f"{path}.max_execution_timeout_s", str(deployment.max_execution_timeout_s),
-                f"at least {needed} s {where}: new fleet start (download_timeout_s {ep.download_timeout_s} + "
-                f"startup_timeout_s {ep.startup_timeout_s}) + {resolved.steps()} step(s) x wait_s "
-                f"{deployment.wait_s} + termination_wait_s {deployment.termination_wait_s}",
-                "raise it, or leave it out to have it computed"))
+        out += sagemaker_rules.prefixed(f"endpoints.{name}", sagemaker_rules.deployment_problems(
+            ep.deployment, deploy_instances=ep.deploy_instances, download_timeout_s=ep.download_timeout_s,
+            startup_timeout_s=ep.startup_timeout_s, context=f"in environment {env.name} (guardrails: true)"))
     return out
 
 
@@ -249,9 +180,6 @@ def environment_rules(path: str, env: EnvironmentSpec, triton_version: str) -> l
     if env.account and not env.region:
         out.append(Problem(f"{path}.region", "nothing", "a region whenever account is set",
                            "add region, or remove account for an environment-agnostic stage"))
-    if env.region and images.account(triton_version, env.region) is None and triton_version in images.versions():
-        out.append(Problem(f"{path}.region", describe(env.region),
-                           f"a region with sagemaker-tritonserver:{triton_version}-py3 "
-                           f"({', '.join(images.regions(triton_version))})",
-                           "choose one of those regions or another triton_version"))
+    if env.region:
+        out += sagemaker_rules.prefixed(path, sagemaker_rules.image_in_region(triton_version, env.region))
     return out

@@ -8,8 +8,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import images, rules, serving_runtimes
-from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name
+from deployment_spec import rules, sagemaker_rules, serving_runtimes
+from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
@@ -85,10 +85,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
                           {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
     version = parse_value(str, raw.get("triton_version", serving_runtimes.DEFAULT_TRITON_VERSION), "triton_version", problems, {})
     version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
-    if version and version not in images.versions():
-        problems.append(Problem("triton_version", describe(version),
-                                f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
-                                "pick one of those tags"))
+    if version:
+        problems += sagemaker_rules.triton_version_known(version)
     models = _named(raw.get("models", {}), "models", ModelSpec, problems)
     # Names written under models: even if their body is invalid; with no models: at all,
     # references are not checked (one "missing models" problem says it all).
@@ -111,11 +109,11 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     return Spec(project, version, models, endpoints, environments, path.resolve(), pipeline)
 
 
-def _pipeline(raw: dict, envs_raw: Any, environments: dict[str, EnvironmentSpec],
+def _pipeline(raw: dict[str, Any], envs_raw: Any, environments: dict[str, EnvironmentSpec],
               problems: list[Problem]) -> PipelineSpec | None:
     if "pipeline" not in raw:
         return None
-    pipeline = parse_dataclass(PipelineSpec, raw["pipeline"], "pipeline", problems)
+    pipeline: PipelineSpec | None = parse_dataclass(PipelineSpec, raw["pipeline"], "pipeline", problems)
     if pipeline is not None:
         problems += stage_rules("pipeline", pipeline, set(envs_raw) if isinstance(envs_raw, dict) else set(),
                                 environments)
@@ -137,7 +135,7 @@ def _named(raw: Any, section: str, cls: type, problems: list[Problem]) -> dict[s
     return out
 
 
-def _environments(raw: dict, endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
+def _environments(raw: dict[str, Any], endpoints: dict[str, EndpointSpec], models: dict[str, ModelSpec], version: str,
                   problems: list[Problem], base: list[Problem], declared: set[str] | None
                   ) -> dict[str, EnvironmentSpec]:
     envs_raw = raw.get("environments", {})
@@ -190,16 +188,17 @@ def _construct_id_problems(project: str, endpoints: Mapping[str, EndpointSpec], 
 
 def _endpoint_name_problems(project: str, environments: dict[str, EnvironmentSpec]) -> list[Problem]:
     """Each endpoint's SageMaker name, <project>-<environment>-<endpoint>, must be valid in every environment."""
-    out, reported = [], set()
+    out: list[Problem] = []
+    reported: set[str] = set()
     for env_name, env in environments.items():
         for ep_name in env.endpoints:
             full = endpoint_name(project, env_name, ep_name)
-            if ep_name in reported or ENDPOINT_NAME.fullmatch(full):
-                continue
-            reported.add(ep_name)
-            out.append(Problem(f"endpoints.{ep_name}", f"the SageMaker endpoint name '{full}' (environment {env_name})",
-                               "<project>-<environment>-<endpoint> of 1-63 letters, digits or '-'",
-                               "rename the endpoint (no '_') or shorten the project or environment name"))
+            found = [] if ep_name in reported else sagemaker_rules.endpoint_name_valid(
+                full, f"endpoints.{ep_name}",
+                f"the SageMaker endpoint name '{full}' (<project>-<environment>-<endpoint>, environment {env_name})",
+                "rename the endpoint (no '_') or shorten the project or environment name")
+            reported.update(ep_name for _ in found)
+            out += found
     return out
 
 

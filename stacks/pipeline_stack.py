@@ -18,7 +18,8 @@ from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT,
                                       post_deploy_commands)
 from stacks.stage import TritonStage
 from triton_constructs import checks, pipeline_checks
-from triton_constructs.errors import raise_if
+from triton_constructs.errors import SynthError
+from triton_constructs.escape_hatch import default_child
 from triton_constructs.pipeline_resources import BuildCache, acknowledge_pipeline_findings, log_artifacts
 
 # bootstrap.sh needs Python 3.11; the curated standard image selects it per build
@@ -94,7 +95,7 @@ class PipelineStack(cdk.Stack):
         self.build_step, self.synth_step, self.pipeline = build, synth, pipeline
         # The GPU comes from the environment type (and the fleet); the curated image is every other step's.
         # CDK types the environment by its image (LINUX_CONTAINER for the curated ones), hence the override.
-        project = build.project.node.default_child
+        project = default_child(build.project, codebuild.CfnProject)
         project.add_property_override("Environment.Type", "LINUX_GPU_CONTAINER")
         if self.fleet is not None:
             project.add_property_override("Environment.ComputeType", "CUSTOM_INSTANCE_TYPE")
@@ -110,7 +111,9 @@ class PipelineStack(cdk.Stack):
     def check(spec: Spec) -> None:
         """The pipeline's refusals; app.py calls it before any stage, so a pipeline problem is named first."""
         if spec.pipeline is not None:
-            raise_if("pipeline", pipeline_checks.gpu_problems(spec, spec.pipeline) + _account_problems(spec, spec.pipeline))
+            problems = pipeline_checks.gpu_problems(spec, spec.pipeline) + _account_problems(spec, spec.pipeline)
+            if problems:
+                raise SynthError("pipeline", problems)
 
     def _gpu_environment(self, pipeline_spec: PipelineSpec) -> codebuild.BuildEnvironment:
         """Privileged: the TensorRT build runs trtexec in nvcr.io/nvidia/tensorrt:<triton_version>-py3 via Docker."""

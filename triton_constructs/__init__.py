@@ -1,19 +1,27 @@
-"""The project's CDK constructs for Triton on SageMaker (not named ``constructs``: that is the library).
+"""NVIDIA Triton endpoints on Amazon SageMaker as a CDK construct library (not named ``constructs``: that is the library).
 
-One construct per module; stacks in ``stacks/`` compose them. Nothing here imports torch or model_build.
+The public face is one construct and its props::
+
+    from triton_constructs import ModelRepositories, Scaling, TritonSageMakerEndpoint
+
+    models = ModelRepositories.from_manifest("assets/manifest.json", ["resnet50"])
+    endpoint = TritonSageMakerEndpoint(stack, "Classifier", models=models, instance_type="ml.g5.xlarge",
+                                       scaling=Scaling(max_instances=4))
+    endpoint.grant_invoke(my_function)
+
+The props are plain frozen dataclasses that refuse out-of-bounds values when built (``PropsError``),
+with the same words as the YAML spec's validator. The building blocks (``TritonModel``,
+``TritonEndpoint``, ``VariantScaling``, ...) live in their own modules. Nothing here imports torch
+or model_build.
 """
-from triton_constructs import checks
-from triton_constructs.alarms import EndpointAlarms
-from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
-from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
+from deployment_spec.endpoint import Alarms, CaptureMode, Container, DataCapture, Deployment, Scaling, Strategy
+from deployment_spec.errors import Problem, PropsError
 from triton_constructs.errors import SynthError
-from triton_constructs.execution_role import TritonExecutionRole
-from triton_constructs.image import TritonImage
+from triton_constructs.model_repositories import ModelArchive, ModelRepositories
 from triton_constructs.model_store import ModelStore
-from triton_constructs.scaling import VariantScaling
-from triton_constructs.triton_model import TritonModel, container_environment
+from triton_constructs.network import NetworkProps
+from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
-__all__ = ["ArtifactFile", "DataCaptureSettings", "EndpointAlarms", "EndpointDashboard", "ModelArtifacts",
-           "ModelStore", "SynthError", "TritonEndpoint", "TritonExecutionRole", "TritonImage", "TritonModel",
-           "VariantScaling", "checks", "container_environment"]
+__all__ = ["Alarms", "CaptureMode", "Container", "DataCapture", "Deployment", "ModelArchive", "ModelRepositories",
+           "ModelStore", "NetworkProps", "Problem", "PropsError", "Scaling", "Strategy", "SynthError",
+           "TritonSageMakerEndpoint"]

@@ -7,10 +7,7 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as act
 from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
-from triton_constructs.execution_role import METRIC_NAMESPACE
-
-INVOCATION_NAMESPACE = "AWS/SageMaker"
-ONE_MINUTE = cdk.Duration.minutes(1)
+from triton_constructs.metrics import EndpointMetrics
 
 
 class EndpointAlarms(Construct):
@@ -24,8 +21,7 @@ class EndpointAlarms(Construct):
     Args:
         scope: Parent construct.
         id_: Construct ID.
-        endpoint_name: The endpoint's name (alarms exist before the endpoint, which names them for rollback).
-        variant_name: The variant watched.
+        metrics: The variant's metrics (alarms exist before the endpoint, which names them for rollback).
         thresholds: From the spec.
         gpu_count: GPUs per instance; 0 on CPU types (no GPU memory alarm).
         multi_model: Add the model-loading and cache-hit alarms. Defaults to False.
@@ -37,15 +33,13 @@ class EndpointAlarms(Construct):
         topic: The SNS topic, or None.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, endpoint_name: str, variant_name: str, thresholds: Alarms,
+    def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
                  gpu_count: int, multi_model: bool = False, notify: bool = False) -> None:
         super().__init__(scope, id_)
-        dims = {"EndpointName": endpoint_name, "VariantName": variant_name}
+        endpoint_name = metrics.endpoint_name
 
-        def alarm(id_: str, namespace: str, metric_name: str, statistic: str, threshold: float, description: str,
+        def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
                   *, below: bool = False, periods: int = 3) -> cloudwatch.Alarm:
-            metric = cloudwatch.Metric(namespace=namespace, metric_name=metric_name, statistic=statistic,
-                                       dimensions_map=dims, period=ONE_MINUTE)
             return cloudwatch.Alarm(
                 self, id_, metric=metric, threshold=threshold, evaluation_periods=periods,
                 datapoints_to_alarm=periods, alarm_description=f"{endpoint_name}: {description}",
@@ -54,23 +48,23 @@ class EndpointAlarms(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
 
         t = thresholds
-        self.latency = alarm("ModelLatency", INVOCATION_NAMESPACE, "ModelLatency", "Average",
+        self.latency = alarm("ModelLatency", metrics.invocation("ModelLatency", "Average"),
                              t.latency_sla_ms * 1000, f"average model latency at or above the {t.latency_sla_ms} ms "
                              "SLA (ModelLatency is in microseconds)", periods=2)
-        self.errors = alarm("Errors5xx", INVOCATION_NAMESPACE, "Invocation5XXErrors", "Sum", t.error_5xx_threshold,
+        self.errors = alarm("Errors5xx", metrics.invocation("Invocation5XXErrors", "Sum"), t.error_5xx_threshold,
                             f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
         self.all = [self.latency, self.errors]
         if gpu_count:
-            self.all.append(alarm("GpuMemory", METRIC_NAMESPACE, "GPUMemoryUtilization", "Average",
+            self.all.append(alarm("GpuMemory", metrics.instance("GPUMemoryUtilization"),
                                   t.gpu_memory_percent * gpu_count,
                                   f"GPU memory at or above {t.gpu_memory_percent:g} % per GPU ({gpu_count} GPUs)"))
-        self.all.append(alarm("Disk", METRIC_NAMESPACE, "DiskUtilization", "Average", t.disk_percent,
+        self.all.append(alarm("Disk", metrics.instance("DiskUtilization"), t.disk_percent,
                               f"disk at or above {t.disk_percent:g} %"))
         if multi_model:
-            self.all.append(alarm("ModelLoadingWait", INVOCATION_NAMESPACE, "ModelLoadingWaitTime", "Average",
+            self.all.append(alarm("ModelLoadingWait", metrics.invocation("ModelLoadingWaitTime", "Average"),
                                   t.model_loading_wait_ms * 1000, f"requests wait {t.model_loading_wait_ms:g} ms or "
                                   "more for a model to load (microseconds)"))
-            self.all.append(alarm("CacheHit", INVOCATION_NAMESPACE, "ModelCacheHit", "Average", t.cache_hit_ratio_min,
+            self.all.append(alarm("CacheHit", metrics.invocation("ModelCacheHit", "Average"), t.cache_hit_ratio_min,
                                   f"model cache hit ratio below {t.cache_hit_ratio_min:g}", below=True, periods=5))
         self.topic = None
         if notify:

@@ -7,15 +7,12 @@ import re
 from typing import Sequence
 
 import aws_cdk as cdk
-from aws_cdk import (aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3,
-                     aws_s3_assets as s3_assets)
+from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_s3_assets as s3_assets
 from constructs import Construct
 
-from triton_constructs import checkov
+from triton_constructs.custom_resource import custom_resource_function
 from triton_constructs.nag import acknowledge, wildcard_finding
 
-# One Lambda asset for every custom resource handler of this package (they share cfn_response.py).
-HANDLER_DIR = pathlib.Path(__file__).parent / "handlers"
 # Above this many tarballs the copy role reads the asset bucket by wildcard instead of one ARN per
 # object: IAM caps a role's inline policies at 10,240 characters.
 MAX_EXACT_SOURCES = 40
@@ -64,8 +61,6 @@ class ModelArtifacts(Construct):
         key: The bucket's KMS key (objects are written with it).
         prefix: Key prefix ending in '/', e.g. ``ModelStore.model_prefix(name)``.
         files: The tarballs, at least one.
-        log_retention: Retention of the copy function's log group (encrypted with ``key``). Defaults
-            to one month.
 
     Attributes:
         prefix_url: ``s3://<bucket>/<prefix>``: a multi-model endpoint's ``ModelDataUrl``.
@@ -74,19 +69,20 @@ class ModelArtifacts(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, bucket: s3.IBucket, key: kms.IKey, prefix: str,
-                 files: Sequence[ArtifactFile],
-                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH) -> None:
+                 files: Sequence[ArtifactFile]) -> None:
         super().__init__(scope, id_)
         if not prefix.endswith("/") or not files:
             raise ValueError("ModelArtifacts needs a prefix ending in '/' and at least one file")
         self.prefix_url = f"s3://{bucket.bucket_name}/{prefix}"
         self.object_urls: dict[str, str] = {}
-        log_group = logs.LogGroup(self, "CopyLogs", retention=log_retention, encryption_key=key,
-                                  removal_policy=cdk.RemovalPolicy.DESTROY)
-        role = iam.Role(self, "CopyRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="Copies model tarballs from CDK assets into the model bucket")
-        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                               resources=[log_group.log_group_arn]))
+        self.function, role = custom_resource_function(
+            self, id_prefix="Copy", handler="copy_artifact.handler", memory_size=256,
+            role_description="Copies model tarballs from CDK assets into the model bucket",
+            description="Server-side copy of one model tarball into the model bucket (never overwrites)",
+            # One copy per tarball, which CloudFormation may start all at once.
+            reserved_concurrency=min(len(files), MAX_CONCURRENT_COPIES),
+            # The copy is server-side; the time limit, not memory, bounds it (~ tens of GB per artifact).
+            timeout=cdk.Duration.minutes(15), log_key=key)
         objects = bucket.arn_for_objects(f"{prefix}*")
         role.add_to_policy(iam.PolicyStatement(
             actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"], resources=[objects]))
@@ -97,21 +93,6 @@ class ModelArtifacts(Construct):
         role.add_to_policy(iam.PolicyStatement(
             actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}"}}))
-        self.function = lambda_.Function(
-            self, "CopyFunction", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
-            handler="copy_artifact.handler", role=role, log_group=log_group, memory_size=256,
-            # One copy per tarball, which CloudFormation may start all at once.
-            reserved_concurrent_executions=min(len(files), MAX_CONCURRENT_COPIES),
-            # The copy is server-side; the time limit, not memory, bounds it (~ tens of GB per artifact).
-            timeout=cdk.Duration.minutes(15),
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
-            description="Server-side copy of one model tarball into the model bucket (never overwrites)")
-        checkov.skip_custom_resource_function(self.function)
-        # Escape hatch: Function depends on its role and the role's policy; the role is already ordered by
-        # the Role reference, so keep only the policy (cfn-lint W3005 flags the redundant one).
-        policy = role.node.find_child("DefaultPolicy").node.default_child
-        self.function.node.default_child.add_override(
-            "DependsOn", [cdk.Stack.of(self).get_logical_id(policy)])
         sources = []
         for file in files:
             group = Construct(self, file.stem)

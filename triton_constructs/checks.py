@@ -1,6 +1,7 @@
-"""Synth-time checks of a spec endpoint against the build manifest and the instance type.
+"""Synth-time checks of a spec endpoint against the build manifest: did the build make what the spec serves?
 
-Pure functions (no constructs): each collects every problem and raises one SynthError.
+Pure functions (no constructs): each collects every problem and raises one SynthError. What SageMaker
+would refuse about serving the archives is checked by ``TritonSageMakerEndpoint``.
 """
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import dataclasses
 import pathlib
 from typing import Mapping, Optional
 
-from deployment_spec import instances
-from deployment_spec.container_env import ENDPOINT_NAME, endpoint_name as _joined_name
+from deployment_spec import sagemaker_rules
+from deployment_spec.container_env import endpoint_name as _joined_name
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.manifest import Artifact, Manifest, ModelEntry
-from deployment_spec.model import Backend, HardwareCompatibility, ModelSpec
+from deployment_spec.errors import raise_problems
+from deployment_spec.manifest import Artifact, Manifest
+from deployment_spec.model import ModelSpec
 from deployment_spec.rules import served_models
-from triton_constructs.errors import raise_if
-
-REBUILD = "run `tritonsm build`"
+from triton_constructs.errors import SynthError
+from triton_constructs.model_repositories import REBUILD, artifact_file_problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,9 +44,9 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
     """
     # The spec loader already refuses invalid names; this guards specs built in code.
     name = _joined_name(project, environment, endpoint)
-    raise_if(f"endpoint '{endpoint}'", [] if ENDPOINT_NAME.fullmatch(name) else [
-        f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>) must be 1-63 letters, digits "
-        "or '-'; rename the endpoint (no '_') or shorten the project or environment name"])
+    raise_problems(f"endpoint '{endpoint}'", sagemaker_rules.endpoint_name_valid(
+        name, "endpoint_name", f"the SageMaker endpoint name {name!r} (<project>-<environment>-<endpoint>)",
+        "rename the endpoint (no '_') or shorten the project or environment name"))
     return name
 
 
@@ -63,14 +64,14 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     """
     subject = f"endpoint '{endpoint.name}'"
     if manifest.triton_version != triton_version:
-        raise_if(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks for "
-                           f"{triton_version}; {REBUILD}"])
+        raise SynthError(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks "
+                                   f"for {triton_version}; {REBUILD}"])
     built = manifest.endpoints.get(endpoint.name)
     if built is None:
-        raise_if(subject, _not_built(endpoint, models, manifest, manifest_path))
+        raise SynthError(subject, _not_built(endpoint, models, manifest, manifest_path))
     if built.kind != endpoint.kind.value:
-        raise_if(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
-                           f"{REBUILD}"])
+        raise SynthError(subject, [f"{manifest_path} built it as {built.kind}, the spec says {endpoint.kind.value}; "
+                                   f"{REBUILD}"])
     problems = []
     single = endpoint.kind is EndpointKind.SINGLE_MODEL
     if single and len(built.artifacts) != 1:
@@ -81,16 +82,15 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
         if triton_name not in packed:
             problems.append(f"model '{triton_name}' has no artifact in {manifest_path}; {REBUILD}")
     for artifact in built.artifacts:
-        problems += _file_problems(artifact, manifest)
-    problems += _verified_for(packed, manifest, triton_version)
-    problems += _environments_for_image(packed, manifest)
+        problems += artifact_file_problems(artifact, manifest)
     default_model = None
     if single and built.artifacts and len(built.artifacts[0].models) > 1:
         default_model = endpoint.default_model or endpoint.models[0]
         if built.default_model not in (None, default_model):
             problems.append(f"{manifest_path} serves '{built.default_model}' by default, the spec says "
                             f"'{default_model}'; {REBUILD}")
-    raise_if(subject, problems)
+    if problems:
+        raise SynthError(subject, problems)
     return BuiltEndpoint(built.artifacts, default_model)
 
 
@@ -113,94 +113,3 @@ def _not_built(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], manifest
     if built:
         way += f"; or synthesize only the built endpoints: `cdk synth -c endpoints={','.join(built)}`"
     return out + [way]
-
-
-def _verified_for(models: list[str], manifest: Manifest, triton_version: str) -> list[str]:
-    """Each model must have been checked for the runtimes of the Triton release the spec names."""
-    out = []
-    for name in models:
-        entry = manifest.models.get(name)
-        checked = entry.serving_check.get("triton_version") if entry else None
-        if entry is not None and checked != triton_version:
-            what = (f"verified in the runtimes of Triton {checked}" if checked
-                    else "not verified in any serving runtime (an older build)")
-            out.append(f"model '{name}' was {what}, the spec serves it with Triton {triton_version}; {REBUILD}")
-    return out
-
-
-def _environments_for_image(models: list[str], manifest: Manifest) -> list[str]:
-    """A Python environment built for the local endpoint's Python would not load in the image."""
-    out = []
-    for name in models:
-        entry = manifest.models.get(name)
-        env = entry.python_env if entry else None
-        if env and env.get("for") == "local":
-            out.append(f"model '{name}' carries a Python execution environment built for {env.get('target')}, "
-                       "not for the endpoint's image (`tritonsm build --python-env-for local`); run "
-                       "`tritonsm build` without that option")
-    return out
-
-
-def _file_problems(artifact: Artifact, manifest: Manifest) -> list[str]:
-    path = manifest.artifact_path(artifact)
-    if not path.is_file():
-        return [f"artifact {artifact.file} is missing ({path} does not exist); {REBUILD}"]
-    out = []
-    size = path.stat().st_size
-    if size != artifact.size:
-        out.append(f"artifact {artifact.file} is {size} bytes, the manifest says {artifact.size} (a stale or "
-                   f"partial build); {REBUILD}")
-    if not artifact.object_name.endswith(f"-{artifact.sha256[:12]}.tar.gz"):
-        out.append(f"artifact {artifact.file} is not named <name>-<first 12 hex digits of its sha256>.tar.gz: "
-                   f"S3 objects are never overwritten, because instances cache models by name; {REBUILD}")
-    return out
-
-
-def instance_problems(endpoint: EndpointSpec) -> list[str]:
-    """What SageMaker rejects about the endpoint's instance type for its kind."""
-    itype = instances.lookup(endpoint.instance_type)
-    if itype is None:
-        return [f"instance type {endpoint.instance_type!r} is unknown here (families: {instances.known_families()})"]
-    if endpoint.kind is not EndpointKind.MULTI_MODEL:
-        return []
-    supported = ", ".join(f"ml.{name}" for name, fam in instances.FAMILIES.items() if fam.mme)
-    if not itype.family.mme:
-        return [f"{endpoint.instance_type} cannot host a multi-model endpoint; supported families: {supported}"]
-    if itype.gpu_count > 1:
-        return [f"{endpoint.instance_type} has {itype.gpu_count} GPUs; GPU multi-model endpoints run on "
-                "single-GPU instance types only (e.g. ml.g5.2xlarge)"]
-    return []
-
-
-def plan_problems(endpoint: EndpointSpec, built: BuiltEndpoint, manifest: Manifest,
-                  models: Mapping[str, ModelSpec]) -> list[str]:
-    """TensorRT plans run only on the compute capability they were built for (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation)."""
-    itype = instances.lookup(endpoint.instance_type)
-    if itype is None:
-        return []
-    out = []
-    for triton_name in [name for artifact in built.artifacts for name in artifact.models]:
-        entry: Optional[ModelEntry] = manifest.models.get(triton_name)
-        if entry is None or entry.backend != Backend.TENSORRT.value:
-            continue
-        built_cc = entry.builder.gpu_compute_capability
-        if built_cc is None:
-            out.append(f"model '{triton_name}' is a TensorRT plan without a recorded GPU compute capability; "
-                       f"{REBUILD} on the target GPU")
-            continue
-        spec = models.get(entry.spec_model)
-        mode = spec.tensorrt.hardware_compatibility if spec and spec.tensorrt else HardwareCompatibility.NONE
-        target_cc = itype.family.compute_capability
-        if target_cc is not None and mode.plan_runs(built_cc, target_cc):
-            continue
-        gpu = f"{itype.family.gpu}, compute capability {target_cc}" if target_cc else "no GPU"
-        out.append(f"model '{triton_name}' is a TensorRT plan built for compute capability {built_cc} "
-                   f"({entry.builder.gpu_name or 'unknown GPU'}); {endpoint.instance_type} has {gpu}. "
-                   f"Build it on a {target_cc or 'GPU'} device or choose an instance family with compute "
-                   f"capability {built_cc} ({_families_with(built_cc)})")
-    return out
-
-
-def _families_with(cc: str) -> str:
-    names = [f"ml.{name}" for name, fam in instances.FAMILIES.items() if fam.compute_capability == cc]
-    return ", ".join(names) or "none known"

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from deployment_spec import instances
 from deployment_spec.endpoint import CaptureMode, Deployment, Strategy
-from triton_constructs.errors import raise_if
+from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
 
 _CAPTURE = {CaptureMode.INPUT: ["Input"], CaptureMode.OUTPUT: ["Output"], CaptureMode.BOTH: ["Input", "Output"]}
@@ -64,7 +64,7 @@ class TritonEndpoint(Construct):
         download_timeout: Model download timeout. Defaults to 10 minutes.
         data_capture: Capture requests and responses. Defaults to none.
         deployment: Blue/green traffic shifting for updates. Defaults to SageMaker's all-at-once.
-        rollback_alarms: Alarms that roll a guarded deployment back (1-10); used with ``deployment``.
+        rollback_alarms: Alarms that roll a guarded deployment back; used with ``deployment``.
         log_retention: Retention of the endpoint's log group. Defaults to one year.
         log_removal_policy: Defaults to ``RETAIN_ON_UPDATE_OR_DELETE`` (CloudFormation
             ``RetainExceptOnCreate``): the fixed-name log group survives updates and deletes, but not a
@@ -78,8 +78,14 @@ class TritonEndpoint(Construct):
         scaled: Auto-scaling owns the instance count. Then an update keeps the running count
             (``RetainAllVariantProperties``), and ``initial_instances`` applies at creation only;
             without scaling each update applies ``initial_instances``.
+        deploy_instances: The fewest instances the variant can have when an update starts (the scaling
+            minimum), which decides the ``auto`` traffic-shift strategy. Defaults to ``initial_instances``.
+
+    The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
+    ``TritonSageMakerEndpoint`` before it builds this.
 
     Attributes:
+        metrics: The variant's CloudWatch metrics.
         config: The ``CfnEndpointConfig``.
         resource: The ``CfnEndpoint``.
         log_group: The endpoint's log group, ``/aws/sagemaker/Endpoints/<name>``.
@@ -97,22 +103,18 @@ class TritonEndpoint(Construct):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  config_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-                 log_key: Optional[kms.IKey] = None, scaled: bool = False) -> None:
+                 log_key: Optional[kms.IKey] = None, scaled: bool = False,
+                 deploy_instances: Optional[int] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type)
-        problems = [] if itype else [f"instance type {instance_type!r} is unknown here "
-                                     f"(families: {instances.known_families()})"]
         nvme = bool(itype and itype.family.nvme)
-        if volume_size_gb is not None and nvme:
-            problems.append(f"{instance_type} has local NVMe storage; SageMaker rejects VolumeSizeInGB there")
         fleet_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
         if deployment is not None:
-            deployment = deployment.resolved(initial_instances, fleet_start_s)
-            problems += _deployment_problems(deployment, rollback_alarms, initial_instances, fleet_start_s)
-        raise_if(f"endpoint {endpoint_name}", problems)
+            deployment = deployment.resolved(deploy_instances or initial_instances, fleet_start_s)
         self.endpoint_name = endpoint_name
         self.variant_name = variant_name
         self.instance_type = instance_type
+        self.metrics = EndpointMetrics(endpoint_name, variant_name)
         # SageMaker writes the container's output here; created up front to set retention and removal.
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
@@ -164,23 +166,6 @@ class TritonEndpoint(Construct):
                 f"endpoint {endpoint_name}: auto-scaling owns the instance count, so an update keeps the running "
                 f"count; initial_instances ({initial_instances}) applies when the endpoint is created (change the "
                 "scaling bounds to move a running endpoint)")
-
-
-def _deployment_problems(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm], instances: int,
-                         fleet_start_s: int) -> list[str]:
-    out = []
-    needed = deployment.needed_s(fleet_start_s)
-    if needed > deployment.max_execution_timeout_s:
-        out.append(f"deployment.max_execution_timeout_s ({deployment.max_execution_timeout_s}) is shorter than the "
-                   f"update it must cover (new fleet start {fleet_start_s} s + {deployment.steps()} steps x wait_s "
-                   f"{deployment.wait_s} + termination_wait_s {deployment.termination_wait_s} = {needed} s); raise "
-                   "it, shorten wait_s, or leave it out to have it computed")
-    if deployment.strategy is not Strategy.ALL_AT_ONCE and instances < 2:
-        out.append(f"a {deployment.strategy.value} traffic shift needs 2+ instances (each step at most 50 % of the "
-                   f"variant); got {instances}: use Strategy.ALL_AT_ONCE or more instances")
-    if deployment.auto_rollback and not 1 <= len(alarms) <= 10:
-        out.append(f"auto-rollback needs 1 to 10 alarms; got {len(alarms)}")
-    return out
 
 
 def _deployment_config(deployment: Deployment, alarms: Sequence[cloudwatch.IAlarm]

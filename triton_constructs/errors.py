@@ -17,8 +17,3 @@ class SynthError(ValueError):
         self.problems = list(problems)
         super().__init__(f"{subject}:\n" + "\n".join(f"  - {p}" for p in self.problems))
 
-
-def raise_if(subject: str, problems: Sequence[str]) -> None:
-    """Raises SynthError when ``problems`` is not empty."""
-    if problems:
-        raise SynthError(subject, problems)

@@ -9,10 +9,8 @@ from constructs import Construct
 
 from triton_constructs import checkov
 from triton_constructs.image import TritonImage
+from triton_constructs.metrics import INSTANCE_NAMESPACE as METRIC_NAMESPACE
 from triton_constructs.nag import acknowledge, wildcard_finding
-
-# The namespace of the per-instance endpoint metrics (CPU/GPU/memory/disk utilization, https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
-METRIC_NAMESPACE = "/aws/sagemaker/Endpoints"
 
 
 class TritonExecutionRole(Construct):
@@ -32,6 +30,7 @@ class TritonExecutionRole(Construct):
         key: The bucket's KMS key.
         model_prefix: The endpoint's key prefix (ending in '/'); every tarball version lives under it.
         capture_prefix: Where data capture writes. Defaults to no write access at all.
+        capture_bucket: The bucket data capture writes to. Defaults to ``bucket``.
         vpc: Whether the model runs in a VPC (adds the network-interface permissions SageMaker needs).
             Defaults to False.
 
@@ -40,8 +39,8 @@ class TritonExecutionRole(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, image: TritonImage, bucket: s3.IBucket, key: kms.IKey,
-                 model_prefix: str,
-                 capture_prefix: Optional[str] = None, vpc: bool = False) -> None:
+                 model_prefix: str, capture_prefix: Optional[str] = None,
+                 capture_bucket: Optional[s3.IBucket] = None, vpc: bool = False) -> None:
         super().__init__(scope, id_)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="Runs one Triton model on SageMaker (least privilege)")
@@ -67,7 +66,7 @@ class TritonExecutionRole(Construct):
             "endpoints load any object there by TargetModel, and an endpoint being updated still needs the "
             "previous version."))
         if capture_prefix is not None:
-            captured = bucket.arn_for_objects(f"{capture_prefix}*")
+            captured = (capture_bucket or bucket).arn_for_objects(f"{capture_prefix}*")
             self.role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[captured]))
             self.role.add_to_policy(iam.PolicyStatement(actions=["kms:GenerateDataKey"],
                                                         resources=[key.key_arn], conditions=via_s3))

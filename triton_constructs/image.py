@@ -4,8 +4,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from deployment_spec import images, serving_runtimes, triton_images
-from triton_constructs.errors import SynthError
+from deployment_spec import images, sagemaker_rules, serving_runtimes, triton_images
+from deployment_spec.errors import raise_problems
 
 
 class TritonImage(Construct):
@@ -31,16 +31,14 @@ class TritonImage(Construct):
             (the hosts' default driver, 470 on ml.g4dn/g5, is too old for every supported release).
 
     Raises:
-        SynthError: the version is not in the registry, or the stack's region has no such image.
+        PropsError: the version is not in the registry, or the stack's region has no such image.
     """
 
     def __init__(self, scope: Construct, id_: str, *, version: str) -> None:
         super().__init__(scope, id_)
-        if version not in images.versions():
-            raise SynthError("Triton image", [
-                f"sagemaker-tritonserver {version!r} is not in the SageMaker SDK's registry; "
-                f"supported versions: {', '.join(images.versions())}"])
         stack = cdk.Stack.of(self)
+        raise_problems("Triton image", sagemaker_rules.triton_version_known(version) + (
+            [] if cdk.Token.is_unresolved(stack.region) else sagemaker_rules.image_in_region(version, stack.region)))
         regions = images.regions(version)
         if cdk.Token.is_unresolved(stack.region):
             registry = cdk.CfnMapping(self, "Registry", mapping={
@@ -49,12 +47,8 @@ class TritonImage(Construct):
             self.image_uri: str = registry.find_in_map(cdk.Aws.REGION, "Uri")
             account = registry.find_in_map(cdk.Aws.REGION, "Account")
         else:
-            if stack.region not in regions:
-                raise SynthError("Triton image", [
-                    f"sagemaker-tritonserver:{triton_images.TAG_PREFIX[version]} is not published in "
-                    f"{stack.region}; supported regions: {', '.join(regions)}"])
             self.image_uri = images.image_uri(version, stack.region)
-            account = images.account(version, stack.region)
+            account = images.account(version, stack.region) or ""  # present: image_in_region checked it above
         self.repository_arn: str = stack.format_arn(
             service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
         self.version = version

@@ -1,12 +1,14 @@
 """The model bucket of one environment: tarballs under per-endpoint prefixes, plus data capture."""
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3
 from constructs import Construct
 
 from triton_constructs import checkov
-from triton_constructs.nag import acknowledge
+from triton_constructs.access_logs import USE_BUCKET_POLICY, access_log_bucket
 
 
 class ModelStore(Construct):
@@ -27,6 +29,7 @@ class ModelStore(Construct):
         log_group_prefix: The names of the log groups the key may encrypt start with this (after
             ``/aws/sagemaker/Endpoints/`` for endpoint logs), e.g. ``Triton-prod-``. Defaults to none:
             CloudWatch Logs may not use the key.
+        key: Encrypts the bucket. Defaults to a new customer-managed key with rotation.
 
     Attributes:
         bucket: The model bucket.
@@ -35,29 +38,20 @@ class ModelStore(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
-                 access_log_days: int = 365, log_group_prefix: str = "") -> None:
+                 access_log_days: int = 365, log_group_prefix: str = "", key: Optional[kms.IKey] = None) -> None:
         super().__init__(scope, id_)
         # Grant log delivery with a bucket policy, not the legacy LogDeliveryWrite ACL (which needs ACLs
         # enabled); set here so the construct does not depend on the app's cdk.json.
-        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        self.node.set_context(USE_BUCKET_POLICY, True)
         destroy = removal_policy == cdk.RemovalPolicy.DESTROY
-        self.key = kms.Key(self, "Key", description="Triton model tarballs and captured endpoint data",
-                           enable_key_rotation=True, removal_policy=removal_policy,
-                           pending_window=cdk.Duration.days(7) if destroy else None)
+        self.key: kms.IKey = key or kms.Key(
+            self, "Key", description="Triton model tarballs and captured endpoint data", enable_key_rotation=True,
+            removal_policy=removal_policy, pending_window=cdk.Duration.days(7) if destroy else None)
         if log_group_prefix:
-            self._let_logs_use_key(log_group_prefix)
-        # Server access logs can only be delivered to an SSE-S3 bucket, hence no KMS key here.
-        self.access_logs = s3.Bucket(
-            self, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(access_log_days),
-                                              noncurrent_version_expiration=cdk.Duration.days(30))],
-            removal_policy=removal_policy, auto_delete_objects=destroy)
-        acknowledge(self.access_logs, "AwsSolutions-S1",
-                    "This is the access-log bucket of the model bucket; logging its own access would loop.")
-        checkov.skip(self.access_logs, "CKV_AWS_18",
-                     "This is the access-log bucket of the model bucket; logging its own access would loop.")
+            allow_logs(self.key, [f"{log_group_prefix}*", f"{ENDPOINT_LOG_GROUPS}{log_group_prefix}*"])
+        self.access_logs = access_log_bucket(self, "AccessLogs", logged="the model bucket",
+                                             removal_policy=removal_policy, auto_delete_objects=destroy,
+                                             retention_days=access_log_days)
         self.bucket = s3.Bucket(
             self, "Bucket", encryption=s3.BucketEncryption.KMS, encryption_key=self.key, bucket_key_enabled=True,
             versioned=True, enforce_ssl=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -78,19 +72,6 @@ class ModelStore(Construct):
                 checkov.skip(handler, "CKV_AWS_115", reason + ", so it needs no concurrency limit")
                 checkov.skip_custom_resource_function(handler)
 
-    def _let_logs_use_key(self, prefix: str) -> None:
-        """CloudWatch Logs may use the key for this stage's log groups only (encryption-context condition).
-
-        https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html
-        """
-        group = f"arn:{cdk.Aws.PARTITION}:logs:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:log-group:"
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            principals=[iam.ServicePrincipal(f"logs.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}")],
-            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-            resources=["*"],
-            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": [
-                f"{group}{prefix}*", f"{group}/aws/sagemaker/Endpoints/{prefix}*"]}}))
-
     @staticmethod
     def model_prefix(endpoint_name: str) -> str:
         """The key prefix (ending in '/') holding every tarball version of one endpoint."""
@@ -100,3 +81,22 @@ class ModelStore(Construct):
     def capture_prefix(endpoint_name: str) -> str:
         """The key prefix (ending in '/') where an endpoint's data capture lands."""
         return f"data-capture/{endpoint_name}/"
+
+
+# SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/<endpoint name>.
+ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
+
+
+def allow_logs(key: kms.IKey, log_group_names: Sequence[str]) -> bool:
+    """Lets CloudWatch Logs use ``key`` for the named log groups only (an encryption-context condition).
+
+    ``log_group_names`` may end in ``*``. Returns False for an imported key, whose policy this app
+    cannot change: its owner must grant the same (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html).
+    """
+    group = f"arn:{cdk.Aws.PARTITION}:logs:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:log-group:"
+    added = key.add_to_resource_policy(iam.PolicyStatement(
+        principals=[iam.ServicePrincipal(f"logs.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}")],
+        actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+        resources=["*"],
+        conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": [f"{group}{name}" for name in log_group_names]}}))
+    return bool(added.statement_added)

@@ -25,10 +25,11 @@ def wildcard_finding(scope: IConstruct, resource_arn: str) -> str:
     ``Fn::ImportValue`` as the export name, ``Ref`` as ``<Id>``); computing the same string here
     keeps acknowledgements exact without hard-coding logical IDs.
     """
-    return f"AwsSolutions-IAM5[Resource::{_flatten(cdk.Stack.of(scope).resolve(resource_arn))}]"
+    resolved: Any = cdk.Stack.of(scope).resolve(resource_arn)
+    return f"AwsSolutions-IAM5[Resource::{_flatten(resolved)}]"
 
 
-def statement_findings(statement: dict) -> list[str]:
+def statement_findings(statement: dict[str, Any]) -> list[str]:
     """The IAM5 findings cdk-nag reports for one resolved policy statement: wildcard actions and resources."""
     actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
     resources = statement.get("Resource", [])
@@ -47,7 +48,7 @@ def _flatten(node: Any) -> str:
     if isinstance(node, dict):
         if "Fn::Join" in node:
             delimiter, items = node["Fn::Join"]
-            return delimiter.join(_flatten(item) for item in items)
+            return str(delimiter).join(_flatten(item) for item in items)
         if "Fn::Sub" in node:
             return _flatten(node["Fn::Sub"])
         if "Fn::GetAtt" in node:

@@ -9,6 +9,8 @@ from aws_cdk import aws_iam as iam, aws_s3 as s3, pipelines
 from constructs import Construct
 
 from triton_constructs import checkov
+from triton_constructs.access_logs import USE_BUCKET_POLICY, access_log_bucket
+from triton_constructs.escape_hatch import default_child
 from triton_constructs.nag import acknowledge, statement_findings
 
 CACHE_DAYS = 30  # a cache: anything older is re-created by the next build
@@ -24,20 +26,16 @@ class BuildCache(Construct):
 
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
-        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        common = dict(encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
-                      block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                      object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-                      removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False)
-        expire = [s3.LifecycleRule(expiration=cdk.Duration.days(CACHE_DAYS),
-                                   noncurrent_version_expiration=cdk.Duration.days(1))]
-        self.access_logs = s3.Bucket(self, "AccessLogs", lifecycle_rules=[s3.LifecycleRule(
-            expiration=cdk.Duration.days(365), noncurrent_version_expiration=cdk.Duration.days(30))], **common)
-        reason = "This is the access-log bucket of the build cache bucket; logging its own access would loop."
-        acknowledge(self.access_logs, "AwsSolutions-S1", reason)
-        checkov.skip(self.access_logs, "CKV_AWS_18", reason)
-        self.bucket = s3.Bucket(self, "Bucket", lifecycle_rules=expire, server_access_logs_bucket=self.access_logs,
-                                server_access_logs_prefix="build-cache/", **common)
+        self.node.set_context(USE_BUCKET_POLICY, True)
+        self.access_logs = access_log_bucket(self, "AccessLogs", logged="the build cache bucket",
+                                             removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False)
+        self.bucket = s3.Bucket(
+            self, "Bucket", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=cdk.RemovalPolicy.DESTROY, auto_delete_objects=False,
+            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(CACHE_DAYS),
+                                              noncurrent_version_expiration=cdk.Duration.days(1))],
+            server_access_logs_bucket=self.access_logs, server_access_logs_prefix="build-cache/")
 
 
 # Why each kind of wildcard in CDK Pipelines' generated policies is as narrow as it gets (first match wins).
@@ -76,7 +74,7 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
                 acknowledge(policy, finding, reason)
     for support in pipeline.pipeline.cross_region_support.values():
         # The replication bucket lives in CodePipeline's support stack of each stage region, with no log bucket there.
-        acknowledge(support.replication_bucket.node.default_child, "AwsSolutions-S1",
+        acknowledge(default_child(support.replication_bucket, s3.CfnBucket), "AwsSolutions-S1",
                     "CodePipeline's cross-region replication bucket, KMS-encrypted and private; only the pipeline's "
                     "roles use it, and CloudTrail records them")
     # checkov's "write without constraints" on two generated policies; the reasons above (_REASONS) apply.
@@ -93,7 +91,7 @@ def acknowledge_pipeline_findings(stack: cdk.Stack, pipeline: pipelines.CodePipe
 def log_artifacts(pipeline: pipelines.CodePipeline, cache: BuildCache) -> None:
     """The artifact bucket CDK Pipelines makes, versioned and logging its access next to the cache bucket's."""
     bucket = pipeline.pipeline.artifact_bucket
-    cfn = bucket.node.default_child
+    cfn = default_child(bucket, s3.CfnBucket)
     cfn.versioning_configuration = s3.CfnBucket.VersioningConfigurationProperty(status="Enabled")
     cfn.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
         destination_bucket_name=cache.access_logs.bucket_name, log_file_prefix="artifacts/")

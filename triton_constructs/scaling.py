@@ -11,8 +11,6 @@ from constructs import Construct
 
 from deployment_spec import instances
 from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
-from triton_constructs.errors import raise_if
-from triton_constructs.execution_role import METRIC_NAMESPACE
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.scaling_handover import ScalingHandover
 
@@ -31,14 +29,6 @@ def vcpus(instance_type: str) -> int:
     return 4 * int(match.group(1) or 1) if match else 1
 
 
-def utilization_metric(metric_name: str, endpoint: TritonEndpoint) -> cloudwatch.Metric:
-    """A per-instance utilization metric of the variant (namespace /aws/sagemaker/Endpoints, Average)."""
-    return cloudwatch.Metric(namespace=METRIC_NAMESPACE, metric_name=metric_name, statistic="Average",
-                             unit=cloudwatch.Unit.PERCENT,
-                             dimensions_map={"EndpointName": endpoint.endpoint_name,
-                                             "VariantName": endpoint.variant_name})
-
-
 class VariantScaling(Construct):
     """One scalable target for an endpoint variant, with every target-tracking policy on it.
 
@@ -53,33 +43,21 @@ class VariantScaling(Construct):
         scope: Parent construct.
         id_: Construct ID.
         endpoint: The endpoint whose variant scales.
-        scaling: Bounds, targets and cooldowns from the spec.
-        initial_instances: The variant's initial instance count, which must lie within the bounds.
-        invocations_target: SageMakerVariantInvocationsPerInstance target (per instance per minute).
-            Defaults to ``scaling.invocations_per_instance_target()``; no policy when that is None too.
+        scaling: Bounds, targets and cooldowns (``sagemaker_rules.endpoint_problems`` has checked them
+            against the instance type and the initial count).
         log_key: Encrypts the scaling handover function's log group. Defaults to Logs' own encryption.
 
     Attributes:
         target: The ``ScalableTarget``.
         gpu_target: The GPUUtilization target value, or None on CPU instance types.
-
-    Raises:
-        SynthError: burstable (``ml.t*``) instance types, or an initial count outside the bounds.
     """
 
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
-                 initial_instances: int, invocations_target: Optional[float] = None,
                  log_key: Optional[kms.IKey] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(endpoint.instance_type)
-        problems = []
-        if itype is None or itype.family.burstable:
-            problems.append(f"auto-scaling is not supported for {endpoint.instance_type}: SageMaker does not scale "
-                            "burstable (ml.t*) instance types; remove scaling or use e.g. ml.c5.xlarge")
-        if not scaling.min_instances <= initial_instances <= scaling.max_instances:
-            problems.append(f"initial_instances {initial_instances} lies outside min_instances..max_instances "
-                            f"({scaling.min_instances}..{scaling.max_instances})")
-        raise_if(f"auto-scaling of {endpoint.endpoint_name}/{endpoint.variant_name}", problems)
+        if itype is None:
+            raise ValueError(f"unknown instance type {endpoint.instance_type!r}: check it with sagemaker_rules first")
         # The service-linked role Application Auto Scaling creates on first use holds exactly the SageMaker
         # permissions it needs; without it the L2 would create an empty role of its own.
         service_linked_role = iam.Role.from_role_arn(self, "ServiceLinkedRole", cdk.Stack.of(self).format_arn(
@@ -90,26 +68,28 @@ class VariantScaling(Construct):
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=scaling.min_instances, max_capacity=scaling.max_instances)
         # Ordered after the endpoint through the handover's After resource (below).
-        cooldowns = {"scale_in_cooldown": cdk.Duration.seconds(scaling.scale_in_cooldown_s),
-                     "scale_out_cooldown": cdk.Duration.seconds(scaling.scale_out_cooldown_s)}
-        invocations = invocations_target if invocations_target is not None \
-            else scaling.invocations_per_instance_target()
+        scale_in = cdk.Duration.seconds(scaling.scale_in_cooldown_s)
+        scale_out = cdk.Duration.seconds(scaling.scale_out_cooldown_s)
+
+        def track(id_: str, target_value: float, *, predefined: Optional[autoscaling.PredefinedMetric] = None,
+                  metric_name: Optional[str] = None) -> autoscaling.TargetTrackingScalingPolicy:
+            custom = endpoint.metrics.instance(metric_name, unit=cloudwatch.Unit.PERCENT) if metric_name else None
+            return self.target.scale_to_track_metric(id_, target_value=target_value, predefined_metric=predefined,
+                                                     custom_metric=custom, scale_in_cooldown=scale_in,
+                                                     scale_out_cooldown=scale_out)
+
+        invocations = scaling.invocations_per_instance_target()
         policies = []
         if invocations is not None:
-            policies.append(self.target.scale_to_track_metric(
-                "Invocations", target_value=invocations,
-                predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-                **cooldowns))
+            policies.append(track("Invocations", invocations,
+                                  predefined=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE))
         self.gpu_target: Optional[float] = None
         if itype.is_gpu:
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
-            policies.append(self.target.scale_to_track_metric(
-                "GpuUtilization", target_value=self.gpu_target,
-                custom_metric=utilization_metric("GPUUtilization", endpoint), **cooldowns))
+            policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
         if scaling.cpu_utilization_target is not None:
-            policies.append(self.target.scale_to_track_metric(
-                "CpuUtilization", target_value=scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
-                custom_metric=utilization_metric("CPUUtilization", endpoint), **cooldowns))
+            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
+                                  metric_name="CPUUtilization"))
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
                                         min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,

@@ -5,12 +5,12 @@ import json
 from typing import Any, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_iam as iam, aws_kms as kms,
-                     aws_lambda as lambda_, aws_logs as logs)
+from aws_cdk import aws_applicationautoscaling as autoscaling, aws_iam as iam, aws_kms as kms, aws_lambda as lambda_
 from constructs import Construct
 
 from triton_constructs import checkov
-from triton_constructs.artifacts import HANDLER_DIR
+from triton_constructs.custom_resource import custom_resource_function
+from triton_constructs.escape_hatch import default_child
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.nag import acknowledge, wildcard_finding
 
@@ -48,9 +48,10 @@ class ScalingHandover(Construct):
         name = endpoint.endpoint_name
         resource_id = f"endpoint/{name}/variant/{endpoint.variant_name}"
         function = self._function(stack, name, log_key)
-        definition = [{"PolicyName": p.node.default_child.policy_name,
-                       "Configuration": _pascal(stack.resolve(
-                           p.node.default_child.target_tracking_scaling_policy_configuration))} for p in policies]
+        cfn = [default_child(p, autoscaling.CfnScalingPolicy) for p in policies]
+        definition = [{"PolicyName": c.policy_name,
+                       "Configuration": _pascal(stack.resolve(c.target_tracking_scaling_policy_configuration))}
+                      for c in cfn]
         props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
                  "InstanceType": endpoint.instance_type, "MinCapacity": str(min_capacity),
                  "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True)}
@@ -65,12 +66,12 @@ class ScalingHandover(Construct):
         target.node.add_dependency(self.after)
 
     def _function(self, stack: cdk.Stack, endpoint_name: str, log_key: kms.IKey | None) -> lambda_.Function:
-        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=log_key,
-                                  removal_policy=cdk.RemovalPolicy.DESTROY)
-        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description=f"Hands {endpoint_name}'s auto-scaling over around instance-type changes")
-        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                               resources=[log_group.log_group_arn]))
+        function, role = custom_resource_function(
+            self, id_prefix="", handler="scaling_handover.handler", memory_size=128,
+            role_description=f"Hands {endpoint_name}'s auto-scaling over around instance-type changes",
+            description="Deregisters / registers a SageMaker variant's auto-scaling around an instance-type change",
+            reserved_concurrency=2,  # Before and After; CloudFormation runs them one after the other
+            timeout=cdk.Duration.minutes(2), log_key=log_key)
         endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())
         # RegisterScalableTarget checks the variant with the caller's DescribeEndpoint and
         # UpdateEndpointWeightsAndCapacities (Application Auto Scaling, "Permissions for SageMaker AI").
@@ -98,17 +99,6 @@ class ScalingHandover(Construct):
                     "cannot name the variant's target in advance; the handler passes only this variant's ResourceId.")
         acknowledge(role, "AwsSolutions-IAM5[Resource::*]", unscoped)
         checkov.skip(role.node.find_child("DefaultPolicy"), "CKV_AWS_111", unscoped)
-        function = lambda_.Function(
-            self, "Function", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
-            handler="scaling_handover.handler", role=role, log_group=log_group, memory_size=128,
-            reserved_concurrent_executions=2,  # Before and After; CloudFormation runs them one after the other
-            timeout=cdk.Duration.minutes(2),
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
-            description="Deregisters / registers a SageMaker variant's auto-scaling around an instance-type change")
-        checkov.skip_custom_resource_function(function)
-        # As for the copy function: depend on the role's policy (the role itself is ordered by reference).
-        policy = role.node.find_child("DefaultPolicy").node.default_child
-        function.node.default_child.add_override("DependsOn", [stack.get_logical_id(policy)])
         return function
 
 

@@ -7,27 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
 from constructs import Construct
 
-from deployment_spec.container_env import container_environment  # noqa: F401  (re-exported)
-from triton_constructs.errors import SynthError
 from triton_constructs.image import TritonImage
-
-# Limits of CreateModel's Environment (CreateModel API reference, ContainerDefinition.Environment).
-MAX_ENV_ENTRIES, MAX_ENV_VALUE_BYTES, MAX_ENV_TOTAL_BYTES = 100, 1024, 32 * 1024
-
-
-def environment_problems(env: Mapping[str, str]) -> list[str]:
-    """What CreateModel would reject in an Environment map."""
-    out = []
-    if len(env) > MAX_ENV_ENTRIES:
-        out.append(f"the container environment has {len(env)} variables; SageMaker allows {MAX_ENV_ENTRIES}")
-    for key, value in env.items():
-        if len(value.encode()) > MAX_ENV_VALUE_BYTES:
-            out.append(f"{key} is {len(value.encode())} bytes long; SageMaker allows {MAX_ENV_VALUE_BYTES}")
-    total = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
-    if total > MAX_ENV_TOTAL_BYTES:
-        out.append(f"the container environment totals {total} bytes; SageMaker allows {MAX_ENV_TOTAL_BYTES}")
-    return out
-
 
 class TritonModel(Construct):
     """A SageMaker model (``AWS::SageMaker::Model``) running the Triton image.
@@ -36,6 +16,9 @@ class TritonModel(Construct):
     The model depends on its role (and so on the role's policy), because
     CreateModel checks access to the model data and fails if the policy is
     not there yet.
+
+    The rules SageMaker applies to these values (environment limits, VPC settings) are checked by
+    ``TritonSageMakerEndpoint`` (``deployment_spec.sagemaker_rules``) before it builds this.
 
     Args:
         scope: Parent construct.
@@ -68,14 +51,6 @@ class TritonModel(Construct):
                  removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE) -> None:
         super().__init__(scope, id_)
         env = dict(environment or {})
-        problems = environment_problems(env)
-        if multi_model and not model_data_url.endswith("/"):
-            problems.append(f"a multi-model endpoint's model data must be an S3 prefix ending in '/'; "
-                            f"got {model_data_url!r}")
-        if bool(subnet_ids) != bool(security_group_ids):
-            problems.append("a VPC needs both subnet_ids and security_group_ids")
-        if problems:
-            raise SynthError(f"SageMaker model {self.node.path}", problems)
         container = sagemaker.CfnModel.ContainerDefinitionProperty(
             image=image.image_uri, model_data_url=model_data_url,
             mode="MultiModel" if multi_model else "SingleModel",

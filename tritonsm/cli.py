@@ -10,6 +10,12 @@ from deployment_spec.errors import UserError  # noqa: F401  (re-exported: triton
 
 # Exit codes: 0 ok, 1 a step failed, 2 bad input (spec, arguments, files).
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+# The modules the base install (the construct library) leaves out: (the package that brings it, the extra of
+# pyproject.toml that installs it). A command that needs one says which to install.
+EXTRA_OF = {"torch": ("torch", "build"), "transformers": ("transformers", "build"), "onnx": ("onnx", "build"),
+            "onnxruntime": ("onnxruntime", "build"), "onnxscript": ("onnxscript", "build"), "tqdm": ("tqdm", "build"),
+            "google": ("protobuf", "build"), "tritonclient": ("tritonclient", "local"), "numpy": ("numpy", "local"),
+            "psutil": ("psutil", "local"), "boto3": ("boto3", "local"), "matplotlib": ("matplotlib", "bench")}
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -66,6 +72,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ModuleNotFoundError as exc:
+        missing = EXTRA_OF.get((exc.name or "").split(".")[0])
+        if missing is None:
+            raise
+        package, extra = missing
+        print(f"error: tritonsm {args.command} needs the Python package '{package}', which the base install (the "
+              f"construct library) leaves out; install the {extra} extra: pip install "
+              f"'triton-sagemaker-cdk[{extra}]' (in a checkout of the repository, `make` installs everything)",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

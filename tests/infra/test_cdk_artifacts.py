@@ -8,7 +8,7 @@ from aws_cdk.assertions import Capture, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from synth_helpers import resource_id, statements
-from triton_constructs import ArtifactFile, ModelArtifacts
+from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
 
 
 def test_one_copy_per_tarball_under_the_endpoint_prefix(default_synth):

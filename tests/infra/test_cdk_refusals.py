@@ -4,16 +4,15 @@ import json
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_iam as iam
 
 import app as app_module
 from deployment_spec import images, load_spec
-from deployment_spec.endpoint import Deployment, Strategy
 from deployment_spec.manifest import load_manifest
 from fake_build import fake_build
 from synth_helpers import ROOT, SPECS
-from triton_constructs import SynthError, TritonEndpoint, TritonImage, TritonModel
+from triton_constructs import PropsError, SynthError
 from triton_constructs.checks import endpoint_name
+from triton_constructs.image import TritonImage
 
 
 def _bare(region="us-east-1"):
@@ -21,18 +20,21 @@ def _bare(region="us-east-1"):
 
 
 def test_unsupported_triton_version():
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         TritonImage(_bare(), "Image", version="22.05")
-    assert str(caught.value) == ("Triton image:\n  - sagemaker-tritonserver '22.05' is not in the SageMaker SDK's "
-                                 f"registry; supported versions: {', '.join(images.versions())}")
+    # The spec's triton_version rule, word for word (deployment_spec.sagemaker_rules.triton_version_known).
+    assert str(caught.value) == (
+        "Triton image: 1 problem\n  - triton_version: got '22.05'; allowed: a sagemaker-tritonserver release of the "
+        f"SageMaker SDK ({', '.join(images.versions())}); fix: pick one of those tags")
 
 
 def test_unsupported_region_lists_the_supported_ones():
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         TritonImage(_bare("us-gov-west-1"), "Image", version="25.09")
     assert str(caught.value) == (
-        "Triton image:\n  - sagemaker-tritonserver:25.09-py3 is not published in us-gov-west-1; supported regions: "
-        + ", ".join(images.regions("25.09")))
+        "Triton image: 1 problem\n  - region: got 'us-gov-west-1'; allowed: a region with "
+        f"sagemaker-tritonserver:25.09-py3 ({', '.join(images.regions('25.09'))}); fix: choose one of those regions "
+        "or another triton_version")
     assert "cn-north-1" not in images.regions("25.09")
 
 
@@ -121,14 +123,14 @@ def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
     body["models"]["resnet50"]["serving_check"]["triton_version"] = "25.04"
     body["models"]["bert"]["serving_check"] = {}
     manifest.write_text(json.dumps(body))
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         _app(spec, manifest)
     assert str(caught.value) == (
-        "endpoint 'vision-nlp':\n"
-        "  - model 'resnet50' was verified in the runtimes of Triton 25.04, the spec serves it with Triton 25.09; "
-        "run `tritonsm build`\n"
-        "  - model 'bert' was not verified in any serving runtime (an older build), the spec serves it with "
-        "Triton 25.09; run `tritonsm build`")
+        "TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 2 problems\n"
+        "  - models.resnet50: got a model verified in the runtimes of Triton 25.04; allowed: a model verified in the "
+        "runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09\n"
+        "  - models.bert: got a model never verified in a serving runtime (an older build); allowed: a model verified "
+        "in the runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09")
 
 
 def _with_endpoint(spec, name, **changes):
@@ -140,17 +142,19 @@ def _with_endpoint(spec, name, **changes):
 
 
 @pytest.mark.parametrize("instance_type, problem", [
-    ("ml.g6.xlarge", "ml.g6.xlarge cannot host a multi-model endpoint; supported families: ml.g4dn, ml.g5, ml.p3, "
-                     "ml.c5, ml.c5d, ml.c6i, ml.m5, ml.m5d, ml.m6i, ml.r5"),
-    ("ml.g5.12xlarge", "ml.g5.12xlarge has 4 GPUs; GPU multi-model endpoints run on single-GPU instance types only "
-                       "(e.g. ml.g5.2xlarge)"),
+    ("ml.g6.xlarge", "instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family (g4dn, g5, "
+                     "p3, c5, c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint "
+                     "single-model"),
+    ("ml.g5.12xlarge", "instance_type: got 'ml.g5.12xlarge'; allowed: a single-GPU instance type for a multi-model "
+                       "endpoint; fix: use a single-GPU size such as ml.g5.2xlarge"),
 ])
 def test_multi_model_endpoint_on_an_unsupported_instance_type(tmp_path, instance_type, problem):
+    # A spec changed in code, past the loader: the construct applies the same rule, in the same words.
     spec = _with_endpoint(load_spec(ROOT / "triton.yaml"), "vision-nlp", instance_type=instance_type)
     manifest = _build(spec, tmp_path)
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         _app(spec, manifest)
-    assert str(caught.value) == f"endpoint 'vision-nlp':\n  - {problem}"
+    assert str(caught.value) == f"TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 1 problem\n  - {problem}"
 
 
 def test_tensorrt_plan_built_for_another_gpu(tmp_path):
@@ -158,12 +162,12 @@ def test_tensorrt_plan_built_for_another_gpu(tmp_path):
     # Both plans built on a T4 (7.5); the endpoint runs A10G (8.6). The ampere_plus plan would run on
     # any 8.x GPU, so only the plain plan is refused.
     manifest = _build(spec, tmp_path, compute_capability="7.5")
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         _app(spec, manifest)
     assert str(caught.value) == (
-        "endpoint 'plans':\n  - model 'bert-trt' is a TensorRT plan built for compute capability 7.5 (T4); "
-        "ml.g5.xlarge has A10G, compute capability 8.6. Build it on a 8.6 device or choose an instance family "
-        "with compute capability 7.5 (ml.g4dn)")
+        "TritonSageMakerEndpoint TrtDev/plans/Default: 1 problem\n  - models.bert-trt: got a TensorRT plan built for "
+        "compute capability 7.5 (T4); allowed: a plan that runs on ml.g5.xlarge (A10G, compute capability 8.6); fix: "
+        "build it on a 8.6 device or choose an instance family with compute capability 7.5 (ml.g4dn)")
 
 
 def test_tensorrt_plan_built_for_the_right_gpu_synthesizes(tmp_path):
@@ -173,37 +177,9 @@ def test_tensorrt_plan_built_for_the_right_gpu_synthesizes(tmp_path):
 
 
 def test_endpoint_names_sagemaker_cannot_take():
-    with pytest.raises(SynthError) as caught:
+    with pytest.raises(PropsError) as caught:
         endpoint_name("Triton", "dev", "my_endpoint")
     assert str(caught.value) == (
-        "endpoint 'my_endpoint':\n  - the SageMaker endpoint name 'Triton-dev-my_endpoint' "
-        "(<project>-<environment>-<endpoint>) must be 1-63 letters, digits or '-'; rename the endpoint (no '_') "
-        "or shorten the project or environment name")
-
-
-def test_deployment_timeout_shorter_than_the_traffic_shift():
-    stack = _bare()
-    model = TritonModel(stack, "Model", image=TritonImage(stack, "Image", version="25.04"),
-                        role=iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
-                        model_data_url="s3://bucket/m-0123456789ab.tar.gz")
-    with pytest.raises(SynthError) as caught:
-        TritonEndpoint(stack, "Endpoint", model=model, endpoint_name="Bare-endpoint", instance_type="ml.g5.xlarge",
-                       deployment=Deployment(strategy=Strategy.LINEAR, linear_step_percent=10, auto_rollback=False,
-                                             max_execution_timeout_s=1800))
-    assert str(caught.value) == (
-        "endpoint Bare-endpoint:\n"
-        "  - deployment.max_execution_timeout_s (1800) is shorter than the update it must cover (new fleet start "
-        "1200 s + 10 steps x wait_s 300 + termination_wait_s 120 = 4320 s); raise it, shorten wait_s, or leave it "
-        "out to have it computed\n"
-        "  - a linear traffic shift needs 2+ instances (each step at most 50 % of the variant); got 1: use "
-        "Strategy.ALL_AT_ONCE or more instances")
-
-
-def test_multi_model_data_must_be_a_prefix():
-    stack = _bare()
-    with pytest.raises(SynthError) as caught:
-        TritonModel(stack, "Model", image=TritonImage(stack, "Image", version="25.04"), multi_model=True,
-                    role=iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
-                    model_data_url="s3://bucket/models/one.tar.gz")
-    assert str(caught.value) == ("SageMaker model Bare/Model:\n  - a multi-model endpoint's model data must be an "
-                                 "S3 prefix ending in '/'; got 's3://bucket/models/one.tar.gz'")
+        "endpoint 'my_endpoint': 1 problem\n  - endpoint_name: got the SageMaker endpoint name "
+        "'Triton-dev-my_endpoint' (<project>-<environment>-<endpoint>); allowed: 1-63 letters, digits or '-' (a "
+        "SageMaker endpoint name); fix: rename the endpoint (no '_') or shorten the project or environment name")

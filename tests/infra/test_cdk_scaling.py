@@ -1,11 +1,13 @@
 """Auto-scaling: one scalable target per variant, after the endpoint; invocations, GPU and CPU policies."""
 import aws_cdk as cdk
-import pytest
 from aws_cdk.assertions import Capture, Match
 
 from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
 from synth_helpers import resource_id
-from triton_constructs import SynthError, VariantScaling
+from triton_constructs import ModelArchive, ModelRepositories, TritonSageMakerEndpoint
+
+S3_MODEL = ModelRepositories.from_archives([ModelArchive.from_s3("s3://my-models/m/model-0123456789ab.tar.gz",
+                                                                 ["model"])])
 
 
 def _policy(template, metric):
@@ -74,11 +76,10 @@ def test_gpu_target_is_multiplied_by_the_gpu_count(variety_synth):
 
 def test_default_gpu_target_on_a_multi_gpu_type():
     stack = cdk.Stack(cdk.App(), "Bare", env=cdk.Environment(region="us-east-1"))
-    endpoint = _endpoint(stack, "ml.g5.12xlarge")
-    scaling = VariantScaling(stack, "Scaling", endpoint=endpoint, scaling=Scaling(max_instances=3),
-                             initial_instances=1)
+    endpoint = TritonSageMakerEndpoint(stack, "Endpoint", models=S3_MODEL, instance_type="ml.g5.12xlarge",
+                                       scaling=Scaling(max_instances=3))
     # No spec target: the per-GPU default x 4 GPUs.
-    assert scaling.gpu_target == DEFAULT_GPU_TARGET * 4
+    assert endpoint.scaling.gpu_target == DEFAULT_GPU_TARGET * 4
 
 
 def test_cpu_type_scales_on_cpu_not_gpu(variety_synth):
@@ -91,33 +92,3 @@ def test_cpu_type_scales_on_cpu_not_gpu(variety_synth):
         "TargetValue"] == 200
     assert _policy(template, "SageMakerVariantInvocationsPerInstance")["Properties"][
         "TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 300
-
-
-def test_burstable_instance_types_are_refused():
-    stack = cdk.Stack(cdk.App(), "Bare", env=cdk.Environment(region="us-east-1"))
-    endpoint = _endpoint(stack, "ml.t2.medium")
-    with pytest.raises(SynthError) as caught:
-        VariantScaling(stack, "Scaling", endpoint=endpoint, scaling=Scaling(), initial_instances=1)
-    assert str(caught.value) == (
-        "auto-scaling of Bare-endpoint/AllTraffic:\n"
-        "  - auto-scaling is not supported for ml.t2.medium: SageMaker does not scale burstable (ml.t*) instance "
-        "types; remove scaling or use e.g. ml.c5.xlarge")
-
-
-def test_initial_count_outside_the_bounds_is_refused():
-    stack = cdk.Stack(cdk.App(), "Bare", env=cdk.Environment(region="us-east-1"))
-    endpoint = _endpoint(stack, "ml.g5.xlarge")
-    with pytest.raises(SynthError) as caught:
-        VariantScaling(stack, "Scaling", endpoint=endpoint, scaling=Scaling(min_instances=2, max_instances=3),
-                       initial_instances=1)
-    assert str(caught.value) == ("auto-scaling of Bare-endpoint/AllTraffic:\n"
-                                 "  - initial_instances 1 lies outside min_instances..max_instances (2..3)")
-
-
-def _endpoint(stack, instance_type):
-    from aws_cdk import aws_iam as iam
-    from triton_constructs import TritonEndpoint, TritonImage, TritonModel
-    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
-    model = TritonModel(stack, "Model", image=TritonImage(stack, "Image", version="25.04"), role=role,
-                        model_data_url="s3://bucket/model-0123456789ab.tar.gz")
-    return TritonEndpoint(stack, "Endpoint", model=model, endpoint_name="Bare-endpoint", instance_type=instance_type)

@@ -191,12 +191,10 @@ def test_the_t5_recipe_pins_the_releases_the_build_saves_its_weights_with():
 
 
 def test_synthesis_refuses_an_environment_built_for_the_local_endpoint():
-    from triton_constructs import checks
-    from deployment_spec.manifest import Manifest
+    from triton_constructs.model_repositories import ModelFacts, environment_for_image
     entry = ModelEntry("t5", "t5", "python", 4, (), (), "h", python_env={
         "for": "local", "target": "the local endpoint (CPython 3.11, linux-x86_64)"})
-    manifest = Manifest("25.09", {"t5": entry}, {})
-    assert checks._environments_for_image(["t5"], manifest) == [
-        "model 't5' carries a Python execution environment built for the local endpoint (CPython 3.11, "
-        "linux-x86_64), not for the endpoint's image (`tritonsm build --python-env-for local`); run `tritonsm "
-        "build` without that option"]
+    assert [str(p) for p in environment_for_image("t5", ModelFacts.from_entry(entry))] == [
+        "models.t5: got a Python execution environment built for the local endpoint (CPython 3.11, linux-x86_64) "
+        "(`tritonsm build --python-env-for local`); allowed: an environment built for the endpoint's image; fix: "
+        "run `tritonsm build` without --python-env-for local"]

@@ -323,8 +323,8 @@ def test_endpoint_name_must_make_a_valid_sagemaker_endpoint_name():
     # '_' is valid in a Triton name but not in <project>-<environment>-<endpoint>; reported once, not per environment.
     assert str(caught.value) == (
         "spec.yaml: 1 problem\n  - endpoints.my_endpoint: got the SageMaker endpoint name 'Triton-dev-my_endpoint' "
-        "(environment dev); allowed: <project>-<environment>-<endpoint> of 1-63 letters, digits or '-'; "
-        "fix: rename the endpoint (no '_') or shorten the project or environment name")
+        "(<project>-<environment>-<endpoint>, environment dev); allowed: 1-63 letters, digits or '-' (a SageMaker "
+        "endpoint name); fix: rename the endpoint (no '_') or shorten the project or environment name")
 
 
 def test_one_instance_in_production_with_a_reason_is_accepted():

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import urllib.request
+from typing import Any
 
 LOG = logging.getLogger()
 
 
-def respond(event: dict, status: str, reason: str, physical_id: str) -> None:
+def respond(event: dict[str, Any], status: str, reason: str, physical_id: str) -> None:
     body = json.dumps({
         "Status": status, "Reason": reason, "PhysicalResourceId": physical_id, "StackId": event["StackId"],
         "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],

@@ -12,6 +12,7 @@ decides what happens to them.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -24,7 +25,7 @@ CHUNK = 256 * 1024 * 1024
 MISSING = ("403", "404", "NoSuchKey", "NotFound")  # 403: HeadObject on a missing key without s3:ListBucket
 
 
-def handler(event: dict, context: object, s3: object = None) -> None:
+def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
     props = event["ResourceProperties"]
     physical_id = f"s3://{props['DestinationBucket']}/{props['DestinationKey']}"
     status, reason = "SUCCESS", "copied"
@@ -39,7 +40,7 @@ def handler(event: dict, context: object, s3: object = None) -> None:
     respond(event, status, reason, physical_id)
 
 
-def copy(s3: object, props: dict) -> str:
+def copy(s3: Any, props: dict[str, Any]) -> str:
     bucket, key, size = props["DestinationBucket"], props["DestinationKey"], int(props["Size"])
     try:
         existing = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
@@ -36,7 +37,7 @@ NAMESPACE, DIMENSION = "sagemaker", "sagemaker:variant:DesiredInstanceCount"
 _INTS = ("ScaleInCooldown", "ScaleOutCooldown")
 
 
-def handler(event: dict, context: object, sagemaker: object = None, autoscaling: object = None) -> None:
+def handler(event: dict[str, Any], context: Any, sagemaker: Any = None, autoscaling: Any = None) -> None:
     props = event["ResourceProperties"]
     physical_id = f"{props['ResourceId']}#{props['Phase']}"
     status = "SUCCESS"
@@ -53,7 +54,7 @@ def handler(event: dict, context: object, sagemaker: object = None, autoscaling:
     respond(event, status, reason, physical_id)
 
 
-def sync(sagemaker: object, autoscaling: object, props: dict) -> str:
+def sync(sagemaker: Any, autoscaling: Any, props: dict[str, Any]) -> str:
     resource_id, desired = props["ResourceId"], props["InstanceType"]
     running = running_instance_type(sagemaker, props["EndpointName"], props["VariantName"])
     registered = is_registered(autoscaling, resource_id)
@@ -67,7 +68,7 @@ def sync(sagemaker: object, autoscaling: object, props: dict) -> str:
     return f"no change: {resource_id} runs {running}, desired {desired}, registered {registered}"
 
 
-def running_instance_type(sagemaker: object, endpoint: str, variant: str) -> str | None:
+def running_instance_type(sagemaker: Any, endpoint: str, variant: str) -> str | None:
     """The instance type the variant runs now, or None when the endpoint or variant does not exist."""
     try:
         described = sagemaker.describe_endpoint(EndpointName=endpoint)
@@ -79,13 +80,13 @@ def running_instance_type(sagemaker: object, endpoint: str, variant: str) -> str
     return next((v["InstanceType"] for v in config["ProductionVariants"] if v["VariantName"] == variant), None)
 
 
-def is_registered(autoscaling: object, resource_id: str) -> bool:
+def is_registered(autoscaling: Any, resource_id: str) -> bool:
     found = autoscaling.describe_scalable_targets(ServiceNamespace=NAMESPACE, ResourceIds=[resource_id],
                                                   ScalableDimension=DIMENSION)
     return bool(found["ScalableTargets"])
 
 
-def register(autoscaling: object, resource_id: str, props: dict) -> None:
+def register(autoscaling: Any, resource_id: str, props: dict[str, Any]) -> None:
     autoscaling.register_scalable_target(ServiceNamespace=NAMESPACE, ResourceId=resource_id,
                                          ScalableDimension=DIMENSION, MinCapacity=int(props["MinCapacity"]),
                                          MaxCapacity=int(props["MaxCapacity"]))
@@ -96,7 +97,7 @@ def register(autoscaling: object, resource_id: str, props: dict) -> None:
                                        TargetTrackingScalingPolicyConfiguration=api_shape(policy["Configuration"]))
 
 
-def api_shape(configuration: dict) -> dict:
+def api_shape(configuration: dict[str, Any]) -> dict[str, Any]:
     """The template's TargetTrackingScalingPolicyConfiguration with the API's number types."""
     out = dict(configuration)
     out["TargetValue"] = float(out["TargetValue"])

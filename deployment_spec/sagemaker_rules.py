@@ -1,0 +1,227 @@
+"""SageMaker rules for an endpoint, each once: plain values in, problems out.
+
+The spec validator (``deployment_spec.rules``) and the construct library
+(``triton_constructs.TritonSageMakerEndpoint``) both call these, so a spec and props built in code
+are refused with the same words. Problem paths are relative to the endpoint (``instance_type``,
+``scaling.min_instances``); the spec puts ``endpoints.<name>.`` in front, the construct nothing.
+One rule per function, in the cdk-nag way; tests/spec/test_sagemaker_rules.py has a compliant and a
+non-compliant case for each.
+
+Sources: the CreateEndpointConfig / CreateEndpoint / CreateModel API references (botocore's
+SageMaker service model), https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoint-instance.html
+(multi-model GPU types), https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html
+(auto-scaling) and .../deployment-guardrails-configuration.html (traffic shifting).
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping, Optional
+
+from deployment_spec import images, instances, serving_runtimes
+from deployment_spec.endpoint import Deployment, Scaling, Strategy
+from deployment_spec.errors import Problem, describe
+
+# CreateEndpoint's EndpointName: letters, digits and '-', at most 63 characters.
+ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+# Limits of CreateModel's ContainerDefinition.Environment.
+MAX_ENV_ENTRIES, MAX_ENV_VALUE_BYTES, MAX_ENV_TOTAL_BYTES = 100, 1024, 32 * 1024
+
+
+def prefixed(prefix: str, problems: list[Problem]) -> list[Problem]:
+    """The same problems with ``prefix`` (a spec path) in front of each relative path."""
+    return [Problem(f"{prefix}.{p.path}" if p.path else prefix, p.got, p.allowed, p.fix) for p in problems]
+
+
+def triton_version_known(triton_version: str) -> list[Problem]:
+    """The image must be a sagemaker-tritonserver release in the SageMaker SDK's registry."""
+    if triton_version in images.versions():
+        return []
+    return [Problem("triton_version", describe(triton_version),
+                    f"a sagemaker-tritonserver release of the SageMaker SDK ({', '.join(images.versions())})",
+                    "pick one of those tags")]
+
+
+def image_in_region(triton_version: str, region: str) -> list[Problem]:
+    """The image (and so the endpoint) must be in a region that publishes it; the model's region (CreateModel)."""
+    if triton_version not in images.versions() or images.account(triton_version, region) is not None:
+        return []
+    return [Problem("region", describe(region),
+                    f"a region with sagemaker-tritonserver:{triton_version}-py3 ({', '.join(images.regions(triton_version))})",
+                    "choose one of those regions or another triton_version")]
+
+
+def instance_type_known(instance_type: str) -> list[Problem]:
+    if instances.lookup(instance_type) is not None:
+        return []
+    return [Problem("instance_type", describe(instance_type),
+                    f"ml.<family>.<size> with family one of {instances.known_families()}",
+                    "use a SageMaker instance type such as ml.g5.xlarge")]
+
+
+def multi_model_family(instance_type: str) -> list[Problem]:
+    """GPU multi-model endpoints run only on the families SageMaker lists for them."""
+    found = instances.lookup(instance_type)
+    if found is None or found.family.mme:
+        return []
+    families = ", ".join(f for f, v in instances.FAMILIES.items() if v.mme)
+    return [Problem("instance_type", describe(instance_type), f"a multi-model endpoint instance family ({families})",
+                    "pick an ml.g5 or ml.g4dn size, or make the endpoint single-model")]
+
+
+def multi_model_single_gpu(instance_type: str) -> list[Problem]:
+    """GPU multi-model endpoints run on single-GPU instance types only."""
+    found = instances.lookup(instance_type)
+    if found is None or found.gpu_count <= 1:
+        return []
+    return [Problem("instance_type", describe(instance_type), "a single-GPU instance type for a multi-model endpoint",
+                    "use a single-GPU size such as ml.g5.2xlarge")]
+
+
+def gpu_generation(instance_type: str, triton_version: str) -> list[Problem]:
+    """The image's CUDA kernels are built for compute capability >= its release's minimum (V100 gone in 25.x)."""
+    found = instances.lookup(instance_type)
+    serving = serving_runtimes.RUNTIMES.get(triton_version)
+    cc = found.family.compute_capability if found else None
+    if serving is None or cc is None or _cc(cc) >= _cc(serving.min_compute_capability):
+        return []
+    older = [v for v, r in sorted(serving_runtimes.RUNTIMES.items()) if _cc(r.min_compute_capability) <= _cc(cc)]
+    fix = "use ml.g4dn/ml.g5" + (f", or triton_version {older[-1]} or older" if older else "")
+    return [Problem("instance_type", describe(instance_type),
+                    f"a GPU with compute capability >= {serving.min_compute_capability} for Triton {triton_version}",
+                    fix)]
+
+
+def _cc(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def volume_size_without_nvme(instance_type: str, volume_size_gb: Optional[int]) -> list[Problem]:
+    """SageMaker rejects VolumeSizeInGB on instance types with local NVMe storage."""
+    found = instances.lookup(instance_type)
+    if volume_size_gb is None or found is None or not found.family.nvme:
+        return []
+    return [Problem("volume_size_gb", str(volume_size_gb), f"nothing on {instance_type}: it has local NVMe storage",
+                    "remove volume_size_gb")]
+
+
+def scalable_instance_type(instance_type: str) -> list[Problem]:
+    """Application Auto Scaling does not scale burstable (ml.t*) instance types."""
+    found = instances.lookup(instance_type)
+    if found is None or not found.family.burstable:
+        return []
+    return [Problem("scaling", f"auto-scaling on {instance_type}", "no auto-scaling on burstable ml.t* types",
+                    "remove scaling or use a non-burstable type such as ml.c5.xlarge")]
+
+
+def initial_within_bounds(initial: int, minimum: int, maximum: int) -> list[Problem]:
+    """A scaled variant must start within its scaling bounds."""
+    if minimum <= initial <= maximum:
+        return []
+    return [Problem("initial_instances", str(initial),
+                    f"an integer within scaling.min_instances..scaling.max_instances ({minimum}..{maximum})",
+                    "move initial_instances into that range or widen the range")]
+
+
+def gpu_target_on_gpu(instance_type: str, gpu_target: Optional[float]) -> list[Problem]:
+    """GPUUtilization exists only on GPU instance types."""
+    found = instances.lookup(instance_type)
+    if gpu_target is None or found is None or found.is_gpu:
+        return []
+    return [Problem("scaling.gpu_utilization_target", describe(gpu_target),
+                    f"nothing on the CPU instance type {instance_type}", "remove it, or use cpu_utilization_target")]
+
+
+def traffic_shift_fits(strategy: Strategy, deploy_instances: int, context: str = "") -> list[Problem]:
+    """A canary or linear step is at most 50 % of the variant (CapacitySize), so it needs 2+ instances."""
+    if strategy not in (Strategy.CANARY, Strategy.LINEAR) or deploy_instances >= 2:
+        return []
+    where = f" {context}" if context else ""
+    return [Problem("deployment.strategy", strategy.value,
+                    f"all_at_once or auto for a variant that can have 1 instance{where}: a canary or linear step "
+                    "must be at most 50 % of the variant's instances",
+                    "use strategy all_at_once (blue/green with the bake time and auto-rollback) or auto, or give "
+                    "the endpoint 2+ instances (initial_instances, scaling.min_instances)")]
+
+
+def execution_timeout_covers(deployment: Deployment, deploy_instances: int, download_timeout_s: int,
+                             startup_timeout_s: int, context: str = "") -> list[Problem]:
+    """MaximumExecutionTimeoutInSeconds must cover the new fleet's start, every traffic step and the bake time."""
+    if deployment.max_execution_timeout_s is None:
+        return []
+    fleet_start_s = download_timeout_s + startup_timeout_s
+    resolved = deployment.resolved(deploy_instances, fleet_start_s)
+    needed = resolved.needed_s(fleet_start_s)
+    if deployment.max_execution_timeout_s >= needed:
+        return []
+    where = f" {context}" if context else ""
+    return [Problem("deployment.max_execution_timeout_s", str(deployment.max_execution_timeout_s),
+                    f"at least {needed} s{where}: new fleet start (download_timeout_s {download_timeout_s} + "
+                    f"startup_timeout_s {startup_timeout_s}) + {resolved.steps()} step(s) x wait_s "
+                    f"{deployment.wait_s} + termination_wait_s {deployment.termination_wait_s}",
+                    "raise it, or leave it out to have it computed")]
+
+
+def endpoint_name_valid(name: str, field: str, got: str, fix: str) -> list[Problem]:
+    """CreateEndpoint's EndpointName: 1-63 letters, digits or '-' (no '_')."""
+    if ENDPOINT_NAME.fullmatch(name):
+        return []
+    return [Problem(field, got, "1-63 letters, digits or '-' (a SageMaker endpoint name)", fix)]
+
+
+def container_environment_limits(environment: Mapping[str, str], field: str = "container") -> list[Problem]:
+    """CreateModel's Environment: at most 100 variables, values of 1024 bytes, 32 KB in all."""
+    out = []
+    if len(environment) > MAX_ENV_ENTRIES:
+        out.append(Problem(field, f"{len(environment)} container environment variables",
+                           f"at most {MAX_ENV_ENTRIES}", "remove variables"))
+    for key, value in environment.items():
+        if len(value.encode()) > MAX_ENV_VALUE_BYTES:
+            out.append(Problem(f"{field}.environment.{key}", f"a value of {len(value.encode())} bytes",
+                               f"at most {MAX_ENV_VALUE_BYTES} bytes", "shorten it"))
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in environment.items())
+    if total > MAX_ENV_TOTAL_BYTES:
+        out.append(Problem(field, f"a container environment of {total} bytes", f"at most {MAX_ENV_TOTAL_BYTES} bytes",
+                           "remove or shorten variables"))
+    return out
+
+
+def model_cache_multi_model_only(multi_model: bool, model_cache: bool) -> list[Problem]:
+    """MultiModelConfig.ModelCacheSetting exists on multi-model endpoints only."""
+    if multi_model or model_cache:
+        return []
+    return [Problem("model_cache", "false", "true (model caching is a multi-model setting)", "remove model_cache")]
+
+
+def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> list[Problem]:
+    """This app captures data on single-model endpoints only (DataCaptureConfig on a multi-model endpoint: unconfirmed)."""
+    if not multi_model or not data_capture:
+        return []
+    return [Problem("data_capture", "a data capture setting", "single-model endpoints only",
+                    "remove data_capture or make the endpoint single-model")]
+
+
+def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: str, initial_instances: int,
+                      scaling: Optional[Scaling], volume_size_gb: Optional[int], model_cache: bool = True,
+                      data_capture: bool = False) -> list[Problem]:
+    """Every rule on an endpoint's mode, instance type, storage and scaling, in one list."""
+    out = model_cache_multi_model_only(multi_model, model_cache) + data_capture_single_model_only(
+        multi_model, data_capture)
+    known = instance_type_known(instance_type)
+    if known:
+        return out + known  # the other rules need a known type
+    if multi_model:
+        out += multi_model_family(instance_type) + multi_model_single_gpu(instance_type)
+    out += gpu_generation(instance_type, triton_version)
+    out += volume_size_without_nvme(instance_type, volume_size_gb)
+    if scaling is not None:
+        out += scalable_instance_type(instance_type)
+        out += initial_within_bounds(initial_instances, scaling.min_instances, scaling.max_instances)
+        out += gpu_target_on_gpu(instance_type, scaling.gpu_utilization_target)
+    return out
+
+
+def deployment_problems(deployment: Deployment, *, deploy_instances: int, download_timeout_s: int,
+                        startup_timeout_s: int, context: str = "") -> list[Problem]:
+    """Every rule on a guarded (blue/green) update, in one list."""
+    return (traffic_shift_fits(deployment.strategy, deploy_instances, context)
+            + execution_timeout_covers(deployment, deploy_instances, download_timeout_s, startup_timeout_s, context))

@@ -1,0 +1,104 @@
+"""The construct library as a user installs it: the wheel, base install only (no torch), in a fresh virtual
+environment, synthesizing a team's own CDK app (examples/cdk-app/) that cdk-nag, cfn-lint and checkov pass.
+
+Installs from the package index with requirements.lock as constraints (pip's cache makes repeats quick).
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from cfnlint.api import ManualArgs, lint_file
+
+from deployment_spec import load_spec
+from fake_build import fake_build
+from synth_helpers import ROOT
+
+EXAMPLE = ROOT / "examples" / "cdk-app"
+NODE = pathlib.Path(sys.executable).with_name("node")
+
+
+def _run(args: list, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
+    """(the fresh environment's python, the wheel)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    # Built from a copy, so setuptools' build/ folder does not land in the checkout.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "assets", "cdk.out", "build", "tests", "examples", "benchmarks",
+        ".tritonsm", "__pycache__", "*.egg-info"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                  tmp / "dist", source])
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = (tmp / "dist").glob("triton_sagemaker_cdk-*.whl")
+    venv = tmp / "fresh"
+    created = _run([sys.executable, "-m", "venv", venv])
+    assert created.returncode == 0, created.stderr
+    python = venv / "bin" / "python"
+    # The user's app needs the library and, as its own choice, cdk-nag.
+    done = _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", ROOT / "requirements.lock",
+                 wheel, "cdk-nag"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    return python, wheel
+
+
+def test_the_wheel_holds_no_generic_top_level_package(installed):
+    _, wheel = installed
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist() if not name.startswith("triton_sagemaker")}
+    # The repository's own CDK app (stacks/) stays out; the handlers ship as data for their Lambda asset.
+    assert "stacks" not in tops and "benchmarking" not in tops, tops
+    assert "triton_constructs/handlers/copy_artifact.py" in zipfile.ZipFile(wheel).namelist()
+
+
+def test_the_base_install_has_no_torch_and_no_model_build_dependencies(installed):
+    python, _ = installed
+    done = _run([python, "-c", "import importlib.util as u; print([m for m in ('torch', 'onnx', 'onnxruntime', "
+                 "'transformers', 'tritonclient', 'matplotlib', 'pytest', 'cfnlint') if u.find_spec(m)])"])
+    assert done.stdout.strip() == "[]", done.stderr
+    assert _run([python, "-c", "import torch"]).returncode == 1
+
+
+def test_a_teams_own_cdk_app_synthesizes_clean(installed, tmp_path):
+    python, _ = installed
+    manifest = fake_build(load_spec(ROOT / "triton.yaml"), tmp_path / "assets")
+    context = {**json.loads((EXAMPLE / "cdk.json").read_text())["context"], "manifest": str(manifest),
+               "archive_bucket": "team-model-archive"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CDK_", "PYTHON"))},
+           "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "cdk.out"), "JSII_NODE": str(NODE)}
+    # Run from the example's folder, so nothing of this checkout is importable but the installed wheel.
+    done = _run([python, "app.py"], cwd=EXAMPLE, env=env)
+    # app.synth() with the cdk-nag plugin registered fails on any unacknowledged finding.
+    assert done.returncode == 0, done.stderr[-4000:]
+    template = tmp_path / "cdk.out" / "TeamInference.template.json"
+    resources = json.loads(template.read_text())["Resources"]
+    kinds = sorted({r["Type"] for r in resources.values() if r["Type"].startswith("AWS::SageMaker::")})
+    assert kinds == ["AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model"]
+    assert sum(r["Type"] == "AWS::SageMaker::Endpoint" for r in resources.values()) == 2
+    # cfn-lint with AWS's resource schemas: nothing.
+    assert [str(m) for m in lint_file(template, config=ManualArgs(regions=["us-east-1"]))] == []
+    # checkov: no failed check, and it really scanned the stack.
+    scan = _run([ROOT / ".venv" / "bin" / "checkov", "--framework", "cloudformation", "--compact", "--quiet",
+                 "--skip-download", "-o", "json", "-f", template], cwd=tmp_path)
+    report = json.loads(scan.stdout)
+    assert [c["check_id"] + " " + c["resource"] for c in report["results"]["failed_checks"]] == []
+    assert report["summary"]["passed"] > 100
+
+
+def test_the_command_line_says_which_extra_a_command_needs(installed, tmp_path):
+    python, _ = installed
+    tritonsm = python.with_name("tritonsm")
+    # The spec loader is part of the base install; building models is not.
+    assert _run([tritonsm, "validate", "--spec", ROOT / "triton.yaml"], cwd=tmp_path).returncode == 0
+    done = _run([tritonsm, "build", "--spec", ROOT / "triton.yaml"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (2, (
+        "error: tritonsm build needs the Python package 'protobuf', which the base install (the construct library) "
+        "leaves out; install the build extra: pip install 'triton-sagemaker-cdk[build]' (in a checkout of the "
+        "repository, `make` installs everything)"))

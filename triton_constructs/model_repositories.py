@@ -1,0 +1,317 @@
+"""What a Triton endpoint serves: model repositories packed as ``.tar.gz``, from a build or brought by the user.
+
+A single-model endpoint serves one archive (SageMaker unpacks it into ``/opt/ml/model``); a
+multi-model endpoint serves every archive under one S3 prefix, each called by its object name
+(``TargetModel``). Archives are either the output of ``tritonsm build`` (read from its manifest,
+with what the build recorded about each model) or tarballs the user brings: a local file, copied into
+the model bucket under a content-versioned name, or an object already in S3.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import pathlib
+import re
+from typing import Mapping, Optional, Sequence
+
+from deployment_spec import instances
+from deployment_spec.errors import Problem, describe, raise_problems
+from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
+from deployment_spec.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
+from triton_constructs.errors import SynthError
+
+REBUILD = "run `tritonsm build`"
+_S3_URL = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>(?:[^/]+/)*(?P<name>[^/]+\.tar\.gz))")
+_VERSIONED = re.compile(r"(?P<stem>.+)-(?P<sha12>[0-9a-f]{12})\.tar\.gz")
+_READ_CHUNK = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelArchive:
+    """One Triton model repository packed as ``.tar.gz``: a local file or an object already in S3.
+
+    Build one with ``ModelArchive.from_file`` or ``ModelArchive.from_s3``.
+
+    Attributes:
+        models: The Triton model directories at the archive's root, the one it serves first (an
+            ensemble before its steps). A single-model endpoint whose archive holds several serves the
+            first (``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME``).
+        path: The local file; it is uploaded as a CDK asset and copied into the model bucket.
+        s3_url: ``s3://bucket/key.tar.gz`` of an object already uploaded; read in place.
+        sha256: The local file's sha256 (computed when not given); it names the copy, so an object is
+            never overwritten (multi-model instances cache models by name).
+        size: The local file's size in bytes.
+    """
+
+    models: tuple[str, ...]
+    path: Optional[pathlib.Path] = None
+    s3_url: Optional[str] = None
+    sha256: Optional[str] = None
+    size: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        raise_problems("ModelArchive", self._problems())
+
+    @classmethod
+    def from_file(cls, path: str | pathlib.Path, models: Sequence[str], *,
+                  sha256: Optional[str] = None) -> "ModelArchive":
+        """A local ``.tar.gz``; ``models`` lists the Triton model directories inside, the served one first."""
+        file = pathlib.Path(path)
+        if sha256 is None and file.is_file():
+            digest = hashlib.sha256()
+            with file.open("rb") as handle:
+                for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
+                    digest.update(chunk)
+            sha256 = digest.hexdigest()
+        size = file.stat().st_size if file.is_file() else None
+        return cls(tuple(models), path=file, sha256=sha256, size=size)
+
+    @classmethod
+    def from_s3(cls, url: str, models: Sequence[str]) -> "ModelArchive":
+        """An object already in S3 (``s3://bucket/prefix/name.tar.gz``), read where it is."""
+        return cls(tuple(models), s3_url=url)
+
+    @property
+    def object_name(self) -> str:
+        """The name in the bucket and, on a multi-model endpoint, the ``TargetModel``: ``<name>-<sha12>.tar.gz``."""
+        if self.s3_url is not None:
+            match = _S3_URL.fullmatch(self.s3_url)
+            return match.group("name") if match else self.s3_url.rsplit("/", 1)[-1]
+        name = self.path.name if self.path else "model.tar.gz"
+        if _VERSIONED.fullmatch(name) or not self.sha256:
+            return name
+        return f"{name.removesuffix('.tar.gz')}-{self.sha256[:12]}.tar.gz"
+
+    @property
+    def s3_prefix(self) -> Optional[tuple[str, str]]:
+        """(bucket, key prefix ending in '/') of an S3 archive; None for a local file."""
+        match = _S3_URL.fullmatch(self.s3_url or "")
+        if match is None:
+            return None
+        return match.group("bucket"), match.group("key")[:-len(match.group("name"))]
+
+    def _problems(self) -> list[Problem]:
+        out = []
+        if not self.models:
+            out.append(Problem("models", "an empty list", "the Triton model directories in the archive, the served "
+                               "one first", "name them, e.g. ['resnet50']"))
+        for i, name in enumerate(self.models):
+            if not re.fullmatch(NAME_PATTERN, name):
+                out.append(Problem(f"models[{i}]", describe(name), NAME_HELP, "use the model directory's name"))
+        if (self.path is None) == (self.s3_url is None):
+            out.append(Problem("path", "both a file and an S3 URL" if self.path else "neither a file nor an S3 URL",
+                               "exactly one of them", "use ModelArchive.from_file or ModelArchive.from_s3"))
+        if self.path is not None and (not self.path.name.endswith(".tar.gz") or not self.path.is_file()):
+            out.append(Problem("path", describe(str(self.path)), "an existing .tar.gz file (a Triton model "
+                               "repository: one directory per model at its root)",
+                               "pack it with `tar -czf NAME.tar.gz -C REPOSITORY MODEL...`, or run `tritonsm build`"))
+        if self.s3_url is not None and not _S3_URL.fullmatch(self.s3_url):
+            out.append(Problem("s3_url", describe(self.s3_url), "s3://<bucket>/<key>.tar.gz",
+                               "give the object's URL, e.g. s3://my-models/resnet50/resnet50-v3.tar.gz"))
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    """What a build recorded about one Triton model, checked against where it will be served.
+
+    Attributes:
+        backend: The Triton backend (``onnxruntime``, ``tensorrt``, ``python``, ...).
+        verified_for: The Triton release whose runtimes the build ran it in; None when never verified.
+        python_env_for: A Python-backend model's execution environment: ``image`` or ``local``.
+        python_env_target: What that environment was built for (shown in messages).
+        compute_capability: The GPU a TensorRT plan was built on, e.g. ``8.6``.
+        gpu_name: That GPU's name.
+        hardware_compatibility: The plan's TensorRT hardware-compatibility level.
+    """
+
+    backend: str
+    verified_for: Optional[str] = None
+    python_env_for: Optional[str] = None
+    python_env_target: Optional[str] = None
+    compute_capability: Optional[str] = None
+    gpu_name: Optional[str] = None
+    hardware_compatibility: HardwareCompatibility = HardwareCompatibility.NONE
+
+    @classmethod
+    def from_entry(cls, entry: ModelEntry,
+                   hardware_compatibility: HardwareCompatibility = HardwareCompatibility.NONE) -> "ModelFacts":
+        env = entry.python_env or {}
+        return cls(entry.backend, entry.serving_check.get("triton_version"), env.get("for"), env.get("target"),
+                   entry.builder.gpu_compute_capability, entry.builder.gpu_name, hardware_compatibility)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRepositories:
+    """The archives one endpoint serves, and what is known about each model in them.
+
+    Build one with ``ModelRepositories.from_manifest`` (the output of ``tritonsm build``) or
+    ``ModelRepositories.from_archives`` (tarballs you bring).
+
+    Attributes:
+        archives: One per single-model endpoint; one per model (or ensemble) on a multi-model endpoint.
+        default_model: The model a single-model endpoint serves when its archive holds several. Defaults
+            to the archive's first model.
+        facts: What the build recorded, by Triton model name; empty for archives you bring.
+        origin: Where they came from, for messages.
+    """
+
+    archives: tuple[ModelArchive, ...]
+    default_model: Optional[str] = None
+    facts: Mapping[str, ModelFacts] = dataclasses.field(default_factory=dict)
+    origin: str = "archives"
+
+    @classmethod
+    def from_archives(cls, archives: Sequence[ModelArchive], *,
+                      default_model: Optional[str] = None) -> "ModelRepositories":
+        """Tarballs you bring; each ``ModelArchive`` names the Triton models inside."""
+        return cls(tuple(archives), default_model)
+
+    @classmethod
+    def from_manifest(cls, manifest: str | pathlib.Path | Manifest, models: Sequence[str], *,
+                      hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None
+                      ) -> "ModelRepositories":
+        """The archives ``tritonsm build`` made for ``models`` (Triton model names), from its manifest.
+
+        Each name picks the archive that serves it (its first model): a single-model endpoint names one
+        model (an ensemble brings its steps), a multi-model endpoint one per archive.
+
+        Args:
+            manifest: ``assets/manifest.json`` (or its path), written by ``tritonsm build``.
+            models: The models to serve.
+            hardware_compatibility: TensorRT plans built with a hardware-compatibility level, by model
+                name (the spec's ``tensorrt.hardware_compatibility``). Defaults to none: each plan runs
+                only on the compute capability it was built on.
+
+        Raises:
+            SynthError: the manifest is missing or lacks a model, or a file is missing or stale.
+        """
+        path = pathlib.Path(manifest.root / "manifest.json") if isinstance(manifest, Manifest) else pathlib.Path(manifest)
+        try:
+            loaded = manifest if isinstance(manifest, Manifest) else load_manifest(path)
+        except ManifestError as exc:
+            raise SynthError("ModelRepositories.from_manifest", [str(exc)]) from None
+        by_top = {a.models[0]: a for built in loaded.endpoints.values() for a in built.artifacts if a.models}
+        missing = [name for name in models if name not in by_top]
+        if missing or not models:
+            served = ", ".join(sorted(by_top)) or "none"
+            raise SynthError("ModelRepositories.from_manifest", [
+                f"{path} serves no archive for {', '.join(repr(m) for m in missing) or 'an empty model list'}; "
+                f"it has archives for: {served}; add the model to the spec and {REBUILD}, or name one of those"])
+        return cls.from_built(loaded, [by_top[name] for name in models], origin=str(path),
+                              hardware_compatibility=hardware_compatibility)
+
+    @classmethod
+    def from_built(cls, manifest: Manifest, artifacts: Sequence[Artifact], *, origin: str,
+                   default_model: Optional[str] = None,
+                   hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None
+                   ) -> "ModelRepositories":
+        """Archives of a loaded manifest, after checking each file is there and unchanged.
+
+        Raises:
+            SynthError: a missing, resized or not content-versioned file.
+        """
+        problems = [p for artifact in artifacts for p in artifact_file_problems(artifact, manifest)]
+        if problems:
+            raise SynthError(f"model archives from {origin}", problems)
+        compat = hardware_compatibility or {}
+        archives = tuple(ModelArchive(a.models, path=manifest.artifact_path(a), sha256=a.sha256, size=a.size)
+                         for a in artifacts)
+        facts = {name: ModelFacts.from_entry(manifest.models[name], compat.get(
+                    manifest.models[name].spec_model, HardwareCompatibility.NONE))
+                 for a in artifacts for name in a.models if name in manifest.models}
+        return cls(archives, default_model, facts, origin)
+
+    @property
+    def model_names(self) -> list[str]:
+        """Every Triton model directory in the archives."""
+        return [name for archive in self.archives for name in archive.models]
+
+    def served_default(self) -> Optional[str]:
+        """SAGEMAKER_TRITON_DEFAULT_MODEL_NAME of a single-model endpoint whose archive holds several models."""
+        if len(self.archives) != 1 or len(self.archives[0].models) < 2:
+            return None
+        return self.default_model or self.archives[0].models[0]
+
+    def problems(self, *, multi_model: bool, triton_version: str, instance_type: str) -> list[Problem]:
+        """What SageMaker or Triton would refuse about serving these archives there (paths under ``models``)."""
+        out = []
+        if not multi_model and len(self.archives) != 1:
+            out.append(Problem("models", f"{len(self.archives)} archives", "exactly one on a single-model endpoint "
+                               "(SageMaker unpacks one ModelDataUrl into /opt/ml/model)",
+                               "pack the models into one archive, or use a multi-model endpoint"))
+        if self.default_model is not None and self.default_model not in self.model_names:
+            out.append(Problem("models.default_model", describe(self.default_model),
+                               f"a model in the archive ({', '.join(self.model_names)})", "name one of them"))
+        names = [a.object_name for a in self.archives]
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            out.append(Problem("models", f"two archives named {name}", "unique object names (a multi-model "
+                               "endpoint's TargetModel)", "rename one file"))
+        prefixes = {a.s3_prefix for a in self.archives if a.s3_url is not None}
+        local = [a for a in self.archives if a.path is not None]
+        if multi_model and (len(prefixes) > 1 or (prefixes and local)):
+            out.append(Problem("models", "archives under different S3 prefixes", "one prefix for a multi-model "
+                               "endpoint (its ModelDataUrl), or local files (copied under one prefix)",
+                               "upload the archives under one prefix, or give them all as local files"))
+        for name in self.model_names:
+            facts = self.facts.get(name)
+            if facts is not None:
+                out += (verified_for(name, facts, triton_version) + environment_for_image(name, facts)
+                        + plan_runs_on(name, facts, instance_type))
+        return out
+
+
+def artifact_file_problems(artifact: Artifact, manifest: Manifest) -> list[str]:
+    """The file must be where the manifest says, of the size it says, named by its content."""
+    path = manifest.artifact_path(artifact)
+    if not path.is_file():
+        return [f"artifact {artifact.file} is missing ({path} does not exist); {REBUILD}"]
+    out = []
+    size = path.stat().st_size
+    if size != artifact.size:
+        out.append(f"artifact {artifact.file} is {size} bytes, the manifest says {artifact.size} (a stale or "
+                   f"partial build); {REBUILD}")
+    if not artifact.object_name.endswith(f"-{artifact.sha256[:12]}.tar.gz"):
+        out.append(f"artifact {artifact.file} is not named <name>-<first 12 hex digits of its sha256>.tar.gz: "
+                   f"S3 objects are never overwritten, because instances cache models by name; {REBUILD}")
+    return out
+
+
+def verified_for(name: str, facts: ModelFacts, triton_version: str) -> list[Problem]:
+    """Each model must have been checked in the runtimes of the Triton release that serves it."""
+    if facts.verified_for == triton_version:
+        return []
+    got = (f"a model verified in the runtimes of Triton {facts.verified_for}" if facts.verified_for
+           else "a model never verified in a serving runtime (an older build)")
+    return [Problem(f"models.{name}", got, f"a model verified in the runtimes of Triton {triton_version}, which "
+                    "serves it", f"{REBUILD} for triton_version {triton_version}")]
+
+
+def environment_for_image(name: str, facts: ModelFacts) -> list[Problem]:
+    """A Python environment built for the local endpoint's Python would not load in the image."""
+    if facts.python_env_for != "local":
+        return []
+    return [Problem(f"models.{name}", f"a Python execution environment built for {facts.python_env_target} "
+                    "(`tritonsm build --python-env-for local`)", "an environment built for the endpoint's image",
+                    f"{REBUILD} without --python-env-for local")]
+
+
+def plan_runs_on(name: str, facts: ModelFacts, instance_type: str) -> list[Problem]:
+    """TensorRT plans run only on the compute capability they were built for (https://developer.nvidia.com/cuda-gpus
+    and the EC2 accelerated-computing instance documentation), unless built hardware-compatible."""
+    itype = instances.lookup(instance_type)
+    if itype is None or facts.backend != Backend.TENSORRT.value:
+        return []
+    built_cc = facts.compute_capability
+    if built_cc is None:
+        return [Problem(f"models.{name}", "a TensorRT plan without a recorded GPU compute capability",
+                        "a plan whose build recorded its GPU", f"{REBUILD} on the target GPU")]
+    target_cc = itype.family.compute_capability
+    if target_cc is not None and facts.hardware_compatibility.plan_runs(built_cc, target_cc):
+        return []
+    gpu = f"{itype.family.gpu}, compute capability {target_cc}" if target_cc else "no GPU"
+    families = ", ".join(f"ml.{n}" for n, fam in instances.FAMILIES.items() if fam.compute_capability == built_cc)
+    return [Problem(f"models.{name}", f"a TensorRT plan built for compute capability {built_cc} "
+                    f"({facts.gpu_name or 'unknown GPU'})", f"a plan that runs on {instance_type} ({gpu})",
+                    f"build it on a {target_cc or 'GPU'} device or choose an instance family with compute capability "
+                    f"{built_cc} ({families or 'none known'})")]

@@ -1,0 +1,247 @@
+"""``TritonSageMakerEndpoint``: one NVIDIA Triton endpoint on SageMaker, secure and autoscaled, for any CDK app."""
+from __future__ import annotations
+
+from typing import Optional
+
+import aws_cdk as cdk
+from aws_cdk import (aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam, aws_kms as kms, aws_logs as logs,
+                     aws_s3 as s3)
+from constructs import Construct
+
+from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec.container_env import container_environment
+from deployment_spec.endpoint import Alarms, Container, DataCapture, Deployment, EndpointSpec, Scaling
+from deployment_spec.errors import raise_problems
+from deployment_spec.parse import values_problems
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from triton_constructs.alarms import EndpointAlarms
+from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
+from triton_constructs.dashboard import EndpointDashboard
+from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
+from triton_constructs.execution_role import TritonExecutionRole
+from triton_constructs.image import TritonImage
+from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE, EndpointMetrics
+from triton_constructs.model_repositories import ModelRepositories
+from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow_logs
+from triton_constructs.network import NetworkProps
+from triton_constructs.scaling import VariantScaling
+from triton_constructs.triton_model import TritonModel
+
+
+class TritonSageMakerEndpoint(Construct):
+    """A SageMaker real-time endpoint running NVIDIA Triton: model data, role, model, endpoint, scaling, alarms.
+
+    Everything SageMaker would refuse minutes into a deploy is refused at synth, every problem at once
+    (``PropsError``, with the same words as the YAML spec's validator: ``deployment_spec.sagemaker_rules``).
+    Secure by default: a KMS-encrypted, versioned, SSL-only model bucket with access logs (unless you
+    bring one), a least-privilege execution role, network isolation, encrypted logs.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        models: What it serves: ``ModelRepositories.from_manifest`` (the output of ``tritonsm build``)
+            or ``ModelRepositories.from_archives`` (tarballs you bring).
+        instance_type: e.g. ``ml.g5.xlarge``.
+        triton_version: The ``sagemaker-tritonserver`` release. Defaults to the newest one this library
+            verifies models for (``deployment_spec.serving_runtimes.DEFAULT_TRITON_VERSION``).
+        multi_model: One archive per model under one prefix, each called by its ``TargetModel``.
+            Defaults to a single-model endpoint (one archive).
+        endpoint_name: The SageMaker endpoint's name. Defaults to a name derived from the construct path
+            (stable across deploys; the alarms and the role name it, so it cannot be left to CloudFormation).
+        initial_instances: Instances at creation (1-100). Defaults to 1.
+        variant_name: Defaults to ``AllTraffic``.
+        scaling: Target tracking on invocations per instance and GPU utilization. Defaults to none: the
+            instance count stays ``initial_instances``.
+        alarms: Latency, 5XX, GPU memory, disk (and model loading on multi-model endpoints) thresholds.
+            Defaults to ``Alarms()``.
+        deployment: Blue/green updates with traffic shifting and auto-rollback on the latency and 5XX
+            alarms. Defaults to none: SageMaker's all-at-once update without rollback alarms.
+        network: VPC, security groups and network isolation. Defaults to no VPC, isolation on.
+        container: ``SAGEMAKER_TRITON_*`` settings. Defaults to ``Container()`` (quiet logs, the ping
+            mode of the endpoint kind).
+        model_cache: Multi-model only: keep loaded models cached. Defaults to True.
+        data_capture: Capture requests and responses into the model bucket. Defaults to none.
+        bucket: Where local archives are copied and data is captured. Defaults to a new bucket (KMS,
+            versioned, SSL-only, access-logged) when there is anything to put there.
+        encryption_key: Encrypts the bucket, the volume, the logs, and S3 archives you bring. Defaults to
+            the bucket's key, or a new key with rotation. The key's policy must let CloudWatch Logs use
+            it for this endpoint's log groups: added to a key of this app, already there on an imported key.
+        storage_name: Objects go under ``models/<storage_name>/`` and ``data-capture/<storage_name>/``.
+            Defaults to the endpoint name.
+        removal_policy: Of what this construct creates to hold data (bucket, key, endpoint log group), and
+            of the model and endpoint config when deleted (a replaced one is always kept, for SageMaker's
+            auto-rollback). Defaults to ``RETAIN`` (the log group, model and config are still removed when
+            the operation that created them rolls back).
+        log_retention: Retention of the endpoint's log group. Defaults to one year.
+        volume_size_gb: ML storage volume, on types without local NVMe storage only. Defaults to SageMaker's.
+        startup_timeout_s: Container health-check timeout (60-3600). Defaults to 600.
+        download_timeout_s: Model download timeout (60-3600). Defaults to 600.
+
+    Attributes:
+        models: What it serves.
+        endpoint_name, endpoint_arn, variant_name: The endpoint.
+        bucket, key: Where the model data lives, and its key (None when nothing is stored).
+        role: The execution role. model, endpoint: The model and endpoint constructs.
+        alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, models: ModelRepositories, instance_type: str,
+                 triton_version: str = DEFAULT_TRITON_VERSION, multi_model: bool = False,
+                 endpoint_name: Optional[str] = None, initial_instances: int = 1, variant_name: str = "AllTraffic",
+                 scaling: Optional[Scaling] = None, alarms: Alarms = Alarms(), deployment: Optional[Deployment] = None,
+                 network: Optional[NetworkProps] = None, container: Container = Container(),
+                 model_cache: bool = True, data_capture: Optional[DataCapture] = None,
+                 bucket: Optional[s3.IBucket] = None, encryption_key: Optional[kms.IKey] = None,
+                 storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+                 volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
+                 download_timeout_s: int = 600) -> None:
+        super().__init__(scope, id_)
+        name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
+        network = network or NetworkProps()
+        subnet_ids = network.subnet_ids()
+        environment = container_environment(container, multi_model=multi_model,
+                                            default_model=None if multi_model else models.served_default())
+        deploy_instances = scaling.min_instances if scaling else initial_instances
+        # The scalar props, checked against the spec's own bounds (EndpointSpec's field metadata: one home).
+        problems = values_problems(EndpointSpec, dict(
+            initial_instances=initial_instances, variant_name=variant_name, volume_size_gb=volume_size_gb,
+            startup_timeout_s=startup_timeout_s, download_timeout_s=download_timeout_s))
+        problems += sagemaker_rules.endpoint_name_valid(name, "endpoint_name", repr(name),
+                                                        "use letters, digits and '-' only")
+        problems += sagemaker_rules.triton_version_known(triton_version)
+        problems += sagemaker_rules.endpoint_problems(
+            instance_type=instance_type, multi_model=multi_model, triton_version=triton_version,
+            initial_instances=initial_instances, scaling=scaling, volume_size_gb=volume_size_gb,
+            model_cache=model_cache, data_capture=data_capture is not None)
+        if deployment is not None:
+            problems += sagemaker_rules.deployment_problems(deployment, deploy_instances=deploy_instances,
+                                                            download_timeout_s=download_timeout_s,
+                                                            startup_timeout_s=startup_timeout_s)
+        problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets"))
+        problems += sagemaker_rules.container_environment_limits(environment)
+        problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type)
+        raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
+
+        self.models = models
+        self.endpoint_name = name
+        self.variant_name = variant_name
+        self.metrics = EndpointMetrics(name, variant_name)
+        self.endpoint_arn = cdk.Stack.of(self).format_arn(service="sagemaker", resource="endpoint",
+                                                          resource_name=name.lower())
+        storage_name = storage_name or name
+        local = [a for a in models.archives if a.path is not None]
+        self.bucket, self.key = self._storage(bucket, encryption_key, removal_policy,
+                                              needed=bool(local) or data_capture is not None)
+        allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
+        image = TritonImage(self, "Image", version=triton_version)
+        model_data_url, read_bucket, read_prefix, artifacts = self._model_data(models, multi_model, storage_name)
+        capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None
+        self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=read_bucket, key=self.key,
+                                        model_prefix=read_prefix, capture_bucket=self.bucket,
+                                        capture_prefix=capture_prefix, vpc=bool(subnet_ids))
+        # RetainExceptOnCreate: kept on update and delete, but removed when the operation that created it rolls
+        # back (a retry does not fail on the log group's fixed name; a failed update leaves no orphan config).
+        kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
+            else removal_policy
+        security_groups = list(network.security_groups) or ([self._security_group(network.vpc)] if network.vpc else [])
+        self.model = TritonModel(
+            self, "Model", image=image, role=self.role.role, multi_model=multi_model, model_cache=model_cache,
+            model_data_url=model_data_url, environment=environment, subnet_ids=subnet_ids,
+            security_group_ids=[g.security_group_id for g in security_groups], network_isolation=network.isolation,
+            removal_policy=kept)
+        if artifacts is not None:
+            self.model.node.add_dependency(artifacts)  # the objects must be in place before CreateModel checks them
+
+        itype = instances.lookup(instance_type)
+        gpus = itype.gpu_count if itype else 0
+        self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
+                                     gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic)
+        rollback = [self.alarms.errors, self.alarms.latency] if deployment and deployment.auto_rollback else []
+        self.endpoint = TritonEndpoint(
+            self, "Endpoint", model=self.model, endpoint_name=name, instance_type=instance_type,
+            initial_instances=initial_instances, variant_name=variant_name,
+            inference_ami_version=image.inference_ami_version, inference_ami_reason=image.inference_ami_reason,
+            volume_key=self.key, volume_size_gb=volume_size_gb,
+            startup_timeout=cdk.Duration.seconds(startup_timeout_s),
+            download_timeout=cdk.Duration.seconds(download_timeout_s),
+            data_capture=DataCaptureSettings(f"s3://{self.bucket.bucket_name}/{capture_prefix}", self.key,
+                                             data_capture.sampling_percent, data_capture.capture)
+            if data_capture and self.bucket else None,
+            deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
+            log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
+            log_key=self.key, scaled=scaling is not None)
+        self.role.grant_logs(self.endpoint.log_group)
+        if rollback:
+            self.role.grant_describe_alarms(rollback)
+        self.scaling = VariantScaling(self, "Scaling", endpoint=self.endpoint, scaling=scaling,
+                                      log_key=self.key) if scaling else None
+        self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
+                                           latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
+                                           gpu_target=self.scaling.gpu_target if self.scaling else None,
+                                           multi_model=multi_model)
+
+    def _storage(self, bucket: Optional[s3.IBucket], key: Optional[kms.IKey], removal_policy: cdk.RemovalPolicy,
+                 *, needed: bool) -> tuple[Optional[s3.IBucket], kms.IKey]:
+        """The bucket and key to use: yours, or new secure ones (a bucket only when something goes in it)."""
+        if bucket is None and needed:
+            store = ModelStore(self, "ModelStore", removal_policy=removal_policy, key=key)
+            return store.bucket, store.key
+        key = key or (bucket.encryption_key if bucket is not None else None) or kms.Key(
+            self, "Key", enable_key_rotation=True, removal_policy=removal_policy,
+            description="Triton endpoint: storage volume, logs and model data")
+        return bucket, key
+
+    def _model_data(self, models: ModelRepositories, multi_model: bool, storage_name: str
+                    ) -> tuple[str, s3.IBucket, str, Optional[ModelArtifacts]]:
+        """``ModelDataUrl``, and the bucket and prefix the role reads: copied local files, or your S3 objects."""
+        first = models.archives[0]
+        if first.s3_url is not None:
+            bucket_name, prefix = first.s3_prefix or ("", "")
+            source = s3.Bucket.from_bucket_name(self, "SourceBucket", bucket_name)
+            url = f"s3://{bucket_name}/{prefix}" if multi_model else first.s3_url
+            return url, source, prefix, None
+        if self.bucket is None:
+            raise AssertionError("_storage creates a bucket whenever an archive is local")
+        prefix = ModelStore.model_prefix(storage_name)
+        artifacts = ModelArtifacts(self, "Artifacts", bucket=self.bucket, key=self.key, prefix=prefix, files=[
+            ArtifactFile(a.path, a.sha256 or "", a.size or 0, a.object_name) for a in models.archives if a.path])
+        url = artifacts.prefix_url if multi_model else artifacts.object_urls[first.object_name]
+        return url, self.bucket, prefix, artifacts
+
+    def _security_group(self, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+        return ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
+                                 description=f"Triton endpoint {self.endpoint_name}: no inbound; outbound for the "
+                                             "model data download through the VPC")
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` call this endpoint (``sagemaker:InvokeEndpoint`` on its ARN only)."""
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
+                                          resource_arns=[self.endpoint_arn])
+
+    def metric(self, metric_name: str, *, statistic: str = "Average", per_instance: bool = False,
+               period: cdk.Duration = ONE_MINUTE) -> cloudwatch.Metric:
+        """Any metric of the variant: ``AWS/SageMaker``, or ``/aws/sagemaker/Endpoints`` with ``per_instance``."""
+        return self.metrics.metric(metric_name, statistic=statistic, period=period,
+                                   namespace=INSTANCE_NAMESPACE if per_instance else INVOCATION_NAMESPACE)
+
+    def metric_invocations(self) -> cloudwatch.Metric:
+        """Requests per minute (``Invocations``, Sum)."""
+        return self.metrics.invocation("Invocations", "Sum")
+
+    def metric_model_latency(self, statistic: str = "Average") -> cloudwatch.Metric:
+        """Time the container took, in microseconds (``ModelLatency``); e.g. ``statistic="p99"``."""
+        return self.metrics.invocation("ModelLatency", statistic)
+
+    def metric_errors(self, kind: str = "5XX") -> cloudwatch.Metric:
+        """``Invocation5XXErrors`` (or ``kind="4XX"``) per minute, Sum."""
+        return self.metrics.invocation(f"Invocation{kind}Errors", "Sum")
+
+    def metric_gpu_utilization(self) -> cloudwatch.Metric:
+        """GPU utilization in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
+        return self.metrics.instance("GPUUtilization", unit=cloudwatch.Unit.PERCENT)
+
+    def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
+        """GPU memory in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
+        return self.metrics.instance("GPUMemoryUtilization", unit=cloudwatch.Unit.PERCENT)
+
