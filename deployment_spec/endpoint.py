@@ -206,11 +206,3 @@ class EndpointSpec(Validated):
     def deploy_instances(self) -> int:
         """The fewest instances the variant can have when an update starts (scaling may sit at its minimum)."""
         return self.scaling.min_instances if self.scaling else self.initial_instances
-
-    @property
-    def fleet_start_s(self) -> int:
-        """The longest a new fleet may take to serve: model download, then the container health check."""
-        return self.download_timeout_s + self.startup_timeout_s
-
-    def resolved_deployment(self) -> Deployment:
-        return self.deployment.resolved(self.deploy_instances, self.fleet_start_s)

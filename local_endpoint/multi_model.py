@@ -146,7 +146,7 @@ class MultiModelEndpoint:
     def __enter__(self) -> MultiModelEndpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def _check_archives(self) -> dict[str, pathlib.Path]:

@@ -157,7 +157,7 @@ class SingleModelEndpoint:
     def __enter__(self) -> SingleModelEndpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def _resolve_default_model(self) -> str | None:
