@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +13,7 @@ import numpy as np
 import psutil
 import pytest
 
+from local_endpoint import work_dirs
 from local_endpoint.cli import invoke_main, serve_main
 from local_endpoint.ports import free_port
 from local_endpoint.single_model import SingleModelEndpoint
@@ -171,18 +171,45 @@ def test_serve_stops_on_ctrl_c_even_when_started_with_sigint_ignored(tarballs: d
     assert_ctrl_c_stops_it(process)
 
 
-@pytest.mark.triton
-def test_the_server_dies_with_a_killed_serve(tarballs: dict[str, pathlib.Path]) -> None:
-    # SIGKILL leaves `serve` no chance to stop anything: the kernel's parent-death signal does it.
-    process = run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
-    wait_for_line(process, "press Ctrl-C to stop")
+def _server_folder(process: subprocess.Popen) -> tuple[psutil.Process, pathlib.Path]:
+    """A started serve's Triton server and its work folder (--model-repository=<tmp>/tritonsm-sme-XXXX/opt-ml-model)."""
     server = psutil.Process(process.pid).children()[0]
-    # --model-repository=<tmp>/tritonsm-sme-XXXX/opt-ml-model
-    folder = next(pathlib.Path(arg.split("=", 1)[-1]).parent for arg in server.cmdline() if "tritonsm-sme-" in arg)
-    process.kill()
-    process.communicate(timeout=30)
-    gone, alive = psutil.wait_procs([server], timeout=20)
-    assert alive == [] and gone == [server]
-    # What a killed process cannot do is delete its unpacked model: that folder is all that is left.
-    assert folder.name.startswith("tritonsm-sme-") and folder.is_dir()
-    shutil.rmtree(folder)
+    return server, next(pathlib.Path(arg.split("=", 1)[-1]).parent for arg in server.cmdline()
+                        if "tritonsm-sme-" in arg)
+
+
+@pytest.mark.triton
+def test_the_server_dies_with_a_killed_serve_and_the_next_serve_removes_its_folder(
+        tarballs: dict[str, pathlib.Path]) -> None:
+    serves = []
+
+    def serve() -> tuple[subprocess.Popen, list[str]]:
+        serves.append(run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0"))
+        return serves[-1], wait_for_line(serves[-1], "press Ctrl-C to stop")
+
+    try:
+        # SIGKILL leaves `serve` no chance to stop anything: the kernel's parent-death signal stops the server.
+        killed, _ = serve()
+        server, folder = _server_folder(killed)
+        live, _ = serve()
+        _, live_folder = _server_folder(live)
+        killed.kill()
+        killed.communicate(timeout=30)
+        gone, alive = psutil.wait_procs([server], timeout=20)
+        assert alive == [] and gone == [server]
+        # What a killed process cannot do is delete its unpacked model: that folder is left...
+        assert folder.name.startswith("tritonsm-sme-") and folder.is_dir()
+        size = sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+        # ...until the next serve starts: it removes the folder whose processes are gone, not the live serve's.
+        following, lines = serve()
+        assert [line for line in lines if "left by a serve" in line] == [
+            f"removed {folder} ({work_dirs.human_size(size)}), left by a serve that is gone "
+            f"(pid {killed.pid}, {server.pid})"]
+        assert not folder.exists() and live_folder.is_dir()
+        assert_ctrl_c_stops_it(live)
+        assert_ctrl_c_stops_it(following)
+    finally:
+        for process in serves:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=60)
