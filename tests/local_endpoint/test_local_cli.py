@@ -17,6 +17,7 @@ from local_endpoint import work_dirs
 from local_endpoint.cli import invoke_main, serve_main
 from local_endpoint.ports import free_port
 from local_endpoint.single_model import SingleModelEndpoint
+from tritonsm.cli import main as tritonsm_main
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE = "import sys; from local_endpoint.cli import serve_main; sys.exit(serve_main(sys.argv[1:]))"
@@ -151,6 +152,57 @@ def test_invoke_reports_nothing_listening(tmp_path: pathlib.Path, capsys) -> Non
 def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None:
     assert invoke_main(argv) == 2
     assert capsys.readouterr().err.endswith(f"tritonsm invoke: error: {message}\n")
+
+
+# What `tritonsm invoke --url URL --help` shows (at 100 columns): the request options of the local endpoint.
+INVOKE_URL_HELP = """\
+usage: tritonsm invoke [-h] (--url URL | --endpoint-name ENDPOINT_NAME) [--region REGION]
+                       [--target-model TARGET_MODEL] (--input INPUT | --text TEXT)
+                       [--input-name INPUT_NAME] [--tokenizer TOKENIZER] [--max-length MAX_LENGTH]
+                       [--token-datatype {INT64,INT32}] [--binary] [--output OUTPUT]
+                       [--timeout TIMEOUT]
+
+Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).
+
+options:
+  -h, --help            show this help message and exit
+  --url URL             local endpoint, e.g. http://127.0.0.1:8080
+  --endpoint-name ENDPOINT_NAME
+                        deployed SageMaker endpoint (boto3 sagemaker-runtime)
+  --region REGION       the deployed endpoint's region (default: boto3's)
+  --target-model TARGET_MODEL
+                        MME: the model archive to run, e.g. resnet.tar.gz
+  --input INPUT         inputs: KServe v2 .json, .npy (with --input-name) or .npz
+  --text TEXT           text input: tokenized with --tokenizer, else sent as BYTES --input-name
+  --input-name INPUT_NAME
+                        model input fed by a .npy file or by raw --text
+  --tokenizer TOKENIZER
+                        directory of the model's saved tokenizer
+  --max-length MAX_LENGTH
+                        pad/truncate tokens to this length (fixed-shape models)
+  --token-datatype {INT64,INT32}
+                        datatype of the token inputs (default INT64)
+  --binary              send binary+json (application/vnd.sagemaker-triton.binary+json) instead of
+                        JSON
+  --output OUTPUT       also save the outputs (.json or .npz)
+  --timeout TIMEOUT     seconds to wait for a local endpoint
+"""
+
+
+@pytest.mark.parametrize("argv", [["--url", "http://127.0.0.1:8080", "--help"], ["-h", "--url=http://127.0.0.1:8080"]])
+def test_invoke_help_with_a_url_shows_the_request_options(argv: list[str], monkeypatch, capsys) -> None:
+    # `tritonsm invoke --help` promises these options "as in `tritonsm invoke --url URL --help`".
+    monkeypatch.setenv("COLUMNS", "100")
+    assert tritonsm_main(["invoke", *argv]) == 0
+    assert capsys.readouterr() == (INVOKE_URL_HELP, "")
+
+
+def test_invoke_help_without_a_url_shows_the_spec_options_and_where_the_others_are(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert tritonsm_main(["invoke", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tritonsm invoke [--spec SPEC] [-h] [--endpoint ENDPOINT]")
+    assert "other\noptions as in `tritonsm invoke --url URL --help`" in out and "--target-model" not in out
 
 
 def test_invoke_reports_a_malformed_url(tmp_path: pathlib.Path, capsys) -> None:
