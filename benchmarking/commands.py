@@ -238,7 +238,7 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
 
     env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
-    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)[0]
+    case = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, spec.root)[0]
     # No extra phase after the stop on a deployed endpoint: past the SLA it would only load a shared stage.
     plan = dataclasses.replace(plan, must_reach=None)
     return load_deployed.measure(endpoint.name, endpoint_name(spec.project, env_name, endpoint.name),

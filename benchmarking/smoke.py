@@ -68,9 +68,13 @@ class SmokeCase:
     sequence_length: Optional[int]
     atol: float
     rtol: float
+    samples: Optional[pathlib.Path] = None   # the spec's samples (.npz): the request is their first row
 
     def tensors(self) -> list[NamedTensor]:
-        """Batch 1, deterministic: ones for integer inputs (valid token ids and masks), 0.5 for floats."""
+        """Batch 1, deterministic: the first row of the model's samples, else ones for integer inputs
+        (valid token ids and masks) and 0.5 for floats."""
+        if self.samples is not None:
+            return self._first_sample()
         out = []
         for spec in self.inputs:
             dims = [d if d >= 0 else (self.sequence_length or 1) for d in spec.dims]
@@ -88,10 +92,20 @@ class SmokeCase:
             out.append(NamedTensor(spec.name, datatype, array))
         return out
 
+    def _first_sample(self) -> list[NamedTensor]:
+        try:
+            with np.load(self.samples, allow_pickle=False) as data:
+                return [NamedTensor(spec.name, spec.data_type.removeprefix("TYPE_"), data[spec.name][:1])
+                        for spec in self.inputs]
+        except (OSError, KeyError, ValueError) as exc:
+            raise UserError(f"model {self.model}: cannot read its smoke request from the samples {self.samples} "
+                            f"({type(exc).__name__}: {exc}); restore the file the build used, or remove samples") from None
+
 
 def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
-          models: Mapping[str, ModelSpec]) -> list[SmokeCase]:
-    """One case per model a caller can reach: each MME TargetModel, or the SME's default model."""
+          models: Mapping[str, ModelSpec], root: Optional[pathlib.Path] = None) -> list[SmokeCase]:
+    """One case per model a caller can reach: each MME TargetModel, or the SME's default model
+    (``root``: the spec's folder, where the models' samples files are)."""
     out = []
     for artifact in built.artifacts:
         if endpoint.kind is EndpointKind.MULTI_MODEL:
@@ -102,9 +116,10 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         entry = manifest.models[name]
         spec = models.get(entry.spec_model)
         tolerance = spec.tolerance if spec else None
+        samples = root / spec.samples if spec and spec.samples and root is not None else None
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
-                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3))
+                             tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, samples))
     return out
 
 

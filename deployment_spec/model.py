@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
-from deployment_spec import recipes, requirements
+from deployment_spec import recipes, requirements, tensors
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
@@ -244,6 +244,11 @@ class ModelSpec:
     warmup: bool = False
     tolerance: Tolerance = Tolerance()
     int8: Optional[Int8Gate] = None
+    inputs: tuple[tensors.Tensor, ...] = dataclasses.field(default=(), metadata=meta(
+        help="the model's input tensors (name, data_type, dims); for a torchscript source"))
+    outputs: tuple[tensors.Tensor, ...] = ()
+    samples: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="an .npz file of real inputs (arrays named like the inputs, batch first)"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
@@ -266,6 +271,9 @@ class ModelSpec:
                                "recipe, onnx, torchscript or python_dir", "add a source"))
         else:
             out += self._source_fits_backend(path)
+            out += tensors.declaration_problems(path, self.source.kind(), b.value, self.inputs, self.outputs,
+                                                self.max_batch_size)
+            out += self._own_model_problems(path)
         if self.ensemble is not None:
             out.append(Problem(f"{path}.ensemble", "ensemble settings", "only with backend: ensemble",
                                "remove ensemble or set backend: ensemble"))
@@ -307,6 +315,23 @@ class ModelSpec:
         if b is Backend.TENSORRT and self.max_batch_size == 0:
             out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for tensorrt (shape profiles need a batch axis)",
                                "set max_batch_size to the largest batch you serve"))
+        return out
+
+    def _own_model_problems(self, path: str) -> list[Problem]:
+        out = []
+        recipe = self.source.recipe if self.source else None
+        if recipe is not None and recipe in recipes.NEEDS_WEIGHTS and not self.weights:
+            out.append(Problem(f"{path}.weights", "nothing", f"a checkpoint directory for recipe {recipe} "
+                               "(config.json and the weights, as save_pretrained writes them)",
+                               "add weights: <directory>, relative to the spec's folder"))
+        if self.samples is not None:
+            if not self.samples.endswith(".npz"):
+                out.append(Problem(f"{path}.samples", describe(self.samples), "an .npz file (numpy.savez)",
+                                   "save the inputs with numpy.savez('samples.npz', <input name>=array, ...)"))
+            if self.max_batch_size == 0 or self.backend is Backend.PYTHON:
+                out.append(Problem(f"{path}.samples", f"samples with backend {self.backend.value}, max_batch_size "
+                                   f"{self.max_batch_size}", "samples for an onnxruntime, pytorch or tensorrt model "
+                                   "with max_batch_size >= 1 (rows along the batch axis)", "remove samples"))
         return out
 
     def _source_fits_backend(self, path: str) -> list[Problem]:

@@ -21,4 +21,11 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "tiny-roberta": EXPORTABLE,
     "tiny-resnet": EXPORTABLE,
     "tiny-t5": PYTHON,
+    # Any transformers checkpoint directory (``weights:``) through the Auto classes
+    # (AutoModelForSequenceClassification / AutoModelForImageClassification): DistilBERT, DeBERTa,
+    # ViT, ConvNeXt... with no code of the user's.
+    "hf-sequence-classification": EXPORTABLE,
+    "hf-image-classification": EXPORTABLE,
 }
+# Recipes that are nothing without a checkpoint: their architecture is the checkpoint's config.json.
+NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification")

@@ -27,6 +27,8 @@ class LocalEndpoint:
     env: dict[str, str]
     manifest: Manifest
     triton_version: str  # the spec's release: the CPU stand-ins run its ONNX Runtime
+    endpoint: EndpointSpec | None = None  # the spec's endpoint (instance type, start-up timeout), for `--image`
+    region: str | None = None             # the environment's region, if the spec names one
 
 
 def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
@@ -40,7 +42,8 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
                                 verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
     manifest = load_manifest(manifest_path)
     return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest, spec.triton_version)
+                         None if multi else built.default_model, env, manifest, spec.triton_version,
+                         endpoint, spec.environments[env_name].region)
 
 
 def spec_endpoint(spec: Spec, name: str, environment: str | None) -> tuple[str, EndpointSpec]:

@@ -30,6 +30,22 @@ def check_tarball_path(tarball: pathlib.Path) -> None:
         )
 
 
+def target_models(tarballs: list[pathlib.Path]) -> dict[str, pathlib.Path]:
+    """A multi-model endpoint's archives by TargetModel (their file name), each checked and unique."""
+    if not tarballs:
+        raise TarballError("a multi-model endpoint needs at least one model archive (.tar.gz)")
+    archives: dict[str, pathlib.Path] = {}
+    for tarball in tarballs:
+        check_tarball_path(tarball)
+        if tarball.name in archives:
+            raise TarballError(
+                f"model archives {archives[tarball.name]} and {tarball} share the name "
+                f"{tarball.name!r}, the target model clients use; rename one of them"
+            )
+        archives[tarball.name] = tarball
+    return archives
+
+
 def extract_tarball(tarball: pathlib.Path, destination: pathlib.Path) -> None:
     """Extract a .tar.gz into `destination`, refusing unsafe members."""
     destination.mkdir(parents=True, exist_ok=True)

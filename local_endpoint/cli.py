@@ -21,6 +21,7 @@ from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
 from local_endpoint.serve_flags import MME, SME
 from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.stop_signals import interrupt
 
 CRASH_POLL_SECONDS = 0.5
 
@@ -35,8 +36,14 @@ def serve_main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     except LocalEndpointError as error:
         return _fail(error)
+    return serve_endpoint(endpoint, args.mode)
+
+
+def serve_endpoint(endpoint, mode: str) -> int:
+    """Start `endpoint` (local or in its image), announce it, and serve until SIGINT or SIGTERM; 0 on a clean stop."""
     stop_requested = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
     # "ignored" (POSIX job control) and Python then never raises KeyboardInterrupt: take Ctrl-C back.
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -45,9 +52,11 @@ def serve_main(argv: list[str]) -> int:
             endpoint.start()
         except KeyboardInterrupt:
             return 130  # interrupted during start-up; start() stopped the server
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda *_: stop_requested.set())
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
         try:
-            _announce(endpoint, args.mode)
+            _announce(endpoint, mode)
             while not stop_requested.wait(CRASH_POLL_SECONDS):
                 endpoint.check_running()
         except KeyboardInterrupt:

@@ -59,6 +59,8 @@ class MultiModelCache:
         cpu_stand_in: Replace onnxruntime and pytorch models by their CPU
             stand-ins when unpacking (see `cpu_stand_in`).
         runtime: The serving ONNX Runtime the ONNX stand-ins run.
+        server_root: Where the server sees `unpack_root` (a container's /opt/ml/models); the
+            load calls name paths under it. Defaults to `unpack_root` itself.
     """
 
     def __init__(
@@ -71,8 +73,10 @@ class MultiModelCache:
         cpu_stand_in: bool = False,
         runtime: cpu_stand_in.StandInRuntime | None = None,
         env_swaps: dict[str, list[python_envs.EnvSwap]] | None = None,
+        server_root: pathlib.PurePath | None = None,
     ) -> None:
         self.archives = dict(archives)
+        self.server_root = server_root or unpack_root
         self.env_swaps = dict(env_swaps or {})
         self.triton_port = triton_port
         self.unpack_root = unpack_root
@@ -164,7 +168,7 @@ class MultiModelCache:
         # subdirectory "model" Triton then loads the same way.
         bare = backends.TOP_LEVEL in listing
         url = model_dir.parent if bare else model_dir
-        return CachedModel(target_model, name_hash, str(url))
+        return CachedModel(target_model, name_hash, str(self.server_root / url.relative_to(self.unpack_root)))
 
     def _make_room(self) -> None:
         while self.capacity is not None and len(self._loaded) >= self.capacity:

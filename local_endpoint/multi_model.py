@@ -7,7 +7,7 @@ import shutil
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint import archive, backends, cpu_stand_in, python_envs, work_dirs
-from local_endpoint.errors import LocalEndpointError, TarballError
+from local_endpoint.errors import LocalEndpointError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.model_cache import MultiModelCache
@@ -150,17 +150,7 @@ class MultiModelEndpoint:
 
     def _check_archives(self) -> dict[str, pathlib.Path]:
         """Every tarball readable, uniquely named, and loadable by the local server."""
-        if not self.tarballs:
-            raise TarballError("a multi-model endpoint needs at least one model archive (.tar.gz)")
-        archives: dict[str, pathlib.Path] = {}
-        for tarball in self.tarballs:
-            archive.check_tarball_path(tarball)
-            if tarball.name in archives:
-                raise TarballError(
-                    f"model archives {archives[tarball.name]} and {tarball} share the name "
-                    f"{tarball.name!r}, the target model clients use; rename one of them"
-                )
-            archives[tarball.name] = tarball
+        archives = archive.target_models(self.tarballs)
         available = find_triton_install().available_backends()
         missing, stood_in, gpu_found = [], [], []
         for tarball in self.tarballs:

@@ -38,7 +38,7 @@ def plan(tarball: pathlib.Path, log: Callable[[str], None]) -> list[EnvSwap]:
     """The environments of ``tarball`` that need a local build, built (or taken from the cache) now."""
     here = target.for_this_machine()
     swaps = []
-    for member, record in _records(tarball):
+    for member, record in records(tarball):
         if record["target"]["python"] == here.python:
             continue
         where = f"{tarball.name}: {member}"
@@ -65,7 +65,8 @@ def apply(swaps: list[EnvSwap], root: pathlib.Path) -> None:
         shutil.copyfile(swap.local, root / swap.member)
 
 
-def _records(tarball: pathlib.Path):
+def records(tarball: pathlib.Path):
+    """(member, record) of every environment the build made in `tarball`."""
     try:
         with tarfile.open(tarball, "r:gz") as outer:
             for member in outer:

@@ -45,21 +45,7 @@ class TritonProcess:
         self.log_path = log_path
         self._stopping = False
         self.command = [str(install.server_binary), *arguments]
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("wb") as log:
-            log.write(("$ " + " ".join(self.command) + "\n").encode())
-            log.flush()
-            # A session of its own: Ctrl-C in the terminal reaches us, and we
-            # stop the server in order instead of it dying mid-request.
-            self._process = subprocess.Popen(
-                self.command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=environment,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        self._process = start_logged(self.command, environment, log_path)
         atexit.register(self.stop)
 
     @property
@@ -114,6 +100,25 @@ class TritonProcess:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def start_logged(command: list[str], environment: dict[str, str] | None, log_path: pathlib.Path) -> subprocess.Popen:
+    """Start `command` with its output in `log_path` (headed by the command line), dying with us."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        log.write(("$ " + " ".join(command) + "\n").encode())
+        log.flush()
+        # A session of its own: Ctrl-C in the terminal reaches us, and we
+        # stop the server in order instead of it dying mid-request.
+        return subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def describe_exit(code: int | None) -> str:

@@ -69,14 +69,31 @@ def find_triton_install() -> TritonInstall:
     return install
 
 
-def prepare_backend_directory(install: TritonInstall, destination: pathlib.Path) -> pathlib.Path:
-    """Build a `--backend-directory` whose python backend has this Python's stub.
+@dataclasses.dataclass(frozen=True)
+class StubPython:
+    """The CPython a Python-backend stub embeds: its version, a folder whose `python3` is it, its libpython folder."""
+
+    version: str
+    bin_dir: pathlib.Path
+    libdir: str | None
+
+
+def this_python() -> StubPython:
+    """This interpreter, whose stub the local endpoint runs."""
+    shared = sysconfig.get_config_var("Py_ENABLE_SHARED")
+    return StubPython(f"{sys.version_info.major}.{sys.version_info.minor}", pathlib.Path(sys.prefix) / "bin",
+                      sysconfig.get_config_var("LIBDIR") if shared else None)
+
+
+def prepare_backend_directory(install: TritonInstall, destination: pathlib.Path,
+                              python_version: str | None = None) -> pathlib.Path:
+    """Build a `--backend-directory` whose python backend has the stub of `python_version` (default: this Python's).
 
     Every shipped backend is linked as is; the python backend gets its library
-    and utilities linked file by file plus the stub for the running Python.
+    and utilities linked file by file plus the stub for that Python.
     Returns `destination`.
     """
-    python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    python_version = python_version or this_python().version
     stub = install.stub_for(python_version)
     if not stub.is_file():
         shipped = sorted(p.name for p in (install.root / "python_backend_stubs").iterdir())
@@ -101,7 +118,8 @@ def prepare_backend_directory(install: TritonInstall, destination: pathlib.Path)
     return destination
 
 
-def server_process_environment(install: TritonInstall, extra: dict[str, str]) -> dict[str, str]:
+def server_process_environment(install: TritonInstall, extra: dict[str, str],
+                               python: StubPython | None = None) -> dict[str, str]:
     """The environment for `tritonserver`: ours, plus `extra`, plus two paths.
 
     - The stub embeds libpython and finds its prefix by looking up `python3`
@@ -112,6 +130,8 @@ def server_process_environment(install: TritonInstall, extra: dict[str, str]) ->
       interpreter's standard library, and extension modules such as `_ssl`
       (imported by transformers) fail with "undefined symbol: _PyModule_Add".
       This interpreter's own libpython directory goes first.
+    - `python` names another CPython for the stub of its version (`tritonsm verify --gpu` runs
+      the image's); both paths are then that interpreter's.
     - Libraries the backends open by name at run time resolve against the
       wheel's bundled libraries, as PyTriton arranges it too.
     """
@@ -119,12 +139,11 @@ def server_process_environment(install: TritonInstall, extra: dict[str, str]) ->
     # that happen to be set in the user's shell.
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAGEMAKER_")}
     env.update(extra)
-    interpreter_bin = pathlib.Path(sys.prefix) / "bin"
-    env["PATH"] = os.pathsep.join([str(interpreter_bin), env.get("PATH", "")])
+    python = python or this_python()
+    env["PATH"] = os.pathsep.join([str(python.bin_dir), env.get("PATH", "")])
     library_path = [str(install.bundled_libs_dir)]
-    interpreter_libdir = sysconfig.get_config_var("LIBDIR")
-    if sysconfig.get_config_var("Py_ENABLE_SHARED") and interpreter_libdir:
-        library_path.insert(0, interpreter_libdir)
+    if python.libdir:
+        library_path.insert(0, python.libdir)
     if env.get("LD_LIBRARY_PATH"):
         library_path.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)

@@ -97,7 +97,7 @@ def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> 
             out[key] = hasher.tree(path) if path.exists() else "missing"
     if src and src.recipe and ":" in src.recipe:
         out["recipe_module"] = hasher.module(src.recipe.split(":", 1)[0])
-    for key, value in (("weights", model.weights),
+    for key, value in (("weights", model.weights), ("samples", model.samples),
                        ("execution_env", model.python.execution_env if model.python else None),
                        ("requirements_file", model.python.requirements_file if model.python else None)):
         if value:

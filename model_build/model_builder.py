@@ -143,16 +143,8 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
 
     target = scratch / "model.onnx"
     if model.source.kind() == "onnx":
-        src = (ctx.spec.root / model.source.onnx).resolve()
-        if not src.is_file():
-            raise BuildError(f"models.{model.name}.source.onnx: {src} does not exist; give the path of an .onnx "
-                             "file, relative to the spec's folder")
-        onnx_export.check_file(src, f"models.{model.name}.source.onnx")
-        shutil.copyfile(src, target)
-        reproducible.strip_onnx(target)
-        inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
-        serving = _load_only(ctx, model, target, scratch) if model.backend is Backend.ONNXRUNTIME else None
-        return inputs, outputs, None, serving
+        from model_build import given_files
+        return given_files.onnx_source(ctx, model, target, scratch)
     step = Step(ctx, model.name, "load recipe")
     made = load_exportable(model, ctx.spec.root, batch_axis_only=model.backend is Backend.TENSORRT)
     step.done()
@@ -190,45 +182,21 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
     return inputs, outputs, parity, serving
 
 
-def _load_only(ctx: Context, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Path) -> dict:
-    """A user's ONNX file has no PyTorch reference: prove only that the target runtime loads it."""
-    from deployment_spec.serving_runtimes import runtime
-    from model_build.serving import cases, side_env, verify
-
-    serving_runtime = runtime(ctx.spec.triton_version)
-    env = side_env.ensure("onnxruntime", serving_runtime.onnxruntime_wheel, ctx.log)
-    candidate = verify.Candidate("graph as given", target)
-    got = verify.run_candidates(env, "onnx", [candidate], cases.Plan((), (), None), (), (), scratch)
-    if isinstance(got[candidate.label], str):
-        raise BuildError(f"models.{model.name}.source.onnx: ONNX Runtime {serving_runtime.onnxruntime_wheel} (the runtime "
-                         f"of Triton {serving_runtime.triton_version}) cannot load it: {got[candidate.label]}; "
-                         "export it with an opset and operators that release supports, or pick a newer "
-                         "triton_version")
-    return {"ran": True, "triton_version": serving_runtime.triton_version, "runtime": "onnxruntime",
-            "version": serving_runtime.onnxruntime_wheel, "device": "cpu", "cases": 0,
-            "graph": "as given (loaded only: no PyTorch model to compare with)"}
-
-
 def _torchscript(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
     from model_build import reproducible, torchscript
 
     target = scratch / "model.pt"
     if model.source.kind() == "torchscript":
-        src = (ctx.spec.root / model.source.torchscript).resolve()
-        if not src.is_file():
-            raise BuildError(f"models.{model.name}.source.torchscript: {src} does not exist; give the path of a "
-                             "TorchScript file, relative to the spec's folder")
+        from model_build import given_files
+        src = given_files.source_path(ctx.spec.root, model)
         shutil.copyfile(src, target)
-        torchscript.check_devices(model.name, target, serving_devices(ctx.spec, model))
+        torchscript.check_devices(model.name, target, serving_devices(ctx.spec, model), shown=src)
         reproducible.strip_torchscript(target)
-        inputs, outputs = torchscript.read_io(model.name, target)
-        return inputs, outputs, None, {"ran": False, "triton_version": ctx.spec.triton_version,
-                                       "why": "a TorchScript file has no PyTorch model to compare with; only the "
-                                              "devices its graph fixes were checked"}
+        return given_files.torchscript_source(ctx, model, src, target, scratch)
     step = Step(ctx, model.name, "trace TorchScript and check it against eager PyTorch")
     result = _run_trace_worker(ctx, model, scratch)
     step.done(f" (max abs error {result['parity']['max_abs_error']:.2e})")
-    inputs, outputs = torchscript.read_io(model.name, target)
+    inputs, outputs = torchscript.read_io(target)
     return inputs, outputs, result["parity"], result["serving_check"]
 
 

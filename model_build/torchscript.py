@@ -2,8 +2,8 @@
 
 TorchScript files carry no tensor names or shapes, so the builder stores them next to the code
 as an extra file (``triton_io.json``) and names the config tensors ``<name>__<index>``, the
-naming convention every PyTorch backend release accepts. A user-supplied TorchScript source
-must carry the same extra file.
+naming convention every PyTorch backend release accepts. A user's TorchScript source declares
+its tensors in the spec instead (model_build/given_files.py); a file with that extra file needs none.
 
 Tracing records ``x.device`` as a constant: a graph traced on the CPU holds
 ``prim::Constant[value="cpu"]`` feeding ``aten::to`` / ``aten::arange`` (transformers' mask code),
@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import pathlib
 import warnings
+from typing import Optional
 
 from deployment_spec.manifest import TensorSpec
 from model_build import reproducible
 from model_build.errors import BuildError
-from model_build.recipes import ExportableModel
+from model_build.recipes.contract import ExportableModel
 
 IO_FILE = "triton_io.json"
 TORCH_TO_TRITON = {"float32": "TYPE_FP32", "float16": "TYPE_FP16", "bfloat16": "TYPE_BF16", "float64": "TYPE_FP64",
@@ -87,8 +88,9 @@ def make_device_agnostic(name: str, module) -> int:
     return replaced
 
 
-def check_devices(name: str, path: pathlib.Path, serving_devices: set[str]) -> None:
-    """Refuses a TorchScript file whose graph fixes a device other than the one its instances run on."""
+def check_devices(name: str, path: pathlib.Path, serving_devices: set[str], shown: Optional[pathlib.Path] = None) -> None:
+    """Refuses a TorchScript file whose graph fixes a device other than the one its instances run on
+    (``shown``: the user's file that ``path`` is a copy of, named in the message)."""
     import torch
 
     module = torch.jit.load(str(path), map_location="cpu")
@@ -97,7 +99,7 @@ def check_devices(name: str, path: pathlib.Path, serving_devices: set[str]) -> N
         if serving_devices and serving_devices != {kind}:
             wanted = " and ".join(sorted(serving_devices))
             raise BuildError(
-                f"model {name}: {path.name} fixes the device '{device}' in {where} (used by {', '.join(users)}), "
+                f"model {name}: {(shown or path).name} fixes the device '{device}' in {where} (used by {', '.join(users)}), "
                 f"but its instances run on {wanted}: every call would fail with tensors on two devices; trace it "
                 "on that device, build it from a recipe (the build makes traced graphs device-agnostic), or set "
                 "its instance_groups kind to match")
@@ -110,19 +112,32 @@ def _graphs(module):
             yield path, sub._c._get_method(method).graph
 
 
-def read_io(name: str, path: pathlib.Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+def read_io(path: pathlib.Path) -> Optional[tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]]:
+    """The tensors the file's ``triton_io.json`` extra file describes (the build's traces write one), or None."""
     import torch
 
     extra = {IO_FILE: ""}
     torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
     if not extra[IO_FILE]:
-        raise BuildError(f"model {name}: TorchScript file {path} has no {IO_FILE} describing its tensors; save it "
-                         f"with torch.jit.save(module, path, _extra_files={{'{IO_FILE}': json.dumps({{'inputs': "
-                         "[{'name': 'INPUT__0', 'data_type': 'TYPE_FP32', 'dims': [3, 224, 224]}], 'outputs': "
-                         "[...]})}) or use a recipe")
+        return None
     io = json.loads(extra[IO_FILE])
     return (tuple(TensorSpec(t["name"], t["data_type"], tuple(t["dims"])) for t in io["inputs"]),
             tuple(TensorSpec(t["name"], t["data_type"], tuple(t["dims"])) for t in io["outputs"]))
+
+
+def forward_signature(path: pathlib.Path) -> tuple[list[str], Optional[int]]:
+    """forward()'s argument names (without self) and how many tensors it returns (None: not tensors)."""
+    import torch
+
+    schema = torch.jit.load(str(path), map_location="cpu")._c._get_method("forward").schema
+    results = None
+    if len(schema.returns) == 1:
+        kind = schema.returns[0].type
+        if kind.kind() == "TensorType":
+            results = 1
+        elif kind.kind() == "TupleType" and all(e.kind() == "TensorType" for e in kind.elements()):
+            results = len(kind.elements())
+    return [argument.name for argument in schema.arguments[1:]], results
 
 
 def _describe(name: str, tensor, axes, max_batch_size: int) -> dict:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 SPEC_VARIABLE = "TRITONSM_SPEC"
 BUILD_OUTPUT = "build-output"      # the GPU build's tarballs + manifest.json; an additional input of later steps
-EXPECTED = f"{BUILD_OUTPUT}/expected"  # each endpoint's answers on the local server at build time
+EXPECTED = f"{BUILD_OUTPUT}/expected"  # each endpoint's answers in its own image on the build GPU
 LOAD_OUTPUT = "load-results"       # the measured capacity record of the post-deploy load test
 
 # GPU build: every model of the spec, or fail (--require-all: a pipeline must not ship a partial build).
 BUILD_COMMANDS = (
     "make setup",
     f'.venv/bin/tritonsm build --spec "${SPEC_VARIABLE}" --out {BUILD_OUTPUT} --require-all',
-    # The outputs the staging smoke test compares with: every endpoint the local server can run.
-    f'.venv/bin/tritonsm smoke --spec "${SPEC_VARIABLE}" --manifest {BUILD_OUTPUT}/manifest.json --local '
+    # The outputs the staging smoke test compares with: every endpoint, TensorRT ones included, in its own
+    # sagemaker-tritonserver image on the build GPU (pulled from the pipeline region's registry).
+    f'.venv/bin/tritonsm smoke --spec "${SPEC_VARIABLE}" --manifest {BUILD_OUTPUT}/manifest.json --image '
     f"--record-dir {EXPECTED}",
 )
 # Synth: the whole app (every stage and this pipeline, cdk-nag on all of them) from the build's manifest.

@@ -6,13 +6,13 @@ deploys by hand, synthesized in the pipeline from the GPU build's manifest.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import aws_cdk as cdk
 from aws_cdk import aws_codebuild as codebuild, aws_ec2 as ec2, aws_iam as iam, pipelines
 from constructs import Construct
 
-from deployment_spec import Spec
+from deployment_spec import Spec, images, triton_images
 from deployment_spec.pipeline import BuildComputeKind, PipelineSpec
 from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
                                       post_deploy_commands)
@@ -67,6 +67,7 @@ class PipelineStack(cdk.Stack):
             primary_output_directory=BUILD_OUTPUT,
             build_environment=self._gpu_environment(pipeline_spec),
             cache=codebuild.Cache.bucket(cache.bucket, prefix="build"),
+            role_policy_statements=self._image_pull(spec, region),
             partial_build_spec=codebuild.BuildSpec.from_object({
                 "env": {"variables": {"TRITONSM_CACHE_DIR": f"{CACHE_DIR}/tritonsm"}},
                 "phases": {"install": INSTALL},
@@ -111,9 +112,21 @@ class PipelineStack(cdk.Stack):
     def check(spec: Spec) -> None:
         """The pipeline's refusals; app.py calls it before any stage, so a pipeline problem is named first."""
         if spec.pipeline is not None:
-            problems = pipeline_checks.gpu_problems(spec, spec.pipeline) + _account_problems(spec, spec.pipeline)
+            problems = (pipeline_checks.gpu_problems(spec, spec.pipeline) + _account_problems(spec, spec.pipeline)
+                        + _image_problems(spec, spec.pipeline))
             if problems:
                 raise SynthError("pipeline", problems)
+
+    def _image_pull(self, spec: Spec, region: Optional[str]) -> list[iam.PolicyStatement]:
+        """The build's `tritonsm smoke --image` pulls sagemaker-tritonserver from the pipeline region's registry
+        (CodeBuild sets AWS_REGION to it: https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-env-vars.html):
+        an ECR token, which takes no narrower resource, and image reads on that one repository."""
+        assert region is not None  # the spec loader requires the pipeline's region (pipeline.stage_rules)
+        repository = self.format_arn(service="ecr", region=region, account=images.account(spec.triton_version, region),
+                                     resource="repository", resource_name=triton_images.REPOSITORY)
+        return [iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+                iam.PolicyStatement(actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage",
+                                             "ecr:GetDownloadUrlForLayer"], resources=[repository])]
 
     def _gpu_environment(self, pipeline_spec: PipelineSpec) -> codebuild.BuildEnvironment:
         """Privileged: the TensorRT build runs trtexec in nvcr.io/nvidia/tensorrt:<triton_version>-py3 via Docker."""
@@ -147,6 +160,17 @@ class PipelineStack(cdk.Stack):
             partial_build_spec=codebuild.BuildSpec.from_object({"phases": {"install": INSTALL}}),
             # Only invoking this stage's endpoints: no describe, no other endpoint, no other action.
             role_policy_statements=[iam.PolicyStatement(actions=["sagemaker:InvokeEndpoint"], resources=arns)])
+
+
+def _image_problems(spec: Spec, pipeline_spec: PipelineSpec) -> list[str]:
+    """The build step runs every endpoint in its image, pulled in the pipeline's region."""
+    region = pipeline_spec.where(dict(spec.environments))[1]
+    if region is None or images.account(spec.triton_version, region) is not None:
+        return []
+    return [f"the build step runs each endpoint in sagemaker-tritonserver:{spec.triton_version}, pulled in the "
+            f"pipeline's region {region}, where the SageMaker SDK lists no such image (regions: "
+            f"{', '.join(images.regions(spec.triton_version))}); set pipeline.region to one of those, or choose "
+            "a triton_version published there"]
 
 
 def _account_problems(spec: Spec, pipeline_spec: PipelineSpec) -> list[str]:

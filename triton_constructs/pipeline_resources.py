@@ -50,6 +50,9 @@ _REASONS = (
                                       "resource"),
     ("codebuild:StartBuild", "the asset-publishing role starts the pipeline's own asset CodeBuild projects, which "
                              "CDK Pipelines creates with generated names"),
+    ("ecr:GetAuthorizationToken", "the GPU build's `tritonsm smoke --image` logs in to the SageMaker image registry; "
+                                  "an ECR authorization token takes no resource narrower than *, and the image reads "
+                                  "are limited to the sagemaker-tritonserver repository"),
     ("kms:", "the pipeline's artifact KMS keys: this stack's, and the cross-region replication keys CodePipeline makes "
              "in each stage region and references by alias, so IAM sees no key ARN; each key's own policy still "
              "decides who may use it"),

@@ -56,7 +56,8 @@ def _registrations() -> list[Callable]:
     from tritonsm.bench import register as bench
     from tritonsm.serve import register as serve_and_invoke
     from tritonsm.smoke import register as smoke
-    return [build, serve_and_invoke, bench, smoke]
+    from tritonsm.verify import register as verify
+    return [build, serve_and_invoke, bench, smoke, verify]
 
 
 def main(argv: list[str] | None = None) -> int:

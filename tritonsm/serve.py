@@ -15,6 +15,9 @@ from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
 from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
 
+# Spelled out here, not imported from local_endpoint.image.images, to keep numpy out of every command.
+SAGEMAKER, IMAGE_KINDS = "sagemaker", ("sagemaker", "ngc")
+
 
 def register(add) -> None:
     serve = add("serve", "run a spec endpoint on the real Triton server, started as the SageMaker container "
@@ -24,12 +27,17 @@ def register(add) -> None:
     serve.add_argument("--port", type=int, help="port to listen on (default: a free one)")
     serve.add_argument("--mme-capacity", type=int, help="multi-model: most models loaded at once (default: no limit)")
     serve.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
-    serve.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
+    serve.add_argument("--startup-timeout", type=float,
+                       help="seconds to wait for readiness (default: 120; with --image the endpoint's startup_timeout_s)")
     # Spelled out here, not imported: importing local_endpoint would load numpy for every tritonsm command.
     serve.add_argument("--cpu-stand-in", action="store_true",
                        help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
                             "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (latency not "
                             "representative), and KIND_GPU instance groups on the CPU; TensorRT plans cannot be stood in")
+    add_image_flags(serve, "run the endpoint in its own image with Docker on this host's GPUs, as SageMaker runs "
+                           "it: sagemaker (default: the endpoint's sagemaker-tritonserver image, pulled after an ECR "
+                           "login with your AWS credentials) or ngc (nvcr.io/nvidia/tritonserver of the same release, "
+                           "with that release's SageMaker serve script)")
 
     invoke = add("invoke", "send one request to a local endpoint (--url) or a deployed one "
                            "(--endpoint with --deployed); other options as in `tritonsm invoke --url URL --help`",
@@ -47,6 +55,14 @@ def register(add) -> None:
                                         "current TargetModel (the content-versioned tarball name)")
 
 
+def add_image_flags(parser, help_: str, *, region: bool = True) -> None:
+    """`--image [sagemaker|ngc]` (and `--region`), shared with `tritonsm smoke`."""
+    parser.add_argument("--image", nargs="?", const=SAGEMAKER, choices=IMAGE_KINDS, help=help_)
+    if region:
+        parser.add_argument("--region", help="with --image sagemaker: the registry's region (default: your AWS "
+                                             "configuration's, else the environment's)")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--environment", help="whose overrides apply (default: the spec's first environment)")
     parser.add_argument("--manifest", type=pathlib.Path, default=DEFAULT_MANIFEST,
@@ -55,8 +71,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
+    if args.image:
+        return _serve_image(args, local)
     argv = [str(tarball) for tarball in local.tarballs]
-    argv += ["--mode", "mme" if local.multi_model else "sme", "--startup-timeout", str(args.startup_timeout)]
+    argv += ["--mode", "mme" if local.multi_model else "sme", "--startup-timeout", str(args.startup_timeout or 120.0)]
     if local.default_model:
         argv += ["--default-model", local.default_model]
     for key, value in local.env.items():
@@ -68,6 +86,22 @@ def run_serve(args: argparse.Namespace) -> int:
             argv += [flag, str(value)]
     from local_endpoint.cli import serve_main
     return serve_main(argv)
+
+
+def _serve_image(args: argparse.Namespace, local) -> int:
+    if args.cpu_stand_in:
+        raise UserError("--cpu-stand-in and --image exclude each other: the image runs every backend itself, "
+                        "on the GPU; drop one of them")
+    from local_endpoint.cli import serve_endpoint
+    from local_endpoint.errors import LocalEndpointError
+    from local_endpoint.image.endpoints import for_spec_endpoint
+    try:
+        endpoint = for_spec_endpoint(local, args.image, region=args.region, port=args.port,
+                                     capacity=args.mme_capacity, log_file=args.log_file,
+                                     startup_timeout=args.startup_timeout)
+    except LocalEndpointError as error:
+        raise UserError(str(error)) from None
+    return serve_endpoint(endpoint, "mme" if local.multi_model else "sme")
 
 
 def run_invoke(args: argparse.Namespace) -> int:

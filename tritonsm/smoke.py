@@ -1,11 +1,12 @@
-"""`tritonsm smoke [ENDPOINT ...] (--url URL | --local | --deployed)`: one checked request per model.
+"""`tritonsm smoke [ENDPOINT ...] (--url URL | --local | --image [KIND] | --deployed)`: one checked request per model.
 
-The pipeline runs it twice. In the GPU build step, `--local --record-dir DIR` starts each endpoint
-on the local Triton server (CPU stand-ins, as `tritonsm serve --cpu-stand-in`), and records its
-answers: the outputs recorded at build time. After a staging deploy, `--deployed --expected-dir DIR`
+The pipeline runs it twice. In the GPU build step, `--image --record-dir DIR` starts each endpoint
+in its own `sagemaker-tritonserver` image on the build GPU (as `tritonsm serve --image`), every
+backend included, and records its answers. After a staging deploy, `--deployed --expected-dir DIR`
 sends the same requests to the deployed endpoints and compares the answers with those recordings
-within each model's tolerance. An endpoint the local server cannot run (a TensorRT plan) has no
-recording; its answers are then checked against the manifest only, and the output says so.
+within each model's tolerance. `--local` does the same on the local Triton server with CPU stand-ins
+(no GPU, no Docker); an endpoint it cannot run (a TensorRT plan) has no recording, and a later
+`--expected-dir` check of it compares with the manifest only, saying so.
 By hand it checks a local endpoint (`--url`, from `tritonsm serve`) or a deployed one. Exit 1 when
 any model fails. Heavy code (numpy, boto3) loads in benchmarking.smoke only when it runs.
 """
@@ -20,6 +21,7 @@ from deployment_spec.container_env import endpoint_name
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, load_manifest
 from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
+from tritonsm.serve import add_image_flags
 
 
 def register(add) -> None:
@@ -33,10 +35,15 @@ def register(add) -> None:
                             "endpoints it cannot run (TensorRT plans) are skipped and named")
     where.add_argument("--deployed", action="store_true",
                        help="the deployed endpoint <project>-<environment>-<endpoint>, through boto3 InvokeEndpoint")
+    add_image_flags(where, "start each endpoint in its own image with Docker on this host's GPUs for the test "
+                           "(`tritonsm serve --image`): sagemaker (default) or ngc; every backend runs, TensorRT "
+                           "plans included", region=False)
     p.add_argument("--environment", help="whose overrides and endpoint name apply (default: the spec's first)")
     p.add_argument("--manifest", type=pathlib.Path, default=DEFAULT_MANIFEST,
                    help=f"build manifest (default: {DEFAULT_MANIFEST})")
-    p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's)")
+    p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's); with "
+                                    "--image sagemaker: the registry's (default: your AWS configuration's, else the "
+                                    "environment's)")
     p.add_argument("--expected", type=pathlib.Path, help="also compare values with this recording (one endpoint)")
     p.add_argument("--record", type=pathlib.Path, help="write the outputs to this file, for a later --expected")
     p.add_argument("--expected-dir", type=pathlib.Path,
@@ -61,7 +68,7 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
 
     env_name, endpoint = spec_endpoint(spec, name, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
-    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models)
+    cases = smoke.cases(endpoint, built, load_manifest(args.manifest), spec.models, spec.root)
     expected_file = args.expected or (args.expected_dir / f"{endpoint.name}.json" if args.expected_dir else None)
     expected = None
     if expected_file is not None and (args.expected or expected_file.is_file()):
@@ -70,12 +77,17 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
         print(f"smoke {endpoint.name}: no recording in {args.expected_dir} (the build could not run it locally): "
               "outputs checked against the manifest only", flush=True)
     record = args.record or (args.record_dir / f"{endpoint.name}.json" if args.record_dir else None)
-    with _target(args, spec, env_name, endpoint, client) as (target, where):
-        if target is None:
-            print(f"smoke {endpoint.name}: skipped, {where}", flush=True)
-            return 0
-        print(f"smoke {endpoint.name} ({where}): {len(cases)} model(s)", flush=True)
-        results = smoke.run(target, cases, expected, log=lambda line: print(line, flush=True))
+    from local_endpoint.errors import LocalEndpointError
+    try:
+        with _target(args, spec, env_name, endpoint, client) as (target, where):
+            if target is None:
+                print(f"smoke {endpoint.name}: skipped, {where}", flush=True)
+                return 0
+            print(f"smoke {endpoint.name} ({where}): {len(cases)} model(s)", flush=True)
+            results = smoke.run(target, cases, expected, log=lambda line: print(line, flush=True))
+    except LocalEndpointError as exc:  # the endpoint did not start: a failure of this endpoint, not of the run
+        print(f"error: smoke test of {endpoint.name} failed: {exc}", flush=True)
+        return 1
     failed = [r for r in results if r.problems]
     if record:
         smoke.save_recording(results, record)
@@ -100,6 +112,13 @@ def _target(args, spec, env_name: str, endpoint, client):
             f"deployed endpoint {name}"
     elif args.url:
         yield smoke.LocalClient(args.url), args.url
+    elif args.image:
+        from local_endpoint.image.endpoints import for_spec_endpoint
+        from local_endpoint.stop_signals import interrupting
+        local = resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest)
+        with interrupting():
+            with for_spec_endpoint(local, args.image, region=args.region) as server:
+                yield smoke.LocalClient(server.url), f"{server.image.uri} in container {server.container_name}"
     else:
         from local_endpoint.errors import UnsupportedBackendError
         server = _local_server(resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest))

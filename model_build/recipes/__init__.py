@@ -1,11 +1,13 @@
 """Recipes: where a model's torch module (or Python-backend files) comes from.
 
 A built-in recipe (deployment_spec/recipes.py lists the names) or a user function given as
-``package.module:function`` in the spec. A user function takes the ModelSpec and returns an
-``ExportableModel``. This module imports no torch; the recipe modules do, when called.
+``package.module:function`` in the spec. A user function takes the ModelSpec (its ``weights``, if
+set, an absolute path to an existing directory) and returns an ``ExportableModel``. This module
+imports no torch; the recipe modules do, when called.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pathlib
 
@@ -20,10 +22,13 @@ def load_exportable(model: ModelSpec, root: pathlib.Path, batch_axis_only: bool 
     recipe = model.source.recipe
     _quiet_transformers()
     if ":" in recipe:
-        made = _call_user_recipe(model, recipe)
+        made = _call_user_recipe(model, recipe, root)
     else:
         from model_build.recipes import builtin
         made = builtin.exportable(model, root)
+    if model.samples:
+        from model_build import samples
+        samples.attach(model, root, made)
     if batch_axis_only:
         made.dynamic_axes = {k: {a: n for a, n in axes.items() if a == 0} for k, axes in made.dynamic_axes.items()}
     return made
@@ -35,9 +40,11 @@ def load_python(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> P
     return python_recipes.python_model(model, root, consumer_int32)
 
 
-def _call_user_recipe(model: ModelSpec, recipe: str) -> ExportableModel:
+def _call_user_recipe(model: ModelSpec, recipe: str, root: pathlib.Path) -> ExportableModel:
     module_name, func_name = recipe.split(":", 1)
     where = f"models.{model.name}.source.recipe"
+    if model.weights:  # the function sees an absolute path: it does not know the spec's folder
+        model = dataclasses.replace(model, weights=str(weights_dir(model, root)))
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -1,7 +1,11 @@
-"""Built-in exportable recipes: BERT, RoBERTa and ResNet-50 at their real sizes, plus tiny variants.
+"""Built-in exportable recipes: BERT, RoBERTa and ResNet-50 at their real sizes, plus tiny variants,
+and any transformers checkpoint through the Auto classes (``hf-sequence-classification``,
+``hf-image-classification``).
 
-Weights come from the spec's ``weights`` directory (transformers ``from_pretrained``, offline)
-or are initialised from the architecture config with a fixed seed, so builds are reproducible
+Weights come from the spec's ``weights`` directory (transformers ``from_pretrained`` through
+AutoModelForSequenceClassification / AutoModelForImageClassification, offline: the checkpoint's
+config.json names the architecture, so DistilBERT, DeBERTa, ViT or ConvNeXt load like BERT) or are
+initialised from the named architecture's config with a fixed seed, so builds are reproducible
 and need no hub access.
 """
 from __future__ import annotations
@@ -41,6 +45,8 @@ VISION = {
                         layer_type="basic", num_labels=10),
 }
 IMAGE_SIZE = 224
+# The checkpoint recipes (deployment_spec.recipes.NEEDS_WEIGHTS): the task decides the wrapper.
+AUTO = {"hf-sequence-classification": "text", "hf-image-classification": "vision"}
 
 
 class TextClassifier(torch.nn.Module):
@@ -66,7 +72,7 @@ class ImageClassifier(torch.nn.Module):
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     recipe = model.source.recipe
-    if recipe in TEXT:
+    if recipe in TEXT or AUTO.get(recipe) == "text":
         return _text(model, root)
     return _vision(model, root)
 
@@ -75,12 +81,12 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     from transformers import AutoModelForSequenceClassification, BertConfig, RobertaConfig
 
     recipe = model.source.recipe
-    family, sizes = TEXT[recipe]
     weights = weights_dir(model, root)
     if weights is not None:
         net = AutoModelForSequenceClassification.from_pretrained(weights, local_files_only=True)
-        note = f"weights from {weights}"
+        note = f"weights from {weights} ({net.config.model_type})"
     else:
+        family, sizes = TEXT[recipe]
         torch.manual_seed(0)
         config = (BertConfig if family == "bert" else RobertaConfig)(num_labels=NUM_LABELS, **sizes)
         net = AutoModelForSequenceClassification.from_config(config)
@@ -106,21 +112,25 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
 
 
 def _vision(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
-    from transformers import ResNetConfig, ResNetForImageClassification
+    from transformers import AutoModelForImageClassification, ResNetConfig, ResNetForImageClassification
 
     recipe = model.source.recipe
     weights = weights_dir(model, root)
     if weights is not None:
-        net = ResNetForImageClassification.from_pretrained(weights, local_files_only=True)
-        note = f"weights from {weights}"
+        net = AutoModelForImageClassification.from_pretrained(weights, local_files_only=True)
+        note = f"weights from {weights} ({net.config.model_type})"
     else:
         torch.manual_seed(0)
         net = ResNetForImageClassification(ResNetConfig(**VISION[recipe]))
         note = f"no weights directory: {recipe} initialised with random weights from its architecture config (seed 0)"
+    # ViT's position embeddings fix the size; a convolutional net takes the size it was trained on.
+    size = getattr(net.config, "image_size", IMAGE_SIZE)
+    height, width = (size, size) if isinstance(size, int) else size
+    channels = int(getattr(net.config, "num_channels", 3))
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)
-        return {"pixel_values": torch.randn(batch, 3, IMAGE_SIZE, IMAGE_SIZE, generator=gen)}
+        return {"pixel_values": torch.randn(batch, channels, height, width, generator=gen)}
 
     return ExportableModel(ImageClassifier(net.eval()), sample(2, 0), ("pixel_values",), ("logits",),
                            {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, sample, note)

@@ -33,7 +33,8 @@ class ExportableModel:
         agreement_inputs: optional real inputs (input name -> tensor, batch first), e.g. tokenized
             sentences, on which ``precision: int8`` is measured against fp32 and gated
             (``models.<name>.int8``). Without them the int8 gate runs on the parity cases, whose
-            random token ids say less about a trained model.
+            random token ids say less about a trained model. They are a parity case too.
+        agreement_from: what ``agreement_inputs`` are, for the build log and the manifest.
     """
 
     module: Any
@@ -45,6 +46,7 @@ class ExportableModel:
     note: str = ""
     mask_input: Optional[str] = None
     agreement_inputs: Optional[Mapping[str, Any]] = None
+    agreement_from: str = "the recipe's real inputs"
 
     def problems(self) -> list[str]:
         out = []

@@ -8,6 +8,9 @@ and a short one, rows padded to different lengths, and two checks that need no r
   outputs (a graph that ignores the mask fails here);
 * padded vs unpadded: a padded row must give what the same row gives alone, unpadded.
 
+Inputs with a sequence axis but no mask get the full and a short length too; real inputs (the
+recipe's ``agreement_inputs``, or the spec's ``samples``) are one more case, up to ``max_batch_size`` rows.
+
 Imports torch (the build process only).
 """
 from __future__ import annotations
@@ -75,7 +78,7 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
     for batch in sizes:
         base = _sample(made, batch)
         if mask is None:
-            cases.append(Case(f"batch {batch}", base))
+            cases += _unmasked(base, batch, seq_inputs)
             continue
         full = int(base[mask].shape[1])
         lengths_to_try = [full] + ([min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else [])
@@ -84,6 +87,7 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
             rows = _row_lengths(batch, length)
             inputs[mask] = _mask(rows, length, inputs[mask].dtype)
             cases.append(Case(f"batch {batch} x {length} tokens", inputs, rows))
+    cases += _real(made, max(sizes))
     invariances: list[Invariance] = []
     if mask is not None:
         widest = max((c for c in cases if c.lengths), key=lambda c: (len(c.lengths), max(c.lengths)))
@@ -100,6 +104,24 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
                 cases.append(Case(f"row {row} of {widest.name} alone, {n} tokens", alone, (n,)))
                 invariances.append(Invariance("padded vs unpadded", widest.name, cases[-1].name, (row,), (n,)))
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
+
+
+def _unmasked(base: Mapping[str, Any], batch: int, seq_inputs: list[str]) -> list[Case]:
+    """A batch without a mask; with a sequence axis, at the full and a short length."""
+    full = int(base[seq_inputs[0]].shape[1]) if seq_inputs else 0
+    if full < 8:
+        return [Case(f"batch {batch}", dict(base))]
+    return [Case(f"batch {batch} x {length} positions", {k: (v[:, :length] if k in seq_inputs else v)
+                                                         for k, v in base.items()})
+            for length in (full, min(SHORT_LENGTH, full // 2))]
+
+
+def _real(made: ExportableModel, rows: int) -> list[Case]:
+    """The real inputs (the recipe's, or the spec's samples), up to ``rows`` of them, as a case of their own."""
+    if made.agreement_inputs is None:
+        return []
+    real = {k: v[:rows] for k, v in made.agreement_inputs.items()}
+    return [Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real)]
 
 
 def _sample(made: ExportableModel, batch: int) -> dict[str, Any]:

@@ -68,11 +68,11 @@ def verify_and_pick(model: ModelSpec, made: ExportableModel, runtime: ServingRun
     result = verify.record(runtime, "onnxruntime", runtime.onnxruntime_wheel, DEVICE, verdicts[-1], verdicts,
                            len(plan.cases))
     if model.precision is Precision.INT8:
-        result.update(_int8(model, made, env, plan, level, target, scratch, log))
+        result.update(int8_gate(model, made, env, plan, level, target, scratch, log))
     return result
 
 
-def _int8(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: cases.Plan, level: str,
+def int8_gate(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: cases.Plan, level: str,
           target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None]) -> dict[str, Any]:
     """Quantizes the verified graph; ships int8 only if it meets ``models.<name>.int8`` against fp32.
 
@@ -87,7 +87,7 @@ def _int8(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: 
     reproducible.strip_onnx(quantized)
     if made.agreement_inputs is not None:
         on = cases.Plan((cases.Case("real inputs", dict(made.agreement_inputs)),), (), None)
-        inputs = f"the recipe's real inputs ({int(next(iter(made.agreement_inputs.values())).shape[0])} rows)"
+        inputs = f"{made.agreement_from} ({int(next(iter(made.agreement_inputs.values())).shape[0])} rows)"
     else:
         on, inputs = plan, "the parity cases (the recipe's sample inputs)"
     fp32, int8 = verify.Candidate("fp32 graph", target), verify.Candidate("int8 graph", quantized)

@@ -109,8 +109,9 @@ def run_candidates(env: side_env.SideEnv, kind: str, candidates: Sequence[Candid
 
 
 def judge(label: str, got: Any, want: Mapping[str, list], plan: Plan, output_names: Sequence[str],
-          tolerance: Tolerance) -> Verdict:
-    """Every case against eager PyTorch, then the runtime against itself (mask invariance, padding)."""
+          tolerance: Tolerance, against: str = "eager PyTorch") -> Verdict:
+    """Every case against the reference (``against``: eager PyTorch, or the same file in another
+    runtime), then the runtime against itself (mask invariance, padding)."""
     if isinstance(got, str):
         reason, _, detail = got.partition(": ")
         return Verdict(label, (Finding({"load failed": "does not load"}.get(reason, "fails to run"), detail),))
@@ -119,13 +120,13 @@ def judge(label: str, got: Any, want: Mapping[str, list], plan: Plan, output_nam
     for case in plan.cases:
         for name, a, b in zip(output_names, got[case.name], want[case.name]):
             if a.shape != b.shape:
-                problems.append(Finding("gives another output shape than eager PyTorch",
-                                        f"case {case.name}: {name} {list(a.shape)}, eager {list(b.shape)}"))
+                problems.append(Finding(f"gives another output shape than {against}",
+                                        f"case {case.name}: {name} {list(a.shape)}, reference {list(b.shape)}"))
                 continue
             ok, abs_err, rel_err = close(a, b, tolerance)
             worst_abs, worst_rel = max(worst_abs, abs_err), max(worst_rel, rel_err)
             if not ok:
-                problems.append(Finding("differs from eager PyTorch beyond the tolerance",
+                problems.append(Finding(f"differs from {against} beyond the tolerance",
                                         f"case {case.name}: {name} off by {abs_err:.3g}, max rel {rel_err:.3g}"))
     for inv in plan.invariances:
         for name, base, other in zip(output_names, got[inv.base], got[inv.other]):

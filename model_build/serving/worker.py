@@ -45,7 +45,10 @@ def main(argv):
         failed = None
         for case, feed in cases.items():
             try:
-                for name, array in zip(request["outputs"], model.run(request["outputs"], feed)):
+                arrays = model.run(request["outputs"], feed)
+                if len(arrays) != len(request["outputs"]):
+                    raise ValueError(f"it returns {len(arrays)} output(s), {len(request['outputs'])} declared")
+                for name, array in zip(request["outputs"], arrays):
                     outputs[f"{case}::{name}"] = array
             except Exception as exc:
                 failed = f"run failed on case {case}: {_one_line(exc)}"
@@ -110,8 +113,12 @@ def _position(key):
 
 
 def _one_line(exc):
+    import re
+
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:400]
+    # ONNX Runtime puts its C++ source line and function signature before the reason: noise to a user.
+    first = re.sub(r" ?/onnxruntime_src/\S+:\d+ [^(]*\([^)]*\) ", " ", text[0]) if text else ""
+    return f"{type(exc).__name__}: {first}"[:600]
 
 
 if __name__ == "__main__":

@@ -127,6 +127,32 @@ def test_the_post_deploy_test_may_only_invoke_the_staging_endpoints(default_pipe
         "arn:aws:sagemaker:us-west-2:123456789012:endpoint/triton-staging-vision-nlp"]
 
 
+def test_the_gpu_build_records_in_the_image_and_may_pull_only_that_image(default_pipeline):
+    template = _template(default_pipeline[1])
+    build = next(p for p in _projects(template).values() if "LINUX_GPU_CONTAINER" == p["Environment"]["Type"])
+    assert any(" --image --record-dir build-output/expected" in c for c in _commands(build))
+    role = build["ServiceRole"]["Fn::GetAtt"][0]
+    statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  and {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    ecr = [(s["Action"], s["Resource"]) for s in statements if "ecr:" in json.dumps(s["Action"])]
+    assert ecr == [("ecr:GetAuthorizationToken", "*"), (
+        ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+        "arn:aws:ecr:us-east-1:763104351884:repository/sagemaker-tritonserver")]
+
+
+def test_a_pipeline_region_without_the_image_is_refused(tmp_path):
+    with pytest.raises(SynthError) as caught:
+        _synth(ROOT / "triton.yaml", tmp_path, region="cn-north-1")
+    assert str(caught.value) == (
+        "pipeline:\n  - the build step runs each endpoint in sagemaker-tritonserver:25.09, pulled in the pipeline's "
+        "region cn-north-1, where the SageMaker SDK lists no such image (regions: af-south-1, ap-east-1, ap-east-2, "
+        "ap-northeast-1, ap-northeast-2, ap-northeast-3, ap-south-1, ap-south-2, ap-southeast-1, ap-southeast-2, "
+        "ap-southeast-3, ap-southeast-4, ap-southeast-5, ap-southeast-6, ap-southeast-7, ca-central-1, ca-west-1, "
+        "eu-central-1, eu-central-2, eu-north-1, eu-south-1, eu-south-2, eu-west-1, eu-west-2, eu-west-3, "
+        "il-central-1, me-central-1, me-south-1, mx-central-1, sa-east-1, us-east-1, us-east-2, us-west-1, "
+        "us-west-2); set pipeline.region to one of those, or choose a triton_version published there")
+
+
 def test_artifacts_are_encrypted_with_a_rotated_key_and_the_cache_bucket_is_private(default_pipeline):
     template = _template(default_pipeline[1])
     keys = [r for r in template["Resources"].values() if r["Type"] == "AWS::KMS::Key"]

@@ -108,11 +108,16 @@ def test_missing_onnx_source(tmp_path):
 
 
 def test_torchscript_source_without_tensor_description(tmp_path):
+    # The user's file is named (not the build's scratch copy), with the fields to add, one per argument and result.
     import torch
     torch.jit.save(torch.jit.script(torch.nn.Identity()), str(tmp_path / "plain.pt"))
     message = _one_failure(tmp_path, "m: {backend: pytorch, source: {torchscript: plain.pt}}\n")
-    assert message.startswith(f"model m: TorchScript file {tmp_path / 'work'}")
-    assert "has no triton_io.json describing its tensors; save it with torch.jit.save(module, path, " in message
+    assert message == (
+        f"models.m.source.torchscript: {tmp_path / 'plain.pt'} does not say what its tensors are (a TorchScript file "
+        "holds no tensor names, data types or shapes); declare them in the spec, one per argument and result of its "
+        "forward(input) -> 1 tensor: models.m.inputs: [{name: input__0, data_type: ..., dims: [...]}] and "
+        "models.m.outputs: [{name: OUTPUT__0, data_type: ..., dims: [...]}] (data_type e.g. TYPE_FP32; dims without "
+        "the batch axis, -1 for a variable size; names <name>__<index>, the pytorch backend's convention)")
 
 
 def test_python_dir_without_model_py(tmp_path):
@@ -243,14 +248,15 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
 
 
 def test_onnx_file_source_is_checked_and_described_from_its_graph(tmp_path):
-    # A ready ONNX file: copied, onnx.checker-ed, config tensors read from the graph (no parity: no torch model).
+    # A ready ONNX file: copied, onnx.checker-ed, config tensors read from the graph; its parity record is the
+    # file in the image's ONNX Runtime against this machine's (tests/model_build/test_own_files.py).
     import user_recipes
     from model_build import onnx_export
     onnx_export.export("src", user_recipes.scale(None), tmp_path / "given.onnx")
     _, report = _build(tmp_path, "m: {backend: onnxruntime, source: {onnx: given.onnx}, max_batch_size: 4}\n")
     assert report.built == ["m"]
     entry = load_manifest(tmp_path / "assets" / "manifest.json").models["m"]
-    assert entry.inputs == (TensorSpec("x", "TYPE_FP32", (4,)),) and entry.parity is None
+    assert entry.inputs == (TensorSpec("x", "TYPE_FP32", (4,)),) and entry.parity["max_abs_error"] == 0.0
 
 
 def test_force_rebuilds_but_gives_the_same_bytes(tiny_build, tmp_path):

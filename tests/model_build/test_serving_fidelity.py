@@ -113,7 +113,7 @@ def test_a_torchscript_file_fixing_the_cpu_is_refused_for_gpu_instances(tmp_path
                                "instance_groups: [{kind: gpu}]}\n")
     report = build.run(spec, tmp_path / "assets", tmp_path / "work", log=lambda line: None)
     assert report.failed == {"p": (
-        "model p: model.pt fixes the device 'cpu' in (top level) (used by aten::arange), but its instances run on "
+        "model p: positions.pt fixes the device 'cpu' in (top level) (used by aten::arange), but its instances run on "
         "cuda: every call would fail with tensors on two devices; trace it on that device, build it from a recipe "
         "(the build makes traced graphs device-agnostic), or set its instance_groups kind to match")}
 

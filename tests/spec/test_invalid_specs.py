@@ -45,7 +45,7 @@ CASES = {
         _set("models.bert.max_batch_sise", 4),
         "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "
         "max_batch_size, sequence_length, dynamic_batching, instance_groups, precision, onnxruntime, tensorrt, "
-        "python, ensemble, copies, warmup, tolerance, int8; fix: did you mean 'max_batch_size'?"),
+        "python, ensemble, copies, warmup, tolerance, int8, inputs, outputs, samples; fix: did you mean 'max_batch_size'?"),
     "quoted integer": (
         _set("models.bert.max_batch_size", "16"),
         "models.bert.max_batch_size: got '16'; allowed: an integer from 0 to 4096; fix: write an integer without quotes"),

@@ -1,0 +1,1 @@
+"""`tritonsm verify --gpu`: the built artifacts on a CUDA host without Docker (see run.py for the checks)."""

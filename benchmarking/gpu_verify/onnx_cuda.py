@@ -1,0 +1,48 @@
+"""An ONNX artifact on ONNX Runtime's CUDA execution provider, compared with its CPU provider.
+
+Runs only where this Python's `onnxruntime` offers CUDAExecutionProvider (the `onnxruntime-gpu` wheel);
+the PyPI `onnxruntime` wheel is CPU-only. The endpoint's image runs its own ONNX Runtime release
+(deployment_spec.serving_runtimes); the report names both.
+"""
+from __future__ import annotations
+
+import pathlib
+
+from benchmarking.gpu_verify.inputs import batches
+from benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from benchmarking.smoke import SmokeCase
+
+WHAT = "ONNX Runtime's CUDA execution provider vs its CPU provider"
+CUDA = "CUDAExecutionProvider"
+
+
+def check(path: pathlib.Path, case: SmokeCase, max_batch_size: int, image_release: str) -> tuple[str, str, dict]:
+    import numpy as np
+    import onnxruntime
+
+    facts = {"onnxruntime": onnxruntime.__version__, "image onnxruntime": image_release}
+    if CUDA not in onnxruntime.get_available_providers():
+        return NOT_RUN, (f"this onnxruntime {onnxruntime.__version__} has no {CUDA} (providers: "
+                         f"{', '.join(onnxruntime.get_available_providers())}); install onnxruntime-gpu=="
+                         f"{image_release}, the image's release, in place of onnxruntime"), facts
+    if path.is_dir():  # a model with external data: the folder holds model.onnx
+        path = path / "model.onnx"
+    gpu = onnxruntime.InferenceSession(str(path), providers=[CUDA])
+    if gpu.get_providers()[0] != CUDA:
+        return FAILED, f"ONNX Runtime fell back to {gpu.get_providers()[0]} (CUDA provider not usable here)", facts
+    cpu = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    worst, sizes = 0.0, []
+    for tensors in batches(case, max_batch_size):
+        feed = {t.name: t.array for t in tensors}
+        sizes.append(int(tensors[0].array.shape[0]))
+        want, got = cpu.run(None, feed), gpu.run(None, feed)
+        for output, w, g in zip(gpu.get_outputs(), want, got):
+            error = float(np.max(np.abs(np.asarray(g, float) - np.asarray(w, float)))) if np.size(w) else 0.0
+            worst = max(worst, error)
+            if not np.allclose(np.asarray(g, float), np.asarray(w, float), atol=case.atol, rtol=case.rtol):
+                facts.update(max_abs_error=worst, batches=sizes)
+                return FAILED, (f"output {output.name} at batch {sizes[-1]} differs from the CPU provider by up to "
+                                f"{error:.3g} (tolerance atol {case.atol:g}, rtol {case.rtol:g})"), facts
+    facts.update(max_abs_error=worst, batches=sizes)
+    return PASSED, f"batches {sizes}: the CPU provider's answers within atol {case.atol:g}, rtol {case.rtol:g} " \
+                   f"(max abs error {worst:.3g})", facts
