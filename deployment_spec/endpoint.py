@@ -221,9 +221,6 @@ class EndpointSpec(Validated):
         """The longest a new fleet may take to serve: model download, then the container health check."""
         return self.download_timeout_s + self.startup_timeout_s
 
-    def resolved_deployment(self) -> Deployment:
-        return self.deployment.resolved(self.deploy_instances, self.fleet_start_s)
-
     def component(self, model: str) -> ComponentSpec:
         """An inference-components endpoint's settings for ``model``: as written, or the defaults."""
         return self.components.get(model, ComponentSpec())

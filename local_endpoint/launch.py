@@ -6,6 +6,7 @@ import os
 import pathlib
 import tempfile
 
+from local_endpoint import work_dirs
 from local_endpoint.errors import PortInUseError, ServerStartError
 from local_endpoint.serve_flags import sagemaker_server_launch
 from local_endpoint.server_process import TritonProcess
@@ -50,6 +51,7 @@ def start_sagemaker_triton(
     process = TritonProcess(
         install, arguments, server_process_environment(install, launch.environment), log_path
     )
+    work_dirs.add_owner(work_dir, process.pid)  # the folder is in use while its server runs
     try:
         process.wait_until_ready(port, startup_timeout)
     except ServerStartError:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import tempfile
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, python_envs
+from local_endpoint import archive, backends, cpu_stand_in, python_envs, work_dirs
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.mme_front_door import FrontDoor
@@ -100,7 +99,7 @@ class MultiModelEndpoint:
             ensure_port_free(self._requested_port)
             self.port = self._requested_port
         self.log_path = self._requested_log or default_log_path(MME, self.port)
-        self._work_dir = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-mme-"))
+        self._work_dir = work_dirs.make("tritonsm-mme-")
         try:
             # The container's dummy repository (/tmp/sagemaker): models arrive via /models.
             empty_repository = self._work_dir / "empty-repository"
@@ -146,7 +145,7 @@ class MultiModelEndpoint:
     def __enter__(self) -> MultiModelEndpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def _check_archives(self) -> dict[str, pathlib.Path]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import tempfile
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, python_envs
+from local_endpoint import archive, backends, cpu_stand_in, python_envs, work_dirs
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.ports import ensure_port_free, free_port
@@ -118,7 +117,7 @@ class SingleModelEndpoint:
             ensure_port_free(self._requested_port)
             self.port = self._requested_port
         self.log_path = self._requested_log or default_log_path(SME, self.port)
-        self._work_dir = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-sme-"))
+        self._work_dir = work_dirs.make("tritonsm-sme-")
         try:
             repository = self._work_dir / "opt-ml-model"
             archive.extract_tarball(self.tarball, repository)
@@ -157,7 +156,7 @@ class SingleModelEndpoint:
     def __enter__(self) -> SingleModelEndpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def _resolve_default_model(self) -> str | None:

@@ -1,4 +1,4 @@
-"""Verification: ONNX Runtime (or a TorchScript trace) against eager PyTorch on fixed-seed inputs.
+"""Verification: ONNX Runtime against eager PyTorch on fixed-seed inputs (a TorchScript trace: model_build.verify).
 
 The inputs use a batch size other than the export example's, so a lost dynamic axis fails here
 instead of on the endpoint. Elementwise ``|a - b| <= atol + rtol * |b|`` decides (numpy.allclose);
@@ -8,7 +8,7 @@ the record keeps the max absolute error and the max relative error over elements
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from deployment_spec.model import Tolerance
 from model_build.errors import BuildError
@@ -41,17 +41,6 @@ def check_onnx(name: str, made: ExportableModel, onnx_path: pathlib.Path, tolera
     session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     got = session.run(list(made.output_names), {k: v.cpu().numpy() for k, v in inputs.items()})
     return compare(name, "ONNX Runtime", made.output_names, got, reference(made, inputs), tolerance)
-
-
-def check_traced(name: str, made: ExportableModel, traced: Callable, tolerance: Tolerance) -> dict[str, float]:
-    import torch
-
-    inputs = parity_inputs(made)
-    with torch.no_grad():
-        out = traced(*[inputs[k] for k in made.input_names])
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    got = [o.detach().cpu().numpy() for o in out]
-    return compare(name, "TorchScript", made.output_names, got, reference(made, inputs), tolerance)
 
 
 def compare(name: str, what: str, names, got: list, want: list, tolerance: Tolerance) -> dict[str, float]:

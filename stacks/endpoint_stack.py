@@ -87,6 +87,10 @@ class EndpointStack(cdk.Stack):
         if network is None:
             return NetworkProps()
         subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet{i}", s) for i, s in enumerate(network.subnet_ids)]
+        for subnet in subnets:
+            # CDK warns that an imported subnet has no route table; SageMaker's VpcConfig takes subnet IDs only.
+            cdk.Annotations.of(subnet).acknowledge_warning(
+                "@aws-cdk/aws-ec2:noSubnetRouteTableId", "SageMaker's VpcConfig needs the subnet ID only")
         groups = [ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup{i}", g)
                   for i, g in enumerate(network.security_group_ids)]
         return NetworkProps(subnets=ec2.SubnetSelection(subnets=subnets) if subnets else None, security_groups=groups,

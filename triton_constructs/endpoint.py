@@ -69,6 +69,10 @@ class TritonEndpoint(Construct):
         log_removal_policy: Defaults to ``RETAIN_ON_UPDATE_OR_DELETE`` (CloudFormation
             ``RetainExceptOnCreate``): the fixed-name log group survives updates and deletes, but not a
             failed first create, which a retry could not get past.
+        config_removal_policy: What happens to the endpoint config when it leaves the template or its stack
+            is deleted (``DeletionPolicy``); a replaced config is always kept (see below). Defaults to
+            ``RETAIN_ON_UPDATE_OR_DELETE`` (``RetainExceptOnCreate``); ``DESTROY`` suits throw-away
+            environments.
         log_key: Encrypts the endpoint's log group; its key policy must let CloudWatch Logs use it
             (``ModelStore`` does for the stage's log groups). Defaults to Logs' own encryption.
         scaled: Auto-scaling owns the instance count. Then an update keeps the running count
@@ -98,6 +102,7 @@ class TritonEndpoint(Construct):
                  rollback_alarms: Sequence[cloudwatch.IAlarm] = (),
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+                 config_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  log_key: Optional[kms.IKey] = None, scaled: bool = False,
                  deploy_instances: Optional[int] = None) -> None:
         super().__init__(scope, id_)
@@ -137,6 +142,9 @@ class TritonEndpoint(Construct):
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
         # the endpoint on a deleted config. Configs cost nothing; README says how to prune them.
+        # A config that leaves the template (a changed logical ID) meets the same cleanup: the default
+        # removal policy keeps it too; DESTROY (throw-away environments) deletes it with its stack.
+        self.config.apply_removal_policy(config_removal_policy, apply_to_update_replace_policy=False)
         self.config.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
         if inference_ami_reason and variant.inference_ami_version:
             self.config.add_metadata("InferenceAmiVersion", inference_ami_reason)

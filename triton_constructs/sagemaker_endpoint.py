@@ -68,8 +68,10 @@ class TritonSageMakerEndpoint(Construct):
             it for this endpoint's log groups: added to a key of this app, already there on an imported key.
         storage_name: Objects go under ``models/<storage_name>/`` and ``data-capture/<storage_name>/``.
             Defaults to the endpoint name.
-        removal_policy: Of what this construct creates to hold data (bucket, key, endpoint log group).
-            Defaults to ``RETAIN`` (the log group is still removed when the first create fails).
+        removal_policy: Of what this construct creates to hold data (bucket, key, endpoint log group), and
+            of the model and endpoint config when deleted (a replaced one is always kept, for SageMaker's
+            auto-rollback). Defaults to ``RETAIN`` (the log group, model and config are still removed when
+            the operation that created them rolls back).
         log_retention: Retention of the endpoint's log group. Defaults to one year.
         volume_size_gb: ML storage volume, on types without local NVMe storage only. Defaults to SageMaker's.
         startup_timeout_s: Container health-check timeout (60-3600). Defaults to 600.
@@ -138,11 +140,16 @@ class TritonSageMakerEndpoint(Construct):
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=read_bucket, key=self.key,
                                         model_prefix=read_prefix, capture_bucket=self.bucket,
                                         capture_prefix=capture_prefix, vpc=bool(subnet_ids))
+        # RetainExceptOnCreate: kept on update and delete, but removed when the operation that created it rolls
+        # back (a retry does not fail on the log group's fixed name; a failed update leaves no orphan config).
+        kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
+            else removal_policy
         security_groups = list(network.security_groups) or ([self._security_group(network.vpc)] if network.vpc else [])
         self.model = TritonModel(
             self, "Model", image=image, role=self.role.role, multi_model=multi_model, model_cache=model_cache,
             model_data_url=model_data_url, environment=environment, subnet_ids=subnet_ids,
-            security_group_ids=[g.security_group_id for g in security_groups], network_isolation=network.isolation)
+            security_group_ids=[g.security_group_id for g in security_groups], network_isolation=network.isolation,
+            removal_policy=kept)
         if artifacts is not None:
             self.model.node.add_dependency(artifacts)  # the objects must be in place before CreateModel checks them
 
@@ -162,11 +169,7 @@ class TritonSageMakerEndpoint(Construct):
                                              data_capture.sampling_percent, data_capture.capture)
             if data_capture and self.bucket else None,
             deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
-            log_retention=log_retention,
-            # RetainExceptOnCreate: kept on update and delete, but removed when the stack's first create
-            # rolls back, so a retry does not fail on the fixed log group name.
-            log_removal_policy=cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
-            if removal_policy == cdk.RemovalPolicy.RETAIN else removal_policy,
+            log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
             log_key=self.key, scaled=scaling is not None)
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:

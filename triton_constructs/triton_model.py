@@ -34,6 +34,10 @@ class TritonModel(Construct):
         subnet_ids: Subnets (2 or more, in different zones) to run in. Defaults to no VPC.
         security_group_ids: Security groups for the VPC. Required with ``subnet_ids``.
         network_isolation: Forbid the container any network access. Defaults to False.
+        removal_policy: What happens to the model when it leaves the template or its stack is deleted
+            (``DeletionPolicy``); a replaced model is always kept (see below). Defaults to
+            ``RETAIN_ON_UPDATE_OR_DELETE`` (CloudFormation ``RetainExceptOnCreate``): kept, but removed when
+            the operation that created it rolls back. ``DESTROY`` suits throw-away environments.
 
     Attributes:
         resource: The ``CfnModel``.
@@ -43,7 +47,8 @@ class TritonModel(Construct):
     def __init__(self, scope: Construct, id_: str, *, image: TritonImage, role: iam.IRole, model_data_url: str,
                  multi_model: bool = False, environment: Optional[Mapping[str, str]] = None,
                  model_cache: bool = True, subnet_ids: Sequence[str] = (), security_group_ids: Sequence[str] = (),
-                 network_isolation: bool = False) -> None:
+                 network_isolation: bool = False,
+                 removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE) -> None:
         super().__init__(scope, id_)
         env = dict(environment or {})
         container = sagemaker.CfnModel.ContainerDefinitionProperty(
@@ -58,7 +63,8 @@ class TritonModel(Construct):
                                            primary_container=container, vpc_config=vpc,
                                            enable_network_isolation=network_isolation or None)
         # Kept when replaced, for the same reason as the endpoint config (TritonEndpoint): a rolled-back
-        # endpoint may still run it.
+        # endpoint may still run it. Deleted or kept otherwise as removal_policy says.
+        self.resource.apply_removal_policy(removal_policy, apply_to_update_replace_policy=False)
         self.resource.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
         # Depend on the role's policy, not just the role: CreateModel checks the model data with it.
         # (The role itself is already ordered by the ARN reference; naming it again is cfn-lint W3005.)

@@ -37,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         "serve them on a local Triton server, invoke and benchmark them."))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, help_: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_)
+    def add(name: str, help_: str, run: Callable[[argparse.Namespace], int],
+            add_help: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_, add_help=add_help)
         p.add_argument("--spec", default=DEFAULT_SPEC, help=f"deployment spec (default: {DEFAULT_SPEC})")
         p.set_defaults(run=run)
         return p

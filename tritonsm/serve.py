@@ -48,7 +48,12 @@ def register(add) -> None:
 
     invoke = add("invoke", "send one request to a local endpoint (--url) or a deployed one "
                            "(--endpoint with --deployed); other options as in `tritonsm invoke --url URL --help`",
-                 run_invoke)
+                 run_invoke, add_help=False)
+    # -h with --url (or --endpoint-name) shows the local endpoint's request options, which this parser hands on
+    # unparsed; argparse's own -h would print this parser's help and exit before seeing --url.
+    invoke.add_argument("-h", "--help", action="store_true",
+                        help="show this help message and exit; with --url URL, the request options")
+    invoke.set_defaults(print_help=invoke.print_help)
     invoke.add_argument("--endpoint", help="a spec endpoint: names the deployed endpoint and resolves --model")
     _common(invoke)
     invoke.add_argument("--deployed", action="store_true",
@@ -137,6 +142,11 @@ def _serve_image(args: argparse.Namespace, local) -> int:
 
 def run_invoke(args: argparse.Namespace) -> int:
     rest = list(args.rest)
+    if args.help:
+        if not any(a.split("=", 1)[0] in ("--url", "--endpoint-name") for a in rest):
+            args.print_help()
+            return 0
+        rest.append("--help")
     if args.endpoint:
         spec = load_spec(args.spec)
         env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)

@@ -115,7 +115,7 @@ class _ImageEndpoint:
     def __enter__(self):
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def start(self):

@@ -41,3 +41,13 @@ def example_synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]
 def variety_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """A test spec with the features the default spec leaves out (multi-GPU, CPU, VPC, China, agnostic)."""
     return synth_spec(SPECS / "variety.yaml", tmp_path_factory.mktemp("variety"))
+
+
+@pytest.fixture(scope="session")
+def every_synth(default_synth: Synth, example_synths: dict[str, Synth], variety_synth: Synth,
+                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """The default spec, every example and every test spec of fixtures/specs, by name: what a guard that must
+    find nothing runs over (a new example or test spec is covered without a change here)."""
+    specs = {f"specs/{path.stem}": variety_synth if path.stem == "variety" else
+             synth_spec(path, tmp_path_factory.mktemp(path.stem)) for path in sorted(SPECS.glob("*.yaml"))}
+    return {"triton.yaml": default_synth, **{f"examples/{k}": v for k, v in example_synths.items()}, **specs}

@@ -164,10 +164,15 @@ def test_the_host_ami_says_why_in_the_template(default_synth):
             "al2023-ami-sagemaker-inference-gpu-4-1 has driver 580 (the instances' default AMI has 470)")})})
 
 
-def test_replaced_models_and_configs_are_kept(default_synth):
+def test_replaced_models_and_configs_are_kept_and_deleted_ones_follow_the_removal_policy(default_synth):
     # CloudFormation deletes a replaced resource in the update's cleanup; a SageMaker auto-rollback may
-    # have put the endpoint back on it, so the old Model and EndpointConfig are retained instead.
-    template = default_synth.template("prod", "classifier").to_json()
-    for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"):
-        (resource,) = [r for r in template["Resources"].values() if r["Type"] == kind]
-        assert resource["UpdateReplacePolicy"] == "Retain" and "DeletionPolicy" not in resource
+    # have put the endpoint back on it, so the old Model and EndpointConfig are retained in every environment.
+    # A deleted one (its stack deleted, or its logical ID changed: the same cleanup) goes with a `destroy`
+    # environment; a `retain` one keeps it unless the operation that created it rolled back (no orphans of a
+    # failed create). Both policies are set: cfn-lint W3011 and CDK's synth-time validation ask for both.
+    for environment, on_delete in (("dev", "Delete"), ("prod", "RetainExceptOnCreate")):
+        template = default_synth.template(environment, "classifier").to_json()
+        for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"):
+            (resource,) = [r for r in template["Resources"].values() if r["Type"] == kind]
+            assert (resource["UpdateReplacePolicy"], resource["DeletionPolicy"]) == ("Retain", on_delete), (
+                environment, kind)

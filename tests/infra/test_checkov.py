@@ -1,6 +1,8 @@
 """checkov, the open-source IaC scanner teams run on every pull request, over every synthesized stage
-of the default spec, every example and the test spec: no failed check. A check that does not fit a
-resource is skipped on that resource, with a reason (triton_constructs/checkov.py); nothing else."""
+of the default spec, every example and every test spec: no failed check. A check that does not fit a
+resource is skipped on that resource, with a reason (triton_constructs/checkov.py); nothing else.
+Each guard here has a twin that plants one defect and sees exactly it reported."""
+import copy
 import json
 import pathlib
 import subprocess
@@ -10,6 +12,7 @@ import pytest
 from synth_helpers import ROOT
 
 CHECKOV = ROOT / ".venv" / "bin" / "checkov"
+MODEL, CONFIG = "AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"
 
 
 def _templates(*synths) -> list[pathlib.Path]:
@@ -19,7 +22,8 @@ def _templates(*synths) -> list[pathlib.Path]:
     return out
 
 
-def _scan(templates: list[pathlib.Path]) -> list[dict]:
+def _scan(templates: list[pathlib.Path]) -> tuple[list[str], int]:
+    """checkov's failed checks (``<check> <resource> in <file>``) and how many checks passed."""
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV} is missing: run `make setup` (scripts/bootstrap.sh installs checkov from "
                     "requirements-checkov.lock)")
@@ -28,17 +32,30 @@ def _scan(templates: list[pathlib.Path]) -> list[dict]:
         args += ["-f", str(path)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=ROOT)
     reports = json.loads(done.stdout)
-    return reports if isinstance(reports, list) else [reports]
-
-
-def test_checkov_finds_nothing_in_any_stage(default_synth, example_synths, variety_synth):
-    templates = _templates(default_synth, variety_synth, *example_synths.values())
-    reports = _scan(templates)
+    reports = reports if isinstance(reports, list) else [reports]
     failed = [f"{c['check_id']} {c['resource']} in {pathlib.Path(c['file_path']).name}"
               for r in reports for c in r["results"]["failed_checks"]]
-    passed = sum(r["summary"]["passed"] for r in reports)
+    return failed, sum(r["summary"]["passed"] for r in reports)
+
+
+def test_checkov_finds_nothing_in_any_stage(every_synth):
+    templates = _templates(*every_synth.values())
+    failed, passed = _scan(templates)
     assert failed == []
-    assert passed > 400 and len(templates) >= 40  # the scan really covered the stages
+    # The scan really covered the stages: 52 templates, 2317 checks passed when this was written.
+    assert passed >= 2200 and len(templates) >= 52, (passed, len(templates))
+
+
+def test_checkov_reports_a_planted_model_without_network_isolation(default_synth, tmp_path):
+    # The twin: one real template with one defect, its model's network isolation turned off.
+    [source] = [t for t in _templates(default_synth) if t.parent.name == "assembly-TritonProd" and "classifier" in t.name]
+    template = json.loads(source.read_text())
+    [(model_id, model)] = [(k, r) for k, r in template["Resources"].items() if r["Type"] == MODEL]
+    model["Properties"]["EnableNetworkIsolation"] = False
+    planted = tmp_path / source.name
+    planted.write_text(json.dumps(template))
+    failed, passed = _scan([planted])
+    assert failed == [f"CKV_AWS_370 {MODEL}.{model_id} in {source.name}"] and passed > 20
 
 
 def test_every_skip_names_its_reason(default_synth, example_synths, variety_synth):
@@ -59,21 +76,45 @@ def test_every_skip_names_its_reason(default_synth, example_synths, variety_synt
     }
 
 
+def _config_rule_findings(resources: dict[str, dict], production: bool) -> tuple[list[str], int]:
+    """What the AWS Config managed rules a Security Hub / Config conformance pack applies to these resources
+    would flag (``<rule> <logical ID>``), and how many resources they judged: SAGEMAKER_MODEL_ISOLATION_ENABLED,
+    SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED and, for production, SAGEMAKER_ENDPOINT_CONFIG_PROD_
+    INSTANCE_COUNT (InitialInstanceCount > 1) (https://docs.aws.amazon.com/config/latest/developerguide/
+    managed-rules-by-aws-config.html)."""
+    found, judged = [], 0
+    for logical_id, resource in resources.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == MODEL:
+            judged += 1
+            if properties.get("EnableNetworkIsolation") is not True:
+                found.append(f"SAGEMAKER_MODEL_ISOLATION_ENABLED {logical_id}")
+        if resource["Type"] == CONFIG:
+            judged += 1
+            if "KmsKeyId" not in properties:
+                found.append(f"SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED {logical_id}")
+            if production and any(v["InitialInstanceCount"] <= 1 for v in properties["ProductionVariants"]):
+                found.append(f"SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT {logical_id}")
+    return found, judged
+
+
 def test_aws_config_sagemaker_rules_hold(default_synth, example_synths):
-    # The AWS Config managed rules a Security Hub / Config conformance pack applies to these resources:
-    # SAGEMAKER_MODEL_ISOLATION_ENABLED, SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED and, for
-    # production, SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT (InitialInstanceCount > 1).
-    checked = 0
+    judged = 0
     for synth in [default_synth, *example_synths.values()]:
         for environment, env in synth.spec.environments.items():
             for endpoint in env.endpoints:
-                resources = synth.template(environment, endpoint).to_json()["Resources"].values()
-                for r in resources:
-                    if r["Type"] == "AWS::SageMaker::Model":
-                        assert r["Properties"]["EnableNetworkIsolation"] is True
-                    if r["Type"] == "AWS::SageMaker::EndpointConfig":
-                        assert "KmsKeyId" in r["Properties"]
-                        if env.production:
-                            assert all(v["InitialInstanceCount"] > 1 for v in r["Properties"]["ProductionVariants"])
-                        checked += 1
-    assert checked == 3 * (2 + 1 + 1 + 1 + 1 + 2 + 1 + 1)  # every stage of the default spec (2) and the examples
+                resources = synth.template(environment, endpoint).to_json()["Resources"]
+                found, count = _config_rule_findings(resources, env.production)
+                assert found == [], (synth.spec.path.name, environment, endpoint)
+                judged += count
+    # A model and a config in every endpoint stack: 3 stages of the default spec (2 endpoints) and the examples.
+    assert judged == 2 * 3 * (2 + 1 + 1 + 2 + 1 + 1), judged
+
+
+def test_aws_config_rules_report_a_planted_single_instance_production_config(default_synth):
+    # The twin: prod's classifier config with one instance; only the production rule may object.
+    resources = copy.deepcopy(default_synth.template("prod", "classifier").to_json()["Resources"])
+    [(config_id, config)] = [(k, r) for k, r in resources.items() if r["Type"] == CONFIG]
+    config["Properties"]["ProductionVariants"][0]["InitialInstanceCount"] = 1
+    assert _config_rule_findings(resources, production=True) == (
+        [f"SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT {config_id}"], 2)

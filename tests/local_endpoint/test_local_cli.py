@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
 import signal
 import socket
 import subprocess
@@ -14,9 +13,11 @@ import numpy as np
 import psutil
 import pytest
 
+from local_endpoint import work_dirs
 from local_endpoint.cli import invoke_main, serve_main
 from local_endpoint.ports import free_port
 from local_endpoint.single_model import SingleModelEndpoint
+from tritonsm.cli import main as tritonsm_main
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE = "import sys; from local_endpoint.cli import serve_main; sys.exit(serve_main(sys.argv[1:]))"
@@ -153,6 +154,57 @@ def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None
     assert capsys.readouterr().err.endswith(f"tritonsm invoke: error: {message}\n")
 
 
+# What `tritonsm invoke --url URL --help` shows (at 100 columns): the request options of the local endpoint.
+INVOKE_URL_HELP = """\
+usage: tritonsm invoke [-h] (--url URL | --endpoint-name ENDPOINT_NAME) [--region REGION]
+                       [--target-model TARGET_MODEL] (--input INPUT | --text TEXT)
+                       [--input-name INPUT_NAME] [--tokenizer TOKENIZER] [--max-length MAX_LENGTH]
+                       [--token-datatype {INT64,INT32}] [--binary] [--output OUTPUT]
+                       [--timeout TIMEOUT]
+
+Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).
+
+options:
+  -h, --help            show this help message and exit
+  --url URL             local endpoint, e.g. http://127.0.0.1:8080
+  --endpoint-name ENDPOINT_NAME
+                        deployed SageMaker endpoint (boto3 sagemaker-runtime)
+  --region REGION       the deployed endpoint's region (default: boto3's)
+  --target-model TARGET_MODEL
+                        MME: the model archive to run, e.g. resnet.tar.gz
+  --input INPUT         inputs: KServe v2 .json, .npy (with --input-name) or .npz
+  --text TEXT           text input: tokenized with --tokenizer, else sent as BYTES --input-name
+  --input-name INPUT_NAME
+                        model input fed by a .npy file or by raw --text
+  --tokenizer TOKENIZER
+                        directory of the model's saved tokenizer
+  --max-length MAX_LENGTH
+                        pad/truncate tokens to this length (fixed-shape models)
+  --token-datatype {INT64,INT32}
+                        datatype of the token inputs (default INT64)
+  --binary              send binary+json (application/vnd.sagemaker-triton.binary+json) instead of
+                        JSON
+  --output OUTPUT       also save the outputs (.json or .npz)
+  --timeout TIMEOUT     seconds to wait for a local endpoint
+"""
+
+
+@pytest.mark.parametrize("argv", [["--url", "http://127.0.0.1:8080", "--help"], ["-h", "--url=http://127.0.0.1:8080"]])
+def test_invoke_help_with_a_url_shows_the_request_options(argv: list[str], monkeypatch, capsys) -> None:
+    # `tritonsm invoke --help` promises these options "as in `tritonsm invoke --url URL --help`".
+    monkeypatch.setenv("COLUMNS", "100")
+    assert tritonsm_main(["invoke", *argv]) == 0
+    assert capsys.readouterr() == (INVOKE_URL_HELP, "")
+
+
+def test_invoke_help_without_a_url_shows_the_spec_options_and_where_the_others_are(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert tritonsm_main(["invoke", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tritonsm invoke [--spec SPEC] [-h] [--endpoint ENDPOINT]")
+    assert "other\noptions as in `tritonsm invoke --url URL --help`" in out and "--target-model" not in out
+
+
 def test_invoke_reports_a_malformed_url(tmp_path: pathlib.Path, capsys) -> None:
     assert invoke_main(["--url", "localhost", "--text", "hi", "--input-name", "T"]) == 1
     assert capsys.readouterr().err == (
@@ -171,18 +223,45 @@ def test_serve_stops_on_ctrl_c_even_when_started_with_sigint_ignored(tarballs: d
     assert_ctrl_c_stops_it(process)
 
 
-@pytest.mark.triton
-def test_the_server_dies_with_a_killed_serve(tarballs: dict[str, pathlib.Path]) -> None:
-    # SIGKILL leaves `serve` no chance to stop anything: the kernel's parent-death signal does it.
-    process = run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0")
-    wait_for_line(process, "press Ctrl-C to stop")
+def _server_folder(process: subprocess.Popen) -> tuple[psutil.Process, pathlib.Path]:
+    """A started serve's Triton server and its work folder (--model-repository=<tmp>/tritonsm-sme-XXXX/opt-ml-model)."""
     server = psutil.Process(process.pid).children()[0]
-    # --model-repository=<tmp>/tritonsm-sme-XXXX/opt-ml-model
-    folder = next(pathlib.Path(arg.split("=", 1)[-1]).parent for arg in server.cmdline() if "tritonsm-sme-" in arg)
-    process.kill()
-    process.communicate(timeout=30)
-    gone, alive = psutil.wait_procs([server], timeout=20)
-    assert alive == [] and gone == [server]
-    # What a killed process cannot do is delete its unpacked model: that folder is all that is left.
-    assert folder.name.startswith("tritonsm-sme-") and folder.is_dir()
-    shutil.rmtree(folder)
+    return server, next(pathlib.Path(arg.split("=", 1)[-1]).parent for arg in server.cmdline()
+                        if "tritonsm-sme-" in arg)
+
+
+@pytest.mark.triton
+def test_the_server_dies_with_a_killed_serve_and_the_next_serve_removes_its_folder(
+        tarballs: dict[str, pathlib.Path]) -> None:
+    serves = []
+
+    def serve() -> tuple[subprocess.Popen, list[str]]:
+        serves.append(run_serve(str(tarballs["add"]), "--env", "SAGEMAKER_TRITON_LOG_VERBOSE=0"))
+        return serves[-1], wait_for_line(serves[-1], "press Ctrl-C to stop")
+
+    try:
+        # SIGKILL leaves `serve` no chance to stop anything: the kernel's parent-death signal stops the server.
+        killed, _ = serve()
+        server, folder = _server_folder(killed)
+        live, _ = serve()
+        _, live_folder = _server_folder(live)
+        killed.kill()
+        killed.communicate(timeout=30)
+        gone, alive = psutil.wait_procs([server], timeout=20)
+        assert alive == [] and gone == [server]
+        # What a killed process cannot do is delete its unpacked model: that folder is left...
+        assert folder.name.startswith("tritonsm-sme-") and folder.is_dir()
+        size = sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+        # ...until the next serve starts: it removes the folder whose processes are gone, not the live serve's.
+        following, lines = serve()
+        assert [line for line in lines if "left by a serve" in line] == [
+            f"removed {folder} ({work_dirs.human_size(size)}), left by a serve that is gone "
+            f"(pid {killed.pid}, {server.pid})"]
+        assert not folder.exists() and live_folder.is_dir()
+        assert_ctrl_c_stops_it(live)
+        assert_ctrl_c_stops_it(following)
+    finally:
+        for process in serves:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=60)

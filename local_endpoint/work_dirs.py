@@ -1,0 +1,81 @@
+"""The local endpoints' work folders in the temporary directory: the unpacked models and assembled backends.
+
+A serve deletes its folder when it stops; one killed with SIGKILL (or by the out-of-memory killer) cannot, and
+its folder holds the whole unpacked model (hundreds of MB). So each folder records the processes that use it
+(``owners.json``: the serve's own and its server's, each with its start time, which tells a reused PID apart),
+and making a new folder first removes the folders whose processes are all gone. A live serve's folder is never
+touched, nor one whose record is missing (just made, or made by an older version).
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+
+import psutil
+
+PATTERN = "tritonsm-[sm]me-*"
+OWNERS = "owners.json"
+# psutil computes a start time from the boot time and the process's start tick: the same process, the same value.
+SAME_START_S = 1.0
+
+
+def make(prefix: str) -> pathlib.Path:
+    """A new work folder owned by this process, after removing the ones abandoned by killed serves."""
+    for folder, size, pids in remove_abandoned():
+        print(f"removed {folder} ({human_size(size)}), left by a serve that is gone "
+              f"(pid {', '.join(map(str, pids))})", flush=True)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    add_owner(folder, os.getpid())
+    return folder
+
+
+def add_owner(folder: pathlib.Path, pid: int) -> None:
+    """Records ``pid`` as a user of ``folder`` (written whole, then renamed: never read half-written)."""
+    owners = _owners(folder) or []
+    owners.append({"pid": pid, "started": psutil.Process(pid).create_time()})
+    partial = folder / f".{OWNERS}.partial"
+    partial.write_text(json.dumps(owners))
+    partial.replace(folder / OWNERS)
+
+
+def remove_abandoned(temp_dir: pathlib.Path | None = None) -> list[tuple[pathlib.Path, int, list[int]]]:
+    """Removes every work folder whose recorded processes are all gone: (folder, bytes, the owners' pids)."""
+    removed = []
+    for folder in sorted(pathlib.Path(temp_dir or tempfile.gettempdir()).glob(PATTERN)):
+        owners = _owners(folder)
+        if not owners or any(_running(owner) for owner in owners):
+            continue
+        size = folder_size(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append((folder, size, [owner["pid"] for owner in owners]))
+    return removed
+
+
+def folder_size(folder: pathlib.Path) -> int:
+    """Bytes of the regular files under ``folder`` (links to the Triton install not followed)."""
+    return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def human_size(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
+
+
+def _owners(folder: pathlib.Path) -> list[dict] | None:
+    try:
+        return json.loads((folder / OWNERS).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _running(owner: dict) -> bool:
+    try:
+        process = psutil.Process(owner["pid"])
+        return (abs(process.create_time() - owner["started"]) < SAME_START_S
+                and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # another user's process: it may well be the owner
+        return True

@@ -1,0 +1,61 @@
+"""Work folders left by a killed serve are removed by the next one; a live serve's never (no Triton server needed:
+real processes, one killed with SIGKILL, stand for the serves)."""
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import psutil
+
+from local_endpoint import work_dirs
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def test_only_folders_whose_processes_are_all_gone_are_removed(tmp_path: pathlib.Path) -> None:
+    killed, live = subprocess.Popen(SLEEPER), subprocess.Popen(SLEEPER)
+    try:
+        abandoned = tmp_path / "tritonsm-sme-abandoned"  # its serve was killed
+        abandoned.mkdir()
+        (abandoned / "model.plan").write_bytes(b"x" * 3000)
+        work_dirs.add_owner(abandoned, killed.pid)
+        in_use = tmp_path / "tritonsm-mme-in-use"  # its serve is gone but its server still runs
+        in_use.mkdir()
+        work_dirs.add_owner(in_use, killed.pid)
+        work_dirs.add_owner(in_use, live.pid)
+        reused = tmp_path / "tritonsm-sme-reused"  # its owner's PID now belongs to another process
+        reused.mkdir()
+        started = psutil.Process(live.pid).create_time()
+        (reused / "owners.json").write_text(json.dumps([{"pid": live.pid, "started": started - 100}]))
+        unrecorded = tmp_path / "tritonsm-sme-unrecorded"  # just made, its record not written yet
+        unrecorded.mkdir()
+        other = tmp_path / "other-tool-folder"
+        other.mkdir()
+        killed.kill()
+        killed.wait()
+        expected = [(abandoned, 3000 + (abandoned / "owners.json").stat().st_size, [killed.pid]),
+                    (reused, (reused / "owners.json").stat().st_size, [live.pid])]
+        assert work_dirs.remove_abandoned(tmp_path) == expected
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "other-tool-folder", "tritonsm-mme-in-use", "tritonsm-sme-unrecorded"]
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_new_folder_records_its_owner_and_says_what_it_removed(tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(work_dirs.tempfile, "tempdir", str(tmp_path))
+    killed = subprocess.Popen(SLEEPER)
+    abandoned = tmp_path / "tritonsm-sme-abandoned"
+    abandoned.mkdir()
+    work_dirs.add_owner(abandoned, killed.pid)
+    (abandoned / "model.onnx").write_bytes(b"x" * (3 * 2**20))
+    killed.kill()
+    killed.wait()
+    folder = work_dirs.make("tritonsm-sme-")
+    assert capsys.readouterr().out == (
+        f"removed {abandoned} (3.0 MiB), left by a serve that is gone (pid {killed.pid})\n")
+    assert [o["pid"] for o in json.loads((folder / "owners.json").read_text())] == [psutil.Process().pid]
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]
