@@ -71,6 +71,10 @@ class ServingRuntime:
     unconfirmed: tuple[str, ...]
     sources: tuple[str, ...]
 
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
 
 def _sources(version: str, upstream: str) -> tuple[str, ...]:
     return (f"{TRITON_REPO}/blob/r{version}/build.py (TRITON_VERSION_MAP / DEFAULT_TRITON_VERSION_MAP)",

@@ -111,7 +111,7 @@ class ComponentsEndpoint:
     def __enter__(self) -> ComponentsEndpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
     def route(self, name: str | None, body: bytes, content_type: str) -> HttpReply:
