@@ -130,6 +130,20 @@ def available_bytes() -> int:
     return int(psutil.virtual_memory().available)
 
 
+def give_back() -> None:
+    """Returns memory freed by Python objects to the system: a collection, then glibc's malloc_trim (Linux),
+    which releases the free pages the allocator otherwise keeps for reuse (man 3 malloc_trim)."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    libc = ctypes.util.find_library("c")
+    trim = getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
+    if trim is not None:
+        trim(0)
+
+
 def refusal(weights: Weights, available: int) -> Optional[str]:
     """Why the build may not start (the model, what it needs, what there is, the fixes), or None if it fits."""
     need = need_bytes(weights.bytes)
