@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 GB = 1e9
 TIME_MAXRSS = re.compile(r"Maximum resident set size \(kbytes\):\s*(\d+)")
+# "  bert: export ONNX (opset 18) done in 13.8 s (...)", "  bert-large-pt: tracing TorchScript took 21.5 s"
+DURATION = re.compile(r"^\s*(.+?)(?: done in| took) (\d+(?:\.\d+)?) s\b")
 
 
 @dataclasses.dataclass
@@ -101,6 +103,16 @@ def is_step_line(line: str) -> bool:
     """Build log lines that start a step: ``[2/4] bert: building``, ``  bert: export ONNX ... ``, ``  $ cmd``."""
     text = line.strip()
     return bool(text) and (text.startswith("[") or text.endswith("...") or text.startswith("$ "))
+
+
+def durations(lines: Iterable[str]) -> dict[str, float]:
+    """Seconds of every timed step in a build log ("X done in N s", "X took N s"), by step."""
+    out: dict[str, float] = {}
+    for line in lines:
+        found = DURATION.match(line)
+        if found:
+            out[found.group(1).strip()] = float(found.group(2))
+    return out
 
 
 def budget_bytes(weight_bytes: int, factor: float, base_bytes: float) -> int:

@@ -35,6 +35,15 @@ def test_step_lines_are_the_build_log_lines_that_start_work():
     assert not build_cost.is_step_line("")
 
 
+def test_step_durations_from_the_build_log():
+    log = ["  bert: export ONNX (opset 18) ...", "  bert: export ONNX (opset 18) done in 13.8 s",
+           "  bert: verify in ONNX Runtime 1.23.0 done in 24.0 s (graph, 11 cases, max abs error 5.07e-07)",
+           "  bert-large-pt: tracing TorchScript took 21.5 s", "[2/4] bert: built in 89.3 s"]
+    assert build_cost.durations(log) == {"bert: export ONNX (opset 18)": 13.8,
+                                         "bert: verify in ONNX Runtime 1.23.0": 24.0,
+                                         "bert-large-pt: tracing TorchScript": 21.5}
+
+
 def test_budget_and_verdict():
     # RoBERTa-large: 355,361,794 parameters x 4 bytes.
     budget = build_cost.budget_bytes(1_421_447_176, 3, 1.5e9)
