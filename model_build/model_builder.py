@@ -292,6 +292,6 @@ def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> 
 
 
 def _opset(path: pathlib.Path) -> str:
-    import onnx
-    model = onnx.load(str(path), load_external_data=False)
+    from model_build import onnx_weights
+    model = onnx_weights.load_graph(path)
     return str(next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), "?"))

@@ -110,9 +110,9 @@ def _quiet():
 
 def graph_io(path: pathlib.Path, max_batch_size: int, name: str) -> tuple[tuple[TensorSpec, ...], ...]:
     """Inputs and outputs of an ONNX file as config tensors (batch axis dropped when batching)."""
-    import onnx
+    from model_build import onnx_weights
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = onnx_weights.load_graph(path)  # the graph only: a model's weights are not needed here
     initializers = {i.name for i in model.graph.initializer}
     inputs = [v for v in model.graph.input if v.name not in initializers]
     return (tuple(_tensor(v, max_batch_size, name) for v in inputs),

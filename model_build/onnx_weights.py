@@ -22,6 +22,14 @@ from typing import Iterator
 PROTOBUF_LIMIT = 2_000_000_000  # a protobuf message cannot exceed 2 GB: bigger models keep external data
 INLINE_BELOW = 1024             # tensors smaller than this stay in the graph (shapes, scalars the fusers read)
 
+# Protobuf writes a message's fields in field-number order (the wire format the encoder produces for
+# known fields: https://protobuf.dev/programming-guides/encoding/#order), so a model serializes as
+# ModelProto fields 1-6, the graph (field 7: GraphProto fields 1-2, the initializers (field 5),
+# fields 10-16), then ModelProto fields 8 and up. Written piece by piece, those are the bytes of
+# SerializeToString with every weight inline (tests/model_build/test_onnx_weights.py holds them equal).
+MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_RAW_DATA = 7, 5, 9
+CHUNK = 16 * 2**20
+
 
 def data_file(path: pathlib.Path) -> pathlib.Path:
     """Where a graph's weights go: ``model.onnx`` -> ``model.onnx.data`` beside it."""
@@ -65,6 +73,60 @@ def _locations(model) -> set[str]:
             if entry.key == "location"}
 
 
+def load_graph(path: pathlib.Path):
+    """The ModelProto of ``path`` without the bytes of its weights: the graph's initializers keep their name,
+    type and shape but no raw data (constants inside nodes keep theirs). Reads the file field by field and skips the weights (onnx.load would hold the
+    file and its parsed copy, twice the weights)."""
+    import onnx
+
+    with path.open("rb") as stream:
+        return onnx.ModelProto.FromString(_without_weights(stream, path.stat().st_size, MODEL))
+
+
+# What load_graph keeps of each message: field number -> how to read its sub-message (None: drop the field).
+TENSOR: dict = {TENSOR_RAW_DATA: None}
+GRAPH: dict = {GRAPH_INITIALIZER: TENSOR}
+MODEL: dict = {MODEL_GRAPH: GRAPH}
+
+
+def _without_weights(stream, end: int, spec: dict) -> bytes:
+    """The message from the stream's position to ``end``, re-encoded without the fields ``spec`` drops."""
+    out = bytearray()
+    while stream.tell() < end:
+        key = _read_varint(stream)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value = _varint(_read_varint(stream))
+        elif wire in (1, 5):
+            value = stream.read(8 if wire == 1 else 4)
+        elif wire == 2:
+            size = _read_varint(stream)
+            if number in spec and spec[number] is None:
+                stream.seek(size, 1)
+                continue
+            if number in spec:
+                body = _without_weights(stream, stream.tell() + size, spec[number])
+            else:
+                body = stream.read(size)
+            value = _varint(len(body)) + body
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire} (field {number})")
+        out += _varint(key) + value
+    return bytes(out)
+
+
+def _read_varint(stream) -> int:
+    value = shift = 0
+    while True:
+        byte = stream.read(1)
+        if not byte:
+            raise ValueError("the ONNX file ends inside a field")
+        value |= (byte[0] & 0x7F) << shift
+        if byte[0] < 0x80:
+            return value
+        shift += 7
+
+
 @contextlib.contextmanager
 def graph_of(path: pathlib.Path) -> Iterator:
     """The ModelProto of ``path`` without its external tensors' data, with the working directory at its folder:
@@ -106,15 +168,6 @@ def inline(src: pathlib.Path, dst: pathlib.Path) -> None:
         onnx.save(model, str(dst), save_as_external_data=True, all_tensors_to_one_file=True, location=data.name)
         return
     _write_streamed(model, sizes, src.parent, dst)
-
-
-# Protobuf writes a message's fields in field-number order (the wire format the encoder produces for
-# known fields: https://protobuf.dev/programming-guides/encoding/#order), so a model serializes as
-# ModelProto fields 1-6, the graph (field 7: GraphProto fields 1-2, the initializers (field 5),
-# fields 10-16), then ModelProto fields 8 and up. Written piece by piece, those are the bytes of
-# SerializeToString with every weight inline (tests/model_build/test_onnx_weights.py holds them equal).
-MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_RAW_DATA = 7, 5, 9
-CHUNK = 16 * 2**20
 
 
 def _write_streamed(model, sizes: list[int], base: pathlib.Path, dst: pathlib.Path) -> None:

@@ -124,3 +124,12 @@ def test_the_worker_reports_a_failed_optimization_with_its_mode_and_file(tmp_pat
     with pytest.raises(ort_optimize.OrtOptimizeError) as caught:
         optimize_worker.make("basic", bad, tmp_path / "out.onnx", {}, lambda line: None)
     assert str(caught.value).startswith(f"the ONNX optimization process (basic) of {bad} failed (exit 1):\n")
+
+
+def test_load_graph_is_the_model_without_the_bytes_of_its_weights(tmp_path):
+    model = _model_with_every_kind_of_tensor()
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    for tensor in model.graph.initializer:
+        tensor.ClearField("raw_data")
+    # Typed data (int64_data) and the constants in nodes and subgraphs stay; raw weight bytes do not.
+    assert onnx_weights.load_graph(tmp_path / "m.onnx") == model
