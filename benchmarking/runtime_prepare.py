@@ -43,7 +43,7 @@ def prepare(model: ModelSpec, root: pathlib.Path, work: pathlib.Path, batches: l
     onnx_export.export(model.name, made, exported)
     log(f"  {model.name}: exported ONNX (opset {onnx_export.OPSET}) in {time.monotonic() - started:.0f} s")
     reproducible.strip_onnx(exported)
-    found = onnx_check.candidates(model, made, exported, work, log)
+    found = onnx_check.candidates(model, ort_optimize.transformer_hints(made.module), exported, work, log)
     # The rewrites tried: the transformer fusions where they fused something, else the basic ones.
     report = next((c.report.as_dict() for c in found if c.report is not None),
                   {"fuser": "none (optimize_at_build off)", "fused_ops": {}, "nodes_before": 0, "nodes_after": 0})

@@ -66,7 +66,7 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
     serving = runtime(TRITON)
     exported = work / "exported.onnx"
     onnx_export.export(model.name, made, exported, optimize=True)
-    found = onnx_check.candidates(model, made, exported, work, _quiet)
+    found = onnx_check.candidates(model, ort_optimize.transformer_hints(made.module), exported, work, _quiet)
     fp32 = work / "fp32.onnx"
     check = onnx_check.verify_and_pick(model, made, serving, found, fp32, work, _quiet)
     graphs = {"fp32": fp32, "int8 per tensor": work / "pt.onnx", "int8 per channel": work / "pc.onnx"}

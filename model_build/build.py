@@ -19,7 +19,7 @@ from deployment_spec import Spec, serving_runtimes
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging
-from model_build.errors import BuildError, ToolUnavailable
+from model_build.errors import BuildError, NotEnoughMemory, ToolUnavailable
 
 MANIFEST = "manifest.json"
 
@@ -120,7 +120,7 @@ def _user_recipes_importable(spec: Spec) -> None:
 
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
         force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False,
-        python_env_for: str = "image") -> Report:
+        python_env_for: str = "image", memory_check: bool = True) -> Report:
     requested = tuple(requested)
     report = Report(requested=requested)
     _user_recipes_importable(spec)
@@ -137,6 +137,9 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
     dirs: dict[str, pathlib.Path] = {}
     entries: dict[str, ModelEntry] = {}
     order = build_order(spec)
+    if memory_check:
+        _check_memory(spec, [m for m in order if m.name in selected and (force or not model_builder.load_cached(
+            work_dir, m.name, hashes[m.name]))], toolchain, log)
     for i, model in enumerate(order, 1):
         name = model.name
         cached = None if (force and name in selected) else model_builder.load_cached(work_dir, name, hashes[name])
@@ -174,6 +177,21 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
                                    unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
     return report
+
+
+def _check_memory(spec: Spec, to_build: list[ModelSpec], toolchain: Callable, log: Callable[[str], None]) -> None:
+    """Refuses, before anything is built, a build whose largest model will not fit in the memory available now."""
+    from model_build import memory_budget
+
+    largest = memory_budget.largest(spec, [m for m in to_build if memory_budget.buildable_here(m, toolchain)])
+    if largest is None:
+        return
+    available = memory_budget.available_bytes()
+    refused = memory_budget.refusal(largest, available)
+    if refused:
+        raise NotEnoughMemory(refused)
+    log(f"memory: the largest model to build, {largest.model} ({largest.bytes / 1e9:.2f} GB of fp32 weights), needs "
+        f"about {memory_budget.need_bytes(largest.bytes) / 1e9:.1f} GB; {available / 1e9:.1f} GB available")
 
 
 def _not_built(report: Report) -> dict[str, str]:

@@ -26,6 +26,9 @@ def register(add) -> None:
     p.add_argument("--check-serving-torch", action="store_true",
                    help="also run each traced TorchScript model in the PyPI torch release nearest the libtorch of "
                         "the spec's Triton image (installs that torch, a multi-GB CUDA build, once)")
+    p.add_argument("--no-memory-check", action="store_true",
+                   help="build even if the largest model needs more memory than this machine has available "
+                        "(3 x its fp32 weights + 1.5 GB); by default the build refuses before it starts")
     p.add_argument("--python-env-for", choices=("image", "local"), default="image",
                    help="build Python-backend execution environments for the spec's Triton image (default) or "
                         "for this machine's Python: `tritonsm serve` only, synthesis refuses such a build")
@@ -34,12 +37,17 @@ def register(add) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from deployment_spec import load_spec
     from model_build import build
+    from model_build.errors import NotEnoughMemory
 
     start = time.monotonic()
     spec = load_spec(args.spec)
-    report = build.run(spec, pathlib.Path(args.out), pathlib.Path(args.work_dir), args.model, args.force,
-                       log=_log, serving_torch=args.check_serving_torch,
-                       python_env_for=args.python_env_for)
+    try:
+        report = build.run(spec, pathlib.Path(args.out), pathlib.Path(args.work_dir), args.model, args.force,
+                           log=_log, serving_torch=args.check_serving_torch,
+                           python_env_for=args.python_env_for, memory_check=not args.no_memory_check)
+    except NotEnoughMemory as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
     for name, why in report.unavailable.items():
         _log(f"not built here: {why}")
     for why in list(report.failed.values()) + list(report.endpoints_failed.values()):

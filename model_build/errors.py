@@ -11,3 +11,7 @@ class ToolUnavailable(BuildError):
 
     The other models still build; the command fails only if this model was asked for by name.
     """
+
+
+class NotEnoughMemory(BuildError):
+    """The largest model to build needs more memory than this machine has available; nothing was built."""

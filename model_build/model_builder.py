@@ -142,7 +142,7 @@ def _not_checked(ctx: Context, model: ModelSpec) -> dict:
 
 def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
     """model.onnx in ``scratch``; for backend onnxruntime, proven in the target image's ONNX Runtime."""
-    from model_build import onnx_export, parity as parity_check, reproducible
+    from model_build import memory_budget, onnx_export, onnx_weights, ort_optimize, parity as parity_check, reproducible
     from model_build.recipes import load_exportable
 
     target = scratch / "model.onnx"
@@ -154,15 +154,16 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
     step.done()
     if made.note:
         ctx.log(f"  {model.name}: {made.note}")
-    exported = scratch / "exported.onnx"
+    exported = scratch / "export" / "exported.onnx"  # its weights in a file beside it (onnx_weights)
+    exported.parent.mkdir()
     optimize = model.onnxruntime.optimize_at_build if model.onnxruntime else True
     step = Step(ctx, model.name, f"export ONNX (opset {onnx_export.OPSET})")
-    onnx_export.export(model.name, made, exported, optimize=optimize)
+    onnx_export.export_graph(model.name, made, exported, optimize=optimize)
     step.done()
     if model.backend is Backend.TENSORRT:
         # The ONNX graph only feeds trtexec here; the plan itself is checked on the GPU host.
         reproducible.strip_onnx(exported)
-        shutil.move(exported, target)
+        onnx_weights.inline(exported, target)
         inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
         step = Step(ctx, model.name, "check ONNX Runtime against PyTorch (the graph trtexec converts)")
         result = parity_check.check_onnx(model.name, made, target, model.tolerance)
@@ -173,12 +174,19 @@ def _onnx(ctx: Context, model: ModelSpec, scratch: pathlib.Path):
 
     serving_runtime = runtime(ctx.spec.triton_version)
     onnx_export.graph_io(exported, model.max_batch_size, model.name)  # a lost batch axis fails here, by name
+    step = Step(ctx, model.name, "eager PyTorch on the serving cases")
+    reference = onnx_check.reference(made, model)
+    step.done(f" ({len(reference[0].cases)} cases)")
+    hints = ort_optimize.transformer_hints(made.module)
+    # From here on child processes make and run the graphs: the eager weights are not needed any more.
+    made.module = None
+    memory_budget.give_back()
     step = Step(ctx, model.name, "ONNX Runtime graph optimizations and transformer fusions")
-    found = onnx_check.candidates(model, made, exported, scratch, ctx.log)
+    found = onnx_check.candidates(model, hints, exported, scratch, ctx.log)
     step.done()
     step = Step(ctx, model.name, f"verify in ONNX Runtime {serving_runtime.onnxruntime_wheel} (Triton "
                                  f"{serving_runtime.triton_version}'s) against eager PyTorch")
-    serving = onnx_check.verify_and_pick(model, made, serving_runtime, found, target, scratch, ctx.log)
+    serving = onnx_check.verify_and_pick(model, made, serving_runtime, found, target, scratch, ctx.log, reference)
     step.done(f" ({serving['graph']}, {serving['cases']} cases, max abs error {serving['max_abs_error']:.2e})")
     inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
     parity = {"max_abs_error": serving["max_abs_error"], "max_rel_error": serving["max_rel_error"],
@@ -256,6 +264,6 @@ def _run_trace_worker(ctx: Context, model: ModelSpec, scratch: pathlib.Path) -> 
 
 
 def _opset(path: pathlib.Path) -> str:
-    import onnx
-    model = onnx.load(str(path), load_external_data=False)
+    from model_build import onnx_weights
+    model = onnx_weights.load_graph(path)
     return str(next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), "?"))

@@ -31,7 +31,7 @@ import dataclasses
 import os
 import pathlib
 import tempfile
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 # The contrib ops the fusions produce; counted in the report.
 FUSED_OPS = ("Attention", "MultiHeadAttention", "EmbedLayerNormalization", "SkipLayerNormalization",
@@ -39,7 +39,6 @@ FUSED_OPS = ("Attention", "MultiHeadAttention", "EmbedLayerNormalization", "Skip
 # onnxruntime.transformers model types whose attention patterns it knows.
 TRANSFORMER_TYPES = ("bert", "bart", "gpt2", "t5", "vit", "clip", "unet", "phi")
 SAVED_LEVELS = ("disabled", "basic", "extended")
-PROTOBUF_LIMIT = 2_000_000_000
 
 
 class OrtOptimizeError(RuntimeError):
@@ -92,7 +91,7 @@ def transformer_hints(module: Any) -> dict[str, Any]:
 
 def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *, model_type: Optional[str],
                      num_heads: int = 0, hidden_size: int = 0, saved_level: str = "basic",
-                     use_gpu: bool = False) -> OptimizeReport:
+                     use_gpu: bool = False, finish: Optional[Callable[[pathlib.Path], None]] = None) -> OptimizeReport:
     """Writes an optimized copy of ``onnx_in`` to ``onnx_out`` (the same path is fine).
 
     Args:
@@ -102,6 +101,8 @@ def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
         saved_level: ONNX Runtime rewrites baked into the file: "basic" (portable, the default),
             "extended" (adds CPU-tuned fusions; only if the server runs on the CPU), "disabled".
         use_gpu: tell the transformer fuser the model will run on a GPU (Triton on ml.g*).
+        finish: called on the optimized graph (its weights still in files beside it) before it is written
+            to ``onnx_out``, e.g. reproducible.strip_onnx. Defaults to nothing.
     """
     if saved_level not in SAVED_LEVELS:
         raise ValueError(f"saved_level={saved_level!r}; use one of {', '.join(SAVED_LEVELS)}")
@@ -110,20 +111,21 @@ def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
     src, dst = pathlib.Path(onnx_in), pathlib.Path(onnx_out)
     import onnx
 
-    before = onnx.load(str(src))
-    nodes_before, bytes_before = len(before.graph.node), _size(src)
-    del before  # hundreds of MB for a BERT: not kept through the fusions (build peak memory)
+    from model_build import onnx_weights
+
+    # Every step rewrites a graph whose weights stay in files beside it (onnx_weights); only the result
+    # is written inline: the same bytes as rewriting the model in memory, a fraction of the memory.
     with tempfile.TemporaryDirectory(prefix="ort-optimize-") as scratch:
-        work = pathlib.Path(scratch) / "model.onnx"
-        fuser = "none"
+        graph = pathlib.Path(scratch) / "exported.onnx"
+        nodes_before, bytes_before, fuser = onnx_weights.stage(src, graph), _size(src), "none"
         if model_type is not None:
-            fuser = _fuse_transformer(src, work, model_type, num_heads, hidden_size, use_gpu)
-            stage = work
-        else:
-            stage = src
-        _save_ort_level(stage, dst, saved_level, use_gpu)
-    _prune_opset_imports(dst)
-    after = onnx.load(str(dst))
+            graph, fuser = _fuse_transformer(graph, model_type, num_heads, hidden_size, use_gpu)
+        graph = _save_ort_level(graph, saved_level, use_gpu)
+        _prune_opset_imports(graph)
+        if finish is not None:
+            finish(graph)
+        after = onnx.load(str(graph), load_external_data=False)
+        onnx_weights.inline(graph, dst)
     return OptimizeReport(fuser=fuser, fused_ops=count_ops(after, FUSED_OPS), nodes_before=nodes_before,
                           nodes_after=len(after.graph.node), bytes_before=bytes_before, bytes_after=_size(dst),
                           saved_level=saved_level)
@@ -213,79 +215,77 @@ def count_ops(model: Any, names: tuple[str, ...]) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _fuse_transformer(src: pathlib.Path, dst: pathlib.Path, model_type: str, num_heads: int, hidden_size: int,
-                      use_gpu: bool) -> str:
-    fused = _ort_transformer_fusion(src, dst, model_type, num_heads, hidden_size, use_gpu)
-    if fused.get("Attention", 0) or fused.get("MultiHeadAttention", 0):
-        return "onnxruntime.transformers"
+def _fuse_transformer(src: pathlib.Path, model_type: str, num_heads: int, hidden_size: int,
+                      use_gpu: bool) -> tuple[pathlib.Path, str]:
+    """The fused graph (its weights beside it, like ``src``'s) and the fuser path taken."""
+    fused, counts = _ort_transformer_fusion(src, model_type, num_heads, hidden_size, use_gpu)
+    if counts.get("Attention", 0) or counts.get("MultiHeadAttention", 0):
+        return fused, "onnxruntime.transformers"
     # Attention not matched: a torch.export (dynamo) graph; onnxscript knows its patterns.
-    staged = dst.with_name("onnxscript.onnx")
+    staged = src.with_name("onnxscript.onnx")
     _onnxscript_fusion(src, staged)
-    _ort_transformer_fusion(staged, dst, model_type, num_heads, hidden_size, use_gpu)
-    return "onnxscript+onnxruntime.transformers"
+    fused, _ = _ort_transformer_fusion(staged, model_type, num_heads, hidden_size, use_gpu)
+    return fused, "onnxscript+onnxruntime.transformers"
 
 
-def _ort_transformer_fusion(src: pathlib.Path, dst: pathlib.Path, model_type: str, num_heads: int,
-                            hidden_size: int, use_gpu: bool) -> dict[str, int]:
+def _ort_transformer_fusion(src: pathlib.Path, model_type: str, num_heads: int, hidden_size: int,
+                            use_gpu: bool) -> tuple[pathlib.Path, dict[str, int]]:
+    """onnxruntime.transformers' fusions on ``src``'s graph; the result is saved beside it, where its weights are."""
     import logging
 
     from onnxruntime.transformers import optimizer
 
+    from model_build import onnx_weights
+
     # The fuser logs every pattern it tried; only failures matter in a build log.
     logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
+    fused = src.with_name(f"{src.stem}.fused.onnx")
     try:
-        # opt_level 0: python fusions only; ONNX Runtime's own rewrites come after, at the chosen level.
-        model = optimizer.optimize_model(str(src), model_type=model_type, num_heads=num_heads,
-                                         hidden_size=hidden_size, opt_level=0, use_gpu=use_gpu)
+        with onnx_weights.graph_of(src) as graph:
+            # opt_level 0: python fusions only; ONNX Runtime's own rewrites come after, at the chosen level.
+            model = optimizer.optimize_model(graph, model_type=model_type, num_heads=num_heads,
+                                             hidden_size=hidden_size, opt_level=0, use_gpu=use_gpu)
+            model.save_model_to_file(str(fused))  # new tensors inline, the others still refer to their files
     except Exception as exc:
         raise OrtOptimizeError(f"onnxruntime.transformers fusion of {src} failed: {type(exc).__name__}: {exc}") from None
-    model.save_model_to_file(str(dst), use_external_data_format=_size(src) > PROTOBUF_LIMIT)
-    return {k: v for k, v in model.get_fused_operator_statistics().items() if v}
+    return fused, {k: v for k, v in model.get_fused_operator_statistics().items() if v}
 
 
 def _onnxscript_fusion(src: pathlib.Path, dst: pathlib.Path) -> None:
-    import onnx
+    """Both graphs with their weights beside them: onnx_ir reads a weight only where a rewrite needs it."""
     import onnx_ir as ir
     from onnxscript.rewriter.ort_fusions import optimize_for_ort as onnxscript_optimize
 
+    from model_build import onnx_weights
+
     try:
-        # onnx.load pulls external weights into memory, so the result can be written anywhere.
-        proto = onnx.load(str(src))
-        model = ir.from_proto(proto)
-        del proto  # the IR holds the weights now; two full copies would double the build's peak memory
-        model, _ = onnxscript_optimize(model)
-        proto = ir.to_proto(model)
-        del model
-        onnx.save(proto, str(dst), save_as_external_data=_size(src) > PROTOBUF_LIMIT)
+        model, _ = onnxscript_optimize(ir.load(str(src)))
+        ir.save(model, str(dst), external_data=onnx_weights.data_file(dst).name)
     except Exception as exc:
         raise OrtOptimizeError(f"onnxscript transformer fusion of {src} failed: {type(exc).__name__}: {exc}") from None
 
 
-def _save_ort_level(src: pathlib.Path, dst: pathlib.Path, level: str, use_gpu: bool) -> None:
-    """Runs ONNX Runtime's graph optimizer at ``level`` and saves its result."""
+def _save_ort_level(src: pathlib.Path, level: str, use_gpu: bool) -> pathlib.Path:
+    """ONNX Runtime's graph optimizer at ``level`` on ``src``; its result is saved beside ``src``, where ONNX Runtime
+    keeps the initializers it did not change as references to ``src``'s weight files."""
     if level == "disabled":
-        _replace_copy(src, dst)
-        return
+        return src
     import onnxruntime
 
     levels = {"basic": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC,
               "extended": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED}
-    with tempfile.TemporaryDirectory(prefix="ort-level-") as scratch:
-        out = pathlib.Path(scratch) / "model.onnx"
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = levels[level]
-        options.optimized_model_filepath = str(out)
-        options.log_severity_level = 3
-        if _size(src) > PROTOBUF_LIMIT:
-            options.add_session_config_entry("session.optimized_model_external_initializers_file_name",
-                                             "model.onnx.data")
-        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if use_gpu else ["CPUExecutionProvider"]
-        available = onnxruntime.get_available_providers()
-        try:
-            onnxruntime.InferenceSession(str(src), options, providers=[p for p in providers if p in available])
-        except Exception as exc:
-            raise OrtOptimizeError(f"ONNX Runtime could not load {src} for {level} graph optimization: {exc}") from None
-        _replace(out, dst)
+    out = src.with_name(f"{src.stem}.{level}.onnx")
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = levels[level]
+    options.optimized_model_filepath = str(out)
+    options.log_severity_level = 3
+    providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if use_gpu else ["CPUExecutionProvider"]
+    available = onnxruntime.get_available_providers()
+    try:
+        onnxruntime.InferenceSession(str(src), options, providers=[p for p in providers if p in available])
+    except Exception as exc:
+        raise OrtOptimizeError(f"ONNX Runtime could not load {src} for {level} graph optimization: {exc}") from None
+    return out
 
 
 def _prune_opset_imports(path: pathlib.Path) -> None:
@@ -317,13 +317,6 @@ def _replace(src: pathlib.Path, dst: pathlib.Path) -> None:
     if data.exists():
         shutil.move(data, dst.with_name(dst.name + ".data"))
     shutil.move(src, dst)  # the scratch directory may be on another filesystem
-
-
-def _replace_copy(src: pathlib.Path, dst: pathlib.Path) -> None:
-    import shutil
-
-    if src.resolve() != dst.resolve():
-        shutil.copyfile(src, dst)
 
 
 def _size(path: pathlib.Path) -> int:

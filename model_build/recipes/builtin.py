@@ -78,7 +78,7 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
 
 
 def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
-    from transformers import AutoModelForSequenceClassification, BertConfig, RobertaConfig
+    from transformers import AutoModelForSequenceClassification
 
     recipe = model.source.recipe
     weights = weights_dir(model, root)
@@ -88,8 +88,7 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     else:
         family, sizes = TEXT[recipe]
         torch.manual_seed(0)
-        config = (BertConfig if family == "bert" else RobertaConfig)(num_labels=NUM_LABELS, **sizes)
-        net = AutoModelForSequenceClassification.from_config(config)
+        net = AutoModelForSequenceClassification.from_config(_text_config(recipe))
         note = (f"no weights directory: {recipe} initialised with random weights from its architecture config "
                 f"({sizes['num_hidden_layers']} layers, hidden {sizes['hidden_size']}, seed 0)")
     vocab = net.config.vocab_size
@@ -109,6 +108,25 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     real = sentences.from_checkpoint(weights, seq, id_dtype, vocab) if weights is not None else None
     return ExportableModel(TextClassifier(net.eval()), sample(2, 0), ("input_ids", "attention_mask"), ("logits",),
                            axes, sample, note, agreement_inputs=real)
+
+
+def _text_config(recipe: str):
+    from transformers import BertConfig, RobertaConfig
+
+    family, sizes = TEXT[recipe]
+    return (BertConfig if family == "bert" else RobertaConfig)(num_labels=NUM_LABELS, **sizes)
+
+
+def parameter_count(recipe: str) -> int:
+    """Parameters of the recipe's architecture without weights: built on the meta device (shapes only)."""
+    from transformers import AutoModelForSequenceClassification, ResNetConfig, ResNetForImageClassification
+
+    with torch.device("meta"):
+        if recipe in TEXT:
+            net = AutoModelForSequenceClassification.from_config(_text_config(recipe))
+        else:
+            net = ResNetForImageClassification(ResNetConfig(**VISION[recipe]))
+    return sum(p.numel() for p in net.parameters())
 
 
 def _vision(model: ModelSpec, root: pathlib.Path) -> ExportableModel:

@@ -81,16 +81,30 @@ def _t5(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     )
 
 
+def _t5_config(recipe: str):
+    from transformers import T5Config
+
+    return T5Config(**T5_SIZES[recipe], pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+
+
+def parameter_count(recipe: str) -> int:
+    """Parameters of the T5 architecture without weights: built on the meta device (shapes only)."""
+    import torch
+    from transformers import T5ForConditionalGeneration
+
+    with torch.device("meta"):
+        return sum(p.numel() for p in T5ForConditionalGeneration(_t5_config(recipe)).parameters())
+
+
 def _random_t5(recipe: str) -> dict[str, bytes]:
     """save_pretrained output of a seeded random T5, as {relative path: bytes}."""
     import tempfile
 
     import torch
-    from transformers import T5Config, T5ForConditionalGeneration
+    from transformers import T5ForConditionalGeneration
 
     torch.manual_seed(0)
-    config = T5Config(**T5_SIZES[recipe], pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
-    model = T5ForConditionalGeneration(config).eval()
+    model = T5ForConditionalGeneration(_t5_config(recipe)).eval()
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         return {p.relative_to(tmp).as_posix(): p.read_bytes() for p in sorted(pathlib.Path(tmp).rglob("*"))

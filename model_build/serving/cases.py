@@ -24,6 +24,7 @@ from model_build.recipes import ExportableModel
 SEED = 1234
 SHORT_LENGTH = 24
 MAX_UNPADDED_ROWS = 2
+PADDED_ROWS = 3  # one row at each length _row_lengths gives: half, full, an eighth
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +67,12 @@ def batch_sizes(model: ModelSpec) -> list[int]:
     return sorted({1, *preferred, model.max_batch_size})
 
 
-def plan(made: ExportableModel, model: ModelSpec) -> Plan:
+def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[int] = None) -> Plan:
+    """The cases and invariances above. With ``full_length_tokens`` (the TorchScript check, where
+    eager PyTorch and the trace run the same kernels and only what tracing froze can differ), a
+    batch whose rows x full length exceed it runs at the short length only, and a batch of
+    ``PADDED_ROWS`` padded rows runs at the full length instead: every batch size and both lengths
+    are still tried, each axis on its own, and the mask checks run at both lengths."""
     mask = mask_input(made)
     seq_inputs = [n for n in made.input_names if 1 in made.dynamic_axes.get(n, {})]
     seq_outputs = frozenset(n for n in made.output_names if 1 in made.dynamic_axes.get(n, {}))
@@ -75,34 +81,28 @@ def plan(made: ExportableModel, model: ModelSpec) -> Plan:
     if not sizes:  # max_batch_size 0: the exported shapes are the only ones the config allows
         cases.append(Case("example", dict(made.example_inputs)))
         return Plan(tuple(cases), (), mask, seq_outputs)
+    full = 0
     for batch in sizes:
         base = _sample(made, batch)
         if mask is None:
             cases += _unmasked(base, batch, seq_inputs)
             continue
         full = int(base[mask].shape[1])
-        lengths_to_try = [full] + ([min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else [])
-        for length in lengths_to_try:
-            inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
-            rows = _row_lengths(batch, length)
-            inputs[mask] = _mask(rows, length, inputs[mask].dtype)
-            cases.append(Case(f"batch {batch} x {length} tokens", inputs, rows))
-    cases += _real(made, max(sizes))
+        short = [min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else []
+        long = [full] if not short or full_length_tokens is None or batch == 1 or batch * full <= full_length_tokens \
+            else []
+        cases += [_padded(base, batch, length, mask, seq_inputs) for length in long + short]
+    if full_length_tokens is not None and mask is not None and not any(
+            len(c.lengths) > 1 and max(c.lengths) == full for c in cases):
+        cases.append(_padded(_sample(made, PADDED_ROWS), PADDED_ROWS, full, mask, seq_inputs))
+    cases += _real(made, max(sizes), full_length_tokens)
     invariances: list[Invariance] = []
     if mask is not None:
-        widest = max((c for c in cases if c.lengths), key=lambda c: (len(c.lengths), max(c.lengths)))
-        cases.append(_masked_changed(widest, mask, seq_inputs))
-        invariances.append(Invariance("masked tokens changed", widest.name, cases[-1].name,
-                                      tuple(range(len(widest.lengths))), widest.lengths))
-        if mask in seq_inputs:
-            full = max(widest.lengths)
-            padded = [r for r, n in enumerate(widest.lengths) if n < full][:MAX_UNPADDED_ROWS]
-            for row in padded:
-                n = widest.lengths[row]
-                alone = {k: (v[row:row + 1, :n] if k in seq_inputs else v[row:row + 1])
-                         for k, v in widest.inputs.items()}
-                cases.append(Case(f"row {row} of {widest.name} alone, {n} tokens", alone, (n,)))
-                invariances.append(Invariance("padded vs unpadded", widest.name, cases[-1].name, (row,), (n,)))
+        with_rows = [c for c in cases if c.lengths]
+        widest = max(with_rows, key=lambda c: (len(c.lengths), max(c.lengths)))
+        longest = max(with_rows, key=lambda c: (max(c.lengths), len(c.lengths)))
+        for anchor in [widest] + ([longest] if longest is not widest else []):
+            invariances += _mask_checks(anchor, mask, seq_inputs, cases)
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
 
 
@@ -116,12 +116,40 @@ def _unmasked(base: Mapping[str, Any], batch: int, seq_inputs: list[str]) -> lis
             for length in (full, min(SHORT_LENGTH, full // 2))]
 
 
-def _real(made: ExportableModel, rows: int) -> list[Case]:
-    """The real inputs (the recipe's, or the spec's samples), up to ``rows`` of them, as a case of their own."""
+def _real(made: ExportableModel, rows: int, tokens: Optional[int]) -> list[Case]:
+    """The real inputs (the recipe's, or the spec's samples), up to ``rows`` of them (and, with a token
+    budget, as many rows as fit it), as a case of their own."""
     if made.agreement_inputs is None:
         return []
+    first = next(iter(made.agreement_inputs.values()))
+    if tokens is not None and first.ndim > 1:
+        rows = max(1, min(rows, tokens // max(1, int(first.shape[1]))))
     real = {k: v[:rows] for k, v in made.agreement_inputs.items()}
     return [Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real)]
+
+
+def _padded(base: Mapping[str, Any], batch: int, length: int, mask: str, seq_inputs: list[str]) -> Case:
+    """``base`` cut to ``length`` tokens, its rows padded to different lengths (the mask says which)."""
+    inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
+    rows = _row_lengths(batch, length)
+    inputs[mask] = _mask(rows, length, inputs[mask].dtype)
+    return Case(f"batch {batch} x {length} tokens", inputs, rows)
+
+
+def _mask_checks(widest: Case, mask: str, seq_inputs: list[str], cases: list[Case]) -> list[Invariance]:
+    """Appends to ``cases`` the masked-tokens-changed copy of ``widest`` and some of its padded rows alone."""
+    cases.append(_masked_changed(widest, mask, seq_inputs))
+    out = [Invariance("masked tokens changed", widest.name, cases[-1].name, tuple(range(len(widest.lengths))),
+                      widest.lengths)]
+    if mask in seq_inputs:
+        full = max(widest.lengths)
+        padded = [r for r, n in enumerate(widest.lengths) if n < full][:MAX_UNPADDED_ROWS]
+        for row in padded:
+            n = widest.lengths[row]
+            alone = {k: (v[row:row + 1, :n] if k in seq_inputs else v[row:row + 1]) for k, v in widest.inputs.items()}
+            cases.append(Case(f"row {row} of {widest.name} alone, {n} tokens", alone, (n,)))
+            out.append(Invariance("padded vs unpadded", widest.name, cases[-1].name, (row,), (n,)))
+    return out
 
 
 def _sample(made: ExportableModel, batch: int) -> dict[str, Any]:

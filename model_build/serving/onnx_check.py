@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from deployment_spec.model import Int8Gate, ModelSpec, Precision
 from deployment_spec.serving_runtimes import ServingRuntime
@@ -22,38 +22,52 @@ from model_build.serving import cases, side_env, verify
 DEVICE = "cpu"  # the CPU execution provider: the registry's onnxruntime wheels have no CUDA one
 
 
-def candidates(model: ModelSpec, made: ExportableModel, exported: pathlib.Path, scratch: pathlib.Path,
+def candidates(model: ModelSpec, hints: dict[str, Any], exported: pathlib.Path, scratch: pathlib.Path,
                log: Callable[[str], None]) -> list[verify.Candidate]:
-    from model_build import ort_optimize
+    """The candidate files, best first, each made in a process of its own (model_build.optimize_worker).
+
+    ``hints``: ort_optimize.transformer_hints of the model; ``exported``: the exported graph, its weights
+    inline or in a file beside it (onnx_weights).
+    """
+    from model_build import optimize_worker
 
     out: list[verify.Candidate] = []
     settings = model.onnxruntime
     optimize = settings.optimize_at_build if settings else True
     # The TensorRT execution provider lacks the contrib ops the fusions emit, so it gets the plain graph.
     if optimize and not (settings and settings.tensorrt_accelerator):
-        hints = ort_optimize.transformer_hints(made.module)
         if hints["model_type"]:
             fused = scratch / "fused.onnx"
-            report = ort_optimize.optimize_for_ort(exported, fused, **hints)
+            report = optimize_worker.make("fused", exported, fused, hints, log)
             log(f"  {model.name}: transformer fusions ({report.fuser}): {dict(report.fused_ops) or 'nothing fused'}")
             if report.fused_ops:
                 out.append(verify.Candidate("transformer-fused graph", fused, report))
         optimized = scratch / "optimized.onnx"
-        report = ort_optimize.optimize_for_ort(exported, optimized, model_type=None)
+        report = optimize_worker.make("basic", exported, optimized, {}, log)
         out.append(verify.Candidate("graph with basic optimizations", optimized, report))
-    out.append(verify.Candidate("graph as exported", exported))
-    for candidate in out:
-        reproducible.strip_onnx(candidate.path)
+    as_exported = scratch / "exported.onnx"
+    optimize_worker.make("as-exported", exported, as_exported, {}, log)
+    out.append(verify.Candidate("graph as exported", as_exported))
     return out
 
 
+def reference(made: ExportableModel, model: ModelSpec) -> tuple[cases.Plan, dict[str, list]]:
+    """The serving cases and eager PyTorch's outputs on them: all the check needs of the torch module."""
+    plan = cases.plan(made, model)
+    return plan, verify.reference(made.module, plan, made.input_names)
+
+
 def verify_and_pick(model: ModelSpec, made: ExportableModel, runtime: ServingRuntime, found: list[verify.Candidate],
-                    target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """Copies the first candidate that verifies to ``target``; returns the manifest's serving_check record."""
+                    target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None],
+                    eager: Optional[tuple[cases.Plan, dict[str, list]]] = None) -> dict[str, Any]:
+    """Copies the first candidate that verifies to ``target``; returns the manifest's serving_check record.
+
+    ``eager``: what ``reference`` returned, when the caller has let go of the torch module since;
+    defaults to computing it here.
+    """
     env = side_env.ensure("onnxruntime", runtime.onnxruntime_wheel, log)
     label = f"ONNX Runtime {runtime.onnxruntime_wheel}"
-    plan = cases.plan(made, model)
-    want = verify.reference(made.module, plan, made.input_names)
+    plan, want = eager if eager is not None else reference(made, model)
     level = model.onnxruntime.graph_optimization_level.value if model.onnxruntime else "all"
     verdicts: list[verify.Verdict] = []
     for candidate in found:

@@ -111,3 +111,23 @@ def test_choose_fails_the_build_when_no_candidate_verifies():
         "24.09; atol 0.001, rtol 0.001): the graph as exported fails to run (case batch 1: boom). If even the graph "
         "as exported differs, the export froze a data-dependent branch or a shape: check the recipe's forward(); "
         "else pick a triton_version whose runtime runs it, or raise models.bert.tolerance if that error is acceptable")
+
+
+def test_a_token_budget_tries_every_batch_size_and_both_lengths_each_on_its_own():
+    # The TorchScript check's plan: batches above 64 tokens at the full length (32) run short only,
+    # and a batch of 3 padded rows runs at the full length; the mask checks run at both lengths.
+    plan = cases.plan(_made(), _text_model(max_batch=8, preferred=(4,)), full_length_tokens=64)
+    assert [c.name for c in plan.cases] == [
+        "batch 1 x 32 tokens", "batch 1 x 16 tokens", "batch 4 x 16 tokens", "batch 8 x 16 tokens",
+        "batch 3 x 32 tokens", "batch 8 x 16 tokens, masked tokens changed",
+        "row 0 of batch 8 x 16 tokens alone, 8 tokens", "row 2 of batch 8 x 16 tokens alone, 2 tokens",
+        "batch 3 x 32 tokens, masked tokens changed", "row 0 of batch 3 x 32 tokens alone, 16 tokens",
+        "row 2 of batch 3 x 32 tokens alone, 4 tokens"]
+    assert plan.cases[4].lengths == (16, 32, 4)
+    assert [(i.what, i.base) for i in plan.invariances] == [
+        ("masked tokens changed", "batch 8 x 16 tokens"), ("padded vs unpadded", "batch 8 x 16 tokens"),
+        ("padded vs unpadded", "batch 8 x 16 tokens"), ("masked tokens changed", "batch 3 x 32 tokens"),
+        ("padded vs unpadded", "batch 3 x 32 tokens"), ("padded vs unpadded", "batch 3 x 32 tokens")]
+    # Within the budget nothing changes: the plan is the serving check's.
+    assert [c.name for c in cases.plan(_made(), _text_model(), full_length_tokens=4 * 32).cases] == [
+        c.name for c in cases.plan(_made(), _text_model()).cases]
