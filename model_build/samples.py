@@ -2,7 +2,7 @@
 
 They feed the serving check (a case of their own, and the rows every generated batch is made
 of for a model file), the int8 gate (agreement with fp32 is measured on them) and the smoke
-request (``tritonsm smoke`` sends the first row, benchmarking/smoke.py). Checked here against the model's input
+request (``tritonsm smoke`` sends the first row, tritonsm/benchmarking/smoke.py). Checked here against the model's input
 tensors, so a wrong name, type or shape fails the build naming the file, the array and the fix.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`tritonsm bench runtime | load | recommender`: the numbers the reference articles measure by hand.
 
-Only argparse here; each subcommand runs from benchmarking.commands, which imports its heavy
+Only argparse here; each subcommand runs from tritonsm.benchmarking.commands, which imports its heavy
 code (torch, onnxruntime, the Triton server, botocore) when it runs.
 """
 from __future__ import annotations
@@ -137,8 +137,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(name: str) -> Callable[[argparse.Namespace], int]:
-    """The subcommand's runner in benchmarking.commands, imported only when it runs (keeps --help light)."""
+    """The subcommand's runner in tritonsm.benchmarking.commands, imported only when it runs (keeps --help light)."""
     def run(args: argparse.Namespace) -> int:
-        from benchmarking import commands
+        from tritonsm.benchmarking import commands
         return getattr(commands, name)(args)
     return run

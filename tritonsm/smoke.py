@@ -8,7 +8,7 @@ within each model's tolerance. `--local` does the same on the local Triton serve
 (no GPU, no Docker); an endpoint it cannot run (a TensorRT plan) has no recording, and a later
 `--expected-dir` check of it compares with the manifest only, saying so.
 By hand it checks a local endpoint (`--url`, from `tritonsm serve`) or a deployed one. Exit 1 when
-any model fails. Heavy code (numpy, boto3) loads in benchmarking.smoke only when it runs.
+any model fails. Heavy code (numpy, boto3) loads in tritonsm.benchmarking.smoke only when it runs.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def run_smoke(args: argparse.Namespace, client=None) -> int:
 
 
 def _one(args: argparse.Namespace, spec, name: str, client) -> int:
-    from benchmarking import smoke
+    from tritonsm.benchmarking import smoke
 
     env_name, endpoint = spec_endpoint(spec, name, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
@@ -106,7 +106,7 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
 
 @contextlib.contextmanager
 def _target(args, spec, env_name: str, endpoint, client):
-    from benchmarking import smoke
+    from tritonsm.benchmarking import smoke
 
     if args.deployed:
         name = endpoint_name(spec.project, env_name, endpoint.name)

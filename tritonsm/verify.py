@@ -3,7 +3,7 @@
 Each TorchScript model loaded on cuda:0 as the libtorch backend loads a KIND_GPU instance and compared with
 the CPU; each Python-backend model served by the real Triton Python stub of the image's Python inside its
 shipped execution environment, GPUs visible; TensorRT plans and the ONNX Runtime CUDA provider where their
-Python wheels are installed (benchmarking.gpu_verify). Prints what ran, what could not and why, and writes
+Python wheels are installed (tritonsm.benchmarking.gpu_verify). Prints what ran, what could not and why, and writes
 the same as JSON. Exit 0: every check that ran passed; 1: one failed; 2: bad input; 3: no CUDA device here.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if not args.gpu:
         raise UserError("tritonsm verify needs --gpu, its one kind of check today (the build already verifies "
                         "every artifact on the CPU): tritonsm verify --gpu [ENDPOINT ...]")
-    from benchmarking.gpu_verify.run import run
+    from tritonsm.benchmarking.gpu_verify.run import run
 
     report = run(pathlib.Path(args.spec), args.manifest, args.endpoint, args.environment,
                  log=lambda line: print(line, flush=True))

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from benchmarking import build_cost
+from tritonsm.benchmarking import build_cost
 
 TIME_OUTPUT = """\
 \tCommand being timed: "python -m tritonsm build"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from benchmarking import capacity_record
+from tritonsm.benchmarking import capacity_record
 from deployment_spec.capacity import Measurement, invocations_target, load_capacity, save_capacity
 from tritonsm.cli import main
 

@@ -3,10 +3,10 @@ import math
 
 import pytest
 
-from benchmarking import stats
-from benchmarking.load_compare import _gains, best_config, interleaved_phases, median_phase
-from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
-from benchmarking.runtime_compare import check_targets
+from tritonsm.benchmarking import stats
+from tritonsm.benchmarking.load_compare import _gains, best_config, interleaved_phases, median_phase
+from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, phase_result, phases_until_stop
+from tritonsm.benchmarking.runtime_compare import check_targets
 
 
 def test_percentiles_interpolate_like_numpy():

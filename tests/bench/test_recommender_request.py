@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmarking import recommender_request as rr
+from tritonsm.benchmarking import recommender_request as rr
 from tritonsm.cli import main
 
 ROLE = "arn:aws:iam::123456789012:role/InferenceRecommender"

@@ -14,7 +14,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from benchmarking import smoke
+from tritonsm.benchmarking import smoke
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from local_endpoint import SingleModelEndpoint

@@ -14,9 +14,9 @@ import sys
 import pytest
 import torch
 
-from benchmarking.gpu_verify import interpreters, python_stub, torchscript
-from benchmarking.gpu_verify.inputs import batches, case_for
-from benchmarking.gpu_verify.report import NOT_RUN, PASSED
+from tritonsm.benchmarking.gpu_verify import interpreters, python_stub, torchscript
+from tritonsm.benchmarking.gpu_verify.inputs import batches, case_for
+from tritonsm.benchmarking.gpu_verify.report import NOT_RUN, PASSED
 from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
 from tritonsm.cli import main as tritonsm_main
 from image_fixtures import write_built_spec

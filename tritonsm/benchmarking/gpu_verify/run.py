@@ -19,9 +19,9 @@ import shutil
 import tempfile
 from typing import Callable, Optional
 
-from benchmarking.gpu_verify import host, onnx_cuda, python_stub, tensorrt_plan, torchscript
-from benchmarking.gpu_verify.inputs import case_for, model_file
-from benchmarking.gpu_verify.report import FAILED, NOT_RUN, Check, Report
+from tritonsm.benchmarking.gpu_verify import host, onnx_cuda, python_stub, tensorrt_plan, torchscript
+from tritonsm.benchmarking.gpu_verify.inputs import case_for, model_file
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, Check, Report
 from deployment_spec import load_spec, serving_runtimes
 from deployment_spec.errors import UserError
 from deployment_spec.served import resolve_endpoint

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pathlib
 
-from benchmarking.gpu_verify.inputs import batches
-from benchmarking.gpu_verify.report import FAILED, PASSED
-from benchmarking.smoke import SmokeCase
+from tritonsm.benchmarking.gpu_verify.inputs import batches
+from tritonsm.benchmarking.gpu_verify.report import FAILED, PASSED
+from tritonsm.benchmarking.smoke import SmokeCase
 
 WHAT = "TorchScript on cuda:0 (as a KIND_GPU instance loads it) vs the CPU"
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import pathlib
 import tarfile
 
-from benchmarking import smoke
-from benchmarking.gpu_verify import interpreters
-from benchmarking.gpu_verify.inputs import model_folder
-from benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from tritonsm.benchmarking import smoke
+from tritonsm.benchmarking.gpu_verify import interpreters
+from tritonsm.benchmarking.gpu_verify.inputs import model_folder
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
 from local_endpoint import python_envs
 from local_endpoint.errors import InvokeError, LocalEndpointError, ServerStartError
 from local_endpoint.invoke import invoke_url

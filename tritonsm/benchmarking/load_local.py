@@ -47,7 +47,7 @@ from local_endpoint.request_inputs import image_tensor  # noqa: E402
 from deployment_spec.dali import image_inputs  # noqa: E402
 from deployment_spec.errors import UserError  # noqa: E402
 from deployment_spec.served import resolve_endpoint  # noqa: E402
-from benchmarking import stats  # noqa: E402
+from tritonsm.benchmarking import stats  # noqa: E402
 
 DEFAULT_TEXT = "a great movie with a fast story, the best film of the year"
 
@@ -146,7 +146,7 @@ def _spec_endpoint(args: argparse.Namespace) -> Served:
 
 
 def _sample_image() -> pathlib.Path:
-    from benchmarking.smoke import SAMPLE_IMAGE
+    from tritonsm.benchmarking.smoke import SAMPLE_IMAGE
     from model_build.dali.check_images import jpeg
 
     path = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-image-")) / "sample-{}x{}.jpg".format(*SAMPLE_IMAGE)

@@ -31,7 +31,7 @@ def run_runtime(args: argparse.Namespace) -> int:
     if threads < 1:
         raise UserError(f"--threads {threads}: use 1 or more")
 
-    from benchmarking import runtime_compare, runtime_report
+    from tritonsm.benchmarking import runtime_compare, runtime_report
     from model_build.errors import BuildError
 
     settings = runtime_compare.Settings(batches=batches, repeats=args.repeats, warmup=args.warmup, threads=threads,
@@ -110,9 +110,9 @@ def run_load(args: argparse.Namespace) -> int:
     from deployment_spec import load_spec
     from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from benchmarking import load_compare
-    from benchmarking.load_model import CONFIGS
-    from benchmarking.load_phases import PhasePlan
+    from tritonsm.benchmarking import load_compare
+    from tritonsm.benchmarking.load_model import CONFIGS
+    from tritonsm.benchmarking.load_phases import PhasePlan
 
     spec = load_spec(args.spec)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -192,8 +192,8 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
 
     from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from benchmarking import load_endpoint
-    from benchmarking.load_local import DEFAULT_TEXT
+    from tritonsm.benchmarking import load_endpoint
+    from tritonsm.benchmarking.load_local import DEFAULT_TEXT
     from local_endpoint import LocalEndpointError
 
     if args.record and args.record != args.endpoint:
@@ -243,7 +243,7 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
 
     import dataclasses
 
-    from benchmarking import load_deployed, smoke
+    from tritonsm.benchmarking import load_deployed, smoke
 
     env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
     built = built_artifacts(args.manifest, endpoint.name, endpoint.models)
@@ -272,7 +272,7 @@ def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:
     """Writes the measurement into the capacity file and says what target it sets."""
     from deployment_spec.capacity import CapacityError
 
-    from benchmarking import capacity_record
+    from tritonsm.benchmarking import capacity_record
 
     try:
         _, note = capacity_record.record(spec, endpoint, measurement, path)
@@ -286,7 +286,7 @@ def run_recommender(args: argparse.Namespace) -> int:
 
     from deployment_spec import load_spec
 
-    from benchmarking import recommender_request as rr
+    from tritonsm.benchmarking import recommender_request as rr
 
     spec = load_spec(args.spec)
     if args.endpoint not in spec.endpoints:
@@ -321,7 +321,7 @@ def run_recommender(args: argparse.Namespace) -> int:
 def _import_recommendation(args: argparse.Namespace, spec) -> int:
     import boto3
 
-    from benchmarking import recommender_import
+    from tritonsm.benchmarking import recommender_import
 
     client = boto3.client("sagemaker", region_name=args.region)
     job = recommender_import.describe(client, args.import_job)
@@ -333,7 +333,7 @@ def _import_recommendation(args: argparse.Namespace, spec) -> int:
 
 
 def _phase(text: str):
-    from benchmarking.recommender_request import Phase
+    from tritonsm.benchmarking.recommender_request import Phase
 
     parts = text.split(":")
     try:

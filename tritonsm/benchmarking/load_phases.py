@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from benchmarking import stats
+from tritonsm.benchmarking import stats
 
 HOST = "127.0.0.1"
 REQUEST_TIMEOUT_S = 60  # SageMaker's InvokeEndpoint limit

@@ -4,7 +4,7 @@ becomes the endpoint's capacity record (capacity.json), which sets its invocatio
 DescribeInferenceRecommendationsJob reports, per instance, ``MaxInvocations`` (requests per minute
 the instance sustained within the job's stopping conditions) and ``ModelLatency`` at that load
 (botocore's sagemaker model, ``InferenceMetrics`` / ``RecommendationMetrics``). A job on an existing
-endpoint (this app's request, benchmarking.recommender_request) reports ``EndpointPerformances``;
+endpoint (this app's request, tritonsm.benchmarking.recommender_request) reports ``EndpointPerformances``;
 instance types tried besides report ``InferenceRecommendations``.
 """
 from __future__ import annotations

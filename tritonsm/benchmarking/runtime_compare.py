@@ -19,8 +19,8 @@ import platform
 import time
 from typing import Any, Callable
 
-from benchmarking import stats
-from benchmarking.runtime_worker import EAGER, ONNXRUNTIME, EngineSpec, serve
+from tritonsm.benchmarking import stats
+from tritonsm.benchmarking.runtime_worker import EAGER, ONNXRUNTIME, EngineSpec, serve
 
 EAGER_LABEL, FP32_LABEL, INT8_LABEL, RAW_LABEL = ("pytorch-eager", "onnxruntime-fp32", "onnxruntime-int8",
                                                    "onnxruntime-fp32-unoptimized")
@@ -64,7 +64,7 @@ class Cell:
 
 def compare(spec, names: list[str], int8_models: set[str], settings: Settings, work: pathlib.Path,
             log: Callable[[str], None]) -> dict[str, Any]:
-    from benchmarking.runtime_prepare import prepare
+    from tritonsm.benchmarking.runtime_prepare import prepare
     from deployment_spec.serving_runtimes import runtime
     from model_build.serving import side_env
 

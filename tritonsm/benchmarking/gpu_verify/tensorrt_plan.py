@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pathlib
 
-from benchmarking.gpu_verify.inputs import batches
-from benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
-from benchmarking.smoke import SmokeCase
+from tritonsm.benchmarking.gpu_verify.inputs import batches
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from tritonsm.benchmarking.smoke import SmokeCase
 
 WHAT = "the TensorRT plan run by the tensorrt wheel on cuda:0"
 

@@ -13,7 +13,7 @@ import pathlib
 import types
 from typing import Callable, Optional
 
-from benchmarking.load_phases import PhasePlan, best_within_threshold, run_phases
+from tritonsm.benchmarking.load_phases import PhasePlan, best_within_threshold, run_phases
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +28,7 @@ class EndpointLoad:
 def measure(spec_path: pathlib.Path, endpoint: str, *, environment: Optional[str], manifest: pathlib.Path,
             input_path: Optional[pathlib.Path], text: str, cpu_stand_in: bool, binary: bool, plan: PhasePlan,
             log: Callable[[str], None], image: Optional[list] = None) -> EndpointLoad:
-    from benchmarking.load_local import _spec_endpoint
+    from tritonsm.benchmarking.load_local import _spec_endpoint
     from local_endpoint import SingleModelEndpoint, encode_request
 
     served = _spec_endpoint(types.SimpleNamespace(spec=spec_path, endpoint=endpoint, environment=environment,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pathlib
 
-from benchmarking.gpu_verify.inputs import batches
-from benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
-from benchmarking.smoke import SmokeCase
+from tritonsm.benchmarking.gpu_verify.inputs import batches
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from tritonsm.benchmarking.smoke import SmokeCase
 
 WHAT = "ONNX Runtime's CUDA execution provider vs its CPU provider"
 CUDA = "CUDAExecutionProvider"

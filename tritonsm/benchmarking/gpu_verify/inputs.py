@@ -1,6 +1,6 @@
 """The requests every GPU check sends, and where a model's file sits in an unpacked archive.
 
-Inputs are the smoke test's (`benchmarking.smoke.SmokeCase`: ones for integer inputs, which are valid
+Inputs are the smoke test's (`tritonsm.benchmarking.smoke.SmokeCase`: ones for integer inputs, which are valid
 token ids and masks, the sample text for BYTES, 0.5 for floats) at batch 1, plus, for a batching model,
 a batch of up to 4 whose float inputs are seeded random: the same request on both devices.
 """
@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from benchmarking.smoke import SmokeCase
+from tritonsm.benchmarking.smoke import SmokeCase
 from deployment_spec.manifest import ModelEntry
 from deployment_spec.model import ModelSpec
 from local_endpoint.payload import NamedTensor

@@ -17,9 +17,9 @@ import pathlib
 import time
 from typing import Callable, Optional
 
-from benchmarking import stats
-from benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
-from benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase
+from tritonsm.benchmarking import stats
+from tritonsm.benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
+from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase
 
 WARMUP_REQUESTS = 20
 # Quiet server log: verbose logging costs CPU that the model needs on a small machine.
