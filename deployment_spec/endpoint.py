@@ -152,6 +152,11 @@ class Container(Validated):
             out.append(Problem(join(path, "ping_mode"), repr(self.ping_mode), "ready, live", "use ready or live"))
         return out
 
+    def verbose_unless_set(self, verbose: bool) -> "Container":
+        """These settings with ``log_verbose`` set to ``verbose`` where left unset (Triton's own default is
+        verbose; an environment's removal policy decides whether it keeps that)."""
+        return self if self.log_verbose is not None else dataclasses.replace(self, log_verbose=verbose)
+
 
 @dataclasses.dataclass(frozen=True)
 class DataCapture(Validated):

@@ -9,19 +9,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.component_endpoint import archive_default_model, component_name, demand
+from deployment_spec.component_endpoint import component_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
-from stacks.storage_stack import StorageStack
-from deployment_spec.container_env import container_environment
 from deployment_spec.errors import raise_problems
-from triton_constructs import ModelRepositories, ModelStore, checks
-from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
+from stacks.network_props import network_props
+from stacks.storage_stack import StorageStack
+from triton_constructs import ModelRepositories, TritonComponentsEndpoint, checks
 from triton_constructs.errors import SynthError
-from triton_constructs.execution_role import TritonExecutionRole
-from triton_constructs.image import TritonImage
-from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
 
 
 class ComponentsEndpointStack(cdk.Stack):
@@ -58,49 +54,27 @@ class ComponentsEndpointStack(cdk.Stack):
                                     for m in spec.served_models(endpoint) if m.tensorrt})
         raise_problems(f"endpoint '{endpoint.name}'", models.problems(
             multi_model=True, triton_version=spec.triton_version, instance_type=endpoint.instance_type))
-        archives = _archive_per_model(endpoint, built.artifacts, manifest_path)
+        _every_model_leads_an_archive(endpoint, built.artifacts, manifest_path)
         disposable = environment.removal_policy is RemovalPolicy.DESTROY
-        keep = cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
-        prefix = ModelStore.model_prefix(endpoint.name)
-
         bucket, key = storage.import_into(self)
-        image = TritonImage(self, "Image", version=spec.triton_version)
-        artifacts = ModelArtifacts(self, "Artifacts", bucket=bucket, key=key, prefix=prefix, files=[
-            ArtifactFile(manifest.artifact_path(a), a.sha256, a.size, a.object_name) for a in built.artifacts])
-        network = endpoint.network
-        role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=bucket, key=key, model_prefix=prefix,
-                                   vpc=bool(network and network.subnet_ids))
-        components = []
-        for model in endpoint.models:
-            archive = archives[model]
-            default = archive_default_model(archive.models)
-            settings, reserved = endpoint.component(model), demand(endpoint, model)
-            components.append(ComponentProps(
-                model=model, name=component_name(spec.project, environment.name, endpoint.name, model),
-                model_data_url=artifacts.object_urls[archive.object_name], archive_models=archive.models,
-                default_model=default, gpus=reserved.gpus, cpu_cores=reserved.cpu_cores,
-                memory_mb=reserved.memory_mb, max_memory_mb=settings.reservation.max_memory_mb,
-                copies=settings.copies, scaling=settings.scaling,
-                environment=container_environment(endpoint.container, multi_model=False, default_model=default,
-                                                  verbose_default=disposable)))
-        serving = TritonInferenceComponents(
-            self, "Endpoint", image=image, execution_role=role, endpoint_name=endpoint_name,
-            instance_type=endpoint.instance_type, components=components,
+        self.endpoint = TritonComponentsEndpoint(
+            self, "Default", models=models, instance_type=endpoint.instance_type,
+            components={model: endpoint.component(model) for model in endpoint.models},
+            triton_version=spec.triton_version, endpoint_name=endpoint_name,
+            component_names={m: component_name(spec.project, environment.name, endpoint.name, m)
+                             for m in endpoint.models},
             initial_instances=endpoint.initial_instances, managed_instances=endpoint.instance_bounds,
-            variant_name=endpoint.variant_name, inference_ami_version=image.inference_ami_version,
-            inference_ami_reason=image.inference_ami_reason, volume_key=key,
-            startup_timeout=cdk.Duration.seconds(endpoint.startup_timeout_s),
-            download_timeout=cdk.Duration.seconds(endpoint.download_timeout_s),
-            rolling_update=endpoint.rolling_update if environment.guardrails else None, thresholds=endpoint.alarms,
-            subnet_ids=network.subnet_ids if network else (),
-            security_group_ids=network.security_group_ids if network else (),
-            network_isolation=network.isolation if network else True,
+            variant_name=endpoint.variant_name,
+            rolling_update=endpoint.rolling_update if environment.guardrails else None, alarms=endpoint.alarms,
+            network=network_props(self, endpoint.network),
+            # Triton's own default is verbose logging; only throw-away environments keep it.
+            container=endpoint.container.verbose_unless_set(disposable),
+            bucket=bucket, encryption_key=key, storage_name=endpoint.name,
+            removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
-            log_removal_policy=keep, log_key=key, removal_policy=keep)
-        for component in serving.components.values():
-            component.node.add_dependency(artifacts)  # the archives must be in place before the copies start
+            startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s)
 
-        names = [serving.component_name(m) for m in endpoint.models]
+        names = [self.endpoint.component_name(m) for m in endpoint.models]
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         cdk.CfnOutput(self, "InferenceComponents", value=" ".join(names),
                       description="InferenceComponentName values, one per model (InvokeEndpoint needs one)")
@@ -110,13 +84,13 @@ class ComponentsEndpointStack(cdk.Stack):
                             "--body fileb://request.json response.json")
 
 
-def _archive_per_model(endpoint: EndpointSpec, artifacts: tuple[Artifact, ...],
-                       manifest_path: pathlib.Path) -> dict[str, Artifact]:
-    """Each model's archive: the one whose first top-level model it is (model_build.packaging puts it first)."""
-    found = {a.models[0]: a for a in artifacts if a.models}
-    missing = [m for m in endpoint.models if m not in found]
+def _every_model_leads_an_archive(endpoint: EndpointSpec, artifacts: tuple[Artifact, ...],
+                                  manifest_path: pathlib.Path) -> None:
+    """Each model's component serves the archive it leads (model_build.packaging puts it first); refused
+    here, naming the manifest, when a model leads none."""
+    leading = {a.models[0] for a in artifacts if a.models}
+    missing = [m for m in endpoint.models if m not in leading]
     if missing:
         raise SynthError(f"endpoint '{endpoint.name}'", [
             f"{manifest_path} has no archive led by model '{m}' (one archive per component); run `tritonsm build`"
             for m in missing])
-    return found

@@ -6,7 +6,7 @@ import pathlib
 from typing import Any, Mapping, Optional
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2, aws_logs as logs
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
@@ -14,8 +14,9 @@ from deployment_spec.capacity import Measurement, invocations_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
-from triton_constructs import ModelRepositories, NetworkProps, TritonSageMakerEndpoint, checks
+from triton_constructs import ModelRepositories, TritonSageMakerEndpoint, checks
 
 
 class EndpointStack(cdk.Stack):
@@ -50,10 +51,9 @@ class EndpointStack(cdk.Stack):
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
             alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,
-            network=self._network(endpoint), model_cache=endpoint.model_cache, data_capture=endpoint.data_capture,
+            network=network_props(self, endpoint.network), model_cache=endpoint.model_cache, data_capture=endpoint.data_capture,
             # Triton's own default is verbose logging; only throw-away environments keep it.
-            container=endpoint.container if endpoint.container.log_verbose is not None or not disposable
-            else dataclasses.replace(endpoint.container, log_verbose=True),
+            container=endpoint.container.verbose_unless_set(disposable),
             bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
@@ -80,18 +80,3 @@ class EndpointStack(cdk.Stack):
             "tritonsm:invocationsTargetFromCapacity",
             f"invocations target {target.value:g} per instance per minute comes from {target.source}")
         return dataclasses.replace(endpoint.scaling, invocations_target=target.value)
-
-    def _network(self, endpoint: EndpointSpec) -> NetworkProps:
-        """The spec names subnets and security groups by ID; the construct takes them as CDK objects."""
-        network = endpoint.network
-        if network is None:
-            return NetworkProps()
-        subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet{i}", s) for i, s in enumerate(network.subnet_ids)]
-        for subnet in subnets:
-            # CDK warns that an imported subnet has no route table; SageMaker's VpcConfig takes subnet IDs only.
-            cdk.Annotations.of(subnet).acknowledge_warning(
-                "@aws-cdk/aws-ec2:noSubnetRouteTableId", "SageMaker's VpcConfig needs the subnet ID only")
-        groups = [ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup{i}", g)
-                  for i, g in enumerate(network.security_group_ids)]
-        return NetworkProps(subnets=ec2.SubnetSelection(subnets=subnets) if subnets else None, security_groups=groups,
-                            isolation=network.isolation, isolation_opt_out_reason=network.isolation_opt_out_reason)

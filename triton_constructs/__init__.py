@@ -9,19 +9,31 @@ The public face is one construct and its props::
                                        scaling=Scaling(max_instances=4))
     endpoint.grant_invoke(my_function)
 
+Several models on one endpoint, each an inference component with its own reservation and copies::
+
+    from triton_constructs import ComponentSpec, CopyScaling, TritonComponentsEndpoint
+
+    TritonComponentsEndpoint(stack, "Shared", models=ModelRepositories.from_manifest("assets/manifest.json", ["resnet50", "bert"]),
+                             instance_type="ml.g5.12xlarge",
+                             components={"bert": ComponentSpec(scaling=CopyScaling(min_copies=0, max_copies=4,
+                                                                                   invocations_per_copy=600))})
+
 The props are plain frozen dataclasses that refuse out-of-bounds values when built (``PropsError``),
 with the same words as the YAML spec's validator. The building blocks (``TritonModel``,
 ``TritonEndpoint``, ``VariantScaling``, ...) live in their own modules. Nothing here imports torch
 or model_build.
 """
+from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
 from deployment_spec.endpoint import Alarms, CaptureMode, Container, DataCapture, Deployment, Scaling, Strategy
 from deployment_spec.errors import Problem, PropsError
+from triton_constructs.components_endpoint import TritonComponentsEndpoint
 from triton_constructs.errors import SynthError
 from triton_constructs.model_repositories import ModelArchive, ModelRepositories
 from triton_constructs.model_store import ModelStore
 from triton_constructs.network import NetworkProps
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
-__all__ = ["Alarms", "CaptureMode", "Container", "DataCapture", "Deployment", "ModelArchive", "ModelRepositories",
-           "ModelStore", "NetworkProps", "Problem", "PropsError", "Scaling", "Strategy", "SynthError",
+__all__ = ["Alarms", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
+           "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Problem", "PropsError",
+           "Reservation", "RollingUpdate", "Scaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

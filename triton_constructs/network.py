@@ -5,6 +5,7 @@ import dataclasses
 from typing import Optional, Sequence
 
 from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
 
 from deployment_spec import network_rules
 from deployment_spec.errors import Problem, raise_problems
@@ -55,3 +56,11 @@ class NetworkProps:
                 subnet_filters=chosen.subnet_filters, subnet_group_name=chosen.subnet_group_name,
                 subnets=chosen.subnets, subnet_type=chosen.subnet_type).subnet_ids)
         return [subnet.subnet_id for subnet in (self.subnets.subnets or [])] if self.subnets else []
+
+    def security_group_ids(self, scope: Construct, description: str) -> list[str]:
+        """The model's security groups: yours, or in a VPC one new group ``SecurityGroup`` under ``scope``
+        with no inbound rule (outbound for the model data download through the VPC)."""
+        if self.security_groups or self.vpc is None:
+            return [g.security_group_id for g in self.security_groups]
+        group = ec2.SecurityGroup(scope, "SecurityGroup", vpc=self.vpc, allow_all_outbound=True, description=description)
+        return [group.security_group_id]

@@ -15,8 +15,8 @@ from deployment_spec.errors import raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarms import EndpointAlarms
-from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
 from triton_constructs.dashboard import EndpointDashboard
+from triton_constructs import endpoint_storage
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
@@ -131,27 +131,29 @@ class TritonSageMakerEndpoint(Construct):
                                                           resource_name=name.lower())
         storage_name = storage_name or name
         local = [a for a in models.archives if a.path is not None]
-        self.bucket, self.key = self._storage(bucket, encryption_key, removal_policy,
-                                              needed=bool(local) or data_capture is not None)
+        self.bucket, self.key = endpoint_storage.storage(self, bucket, encryption_key, removal_policy,
+                                                         needed=bool(local) or data_capture is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
         image = TritonImage(self, "Image", version=triton_version)
-        model_data_url, read_bucket, read_prefix, artifacts = self._model_data(models, multi_model, storage_name)
+        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name)
         capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None
-        self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=read_bucket, key=self.key,
-                                        model_prefix=read_prefix, capture_bucket=self.bucket,
+        self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
+                                        model_prefix=data.prefix, capture_bucket=self.bucket,
                                         capture_prefix=capture_prefix, vpc=bool(subnet_ids))
         # RetainExceptOnCreate: kept on update and delete, but removed when the operation that created it rolls
         # back (a retry does not fail on the log group's fixed name; a failed update leaves no orphan config).
         kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
             else removal_policy
-        security_groups = list(network.security_groups) or ([self._security_group(network.vpc)] if network.vpc else [])
+        security_group_ids = network.security_group_ids(
+            self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC")
         self.model = TritonModel(
             self, "Model", image=image, role=self.role.role, multi_model=multi_model, model_cache=model_cache,
-            model_data_url=model_data_url, environment=environment, subnet_ids=subnet_ids,
-            security_group_ids=[g.security_group_id for g in security_groups], network_isolation=network.isolation,
+            model_data_url=data.prefix_url if multi_model else data.urls[models.archives[0].object_name],
+            environment=environment, subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids, network_isolation=network.isolation,
             removal_policy=kept)
-        if artifacts is not None:
-            self.model.node.add_dependency(artifacts)  # the objects must be in place before CreateModel checks them
+        if data.artifacts is not None:
+            self.model.node.add_dependency(data.artifacts)  # the objects must be in place before CreateModel checks them
 
         itype = instances.lookup(instance_type)
         gpus = itype.gpu_count if itype else 0
@@ -180,39 +182,6 @@ class TritonSageMakerEndpoint(Construct):
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
                                            multi_model=multi_model)
-
-    def _storage(self, bucket: Optional[s3.IBucket], key: Optional[kms.IKey], removal_policy: cdk.RemovalPolicy,
-                 *, needed: bool) -> tuple[Optional[s3.IBucket], kms.IKey]:
-        """The bucket and key to use: yours, or new secure ones (a bucket only when something goes in it)."""
-        if bucket is None and needed:
-            store = ModelStore(self, "ModelStore", removal_policy=removal_policy, key=key)
-            return store.bucket, store.key
-        key = key or (bucket.encryption_key if bucket is not None else None) or kms.Key(
-            self, "Key", enable_key_rotation=True, removal_policy=removal_policy,
-            description="Triton endpoint: storage volume, logs and model data")
-        return bucket, key
-
-    def _model_data(self, models: ModelRepositories, multi_model: bool, storage_name: str
-                    ) -> tuple[str, s3.IBucket, str, Optional[ModelArtifacts]]:
-        """``ModelDataUrl``, and the bucket and prefix the role reads: copied local files, or your S3 objects."""
-        first = models.archives[0]
-        if first.s3_url is not None:
-            bucket_name, prefix = first.s3_prefix or ("", "")
-            source = s3.Bucket.from_bucket_name(self, "SourceBucket", bucket_name)
-            url = f"s3://{bucket_name}/{prefix}" if multi_model else first.s3_url
-            return url, source, prefix, None
-        if self.bucket is None:
-            raise AssertionError("_storage creates a bucket whenever an archive is local")
-        prefix = ModelStore.model_prefix(storage_name)
-        artifacts = ModelArtifacts(self, "Artifacts", bucket=self.bucket, key=self.key, prefix=prefix, files=[
-            ArtifactFile(a.path, a.sha256 or "", a.size or 0, a.object_name) for a in models.archives if a.path])
-        url = artifacts.prefix_url if multi_model else artifacts.object_urls[first.object_name]
-        return url, self.bucket, prefix, artifacts
-
-    def _security_group(self, vpc: ec2.IVpc) -> ec2.SecurityGroup:
-        return ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=True,
-                                 description=f"Triton endpoint {self.endpoint_name}: no inbound; outbound for the "
-                                             "model data download through the VPC")
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` call this endpoint (``sagemaker:InvokeEndpoint`` on its ARN only)."""

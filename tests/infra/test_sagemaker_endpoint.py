@@ -1,8 +1,5 @@
 """The public construct, TritonSageMakerEndpoint, as a user's own CDK app uses it (no spec, no YAML)."""
-import gzip
-import io
 import pathlib
-import tarfile
 
 import aws_cdk as cdk
 import pytest
@@ -11,27 +8,13 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from synth_helpers import resource_id, statements
+from user_app import model_archive, user_stack
 from triton_constructs import (Alarms, Deployment, ModelArchive, ModelRepositories, NetworkProps, PropsError,
                                Scaling, Strategy, SynthError, TritonSageMakerEndpoint)
 
 S3_ARCHIVE = "s3://my-models/classifier/classifier-0123456789ab.tar.gz"
 
 
-def _stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "UserApp", env=cdk.Environment(account="111122223333", region="us-east-1"))
-
-
-def _archive(tmp_path: pathlib.Path, name: str = "resnet50") -> pathlib.Path:
-    """A small model repository tarball, as a user packs one (one directory per model)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        data = b'name: "%s"\nbackend: "onnxruntime"\n' % name.encode()
-        info = tarfile.TarInfo(f"{name}/config.pbtxt")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    path = tmp_path / f"{name}.tar.gz"
-    path.write_bytes(gzip.compress(raw.getvalue(), mtime=0))
-    return path
 
 
 def _s3_models(*urls: str) -> ModelRepositories:
@@ -43,7 +26,7 @@ def _s3_models(*urls: str) -> ModelRepositories:
 
 def test_an_out_of_bounds_deployment_is_refused_when_built():
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
                                 deployment=Deployment(canary_percent=90, wait_s=-3))
     assert str(caught.value) == (
         "Deployment: 2 problems\n"
@@ -53,7 +36,7 @@ def test_an_out_of_bounds_deployment_is_refused_when_built():
 
 def test_an_out_of_bounds_latency_sla_is_refused_when_built():
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
                                 alarms=Alarms(latency_sla_ms=-5))
     assert str(caught.value) == ("Alarms: 1 problem\n"
                                  "  - latency_sla_ms: got -5; allowed: a number >= 0.001; fix: set it within 0.001..any")
@@ -61,7 +44,7 @@ def test_an_out_of_bounds_latency_sla_is_refused_when_built():
 
 def test_an_out_of_bounds_safety_factor_is_refused_when_built():
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
                                 scaling=Scaling(safety_factor=40))
     assert str(caught.value) == ("Scaling: 1 problem\n"
                                  "  - safety_factor: got 40; allowed: a number from 0.05 to 1; fix: set it within 0.05..1")
@@ -78,7 +61,7 @@ def test_cross_field_scaling_rules_run_on_construction_too():
 def test_every_sagemaker_rule_is_reported_at_once_with_the_spec_s_words():
     with pytest.raises(PropsError) as caught:
         TritonSageMakerEndpoint(
-            _stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge", initial_instances=1,
+            user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge", initial_instances=1,
             scaling=Scaling(min_instances=2, max_instances=3), volume_size_gb=100, startup_timeout_s=30,
             deployment=Deployment(strategy=Strategy.LINEAR, linear_step_percent=10, max_execution_timeout_s=1800))
     # deployment_spec.sagemaker_rules, as the YAML spec reports them under endpoints.<name>.
@@ -96,7 +79,7 @@ def test_every_sagemaker_rule_is_reported_at_once_with_the_spec_s_words():
 
 def test_a_burstable_type_with_scaling_and_a_canary_on_one_instance():
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=_s3_models(), instance_type="ml.t2.medium",
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.t2.medium",
                                 scaling=Scaling(), deployment=Deployment(strategy=Strategy.CANARY))
     assert str(caught.value) == (
         "TritonSageMakerEndpoint UserApp/Endpoint: 2 problems\n"
@@ -111,7 +94,7 @@ def test_a_burstable_type_with_scaling_and_a_canary_on_one_instance():
 def test_multi_model_rules_on_the_archives():
     models = _s3_models("s3://my-models/a/resnet50-0123456789ab.tar.gz", "s3://other/b/bert-0123456789ab.tar.gz")
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=models, instance_type="ml.g6.xlarge", multi_model=True)
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=models, instance_type="ml.g6.xlarge", multi_model=True)
     assert str(caught.value) == (
         "TritonSageMakerEndpoint UserApp/Endpoint: 2 problems\n"
         "  - instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family (g4dn, g5, p3, c5, "
@@ -122,10 +105,10 @@ def test_multi_model_rules_on_the_archives():
 
 
 def test_a_single_model_endpoint_serves_one_archive(tmp_path):
-    models = ModelRepositories.from_archives([ModelArchive.from_file(_archive(tmp_path, "a"), ["a"]),
-                                              ModelArchive.from_file(_archive(tmp_path, "b"), ["b"])])
+    models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path, "a"), ["a"]),
+                                              ModelArchive.from_file(model_archive(tmp_path, "b"), ["b"])])
     with pytest.raises(PropsError) as caught:
-        TritonSageMakerEndpoint(_stack(), "Endpoint", models=models, instance_type="ml.g5.xlarge")
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=models, instance_type="ml.g5.xlarge")
     assert str(caught.value) == (
         "TritonSageMakerEndpoint UserApp/Endpoint: 1 problem\n  - models: got 2 archives; allowed: exactly one on a "
         "single-model endpoint (SageMaker unpacks one ModelDataUrl into /opt/ml/model); fix: pack the models into "
@@ -142,7 +125,7 @@ def test_network_isolation_off_needs_a_reason():
 
 
 def test_one_subnet_is_refused():
-    stack = _stack()
+    stack = user_stack()
     subnet = ec2.Subnet.from_subnet_attributes(stack, "Subnet", subnet_id="subnet-1", availability_zone="us-east-1a")
     group = ec2.SecurityGroup.from_security_group_id(stack, "Group", "sg-1")
     with pytest.raises(PropsError) as caught:
@@ -186,11 +169,11 @@ def test_a_model_the_manifest_does_not_hold(default_synth):
 def own_bucket(tmp_path_factory):
     """A user's stack with their own bucket and key; an MME from two local archives; guarded; a function to grant."""
     tmp = tmp_path_factory.mktemp("own")
-    stack = _stack()
+    stack = user_stack()
     key = kms.Key(stack, "TeamKey", enable_key_rotation=True)
     bucket = s3.Bucket(stack, "TeamBucket", encryption_key=key, enforce_ssl=True)
-    models = ModelRepositories.from_archives([ModelArchive.from_file(_archive(tmp, "resnet50"), ["resnet50"]),
-                                              ModelArchive.from_file(_archive(tmp, "bert"), ["bert"])])
+    models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp, "resnet50"), ["resnet50"]),
+                                              ModelArchive.from_file(model_archive(tmp, "bert"), ["bert"])])
     endpoint = TritonSageMakerEndpoint(stack, "Vision", models=models, instance_type="ml.g5.xlarge",
                                        multi_model=True, bucket=bucket, encryption_key=key, initial_instances=2,
                                        scaling=Scaling(min_instances=2, max_instances=4, max_rps_per_instance=20),
@@ -262,8 +245,8 @@ def test_cdk_nag_passes_on_the_user_s_stack(own_bucket):
 
 
 def test_with_nothing_given_it_creates_a_secure_bucket_and_key(tmp_path):
-    stack = _stack()
-    models = ModelRepositories.from_archives([ModelArchive.from_file(_archive(tmp_path), ["resnet50"])])
+    stack = user_stack()
+    models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path), ["resnet50"])])
     endpoint = TritonSageMakerEndpoint(stack, "Endpoint", models=models, instance_type="ml.g5.xlarge")
     template = Template.from_stack(stack)
     # The model bucket (KMS, versioned) and its access-log bucket, one key; the archive copied under its name.
@@ -279,7 +262,7 @@ def test_with_nothing_given_it_creates_a_secure_bucket_and_key(tmp_path):
 
 
 def test_archives_already_in_s3_are_read_in_place():
-    stack = _stack()
+    stack = user_stack()
     endpoint = TritonSageMakerEndpoint(stack, "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge")
     template = Template.from_stack(stack)
     # Nothing copied, no bucket created: the model reads your object, and the role only its prefix.
@@ -295,7 +278,7 @@ def test_archives_already_in_s3_are_read_in_place():
 
 
 def test_in_your_vpc_with_a_security_group_of_its_own():
-    stack = _stack()
+    stack = user_stack()
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0, subnet_configuration=[ec2.SubnetConfiguration(
         name="models", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
     TritonSageMakerEndpoint(stack, "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",

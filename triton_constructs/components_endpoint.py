@@ -1,0 +1,168 @@
+"""``TritonComponentsEndpoint``: several Triton models on one SageMaker endpoint, each an inference component
+with its own reservation, copies and scaling, for any CDK app."""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from constructs import Construct
+
+from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec.component_endpoint import archive_default_model
+from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
+from deployment_spec.container_env import container_environment
+from deployment_spec.endpoint import Alarms, Container, EndpointSpec
+from deployment_spec.errors import Problem, raise_problems
+from deployment_spec.parse import values_problems
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from triton_constructs import endpoint_storage
+from triton_constructs.execution_role import TritonExecutionRole
+from triton_constructs.image import TritonImage
+from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
+from triton_constructs.model_repositories import ModelRepositories
+from triton_constructs.model_store import COMPONENT_LOG_GROUPS, ENDPOINT_LOG_GROUPS, allow_logs
+from triton_constructs.network import NetworkProps
+
+
+class TritonComponentsEndpoint(Construct):
+    """A SageMaker endpoint running NVIDIA Triton with one inference component per model archive.
+
+    Each archive of ``models`` becomes one component serving the archive's first model (an ensemble with
+    its steps: ``SAGEMAKER_TRITON_DEFAULT_MODEL_NAME`` is set to it); callers name the component in
+    InvokeEndpoint (``InferenceComponentName``, ``component_name(model)``). SageMaker adds and removes
+    instances within ``managed_instances`` to place the copies. Everything SageMaker would refuse minutes
+    into a deploy is refused at synth, every problem at once (``PropsError``): reservations that do not fit
+    the instance type, copies that can never be placed, scale to zero where it is not allowed, an archive
+    with several models, and the endpoint rules ``TritonSageMakerEndpoint`` applies.
+    Secure by default as ``TritonSageMakerEndpoint``: a KMS-encrypted model bucket with access logs (unless
+    you bring one), a least-privilege execution role, network isolation, encrypted logs.
+
+    Args:
+        scope: Parent construct.
+        id_: Construct ID.
+        models: One archive per component (``ModelRepositories.from_manifest`` or ``from_archives``).
+        instance_type: e.g. ``ml.g5.12xlarge``: a type of the instance table (its GPUs, vCPUs and memory
+            bound what the copies may reserve).
+        components: Per model (an archive's first model): what one copy reserves, the copies at creation,
+            their scaling. Defaults to ``ComponentSpec()`` for each: one copy, one GPU on a GPU type, 1 GiB.
+        triton_version: The ``sagemaker-tritonserver`` release. Defaults to the newest one verified.
+        endpoint_name: Defaults to a name derived from the construct path (stable across deploys).
+        component_names: ``InferenceComponentName`` per model. Defaults to ``<endpoint_name>-<model>``.
+        initial_instances: Instances at creation (at least 1). Defaults to 1.
+        managed_instances: The instance bounds SageMaker keeps (minimum 0: scale to zero, when every
+            component may reach zero copies). Defaults to 1..``initial_instances``.
+        variant_name: Defaults to ``AllTraffic``.
+        rolling_update: Update components in rolling batches, rolled back on their latency and 5XX alarms.
+            Defaults to none: SageMaker's own update.
+        alarms: Thresholds of each component's alarms. Defaults to ``Alarms()``.
+        network: VPC, security groups and network isolation. Defaults to no VPC, isolation on.
+        container: ``SAGEMAKER_TRITON_*`` settings of every component. Defaults to ``Container()``.
+        bucket, encryption_key, storage_name, removal_policy, log_retention: As ``TritonSageMakerEndpoint``'s.
+        startup_timeout_s: Each copy's container health-check timeout (60-3600). Defaults to 600.
+        download_timeout_s: Each copy's model download timeout (60-3600). Defaults to 600.
+
+    Attributes:
+        models, endpoint_name, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
+        serving: The ``TritonInferenceComponents`` (endpoint, config, components, alarms, scaling by model).
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, models: ModelRepositories, instance_type: str,
+                 components: Optional[Mapping[str, ComponentSpec]] = None,
+                 triton_version: str = DEFAULT_TRITON_VERSION, endpoint_name: Optional[str] = None,
+                 component_names: Optional[Mapping[str, str]] = None, initial_instances: int = 1,
+                 managed_instances: Optional[ManagedInstances] = None, variant_name: str = "AllTraffic",
+                 rolling_update: Optional[RollingUpdate] = None, alarms: Alarms = Alarms(),
+                 network: Optional[NetworkProps] = None, container: Container = Container(),
+                 bucket: Optional[s3.IBucket] = None, encryption_key: Optional[kms.IKey] = None,
+                 storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+                 log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+                 startup_timeout_s: int = 600, download_timeout_s: int = 600) -> None:
+        super().__init__(scope, id_)
+        name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
+        network = network or NetworkProps()
+        components = dict(components or {})
+        served = {archive.models[0]: archive for archive in models.archives}
+        names = {model: (component_names or {}).get(model, f"{name}-{model}") for model in served}
+        problems = values_problems(EndpointSpec, dict(
+            initial_instances=initial_instances, variant_name=variant_name,
+            startup_timeout_s=startup_timeout_s, download_timeout_s=download_timeout_s))
+        problems += sagemaker_rules.endpoint_name_valid(name, "endpoint_name", repr(name),
+                                                        "use letters, digits and '-' only")
+        problems += sagemaker_rules.triton_version_known(triton_version)
+        problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(network.subnet_ids()),
+                                                                                       "subnets"))
+        problems += [Problem(f"components.{model}", repr(model), f"a model that leads an archive ({', '.join(served)})",
+                             "key each ComponentSpec by the first model of its archive")
+                     for model in components if model not in served]
+        problems += [Problem(f"component_names.{model}", repr(model), f"a model that leads an archive "
+                             f"({', '.join(served)})", "key each name by the first model of its archive")
+                     for model in (component_names or {}) if model not in served]
+        environment = {model: container_environment(container, multi_model=False,
+                                                    default_model=archive_default_model(archive.models))
+                       for model, archive in served.items()}
+        for env in environment.values():
+            problems += sagemaker_rules.container_environment_limits(env)
+        # One archive per component, read by one role: the archives' rules are a multi-model endpoint's.
+        problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type)
+        raise_problems(f"TritonComponentsEndpoint {self.node.path}", problems)
+
+        self.models = models
+        self.endpoint_name = name
+        self.variant_name = variant_name
+        storage_name = storage_name or name
+        self.bucket, self.key = endpoint_storage.storage(
+            self, bucket, encryption_key, removal_policy, needed=any(a.path is not None for a in models.archives))
+        allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
+                              f"{COMPONENT_LOG_GROUPS}{name}-*"])
+        image = TritonImage(self, "Image", version=triton_version)
+        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name)
+        subnet_ids = network.subnet_ids()
+        self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
+                                        model_prefix=data.prefix, vpc=bool(subnet_ids))
+        itype = instances.lookup(instance_type)
+        instance_gpus = itype.gpu_count if itype else 0
+        props = []
+        for model, archive in served.items():
+            spec = components.get(model, ComponentSpec())
+            props.append(ComponentProps(
+                model=model, name=names[model], model_data_url=data.urls[archive.object_name],
+                archive_models=archive.models, default_model=archive_default_model(archive.models),
+                gpus=spec.reservation.gpus_on(instance_gpus), cpu_cores=spec.reservation.cpu_cores,
+                memory_mb=spec.reservation.memory_mb, max_memory_mb=spec.reservation.max_memory_mb,
+                copies=spec.copies, scaling=spec.scaling, environment=environment[model]))
+        # Kept on update and delete unless removed by the operation that created it (as TritonSageMakerEndpoint).
+        kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
+            else removal_policy
+        self.serving = TritonInferenceComponents(
+            self, "Endpoint", image=image, execution_role=self.role, endpoint_name=name,
+            instance_type=instance_type, components=props, initial_instances=initial_instances,
+            managed_instances=managed_instances or ManagedInstances(1, max(1, initial_instances)),
+            variant_name=variant_name, inference_ami_version=image.inference_ami_version,
+            inference_ami_reason=image.inference_ami_reason, volume_key=self.key,
+            startup_timeout=cdk.Duration.seconds(startup_timeout_s),
+            download_timeout=cdk.Duration.seconds(download_timeout_s), rolling_update=rolling_update,
+            thresholds=alarms, subnet_ids=subnet_ids,
+            security_group_ids=network.security_group_ids(
+                self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
+            network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
+            log_key=self.key, removal_policy=kept)
+        if data.artifacts is not None:
+            for component in self.serving.components.values():
+                component.node.add_dependency(data.artifacts)  # the archives must be in place before copies start
+
+    def component_name(self, model: str) -> str:
+        """The ``InferenceComponentName`` of ``model``'s component."""
+        return self.serving.component_name(model)
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` call InvokeEndpoint on this endpoint (any of its components)."""
+        return self.serving.grant_invoke(grantee)
+
+    def metric_invocations(self, model: str) -> cloudwatch.Metric:
+        """Requests to ``model``'s component per minute (Sum)."""
+        return self.serving.metric_invocations(model)
+
+    def metric_model_latency(self, model: str) -> cloudwatch.Metric:
+        """``model``'s component's ModelLatency (microseconds, Average)."""
+        return self.serving.metric_model_latency(model)
