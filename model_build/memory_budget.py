@@ -2,7 +2,7 @@
 
 A build holds one model at a time (model_builder.build_model); its peak resident memory, side
 processes included, stays within ``NEED_FACTOR`` × the model's fp32 weight bytes + ``NEED_BASE``
-(benchmarks/build_cost.py measures it for every example: benchmarks/RESULTS.md, section 5). So
+(benchmarks/build_cost.py measures it for every example: benchmarks/RESULTS.md, section 6). So
 before the first model is built, the largest model that is about to be built is held against
 the memory this machine has available now, and the build stops with the model's name and what it
 needs instead of being killed by the kernel half way.
