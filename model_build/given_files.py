@@ -72,7 +72,7 @@ def _copy_onnx(model: ModelSpec, src: pathlib.Path, target: pathlib.Path) -> Non
     torch.onnx.export writes by default) are read in, as long as the whole fits one protobuf."""
     import onnx
 
-    from model_build.onnx_export import PROTOBUF_LIMIT
+    from model_build.onnx_weights import PROTOBUF_LIMIT
 
     graph = onnx.load(str(src), load_external_data=False)
     external = [t for t in graph.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]

@@ -157,7 +157,8 @@ def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None
 # What `tritonsm invoke --url URL --help` shows (at 100 columns): the request options of the local endpoint.
 INVOKE_URL_HELP = """\
 usage: tritonsm invoke [-h] (--url URL | --endpoint-name ENDPOINT_NAME) [--region REGION]
-                       [--target-model TARGET_MODEL] (--input INPUT | --text TEXT)
+                       [--target-model TARGET_MODEL] [--inference-component INFERENCE_COMPONENT]
+                       (--input INPUT | --text TEXT | --image FILE [FILE ...])
                        [--input-name INPUT_NAME] [--tokenizer TOKENIZER] [--max-length MAX_LENGTH]
                        [--token-datatype {INT64,INT32}] [--binary] [--output OUTPUT]
                        [--timeout TIMEOUT]
@@ -172,10 +173,17 @@ options:
   --region REGION       the deployed endpoint's region (default: boto3's)
   --target-model TARGET_MODEL
                         MME: the model archive to run, e.g. resnet.tar.gz
+  --inference-component INFERENCE_COMPONENT
+                        an endpoint of inference components: the component to run
+                        (InferenceComponentName)
   --input INPUT         inputs: KServe v2 .json, .npy (with --input-name) or .npz
   --text TEXT           text input: tokenized with --tokenizer, else sent as BYTES --input-name
+  --image FILE [FILE ...]
+                        image files (JPEG, PNG, ...) sent as their encoded bytes, one UINT8 row
+                        each, to the --input-name input of a DALI model or an ensemble starting
+                        with one
   --input-name INPUT_NAME
-                        model input fed by a .npy file or by raw --text
+                        model input fed by a .npy file, by raw --text or by --image
   --tokenizer TOKENIZER
                         directory of the model's saved tokenizer
   --max-length MAX_LENGTH
