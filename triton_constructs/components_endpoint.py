@@ -13,7 +13,7 @@ from deployment_spec.component_endpoint import archive_default_model
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms, Container, EndpointSpec
-from deployment_spec.errors import Problem, raise_problems
+from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs import endpoint_storage
@@ -134,19 +134,23 @@ class TritonComponentsEndpoint(Construct):
         # Kept on update and delete unless removed by the operation that created it (as TritonSageMakerEndpoint).
         kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
             else removal_policy
-        self.serving = TritonInferenceComponents(
-            self, "Endpoint", image=image, execution_role=self.role, endpoint_name=name,
-            instance_type=instance_type, components=props, initial_instances=initial_instances,
-            managed_instances=managed_instances or ManagedInstances(1, max(1, initial_instances)),
-            variant_name=variant_name, inference_ami_version=image.inference_ami_version,
-            inference_ami_reason=image.inference_ami_reason, volume_key=self.key,
-            startup_timeout=cdk.Duration.seconds(startup_timeout_s),
-            download_timeout=cdk.Duration.seconds(download_timeout_s), rolling_update=rolling_update,
-            thresholds=alarms, subnet_ids=subnet_ids,
-            security_group_ids=network.security_group_ids(
-                self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
-            network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
-            log_key=self.key, removal_policy=kept)
+        try:
+            self.serving = TritonInferenceComponents(
+                self, "Endpoint", image=image, execution_role=self.role, endpoint_name=name,
+                instance_type=instance_type, components=props, initial_instances=initial_instances,
+                managed_instances=managed_instances or ManagedInstances(1, max(1, initial_instances)),
+                variant_name=variant_name, inference_ami_version=image.inference_ami_version,
+                inference_ami_reason=image.inference_ami_reason, volume_key=self.key,
+                startup_timeout=cdk.Duration.seconds(startup_timeout_s),
+                download_timeout=cdk.Duration.seconds(download_timeout_s), rolling_update=rolling_update,
+                thresholds=alarms, subnet_ids=subnet_ids,
+                security_group_ids=network.security_group_ids(
+                    self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
+                network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
+                log_key=self.key, removal_policy=kept)
+        except PropsError as caught:
+            # The building block checks what the copies need of the instances: report it as this construct's.
+            raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None
         if data.artifacts is not None:
             for component in self.serving.components.values():
                 component.node.add_dependency(data.artifacts)  # the archives must be in place before copies start

@@ -79,7 +79,7 @@ def test_a_reservation_the_instance_type_cannot_hold_is_refused(tmp_path):
                                  endpoint_name="shared",
                                  components={"resnet50": ComponentSpec(reservation=Reservation(gpus=8))})
     assert str(caught.value) == (
-        "TritonInferenceComponents shared: 1 problem\n"
+        "TritonComponentsEndpoint UserApp/Shared: 1 problem\n"
         "  - components.resnet50.reservation.gpus: got 8; allowed: at most the 1 GPU(s) of one ml.g5.xlarge; "
         "fix: reserve fewer GPUs per copy or choose an instance type with more GPUs")
 
@@ -92,7 +92,7 @@ def test_scale_to_zero_needs_every_component_able_to_reach_zero_copies(tmp_path)
             components={"resnet50": ComponentSpec(copies=0, scaling=CopyScaling(
                 min_copies=0, max_copies=2, invocations_per_copy=100))})
     assert str(caught.value) == (
-        "TritonInferenceComponents shared: 1 problem\n"
+        "TritonComponentsEndpoint UserApp/Shared: 1 problem\n"
         "  - managed_instances.min_instances: got 0; allowed: 0 only when every component may reach zero copies "
         "(scaling.min_copies: 0); text-classifier keeps 1; fix: set scaling.min_copies: 0 on those components, "
         "or min_instances to 1 or more")
