@@ -122,3 +122,13 @@ def vcpus_memory_gib(name: str) -> tuple[int, int] | None:
     """(vCPUs, memory in GiB) of an instance type, or None where the table has no figure."""
     found = lookup(name)
     return VCPUS_MEMORY_GIB.get(found.family_name, {}).get(found.size) if found else None
+
+
+def vcpus(name: str) -> int:
+    """vCPUs of an instance type: the table's figure, else what its size says (``large`` 2, ``Nxlarge`` 4 x N)."""
+    figures = vcpus_memory_gib(name)
+    if figures is not None:
+        return figures[0]
+    size = name.rsplit(".", 1)[-1]
+    match = re.fullmatch(r"(\d*)xlarge", size)
+    return 4 * int(match.group(1) or 1) if match else {"medium": 1, "large": 2}.get(size, 1)

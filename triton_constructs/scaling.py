@@ -1,7 +1,6 @@
 """Auto-scaling of one production variant: invocations per instance and GPU utilization."""
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import aws_cdk as cdk
@@ -16,17 +15,6 @@ from triton_constructs.scaling_handover import ScalingHandover
 
 SERVICE_LINKED_ROLE = ("aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
                        "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
-
-
-def vcpus(instance_type: str) -> int:
-    """vCPUs of a SageMaker instance size (CPUUtilization is 0-100 % per vCPU, summed)."""
-    size = instance_type.rsplit(".", 1)[-1]
-    if size == "medium":
-        return 1
-    if size == "large":
-        return 2
-    match = re.fullmatch(r"(\d*)xlarge", size)
-    return 4 * int(match.group(1) or 1) if match else 1
 
 
 class VariantScaling(Construct):
@@ -88,7 +76,7 @@ class VariantScaling(Construct):
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
             policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
         if scaling.cpu_utilization_target is not None:
-            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * vcpus(endpoint.instance_type),
+            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * instances.vcpus(endpoint.instance_type),
                                   metric_name="CPUUtilization"))
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
