@@ -20,7 +20,7 @@ from local_endpoint.http_call import HttpReply, call
 from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER
 from local_endpoint.mme_front_door import FrontDoor, FrontDoorHandler
 from local_endpoint.model_cache import JSON, error_reply
-from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint import ports
 from local_endpoint.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 
 
@@ -80,11 +80,7 @@ class ComponentsEndpoint:
 
     def start(self) -> ComponentsEndpoint:
         """Start every component's server (one at a time: each loads its models), then the front door."""
-        if self._requested_port is None:
-            self.port = free_port()
-        else:
-            ensure_port_free(self._requested_port)
-            self.port = self._requested_port
+        self.port = ports.claim(self._requested_port)
         try:
             for server in self.servers.values():
                 server.start()

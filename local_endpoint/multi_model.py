@@ -6,12 +6,12 @@ import pathlib
 import shutil
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, python_envs, work_dirs
+from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.model_cache import MultiModelCache
-from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint.ports import free_port
 from local_endpoint.serve_flags import MME, validate_environment
 from local_endpoint.server_process import TritonProcess
 from local_endpoint.triton_install import find_triton_install
@@ -93,11 +93,7 @@ class MultiModelEndpoint:
                 "leave it out for no limit"
             )
         archives = self._check_archives()
-        if self._requested_port is None:
-            self.port = free_port()
-        else:
-            ensure_port_free(self._requested_port)
-            self.port = self._requested_port
+        self.port = ports.claim(self._requested_port)
         self.log_path = self._requested_log or default_log_path(MME, self.port)
         self._work_dir = work_dirs.make("tritonsm-mme-")
         try:

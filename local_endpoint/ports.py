@@ -36,3 +36,11 @@ def ensure_port_free(port: int) -> None:
                 f"port {port} is already in use by another process; stop that process, "
                 "choose another port with --port, or leave --port out to use a free one"
             ) from None
+
+
+def claim(requested: int | None) -> int:
+    """The port to serve on: ``requested`` once checked free, or a free one when none was asked for."""
+    if requested is None:
+        return free_port()
+    ensure_port_free(requested)
+    return requested

@@ -6,10 +6,9 @@ import pathlib
 import shutil
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, python_envs, work_dirs
+from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
-from local_endpoint.ports import ensure_port_free, free_port
 from local_endpoint.serve_flags import SME, validate_environment
 from local_endpoint.server_process import TritonProcess
 from local_endpoint.triton_install import find_triton_install
@@ -111,11 +110,7 @@ class SingleModelEndpoint:
         self._gpu_moved = gpu_models if self.cpu_stand_in else []
         self._runtime = cpu_stand_in.prepare_runtime(self.triton_version, self._stand_ins)
         self._env_swaps = python_envs.plan(self.tarball, python_envs.say)
-        if self._requested_port is None:
-            self.port = free_port()
-        else:
-            ensure_port_free(self._requested_port)
-            self.port = self._requested_port
+        self.port = ports.claim(self._requested_port)
         self.log_path = self._requested_log or default_log_path(SME, self.port)
         self._work_dir = work_dirs.make("tritonsm-sme-")
         try:

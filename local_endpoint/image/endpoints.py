@@ -18,19 +18,18 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from typing import Callable, Optional
 
 from deployment_spec import instances
 from deployment_spec.served import LocalEndpoint
-from local_endpoint import archive, backends
+from local_endpoint import archive, backends, ports, work_dirs
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, shared_memory
 from local_endpoint.image.container import Container
 from local_endpoint.launch import default_log_path
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.model_cache import MultiModelCache
-from local_endpoint.ports import ensure_port_free, free_port
+from local_endpoint.ports import free_port
 from local_endpoint.serve_flags import MME, SME, validate_environment
 
 
@@ -131,17 +130,15 @@ class _ImageEndpoint:
             container_name(self.label), self.image.uri, host_port,
             docker_argv.container_environment(self.env, multi_model=self.mode == MME), mounts, self.shm_bytes)
         self._container = Container(spec, self.log_path)
+        if self._work_dir is not None:
+            work_dirs.add_owner(self._work_dir, self._container.pid)  # mounted while the container runs
         self._container.wait_until_ready(host_port, self.startup_timeout)
 
     def _prepare(self) -> None:
         validate_environment(self.env)
-        if self._requested_port is None:
-            self.port = free_port()
-        else:
-            ensure_port_free(self._requested_port)
-            self.port = self._requested_port
+        self.port = ports.claim(self._requested_port)
         self.log_path = self._requested_log or default_log_path(f"{self.mode}-image", self.port)
-        self._work_dir = pathlib.Path(tempfile.mkdtemp(prefix=f"tritonsm-{self.mode}-image-"))
+        self._work_dir = work_dirs.make(f"tritonsm-{self.mode}-image-")
 
 
 class ImageSingleModelEndpoint(_ImageEndpoint):

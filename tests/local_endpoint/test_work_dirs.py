@@ -59,3 +59,14 @@ def test_a_new_folder_records_its_owner_and_says_what_it_removed(tmp_path: pathl
         f"removed {abandoned} (3.0 MiB), left by a serve that is gone (pid {killed.pid})\n")
     assert [o["pid"] for o in json.loads((folder / "owners.json").read_text())] == [psutil.Process().pid]
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+
+
+def test_an_image_serve_s_folder_is_one_of_them(tmp_path: pathlib.Path) -> None:
+    # `serve --image` makes tritonsm-sme-image-* / tritonsm-mme-image-* with work_dirs.make: the same cleanup applies.
+    killed = subprocess.Popen(SLEEPER)
+    folder = tmp_path / "tritonsm-mme-image-abc"
+    folder.mkdir()
+    work_dirs.add_owner(folder, killed.pid)
+    killed.kill()
+    killed.wait()
+    assert [f for f, _, _ in work_dirs.remove_abandoned(tmp_path)] == [folder]
