@@ -12,27 +12,12 @@ import yaml
 from deployment_spec import SpecError, component_rules as rules, load_spec
 from deployment_spec.component_endpoint import capacity, component_name, demand
 from deployment_spec.spec import parse_spec
+from spec_mutations import all_of as _both, set_path as _set
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "inference-components.yaml"
 BASE = {**yaml.safe_load(EXAMPLE.read_text()), "environments": {"dev": {"region": "us-east-1"}}}
 EP = "endpoints.shared-gpu"
-
-
-def _set(path: str, value):
-    def mutate(raw):
-        *parents, leaf = path.split(".")
-        for key in parents:
-            raw = raw[key]
-        raw[leaf] = value
-    return mutate
-
-
-def _both(*mutations):
-    def mutate(raw):
-        for m in mutations:
-            m(raw)
-    return mutate
 
 
 def _component(model: str, field: str, value):

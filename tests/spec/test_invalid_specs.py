@@ -10,26 +10,10 @@ import yaml
 
 from deployment_spec import SpecError
 from deployment_spec.spec import parse_spec
+from spec_mutations import all_of as _both, set_path as _set
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 BASE = yaml.safe_load((ROOT / "triton.yaml").read_text())
-
-
-def _set(path: str, value):
-    """A mutation that sets the dotted ``path`` (``a.b.c``) of the raw spec to ``value``."""
-    def mutate(raw):
-        *parents, leaf = path.split(".")
-        for key in parents:
-            raw = raw[key]
-        raw[leaf] = value
-    return mutate
-
-
-def _both(*mutations):
-    def mutate(raw):
-        for m in mutations:
-            m(raw)
-    return mutate
 
 
 def _add_model(name, like):
