@@ -68,3 +68,29 @@ def write_probe_model(folder: pathlib.Path) -> pathlib.Path:
     (folder / "model.py").write_text(PROBE_MODEL)
     (folder / "config.pbtxt").write_text(PROBE_CONFIG)
     return folder
+
+
+PROBE_SPEC = """\
+project: {project}
+triton_version: "25.09"
+models:
+  probe:
+    backend: python
+    source: {{python_dir: probe}}
+    max_batch_size: 4
+    python: {{requirements: ["tritonsm-probe==1.0", "numpy==1.26.4"]}}
+endpoints:
+  probe-sme: {{kind: single-model, models: [probe], instance_type: ml.g5.xlarge}}
+environments:
+  dev: {{region: us-east-1}}
+"""
+
+
+def write_probe_project(root: pathlib.Path, project: str) -> pathlib.Path:
+    """The probe wheel under ``root/wheels``, the probe model and a spec serving it on a single-model endpoint
+    (Triton 25.09); returns the spec's path. Build with PIP_FIND_LINKS set to ``root/wheels``."""
+    make_wheel(root / "wheels")
+    write_probe_model(root / "probe")
+    spec = root / "spec.yaml"
+    spec.write_text(PROBE_SPEC.format(project=project))
+    return spec

@@ -22,28 +22,11 @@ from tritonsm.cli import main as tritonsm_main
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import probe_wheels  # noqa: E402
 
-SPEC = """\
-project: ProbeEnv
-triton_version: "25.09"
-models:
-  probe:
-    backend: python
-    source: {python_dir: probe}
-    max_batch_size: 4
-    python: {requirements: ["tritonsm-probe==1.0", "numpy==1.26.4"]}
-endpoints:
-  probe-sme: {kind: single-model, models: [probe], instance_type: ml.g5.xlarge}
-environments:
-  dev: {region: us-east-1}
-"""
-
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory) -> pathlib.Path:
     root = tmp_path_factory.mktemp("probe-env")
-    probe_wheels.make_wheel(root / "wheels")
-    probe_wheels.write_probe_model(root / "probe")
-    (root / "spec.yaml").write_text(SPEC)
+    probe_wheels.write_probe_project(root, "ProbeEnv")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PIP_FIND_LINKS", str(root / "wheels"))
         patch.setenv("TRITONSM_CACHE_DIR", str(root / "cache"))  # a probe wheel of another run is another file

@@ -24,21 +24,6 @@ from image_fixtures import write_built_spec
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import probe_wheels  # noqa: E402
 
-PROBE_SPEC = """\
-project: ProbeVerify
-triton_version: "25.09"
-models:
-  probe:
-    backend: python
-    source: {python_dir: probe}
-    max_batch_size: 4
-    python: {requirements: ["tritonsm-probe==1.0", "numpy==1.26.4"]}
-endpoints:
-  probe-sme: {kind: single-model, models: [probe], instance_type: ml.g5.xlarge}
-environments:
-  dev: {region: us-east-1}
-"""
-
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: tests/gpu runs the checks")
 def test_without_cuda_verify_says_so_writes_the_report_and_exits_3(tmp_path, tarballs, capsys):
@@ -90,9 +75,7 @@ def test_the_torchscript_comparison_with_the_cpu_standing_in_for_cuda(tmp_path):
 @pytest.fixture(scope="module")
 def probe_tarball(tmp_path_factory):
     root = tmp_path_factory.mktemp("probe-verify")
-    probe_wheels.make_wheel(root / "wheels")
-    probe_wheels.write_probe_model(root / "probe")
-    (root / "spec.yaml").write_text(PROBE_SPEC)
+    probe_wheels.write_probe_project(root, "ProbeVerify")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PIP_FIND_LINKS", str(root / "wheels"))
         patch.setenv("TRITONSM_CACHE_DIR", str(root / "cache"))
