@@ -19,6 +19,7 @@ from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
+from triton_constructs.dashboard import graph
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 
 COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
@@ -99,10 +100,6 @@ class ComponentDashboard(Construct):
 
         def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
             return component_metric(component_name, name, statistic, namespace=namespace, label=label)
-
-        def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
-            lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
-            return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
 
         target_line = (per_copy_target[1], f"scaling target ({per_copy_target[0]})") if per_copy_target else None
         endpoint = {"EndpointName": endpoint_name, "VariantName": variant_name}

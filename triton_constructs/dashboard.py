@@ -10,6 +10,13 @@ from constructs import Construct
 from triton_constructs.metrics import EndpointMetrics
 
 
+
+def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None
+          ) -> cloudwatch.GraphWidget:
+    """One dashboard graph (a third of the width), with an optional horizontal line (value, label)."""
+    lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
+    return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
+
 class EndpointDashboard(Construct):
     """Latency split (model vs overhead), traffic and errors, instance count, utilization; MME model cache.
 
@@ -30,10 +37,6 @@ class EndpointDashboard(Construct):
                  gpu_count: int, gpu_target: Optional[float] = None, multi_model: bool = False) -> None:
         super().__init__(scope, id_)
         metric, per_instance = metrics.invocation, metrics.instance
-
-        def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None) -> cloudwatch.GraphWidget:
-            lines = [cloudwatch.HorizontalAnnotation(value=annotation[0], label=annotation[1])] if annotation else None
-            return cloudwatch.GraphWidget(title=title, left=left, left_annotations=lines, width=8, height=6)
 
         widgets = [
             graph("Latency (microseconds): model vs overhead", [
