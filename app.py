@@ -27,7 +27,8 @@ import aws_cdk as cdk  # noqa: E402  (after JSII_NODE)
 from constructs import Construct  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
-from deployment_spec import DEFAULT_SPEC, Spec, SpecError, load_spec  # noqa: E402
+from deployment_spec import DEFAULT_SPEC, Spec, load_spec  # noqa: E402
+from deployment_spec.errors import ProblemsError  # noqa: E402
 from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement, load_capacity  # noqa: E402
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
@@ -117,7 +118,8 @@ def main() -> int:
         manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
         build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints,
                   pipeline_only=pipeline_only)
-    except (SpecError, ManifestError, CapacityError, SynthError) as exc:
+    # ProblemsError: the spec's (SpecError) and the constructs' props (PropsError, e.g. a stale build).
+    except (ProblemsError, ManifestError, CapacityError, SynthError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     app.synth()

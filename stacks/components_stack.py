@@ -13,7 +13,6 @@ from deployment_spec.component_endpoint import component_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
-from deployment_spec.errors import raise_problems
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
 from triton_constructs import ModelRepositories, TritonComponentsEndpoint, checks
@@ -46,14 +45,12 @@ class ComponentsEndpointStack(cdk.Stack):
         super().__init__(scope, id_, description=f"Triton inference components {endpoint.name} ({environment.name})",
                          **kwargs)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
-        # What the build recorded about each model, checked for this image and instance type (one home:
-        # ModelRepositories): verified in the image's runtimes, environments for the image, plans for the GPU.
+        # What the build recorded about each model; the construct checks it for this image and instance type
+        # (ModelRepositories.problems): verified in the image's runtimes, environments for the image, plans for the GPU.
         models = ModelRepositories.from_built(
             manifest, built.artifacts, origin=str(manifest_path),
             hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
                                     for m in spec.served_models(endpoint) if m.tensorrt})
-        raise_problems(f"endpoint '{endpoint.name}'", models.problems(
-            multi_model=True, triton_version=spec.triton_version, instance_type=endpoint.instance_type))
         _every_model_leads_an_archive(endpoint, built.artifacts, manifest_path)
         disposable = environment.removal_policy is RemovalPolicy.DESTROY
         bucket, key = storage.import_into(self)

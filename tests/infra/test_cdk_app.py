@@ -175,6 +175,24 @@ def test_app_without_a_build_says_to_run_tritonsm_build(tmp_path):
                            f"(it writes {missing})\n")
 
 
+def test_app_with_a_build_for_another_release_s_runtimes_prints_the_problems_without_a_traceback(tmp_path,
+                                                                                               default_synth):
+    # The constructs refuse it (PropsError), not the spec loader: app.py prints it as it prints a spec error.
+    body = json.loads(default_synth.manifest_path.read_text())
+    body["models"]["resnet50"]["serving_check"]["triton_version"] = "25.04"
+    stale = tmp_path / "stale" / "manifest.json"
+    stale.parent.mkdir()
+    for artifact in default_synth.manifest_path.parent.glob("*.tar.gz"):
+        shutil.copy(artifact, stale.parent)
+    stale.write_text(json.dumps(body))
+    done = _run_app(tmp_path, {"manifest": str(stale)})
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 1 problem\n"
+        "  - models.resnet50: got a model verified in the runtimes of Triton 25.04; allowed: a model verified in the "
+        "runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09\n")
+
+
 def test_app_synthesizes_every_stage_with_cdk_nag(tmp_path, default_synth):
     done = _run_app(tmp_path, {"manifest": str(default_synth.manifest_path)})
     assert done.returncode == 0, done.stderr
