@@ -10,7 +10,9 @@ the loaded target models (a local convenience, least recently used first).
 from __future__ import annotations
 
 import json
+import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from local_endpoint.http_call import HttpReply, call
@@ -32,6 +34,14 @@ class FrontDoor(ThreadingHTTPServer):
         self.cache = cache
         self.log_path = log_path
         self._thread: threading.Thread | None = None
+
+    def handle_error(self, request: object, client_address: tuple[str, int]) -> None:
+        # socketserver prints a traceback to our stderr, which is the CLI's. A client that hangs up (a
+        # timed-out curl, Ctrl-C in a load test) is not news; anything else is told in one line.
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            print(f"warning: a request from {client_address[0]}:{client_address[1]} failed: "
+                  f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
 
     def start_in_background(self) -> None:
         self._thread = threading.Thread(target=self.serve_forever, name="mme-front-door", daemon=True)
@@ -75,7 +85,7 @@ class FrontDoorHandler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type", "")
         self._relay(lambda: self.server.cache.invoke(target_model, body, content_type))
 
-    def _relay(self, exchange) -> None:
+    def _relay(self, exchange: Callable[[], HttpReply]) -> None:
         try:
             reply = exchange()
         except OSError as error:

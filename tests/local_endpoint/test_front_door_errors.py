@@ -1,0 +1,54 @@
+"""The local MME front door writes to the CLI's stderr: a client that hangs up adds nothing, a failing handler one line."""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+from local_endpoint.mme_front_door import FrontDoor
+from local_endpoint.ports import free_port
+
+
+def started(cache: object) -> FrontDoor:
+    door = FrontDoor(free_port(), cache, log_path="triton.log")  # type: ignore[arg-type]
+    door.start_in_background()
+    return door
+
+
+def send_and_reset(port: int, request: bytes) -> None:
+    """Send the start of a request and drop the connection with a reset, as a killed client does."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.sendall(request)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def settled(door: FrontDoor) -> None:
+    """Stop once every handler thread has ended (the server does not join its daemon threads)."""
+    # One thread accepts in order: once a later request is answered, the earlier one's thread has started.
+    with socket.create_connection(("127.0.0.1", door.server_address[1]), timeout=5) as client:
+        client.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert client.recv(12) == b"HTTP/1.1 404"
+    deadline = time.monotonic() + 20
+    while any("process_request_thread" in thread.name for thread in threading.enumerate()):
+        assert time.monotonic() < deadline, "the request's handler thread still runs"
+        time.sleep(0.05)
+    door.stop()
+
+
+def test_a_client_that_hangs_up_mid_request_leaves_no_traceback(capsys):
+    door = started(cache=None)
+    send_and_reset(door.server_address[1], b"POST /invocations HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{")
+    settled(door)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_handler_that_fails_is_told_in_one_line_naming_the_client_and_the_error(capsys):
+    door = started(cache=None)  # planted defect: /ping reads the cache's port, and there is no cache
+    with socket.create_connection(("127.0.0.1", door.server_address[1]), timeout=5) as client:
+        client.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.recv(1)
+    settled(door)
+    err = capsys.readouterr().err
+    assert err.startswith("warning: a request from 127.0.0.1:") and err.count("\n") == 1
+    assert err.endswith(" failed: AttributeError: 'NoneType' object has no attribute 'triton_port'\n")
