@@ -88,8 +88,29 @@ class CopyScaling(Validated):
         return "ConcurrentRequestsPerCopy", self.concurrent_requests_per_copy or 0.0
 
 
+class CopyCount:
+    """A component's copy count at creation (``copies``) and, with ``scaling``, the range the autoscaler keeps it
+    in: the one home of that arithmetic for the spec's ``ComponentSpec`` and the construct's ``ComponentProps``."""
+
+    copies: int
+    scaling: Optional[CopyScaling]
+
+    def copy_problems(self) -> list[Problem]:
+        if self.scaling is None:
+            return []
+        return rules.copies_within_scaling(self.copies, self.scaling.min_copies, self.scaling.max_copies)
+
+    @property
+    def min_copies(self) -> int:
+        return self.scaling.min_copies if self.scaling else self.copies
+
+    @property
+    def max_copies(self) -> int:
+        return self.scaling.max_copies if self.scaling else self.copies
+
+
 @dataclasses.dataclass(frozen=True)
-class ComponentSpec(Validated):
+class ComponentSpec(CopyCount, Validated):
     """One model (an ensemble with its steps) as an inference component of the endpoint.
 
     ``copies`` is the copy count at creation (``RuntimeConfig.CopyCount``); with ``scaling`` the
@@ -101,18 +122,7 @@ class ComponentSpec(Validated):
     scaling: Optional[CopyScaling] = None
 
     def problems(self, path: str) -> list[Problem]:
-        if self.scaling is None:
-            return []
-        return prefixed(path, rules.copies_within_scaling(self.copies, self.scaling.min_copies,
-                                                          self.scaling.max_copies))
-
-    @property
-    def min_copies(self) -> int:
-        return self.scaling.min_copies if self.scaling else self.copies
-
-    @property
-    def max_copies(self) -> int:
-        return self.scaling.max_copies if self.scaling else self.copies
+        return prefixed(path, self.copy_problems())
 
 
 @dataclasses.dataclass(frozen=True)

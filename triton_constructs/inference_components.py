@@ -24,7 +24,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from deployment_spec import component_endpoint, component_rules as rules
-from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
+from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
 from deployment_spec.endpoint import Alarms
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
@@ -39,7 +39,7 @@ from triton_constructs.triton_model import TritonModel
 
 
 @dataclasses.dataclass(frozen=True)
-class ComponentProps(Validated):
+class ComponentProps(CopyCount, Validated):
     """One inference component: a Triton model archive, what each copy reserves, how many copies run.
 
     Attributes:
@@ -75,22 +75,13 @@ class ComponentProps(Validated):
         """What CreateInferenceComponent or the Triton container would refuse (``Validated`` raises them)."""
         found = (rules.component_name_valid(self.name)
                  + rules.default_model_required(list(self.archive_models), self.default_model)
-                 + rules.memory_bounds(self.memory_mb, self.max_memory_mb))
-        if self.scaling is not None:
-            found += rules.copies_within_scaling(self.copies, self.scaling.min_copies, self.scaling.max_copies)
+                 + rules.memory_bounds(self.memory_mb, self.max_memory_mb)
+                 + self.copy_problems())
         return prefixed(path, found)
 
     @property
     def demand(self) -> rules.Demand:
         return rules.Demand(self.model, self.gpus, self.cpu_cores, self.memory_mb, self.copies)
-
-    @property
-    def max_copies(self) -> int:
-        return self.scaling.max_copies if self.scaling else self.copies
-
-    @property
-    def min_copies(self) -> int:
-        return self.scaling.min_copies if self.scaling else self.copies
 
 
 class TritonInferenceComponents(Construct):
