@@ -11,12 +11,14 @@ import json
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 import torch
 
 from tritonsm.benchmarking.gpu_verify import interpreters, python_stub, torchscript
+from tritonsm.benchmarking.gpu_verify.agreement import Agreement
 from tritonsm.benchmarking.gpu_verify.inputs import batches, case_for
-from tritonsm.benchmarking.gpu_verify.report import NOT_RUN, PASSED
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
 from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
 from tritonsm.cli import main as tritonsm_main
 from image_fixtures import write_built_spec
@@ -70,6 +72,18 @@ def test_the_torchscript_comparison_with_the_cpu_standing_in_for_cuda(tmp_path):
     assert (status, detail) == (PASSED, "batches [1, 4]: the CPU's answers within atol 0.001, rtol 0.001 "
                                         "(max abs error 0)")
     assert facts["max_abs_error"] == 0.0 and facts["device"] == "cpu"
+
+
+def test_an_answer_outside_the_tolerance_fails_naming_the_output_the_batch_and_the_difference():
+    ints = (TensorSpec("ids", "TYPE_INT64", (-1,)),)
+    entry = ModelEntry("pos", "pos", "pytorch", 8, ints, (TensorSpec("out", "TYPE_FP32", (-1,)),), "0" * 64)
+    agreement = Agreement(case_for(entry, None), "the CPU provider", {"onnxruntime": "1.23.0"})
+    agreement.batches.append(1)
+    assert agreement.differs("logits", np.zeros((1, 3)), np.full((1, 3), 5e-4)) is None  # inside atol 1e-3
+    agreement.batches.append(4)
+    assert agreement.differs("logits", np.zeros((4, 3)), np.array([[0, 0, 0.25]] * 4)) == (
+        FAILED, "output logits at batch 4 differs from the CPU provider by up to 0.25 (tolerance atol 0.001, "
+                "rtol 0.001)", {"onnxruntime": "1.23.0", "max_abs_error": 0.25, "batches": [1, 4]})
 
 
 @pytest.fixture(scope="module")

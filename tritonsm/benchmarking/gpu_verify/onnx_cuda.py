@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pathlib
 
+from tritonsm.benchmarking.gpu_verify.agreement import Agreement
 from tritonsm.benchmarking.gpu_verify.inputs import batches
-from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN
 from tritonsm.benchmarking.smoke import SmokeCase
 
 WHAT = "ONNX Runtime's CUDA execution provider vs its CPU provider"
@@ -17,7 +18,6 @@ CUDA = "CUDAExecutionProvider"
 
 
 def check(path: pathlib.Path, case: SmokeCase, max_batch_size: int, image_release: str) -> tuple[str, str, dict]:
-    import numpy as np
     import onnxruntime
 
     facts = {"onnxruntime": onnxruntime.__version__, "image onnxruntime": image_release}
@@ -31,18 +31,12 @@ def check(path: pathlib.Path, case: SmokeCase, max_batch_size: int, image_releas
     if gpu.get_providers()[0] != CUDA:
         return FAILED, f"ONNX Runtime fell back to {gpu.get_providers()[0]} (CUDA provider not usable here)", facts
     cpu = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    worst, sizes = 0.0, []
+    agreement = Agreement(case, "the CPU provider", facts)
     for tensors in batches(case, max_batch_size):
         feed = {t.name: t.array for t in tensors}
-        sizes.append(int(tensors[0].array.shape[0]))
+        agreement.batches.append(int(tensors[0].array.shape[0]))
         want, got = cpu.run(None, feed), gpu.run(None, feed)
         for output, w, g in zip(gpu.get_outputs(), want, got):
-            error = float(np.max(np.abs(np.asarray(g, float) - np.asarray(w, float)))) if np.size(w) else 0.0
-            worst = max(worst, error)
-            if not np.allclose(np.asarray(g, float), np.asarray(w, float), atol=case.atol, rtol=case.rtol):
-                facts.update(max_abs_error=worst, batches=sizes)
-                return FAILED, (f"output {output.name} at batch {sizes[-1]} differs from the CPU provider by up to "
-                                f"{error:.3g} (tolerance atol {case.atol:g}, rtol {case.rtol:g})"), facts
-    facts.update(max_abs_error=worst, batches=sizes)
-    return PASSED, f"batches {sizes}: the CPU provider's answers within atol {case.atol:g}, rtol {case.rtol:g} " \
-                   f"(max abs error {worst:.3g})", facts
+            if failed := agreement.differs(output.name, w, g):
+                return failed
+    return agreement.passed()

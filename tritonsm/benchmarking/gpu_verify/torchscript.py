@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pathlib
 
+from tritonsm.benchmarking.gpu_verify.agreement import Agreement
 from tritonsm.benchmarking.gpu_verify.inputs import batches
-from tritonsm.benchmarking.gpu_verify.report import FAILED, PASSED
+from tritonsm.benchmarking.gpu_verify.report import FAILED
 from tritonsm.benchmarking.smoke import SmokeCase
 
 WHAT = "TorchScript on cuda:0 (as a KIND_GPU instance loads it) vs the CPU"
@@ -26,10 +27,10 @@ def check(path: pathlib.Path, case: SmokeCase, max_batch_size: int, device: str 
         gpu = torch.jit.load(str(path), map_location=device).eval()
     except RuntimeError as error:
         return FAILED, f"torch.jit.load(map_location={device!r}) failed: {_first_line(error)}", facts
-    worst, sizes = 0.0, []
+    agreement = Agreement(case, "the CPU", facts)
     for tensors in batches(case, max_batch_size):
         inputs = [torch.from_numpy(t.array) for t in tensors]
-        sizes.append(int(inputs[0].shape[0]) if case.batched else 1)
+        agreement.batches.append(int(inputs[0].shape[0]) if case.batched else 1)
         with torch.no_grad():
             want = _outputs(cpu(*inputs))
             try:
@@ -39,15 +40,9 @@ def check(path: pathlib.Path, case: SmokeCase, max_batch_size: int, device: str 
         for index, (w, g) in enumerate(zip(want, got)):
             if g.device.type != torch.device(device).type:
                 return FAILED, f"output {index} came back on {g.device}, not {device}", facts
-            error = float((g.cpu().double() - w.double()).abs().max()) if w.numel() else 0.0
-            worst = max(worst, error)
-            if not torch.allclose(g.cpu().double(), w.double(), atol=case.atol, rtol=case.rtol):
-                facts.update(max_abs_error=worst, batches=sizes)
-                return FAILED, (f"output {index} at batch {sizes[-1]} differs from the CPU by up to {error:.3g} "
-                                f"(tolerance atol {case.atol:g}, rtol {case.rtol:g})"), facts
-    facts.update(max_abs_error=worst, batches=sizes)
-    return PASSED, f"batches {sizes}: the CPU's answers within atol {case.atol:g}, rtol {case.rtol:g} " \
-                   f"(max abs error {worst:.3g})", facts
+            if failed := agreement.differs(str(index), w.double().numpy(), g.cpu().double().numpy()):
+                return failed
+    return agreement.passed()
 
 
 def _outputs(value) -> list:
