@@ -18,6 +18,7 @@ from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.http_call import HttpReply, call
 from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER
+from local_endpoint.lifecycle import LocalEndpointLifecycle
 from local_endpoint.mme_front_door import FrontDoor, FrontDoorHandler
 from local_endpoint.model_cache import JSON, error_reply
 from local_endpoint import ports
@@ -33,7 +34,7 @@ class Component(Protocol):
     env: dict[str, str]
 
 
-class ComponentsEndpoint:
+class ComponentsEndpoint(LocalEndpointLifecycle):
     """The real Triton server once per component, behind SageMaker's inference-component routing.
 
     Use as a context manager; every server stops on exit.
@@ -60,7 +61,6 @@ class ComponentsEndpoint:
             c.tarball, default_model=c.default_model, env=c.env,
             log_file=log_dir / f"triton-{c.name}.log" if log_dir else None, startup_timeout=startup_timeout,
             cpu_stand_in=cpu_stand_in, triton_version=triton_version) for c in components}
-        self._door: FrontDoor | None = None
 
     @property
     def url(self) -> str:
@@ -84,31 +84,15 @@ class ComponentsEndpoint:
         try:
             for server in self.servers.values():
                 server.start()
-            self._door = FrontDoor(self.port, self, self.log_path, handler=ComponentsHandler)  # type: ignore[arg-type]
-            self._door.start_in_background()
+            self._front_door = FrontDoor(self.port, self, self.log_path, handler=ComponentsHandler)  # type: ignore[arg-type]
+            self._front_door.start_in_background()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def check_running(self) -> None:
-        """Raise ServerCrashedError, with the log tail, if any component's server died."""
-        for server in self.servers.values():
-            server.check_running()
-
-    def stop(self) -> None:
-        """Stop the front door and every server. Safe to call twice."""
-        if self._door is not None:
-            self._door.stop()
-            self._door = None
-        for server in self.servers.values():
-            server.stop()
-
-    def __enter__(self) -> ComponentsEndpoint:
-        return self.start()
-
-    def __exit__(self, *_exc_info: object) -> None:
-        self.stop()
+    def _servers(self) -> list[SingleModelEndpoint]:
+        return list(self.servers.values())
 
     def route(self, name: str | None, body: bytes, content_type: str) -> HttpReply:
         """One request to the named component's server, as SageMaker's runtime forwards it."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pathlib
-import shutil
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.lifecycle import LocalEndpointLifecycle
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.model_cache import MultiModelCache
 from local_endpoint.ports import free_port
@@ -19,7 +19,7 @@ from local_endpoint.triton_install import find_triton_install
 DEFAULT_STARTUP_TIMEOUT = 60.0
 
 
-class MultiModelEndpoint:
+class MultiModelEndpoint(LocalEndpointLifecycle):
     """Triton in SageMaker MME mode, with SageMaker's model loading emulated in front.
 
     Triton starts on an empty repository and a private port, as the container
@@ -122,27 +122,8 @@ class MultiModelEndpoint:
             raise
         return self
 
-    def check_running(self) -> None:
-        """Raise ServerCrashedError, with the log tail, if Triton died."""
-        if self._process is not None:
-            self._process.check_running()
-
-    def stop(self) -> None:
-        """Stop the front door and Triton, delete unpacked models. Safe to call twice."""
-        if self._front_door is not None:
-            self._front_door.stop()
-            self._front_door = None
-        if self._process is not None:
-            self._process.stop()
-        if self._work_dir is not None:
-            shutil.rmtree(self._work_dir, ignore_errors=True)
-            self._work_dir = None
-
-    def __enter__(self) -> MultiModelEndpoint:
-        return self.start()
-
-    def __exit__(self, *_exc_info: object) -> None:
-        self.stop()
+    def _servers(self) -> list[TritonProcess]:
+        return [self._process] if self._process is not None else []
 
     def _check_archives(self) -> dict[str, pathlib.Path]:
         """Every tarball readable, uniquely named, and loadable by the local server."""

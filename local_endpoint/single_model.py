@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pathlib
-import shutil
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.lifecycle import LocalEndpointLifecycle
 from local_endpoint.serve_flags import SME, validate_environment
 from local_endpoint.server_process import TritonProcess
 from local_endpoint.triton_install import find_triton_install
@@ -16,7 +16,7 @@ from local_endpoint.triton_install import find_triton_install
 DEFAULT_STARTUP_TIMEOUT = 120.0
 
 
-class SingleModelEndpoint:
+class SingleModelEndpoint(LocalEndpointLifecycle):
     """The real Triton server on one model tarball, started like the SageMaker container.
 
     The tarball is unpacked into a private directory (the container's
@@ -135,24 +135,8 @@ class SingleModelEndpoint:
             raise
         return self
 
-    def check_running(self) -> None:
-        """Raise ServerCrashedError, with the log tail, if the server died."""
-        if self._process is not None:
-            self._process.check_running()
-
-    def stop(self) -> None:
-        """Stop the server and delete the unpacked model. Safe to call twice."""
-        if self._process is not None:
-            self._process.stop()
-        if self._work_dir is not None:
-            shutil.rmtree(self._work_dir, ignore_errors=True)
-            self._work_dir = None
-
-    def __enter__(self) -> SingleModelEndpoint:
-        return self.start()
-
-    def __exit__(self, *_exc_info: object) -> None:
-        self.stop()
+    def _servers(self) -> list[TritonProcess]:
+        return [self._process] if self._process is not None else []
 
     def _resolve_default_model(self) -> str | None:
         from_env = self.env.get("SAGEMAKER_TRITON_DEFAULT_MODEL_NAME")

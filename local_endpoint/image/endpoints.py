@@ -27,6 +27,7 @@ from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, shared_memory
 from local_endpoint.image.container import Container
 from local_endpoint.launch import default_log_path
+from local_endpoint.lifecycle import LocalEndpointLifecycle
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.model_cache import MultiModelCache
 from local_endpoint.ports import free_port
@@ -61,7 +62,7 @@ def container_name(label: str) -> str:
     return f"tritonsm-{slug[:40]}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-class _ImageEndpoint:
+class _ImageEndpoint(LocalEndpointLifecycle):
     mode = SME
 
     def __init__(self, image: images.ImageRef, *, env: dict[str, str] | None, port: int | None,
@@ -99,26 +100,9 @@ class _ImageEndpoint:
         return [f"image: {self.image.uri} in container {self.container_name} (--gpus all, /dev/shm "
                 f"{self.shm_bytes >> 20} MiB{script}); stop with Ctrl-C, which removes the container"]
 
-    def check_running(self) -> None:
-        if self._container is not None:
-            self._container.check_running()
-
-    def stop(self) -> None:
-        """Stop and remove the container, delete the unpacked models. Safe to call twice."""
-        if self._container is not None:
-            self._container.stop()
-        if self._work_dir is not None:
-            shutil.rmtree(self._work_dir, ignore_errors=True)
-            self._work_dir = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *_exc_info: object) -> None:
-        self.stop()
-
-    def start(self):
-        raise NotImplementedError
+    def _servers(self) -> list[Container]:
+        """The container (stopping it removes it)."""
+        return [self._container] if self._container is not None else []
 
     def _run_container(self, host_port: int, mounts: tuple[docker_argv.Mount, ...], tarballs) -> None:
         """Pull if needed, then start the container and wait for its /ping."""
@@ -207,12 +191,6 @@ class ImageMultiModelEndpoint(_ImageEndpoint):
             self.stop()
             raise
         return self
-
-    def stop(self) -> None:
-        if self._front_door is not None:
-            self._front_door.stop()
-            self._front_door = None
-        super().stop()
 
 
 def for_spec_endpoint(local: LocalEndpoint, kind: str, *, region: Optional[str] = None, port: int | None = None,
