@@ -63,10 +63,6 @@ class ComponentsEndpoint(LocalEndpointLifecycle):
             cpu_stand_in=cpu_stand_in, triton_version=triton_version) for c in components}
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def component_names(self) -> list[str]:
         return list(self.servers)
 

@@ -1,4 +1,4 @@
-"""What every local endpoint does with what it started: check it runs, stop it in order, serve as ``with``.
+"""What every local endpoint does with what it started: its address, check it runs, stop it in order, ``with``.
 
 A local endpoint holds up to three things: a front door (the multi-model and inference-component
 routing, ``FrontDoor``), the servers behind it (``TritonProcess``, a container, or whole single-model
@@ -21,8 +21,13 @@ class Server(Protocol):
 
 
 class LocalEndpointLifecycle:
+    port: Optional[int] = None    # where clients reach the endpoint, once started
     _front_door: Optional[FrontDoor] = None
     _work_dir: Optional[pathlib.Path] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
         raise NotImplementedError

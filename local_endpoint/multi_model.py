@@ -74,10 +74,6 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
         self._front_door: FrontDoor | None = None
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def server_pid(self) -> int | None:
         return self._process.pid if self._process else None
 

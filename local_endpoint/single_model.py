@@ -77,10 +77,6 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         self._env_swaps: list[python_envs.EnvSwap] = []
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def server_pid(self) -> int | None:
         return self._process.pid if self._process else None
 

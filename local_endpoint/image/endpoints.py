@@ -81,10 +81,6 @@ class _ImageEndpoint(LocalEndpointLifecycle):
         self._container: Container | None = None
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def container_name(self) -> str | None:
         return self._container.name if self._container else None
 
