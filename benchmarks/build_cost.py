@@ -122,7 +122,7 @@ def _measure(checkout: pathlib.Path, spec: str, folder: pathlib.Path, interval: 
     wall, load_end = time.monotonic() - start, os.getloadavg()[0]
     peak = sampler.peak
     time_maxrss = build_cost.time_maxrss_bytes(time_path.read_text()) if time_path.is_file() else None
-    budget = build_cost.budget_bytes(weights.bytes, memory_budget.NEED_FACTOR, memory_budget.NEED_BASE) if weights else None
+    budget = memory_budget.need_bytes(weights.bytes) if weights else None  # the build's own refusal bound
     notes = [f"TensorRT model(s) {', '.join(skipped)} not built here (no GPU): the build stops before their "
              "export; this row is the rest of the spec"] if skipped else []
     built_file = _largest_model_file(folder / "work")

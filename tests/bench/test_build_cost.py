@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+from model_build import memory_budget
 from tritonsm.benchmarking import build_cost
 
 TIME_OUTPUT = """\
@@ -46,7 +47,7 @@ def test_step_durations_from_the_build_log():
 
 def test_budget_and_verdict():
     # RoBERTa-large: 355,361,794 parameters x 4 bytes.
-    budget = build_cost.budget_bytes(1_421_447_176, 3, 1.5e9)
+    budget = memory_budget.need_bytes(1_421_447_176)  # the bound the table holds builds to
     assert budget == 5_764_341_528
     half = 12_000_000_000
     assert build_cost.verdict(5_000_000_000, budget, half) == "yes"

@@ -18,6 +18,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from model_build.memory_budget import NEED_BASE, NEED_FACTOR
+
 GB = 1e9
 TIME_MAXRSS = re.compile(r"Maximum resident set size \(kbytes\):\s*(\d+)")
 # "  bert: export ONNX (opset 18) done in 13.8 s (...)", "  bert-large-pt: tracing TorchScript took 21.5 s"
@@ -115,11 +117,6 @@ def durations(lines: Iterable[str]) -> dict[str, float]:
     return out
 
 
-def budget_bytes(weight_bytes: int, factor: float, base_bytes: float) -> int:
-    """The issue's bound on a build's peak memory: ``factor`` × the largest model's fp32 weights + a base."""
-    return int(factor * weight_bytes + base_bytes)
-
-
 def verdict(peak_bytes: int, budget: Optional[int], half_machine: int) -> str:
     """"yes" when the peak is within the budget and half the machine; "no (...)" names what it exceeds."""
     over = []
@@ -139,7 +136,8 @@ def _gb(value: Optional[float]) -> str:
 def table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The markdown table of a run: one row per spec, from the raw records the script writes."""
     head = ("| spec | exit | wall s | load 1 min (start-end) | peak RSS, tree (GB) | /usr/bin/time max RSS, "
-            "one process (GB) | largest model: fp32 weights (GB) | budget 3 × w + 1.5 (GB) | met | peak during | "
+            f"one process (GB) | largest model: fp32 weights (GB) | budget {NEED_FACTOR} × w + {NEED_BASE / GB:g} (GB) | "
+            "met | peak during | "
             "cache | notes |\n|---|---:|---:|---|---:|---:|---|---:|---|---|---|---|")
     lines = [head]
     for r in rows:
