@@ -12,6 +12,7 @@ from __future__ import annotations
 import pathlib
 import tarfile
 
+from local_endpoint import disk_space
 from local_endpoint.backends import TOP_LEVEL, ModelFiles
 from local_endpoint.errors import TarballError
 
@@ -60,6 +61,8 @@ def extract_tarball(tarball: pathlib.Path, destination: pathlib.Path) -> None:
             "relative to the model repository"
         ) from None
     except (tarfile.TarError, OSError, EOFError) as error:
+        if isinstance(error, OSError) and disk_space.is_full(error):
+            raise  # not the archive's fault: the caller's disk_space.told_when_full names the disk and the fix
         raise TarballError(
             f"model archive {tarball} cannot be read as a gzipped tar file ({error}); "
             "rebuild it (tritonsm build)"

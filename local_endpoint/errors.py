@@ -6,13 +6,19 @@ message and exit non-zero without a traceback, so each message names the file
 or field, the value, what is allowed and the fix.
 """
 
+from deployment_spec.errors import UserError
 
-class LocalEndpointError(Exception):
-    """Base class: the message is the whole story, printed as is."""
+
+class LocalEndpointError(UserError):
+    """Base class: the message is the whole story, printed as is (a UserError: `tritonsm` prints it, exit 2)."""
 
 
 class TarballError(LocalEndpointError):
     """A model archive is missing, unreadable or laid out the wrong way."""
+
+
+class NoSpaceError(LocalEndpointError):
+    """The disk filled up while a model was unpacked or prepared (local_endpoint.disk_space)."""
 
 
 class EnvironmentVariableError(LocalEndpointError):

@@ -20,8 +20,8 @@ import pathlib
 import shutil
 import threading
 
-from local_endpoint import archive, backends, cpu_stand_in, python_envs
-from local_endpoint.errors import TarballError
+from local_endpoint import archive, backends, cpu_stand_in, disk_space, python_envs
+from local_endpoint.errors import NoSpaceError, TarballError
 from local_endpoint.http_call import HttpReply, call
 
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
@@ -110,6 +110,8 @@ class MultiModelCache:
             return failure.reply
         except TarballError as error:
             return error_reply(400, str(error))
+        except NoSpaceError as error:
+            return error_reply(507, str(error))  # as SageMaker's Triton front end answers a full disk
         try:
             headers = {TARGET_MODEL_HEADER: target_model}
             if content_type:
@@ -151,17 +153,18 @@ class MultiModelCache:
         tarball = self.archives[target_model]
         listing = backends.list_archive_models(tarball)
         if not model_dir.exists():
-            try:
-                archive.extract_tarball(tarball, model_dir)
-                python_envs.apply(self.env_swaps.get(target_model, []), model_dir)
-                if self.cpu_stand_in:
-                    needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
-                    cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball, self.runtime)
-                    if not backends.machine_has_gpu():
-                        cpu_stand_in.move_gpu_groups_to_cpu(model_dir, backends.gpu_group_models(needed, listing))
-            except BaseException:
-                shutil.rmtree(model_dir, ignore_errors=True)  # the next request unpacks afresh
-                raise
+            with disk_space.told_when_full(f"unpack target model {target_model!r} ({tarball})", model_dir):
+                try:
+                    archive.extract_tarball(tarball, model_dir)
+                    python_envs.apply(self.env_swaps.get(target_model, []), model_dir)
+                    if self.cpu_stand_in:
+                        needed = backends.models_to_load(listing, tarball, backends.mme_root_model(listing))
+                        cpu_stand_in.replace_with_stand_ins(model_dir, needed, tarball, self.runtime)
+                        if not backends.machine_has_gpu():
+                            cpu_stand_in.move_gpu_groups_to_cpu(model_dir, backends.gpu_group_models(needed, listing))
+                except BaseException:
+                    shutil.rmtree(model_dir, ignore_errors=True)  # the next request unpacks afresh
+                    raise
         # SageMaker passes /opt/ml/models/<hash>/model in both layouts; the
         # front end accepts a bare config.pbtxt there only under that exact
         # path, so for the bare layout we pass the parent, whose single

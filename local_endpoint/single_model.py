@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
+from local_endpoint import archive, backends, cpu_stand_in, disk_space, ports, python_envs, work_dirs
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.lifecycle import LocalEndpointLifecycle
@@ -111,10 +111,11 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         self._work_dir = work_dirs.make("tritonsm-sme-")
         try:
             repository = self._work_dir / "opt-ml-model"
-            archive.extract_tarball(self.tarball, repository)
-            python_envs.apply(self._env_swaps, repository)
-            cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball, self._runtime)
-            cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
+            with disk_space.told_when_full(f"unpack model archive {self.tarball}", repository):
+                archive.extract_tarball(self.tarball, repository)
+                python_envs.apply(self._env_swaps, repository)
+                cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball, self._runtime)
+                cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
             self._process = start_sagemaker_triton(
                 install=install,
                 mode=SME,

@@ -60,7 +60,10 @@ def folder_size(folder: pathlib.Path) -> int:
 
 
 def human_size(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 2**10:.1f} KiB"
 
 
 def _owners(folder: pathlib.Path) -> list[dict] | None:

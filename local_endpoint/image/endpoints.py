@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from deployment_spec import instances
 from deployment_spec.served import LocalEndpoint
-from local_endpoint import archive, backends, ports, work_dirs
+from local_endpoint import archive, backends, disk_space, ports, work_dirs
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, shared_memory
 from local_endpoint.image.container import Container
@@ -142,7 +142,8 @@ class ImageSingleModelEndpoint(_ImageEndpoint):
         self._prepare()
         try:
             model_dir = self._work_dir / "opt-ml-model"
-            archive.extract_tarball(self.tarball, model_dir)
+            with disk_space.told_when_full(f"unpack model archive {self.tarball}", model_dir):
+                archive.extract_tarball(self.tarball, model_dir)
             self._run_container(self.port, (docker_argv.Mount(model_dir, docker_argv.MODEL_DIR),), [self.tarball])
         except BaseException:
             self.stop()

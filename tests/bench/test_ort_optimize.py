@@ -12,9 +12,9 @@ TOLERANCE = Tolerance(atol=1e-4, rtol=1e-3)
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tiny_spec, tmp_path_factory):
+def tiny_bert(tiny_spec, module_tmp):
     made = load_exportable(tiny_spec.models["tiny-text"], tiny_spec.root)
-    path = tmp_path_factory.mktemp("tiny-bert") / "exported.onnx"
+    path = module_tmp.mktemp("tiny-bert") / "exported.onnx"
     onnx_export.export("tiny-text", made, path)  # the build's exporter: torch.export (dynamo), opset 18
     return made, path
 

@@ -39,9 +39,9 @@ def _need_docker_and_gpu() -> None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(module_tmp):
     _need_docker_and_gpu()
-    root = tmp_path_factory.mktemp("image-gpu")
+    root = module_tmp.mktemp("image-gpu")
     tarballs = {}
     for key, write in (("add", models.write_add),
                        ("times2", lambda r: models.write_affine(r, "times2", factor=2, offset=0, input_name="INPUT",

@@ -29,9 +29,9 @@ def _run(args: list, **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
+def installed(module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
     """(the fresh environment's python, the wheel)."""
-    tmp = tmp_path_factory.mktemp("wheel")
+    tmp = module_tmp.mktemp("wheel")
     # Built from a copy, so setuptools' build/ folder does not land in the checkout.
     source = tmp / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(

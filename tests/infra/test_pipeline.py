@@ -36,8 +36,8 @@ def _synth(source, tmp, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def default_pipeline(tmp_path_factory):
-    synth = _synth(ROOT / "triton.yaml", tmp_path_factory.mktemp("pipeline"))
+def default_pipeline(module_tmp):
+    synth = _synth(ROOT / "triton.yaml", module_tmp.mktemp("pipeline"))
     assembly = synth.app.synth()  # runs cdk-nag (the app's plugin): any unacknowledged finding raises
     return synth, pathlib.Path(assembly.directory)
 

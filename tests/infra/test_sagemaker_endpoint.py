@@ -166,9 +166,9 @@ def test_a_model_the_manifest_does_not_hold(default_synth):
 # --- what it builds ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def own_bucket(tmp_path_factory):
+def own_bucket(module_tmp):
     """A user's stack with their own bucket and key; an MME from two local archives; guarded; a function to grant."""
-    tmp = tmp_path_factory.mktemp("own")
+    tmp = module_tmp.mktemp("own")
     stack = user_stack()
     key = kms.Key(stack, "TeamKey", enable_key_rotation=True)
     bucket = s3.Bucket(stack, "TeamBucket", encryption_key=key, enforce_ssl=True)

@@ -26,10 +26,10 @@ EXAMPLE = ROOT / "examples" / "image-ensemble-sme.yaml"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(module_tmp):
     from model_build import build
 
-    root = tmp_path_factory.mktemp("image-ensemble")
+    root = module_tmp.mktemp("image-ensemble")
     spec = load_spec(EXAMPLE)
     report = build.run(spec, root / "assets", root / "work", log=lambda line: None)
     assert report.failed == {} and report.unavailable == {}
@@ -37,7 +37,7 @@ def built(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def endpoint(built, tmp_path_factory):
+def endpoint(built, module_tmp):
     from deployment_spec.served import resolve_endpoint
     from local_endpoint import SingleModelEndpoint
 
@@ -45,13 +45,13 @@ def endpoint(built, tmp_path_factory):
     local = resolve_endpoint(EXAMPLE, "image-ensemble", None, manifest)
     with SingleModelEndpoint(local.tarballs[0], default_model=local.default_model, env=local.env, cpu_stand_in=True,
                              triton_version=local.triton_version,
-                             log_file=tmp_path_factory.mktemp("logs") / "triton.log") as served:
+                             log_file=module_tmp.mktemp("logs") / "triton.log") as served:
         yield served
 
 
 @pytest.fixture(scope="module")
-def photos(tmp_path_factory) -> list[pathlib.Path]:
-    folder = tmp_path_factory.mktemp("photos")
+def photos(module_tmp) -> list[pathlib.Path]:
+    folder = module_tmp.mktemp("photos")
     out = []
     for name, (width, height, seed) in {"photo.jpg": (800, 600, 7), "portrait.jpg": (300, 500, 8)}.items():
         (folder / name).write_bytes(check_images.jpeg(width, height, seed))

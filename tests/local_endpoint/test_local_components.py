@@ -32,13 +32,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def components(tarballs: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory):
+def components(tarballs: dict[str, pathlib.Path], module_tmp):
     # A one-model archive (no default needed) and an ensemble archive (its default model named), as
     # deployment_spec.served resolves them for an inference-components endpoint.
     served = [LocalComponent("Ep-dev-e-times2", "times2", tarballs["times2"], None, {}),
               LocalComponent("Ep-dev-e-pipeline", "pipeline", tarballs["ensemble"], "pipeline",
                              {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "pipeline"})]
-    with ComponentsEndpoint(served, log_dir=tmp_path_factory.mktemp("logs")) as endpoint:
+    with ComponentsEndpoint(served, log_dir=module_tmp.mktemp("logs")) as endpoint:
         yield endpoint
 
 
@@ -136,12 +136,12 @@ def test_serve_runs_components_until_sigterm_and_stops_every_server(tarballs, tm
 
 
 @pytest.fixture(scope="module")
-def fake_manifest(tmp_path_factory) -> pathlib.Path:
+def fake_manifest(module_tmp) -> pathlib.Path:
     sys.path.insert(0, str(ROOT / "tests" / "infra" / "fixtures"))
     from fake_build import fake_build
 
     from deployment_spec import load_spec
-    return fake_build(load_spec(ROOT / "examples" / "inference-components.yaml"), tmp_path_factory.mktemp("fake"))
+    return fake_build(load_spec(ROOT / "examples" / "inference-components.yaml"), module_tmp.mktemp("fake"))
 
 
 def test_serve_names_only_the_components_of_the_endpoint(fake_manifest, capsys) -> None:

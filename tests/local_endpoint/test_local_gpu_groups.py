@@ -18,8 +18,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def gpu_add_tarball(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    root = tmp_path_factory.mktemp("gpu-groups")
+def gpu_add_tarball(module_tmp) -> pathlib.Path:
+    root = module_tmp.mktemp("gpu-groups")
     gpu_config = models.ADD_CONFIG.replace("kind: KIND_CPU count: 1", "kind: KIND_GPU count: 2")
     models.write_model(root / "repo", "add", gpu_config, {"model.py": models.ADD_MODEL})
     return models.pack(root / "repo", root / "add.tar.gz")

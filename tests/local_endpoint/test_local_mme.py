@@ -25,8 +25,8 @@ MME_MODELS = ("times2", "times3", "times4", "ensemble", "bare", "whereami")
 
 
 @pytest.fixture(scope="module")
-def mme(tarballs: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory):
-    log_file = tmp_path_factory.mktemp("logs") / "mme.log"
+def mme(tarballs: dict[str, pathlib.Path], module_tmp):
+    log_file = module_tmp.mktemp("logs") / "mme.log"
     with MultiModelEndpoint([tarballs[k] for k in MME_MODELS], capacity=2, log_file=log_file) as endpoint:
         yield endpoint
 

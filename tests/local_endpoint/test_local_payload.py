@@ -102,14 +102,14 @@ def test_bad_input_files_are_named(tmp_path: pathlib.Path, file_name: str, conte
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+def tokenizer_dir(module_tmp) -> pathlib.Path:
     """A word-level tokenizer saved like any transformers tokenizer, ids known in advance."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1, "hello": 2, "world": 3}, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    directory = tmp_path_factory.mktemp("tokenizer")
+    directory = module_tmp.mktemp("tokenizer")
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]").save_pretrained(str(directory))
     return directory
 

@@ -25,8 +25,8 @@ INPUT = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
-def ensemble_endpoint(tarballs: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory):
-    log_file = tmp_path_factory.mktemp("logs") / "ensemble.log"
+def ensemble_endpoint(tarballs: dict[str, pathlib.Path], module_tmp):
+    log_file = module_tmp.mktemp("logs") / "ensemble.log"
     env = {"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "pipeline", "SAGEMAKER_TRITON_THREAD_COUNT": "4"}
     with SingleModelEndpoint(tarballs["ensemble"], env=env, log_file=log_file) as endpoint:
         yield endpoint

@@ -61,8 +61,8 @@ environments:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("own-torchscript")
+def built(module_tmp):
+    root = module_tmp.mktemp("own-torchscript")
     torch.manual_seed(0)
     module = Scored().eval()
     torch.jit.save(torch.jit.script(module), str(root / "scored.pt"))

@@ -24,8 +24,8 @@ import probe_wheels  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def tarball(tmp_path_factory) -> pathlib.Path:
-    root = tmp_path_factory.mktemp("probe-env")
+def tarball(module_tmp) -> pathlib.Path:
+    root = module_tmp.mktemp("probe-env")
     probe_wheels.write_probe_project(root, "ProbeEnv")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PIP_FIND_LINKS", str(root / "wheels"))

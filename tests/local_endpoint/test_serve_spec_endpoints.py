@@ -115,11 +115,11 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(module_tmp) -> Built:
     """The spec above, built once with `tritonsm build` (tiny models: about half a minute; T5's
     execution environment, built for this machine's Python so that no multi-GB CUDA torch for the
     image is fetched: a minute more the first time, then from the cache)."""
-    root = tmp_path_factory.mktemp("spec-endpoints")
+    root = module_tmp.mktemp("spec-endpoints")
     spec = root / "spec.yaml"
     spec.write_text(SPEC)
     assert tritonsm_main(["build", "--spec", str(spec), "--out", str(root / "assets"),

@@ -36,9 +36,9 @@ def _cases(**manifest_args):
 
 
 @pytest.fixture(scope="module")
-def add_endpoint(tarballs: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory):
+def add_endpoint(tarballs: dict[str, pathlib.Path], module_tmp):
     with SingleModelEndpoint(tarballs["add"], default_model="add",
-                             log_file=tmp_path_factory.mktemp("logs") / "smoke.log") as endpoint:
+                             log_file=module_tmp.mktemp("logs") / "smoke.log") as endpoint:
         yield endpoint
 
 

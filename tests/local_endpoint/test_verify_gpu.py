@@ -87,8 +87,8 @@ def test_an_answer_outside_the_tolerance_fails_naming_the_output_the_batch_and_t
 
 
 @pytest.fixture(scope="module")
-def probe_tarball(tmp_path_factory):
-    root = tmp_path_factory.mktemp("probe-verify")
+def probe_tarball(module_tmp):
+    root = module_tmp.mktemp("probe-verify")
     probe_wheels.write_probe_project(root, "ProbeVerify")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PIP_FIND_LINKS", str(root / "wheels"))

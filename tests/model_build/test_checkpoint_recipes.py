@@ -17,12 +17,12 @@ from mb_support import make_spec
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(module_tmp):
     from transformers import (ConvNextConfig, ConvNextForImageClassification, DebertaV2Config,
                               DebertaV2ForSequenceClassification, DistilBertConfig,
                               DistilBertForSequenceClassification, ViTConfig, ViTForImageClassification)
 
-    root = tmp_path_factory.mktemp("checkpoints")
+    root = module_tmp.mktemp("checkpoints")
     torch.manual_seed(0)
     DistilBertForSequenceClassification(DistilBertConfig(
         vocab_size=256, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64,

@@ -25,10 +25,10 @@ STRICT = 0.9999
 
 
 @pytest.fixture(scope="module")
-def minilm_build(tmp_path_factory, monkeypatch_module):
+def minilm_build(module_tmp, monkeypatch_module):
     monkeypatch_module.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch_module.setenv("TRANSFORMERS_OFFLINE", "1")
-    root = tmp_path_factory.mktemp("minilm")
+    root = module_tmp.mktemp("minilm")
     recipe = "{recipe: 'model_build.recipes.minilm:exportable'}"
     spec = make_spec(root, f"""\
 emb: {{backend: onnxruntime, source: {recipe}, max_batch_size: 2, sequence_length: 32, precision: int8}}

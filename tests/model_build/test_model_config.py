@@ -71,8 +71,8 @@ pipeline:
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory):
-    return make_spec(tmp_path_factory.mktemp("cfg"), MODELS, endpoints="""\
+def spec(module_tmp):
+    return make_spec(module_tmp.mktemp("cfg"), MODELS, endpoints="""\
 ep:
   kind: single-model
   models: [pipeline, resnet, bert-pt, t5]

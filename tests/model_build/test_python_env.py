@@ -38,8 +38,8 @@ def find_links(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def shared_wheels(tmp_path_factory):
-    return tmp_path_factory.mktemp("wheel-cache")
+def shared_wheels(module_tmp):
+    return module_tmp.mktemp("wheel-cache")
 
 
 def _cache(tmp_path, shared_wheels, name="cache") -> pathlib.Path:

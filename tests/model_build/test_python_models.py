@@ -72,8 +72,8 @@ def _materialise(tmp_path, spec, name, int32=False):
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory):
-    return make_spec(tmp_path_factory.mktemp("py"), """\
+def spec(module_tmp):
+    return make_spec(module_tmp.mktemp("py"), """\
 pre: {backend: python, source: {recipe: text-preprocess}, sequence_length: 12, max_batch_size: 4}
 t5: {backend: python, source: {recipe: tiny-t5}, max_batch_size: 4, dynamic_batching: {}}
 """)

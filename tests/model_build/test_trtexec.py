@@ -16,8 +16,8 @@ IDS_512 = [TensorSpec("input_ids", "TYPE_INT32", (512,)), TensorSpec("attention_
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory):
-    return make_spec(tmp_path_factory.mktemp("trt"), """\
+def spec(module_tmp):
+    return make_spec(module_tmp.mktemp("trt"), """\
 bert:
   backend: tensorrt
   source: {recipe: bert-base}

@@ -25,7 +25,7 @@ from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, Check, Repo
 from deployment_spec import load_spec, serving_runtimes
 from deployment_spec.errors import UserError
 from deployment_spec.served import resolve_endpoint
-from local_endpoint import archive, backends
+from local_endpoint import archive, backends, disk_space
 
 FILES = {"pytorch": "model.pt", "onnxruntime": "model.onnx", "tensorrt": "model.plan"}
 
@@ -66,7 +66,8 @@ def _unpack(tarball: pathlib.Path, models: list[str], folder: pathlib.Path) -> p
     """The archive as a repository: `<root>/<model>/`, also for a bare (multi-model) layout."""
     repository = folder / "repository"
     bare = backends.TOP_LEVEL in backends.list_archive_models(tarball)
-    archive.extract_tarball(tarball, repository / models[0] if bare else repository)
+    with disk_space.told_when_full(f"unpack model archive {tarball} for the GPU checks", repository):
+        archive.extract_tarball(tarball, repository / models[0] if bare else repository)
     return repository
 
 
