@@ -12,9 +12,9 @@ from __future__ import annotations
 import pathlib
 import tarfile
 
-from local_endpoint import disk_space
 from local_endpoint.backends import TOP_LEVEL, ModelFiles
 from local_endpoint.errors import TarballError
+from model_build import disk_space
 
 
 def check_tarball_path(tarball: pathlib.Path) -> None:

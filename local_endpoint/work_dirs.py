@@ -16,6 +16,8 @@ import tempfile
 
 import psutil
 
+from model_build.disk_space import human_size
+
 PATTERN = "tritonsm-[sm]me-*"
 OWNERS = "owners.json"
 # psutil computes a start time from the boot time and the process's start tick: the same process, the same value.
@@ -57,13 +59,6 @@ def remove_abandoned(temp_dir: pathlib.Path | None = None) -> list[tuple[pathlib
 def folder_size(folder: pathlib.Path) -> int:
     """Bytes of the regular files under ``folder`` (links to the Triton install not followed)."""
     return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
-
-
-def human_size(size: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size / 2**10:.1f} KiB"
 
 
 def _owners(folder: pathlib.Path) -> list[dict] | None:

@@ -36,7 +36,7 @@ def register(add) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from deployment_spec import load_spec
-    from model_build import build
+    from model_build import build, disk_space
     from model_build.errors import NotEnoughMemory
 
     start = time.monotonic()
@@ -47,6 +47,17 @@ def run_build(args: argparse.Namespace) -> int:
                            python_env_for=args.python_env_for, memory_check=not args.no_memory_check)
     except NotEnoughMemory as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except OSError as exc:
+        if not disk_space.is_full(exc):
+            raise
+        # Models are assembled in a staging folder and archives in a partial file, both removed on failure.
+        folder = pathlib.Path(exc.filename).parent if exc.filename else pathlib.Path(args.work_dir)
+        print("error: " + disk_space.message(
+            exc, folder, f"build the models of {spec.path.name}",
+            "free space on that disk, or give --work-dir (the build cache) and --out folders on a larger one; "
+            "the half-written files were removed, and the models already built are kept and not rebuilt"),
+            file=sys.stderr, flush=True)
         return 1
     for name, why in report.unavailable.items():
         _log(f"not built here: {why}")

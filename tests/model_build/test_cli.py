@@ -83,3 +83,31 @@ def test_require_all_fails_the_build_that_left_a_model_out(tiny_build, tmp_path,
         "to build the rest")
     # The manifest still describes what was built, and marks the model for another host.
     assert load_manifest(out / "manifest.json").unavailable_here == ("plan",)
+
+
+def test_a_full_disk_while_packing_is_told_as_one_and_leaves_no_partial_archive(tiny_build, tmp_path, capsys,
+                                                                                monkeypatch):
+    # A full disk cannot be made on demand: the OS's answer is played where an archive's bytes are written.
+    import errno
+    import re
+
+    from model_build import archive
+
+    skip_on_a_plan_building_host()
+    spec, _, work, _, _ = tiny_build
+    out = tmp_path / "assets"
+
+    def write_on_a_full_disk(path, *args, **kwargs):
+        path.write_bytes(b"half an archive")
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(archive, "write_tarball", write_on_a_full_disk)
+    assert main(["build", "--spec", str(TINY_SPEC), "--out", str(out), "--work-dir", str(work)]) == 1
+    err = capsys.readouterr().err
+    assert re.fullmatch(
+        re.escape(f"error: no space left on the disk of {out} to build the models of tiny.yaml (No space left on "
+                  "device; ") + r"[0-9.]+ (GiB|MiB|KiB)" + re.escape(
+            " free there now); free space on that disk, or give --work-dir (the build cache) and --out folders on "
+            "a larger one; the half-written files were removed, and the models already built are kept and not "
+            "rebuilt\n"), err), err
+    assert list(out.iterdir()) == []  # no partial archive, no manifest naming one
