@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +125,7 @@ def built(module_tmp) -> Built:
     spec.write_text(SPEC)
     assert tritonsm_main(["build", "--spec", str(spec), "--out", str(root / "assets"),
                           "--work-dir", str(root / "work"), "--python-env-for", "local"]) == 0
+    shutil.rmtree(root / "work")  # the build cache (T5 once more, ~220 MB); these tests only serve the archives
     manifest_path = root / "assets" / "manifest.json"
     return Built(spec, manifest_path, load_manifest(manifest_path))
 
