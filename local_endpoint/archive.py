@@ -61,7 +61,7 @@ def extract_tarball(tarball: pathlib.Path, destination: pathlib.Path) -> None:
             "relative to the model repository"
         ) from None
     except (tarfile.TarError, OSError, EOFError) as error:
-        if isinstance(error, OSError) and disk_space.is_full(error):
+        if disk_space.is_full(error):
             raise  # not the archive's fault: the caller's disk_space.told_when_full names the disk and the fix
         raise TarballError(
             f"model archive {tarball} cannot be read as a gzipped tar file ({error}); "

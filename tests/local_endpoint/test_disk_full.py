@@ -94,3 +94,24 @@ def test_an_image_serve_says_the_disk_is_full_before_any_container_runs(
     assert expected(folder, f"unpack model archive {asset}").fullmatch(err.removeprefix("error: ").rstrip("\n")), err
     assert "run" not in [argv[0] for argv in docker.commands()]
     assert set(pathlib.Path(tempfile.gettempdir()).glob("tritonsm-sme-*")) == before
+
+
+def test_verify_gpu_says_the_disk_is_full_and_removes_its_folder(
+        full_disk: list[bool], tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # verify unpacks only where CUDA is usable: the probe says so here, and the disk fills before any check runs.
+    from image_fixtures import write_built_spec
+    from tritonsm.benchmarking.gpu_verify import host
+    from tritonsm.cli import main as tritonsm_main
+
+    built = write_built_spec(tmp_path / "project", tarballs)
+    monkeypatch.setattr(host, "probe", lambda: (True, "", {"device": "cuda:0 (played by the test)"}))
+    before = set(pathlib.Path(tempfile.gettempdir()).glob("tritonsm-verify-*"))
+    assert tritonsm_main(["verify", "--gpu", *built.flags()]) == 2
+    err = capsys.readouterr().err
+    folder = pathlib.Path(err.split("no space left on the disk of ", 1)[1].split(" to unpack", 1)[0])
+    asset = tmp_path / "project" / "assets" / folder.parent.name.split("-", 1)[1]  # its folder: <n>-<archive name>
+    assert folder.name == "repository" and folder.parent.parent.name.startswith("tritonsm-verify-")
+    assert expected(folder, f"unpack model archive {asset} for the GPU checks").fullmatch(
+        err.removeprefix("error: ").rstrip("\n")), err
+    assert set(pathlib.Path(tempfile.gettempdir()).glob("tritonsm-verify-*")) == before

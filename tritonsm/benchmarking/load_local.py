@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
                       f"{args.requests} requests, concurrency {args.concurrency}, "
                       f"{'binary+json' if args.binary else 'JSON'}", flush=True)
                 return _run(endpoint.port, request.body, request.content_type, args.requests, args.concurrency)
-        except (LocalEndpointError, UserError, SpecError) as error:
+        except (UserError, SpecError) as error:  # a LocalEndpointError is a UserError
             print(f"error: {error}", file=sys.stderr)
             return 1
 
