@@ -10,7 +10,8 @@ from deployment_spec.errors import UserError
 
 
 class LocalEndpointError(UserError):
-    """Base class: the message is the whole story, printed as is (a UserError: `tritonsm` prints it, exit 2)."""
+    """Base class: the message is the whole story, printed as is (a UserError: one that reaches `tritonsm`'s main is
+    printed there without a traceback, exit 2)."""
 
 
 class TarballError(LocalEndpointError):
