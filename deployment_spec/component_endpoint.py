@@ -37,12 +37,13 @@ def archive_default_model(archive_models: Sequence[str]) -> str | None:
     return archive_models[0] if len(archive_models) > 1 else None
 
 
-def capacity(instance_type: str) -> rules.InstanceCapacity | None:
-    """One instance's GPUs, vCPUs and memory from the instance table (None: unknown type)."""
-    itype = instances.lookup(instance_type)
+def capacity(instance_type: str, instance_facts: instances.InstanceFacts | None = None
+             ) -> rules.InstanceCapacity | None:
+    """One instance's GPUs, vCPUs and memory from the instance table or the declared facts (None: unknown type)."""
+    itype = instances.lookup(instance_type, instance_facts)
     if itype is None:
         return None
-    vcpus_memory = instances.vcpus_memory_gib(instance_type)
+    vcpus_memory = itype.vcpus_memory_gib
     return rules.InstanceCapacity(instance_type, itype.gpu_count, vcpus_memory[0] if vcpus_memory else None,
                                   vcpus_memory[1] if vcpus_memory else None)
 
@@ -50,7 +51,7 @@ def capacity(instance_type: str) -> rules.InstanceCapacity | None:
 def demand(endpoint: EndpointSpec, model: str, copies: int | None = None) -> rules.Demand:
     """What ``copies`` copies (default: the initial count) of ``model``'s component reserve."""
     component = endpoint.component(model)
-    itype = instances.lookup(endpoint.instance_type)
+    itype = endpoint.instance
     gpus = component.reservation.gpus_on(itype.gpu_count if itype else 0)
     return rules.Demand(model, gpus, component.reservation.cpu_cores, component.reservation.memory_mb,
                         component.copies if copies is None else copies)
@@ -79,7 +80,7 @@ def endpoint_problems(path: str, endpoint: EndpointSpec, models: Mapping[str, Mo
                                                          bounds.max_instances))
     out += prefixed(path, rules.scale_to_zero(bounds.min_instances,
                                               {m: endpoint.component(m).min_copies for m in listed}))
-    instance = capacity(endpoint.instance_type)
+    instance = capacity(endpoint.instance_type, endpoint.instance_facts)
     if instance is None:
         return out  # the instance type itself is reported by rules._instance_rules
     for name in listed:

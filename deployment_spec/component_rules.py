@@ -81,7 +81,7 @@ class InstanceCapacity:
     name: str
     gpus: int
     vcpus: Optional[int]
-    memory_gib: Optional[int]
+    memory_gib: Optional[float]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +108,7 @@ def reservation_fits(demand: Demand, instance: InstanceCapacity) -> list[Problem
                            "reserve fewer cores per copy or choose a larger instance type"))
     if instance.memory_gib is not None and demand.memory_mb > instance.memory_gib * MIB_PER_GIB:
         out.append(Problem("reservation.memory_mb", str(demand.memory_mb),
-                           f"at most the {instance.memory_gib * MIB_PER_GIB} MB ({instance.memory_gib} GiB) of one "
+                           f"at most the {instance.memory_gib * MIB_PER_GIB:g} MB ({instance.memory_gib:g} GiB) of one "
                            f"{instance.name}", "reserve less memory per copy or choose a larger instance type"))
     return out
 

@@ -6,7 +6,7 @@ import enum
 import re
 from typing import Mapping, Optional
 
-from deployment_spec import network_rules
+from deployment_spec import instances, network_rules
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
@@ -193,6 +193,8 @@ class EndpointSpec(Validated):
     models: tuple[str, ...] = dataclasses.field(metadata=meta(help="the names of the models served here"))
     default_model: Optional[str] = None
     instance_type: str = "ml.g5.xlarge"
+    # The type's facts when this library's instance table lacks it (instances.InstanceFacts).
+    instance_facts: Optional[instances.InstanceFacts] = None
     initial_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     variant_name: str = dataclasses.field(default="AllTraffic", metadata=meta(
         pattern=r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", pattern_help="1-63 letters, digits or '-'"))
@@ -213,6 +215,11 @@ class EndpointSpec(Validated):
     managed_instances: Optional[ManagedInstances] = None
     rolling_update: RollingUpdate = RollingUpdate()
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
+
+    @property
+    def instance(self) -> Optional[instances.InstanceType]:
+        """The instance type's facts: declared, or from the table (None: not a type this product serves on)."""
+        return instances.lookup(self.instance_type, self.instance_facts)
 
     @property
     def deploy_instances(self) -> int:

@@ -46,43 +46,43 @@ def image_in_region(triton_version: str, region: str) -> list[Problem]:
                     "choose one of those regions or another triton_version")]
 
 
-def instance_type_known(instance_type: str) -> list[Problem]:
-    if instances.lookup(instance_type) is not None:
+def instance_type_known(instance_type: str, declared: Optional[instances.InstanceFacts] = None) -> list[Problem]:
+    """A real SageMaker type (botocore's enum at the pin) that the Triton image can use, with facts known or declared."""
+    found = instances.servable_problem(instance_type, declared)
+    if found is None:
         return []
-    return [Problem("instance_type", describe(instance_type),
-                    f"ml.<family>.<size> with family one of {instances.known_families()}",
-                    "use a SageMaker instance type such as ml.g5.xlarge")]
+    allowed, fix = found
+    return [Problem("instance_facts" if declared is not None and allowed.startswith("no instance_facts")
+                    else "instance_type", describe(instance_type), allowed, fix)]
 
 
-def multi_model_family(instance_type: str) -> list[Problem]:
-    """GPU multi-model endpoints run only on the families SageMaker lists for them."""
-    found = instances.lookup(instance_type)
-    if found is None or found.family.mme:
+def multi_model_family(found: instances.InstanceType) -> list[Problem]:
+    """GPU multi-model endpoints run only on the GPU families SageMaker lists for them (any CPU type may)."""
+    if found.family.mme:
         return []
-    families = ", ".join(f for f, v in instances.FAMILIES.items() if v.mme)
-    return [Problem("instance_type", describe(instance_type), f"a multi-model endpoint instance family ({families})",
+    families = ", ".join(f for f, v in instances.FAMILIES.items() if v.mme and v.gpu)
+    return [Problem("instance_type", describe(found.name), f"a CPU type or a GPU family SageMaker lists for "
+                    f"multi-model endpoints ({families})",
                     "pick an ml.g5 or ml.g4dn size, or make the endpoint single-model")]
 
 
-def multi_model_single_gpu(instance_type: str) -> list[Problem]:
+def multi_model_single_gpu(found: instances.InstanceType) -> list[Problem]:
     """GPU multi-model endpoints run on single-GPU instance types only."""
-    found = instances.lookup(instance_type)
-    if found is None or found.gpu_count <= 1:
+    if found.gpu_count <= 1:
         return []
-    return [Problem("instance_type", describe(instance_type), "a single-GPU instance type for a multi-model endpoint",
+    return [Problem("instance_type", describe(found.name), "a single-GPU instance type for a multi-model endpoint",
                     "use a single-GPU size such as ml.g5.2xlarge")]
 
 
-def gpu_generation(instance_type: str, triton_version: str) -> list[Problem]:
+def gpu_generation(found: instances.InstanceType, triton_version: str) -> list[Problem]:
     """The image's CUDA kernels are built for compute capability >= its release's minimum (V100 gone in 25.x)."""
-    found = instances.lookup(instance_type)
     serving = serving_runtimes.RUNTIMES.get(triton_version)
-    cc = found.family.compute_capability if found else None
+    cc = found.family.compute_capability
     if serving is None or cc is None or _cc(cc) >= _cc(serving.min_compute_capability):
         return []
     older = [v for v, r in sorted(serving_runtimes.RUNTIMES.items()) if _cc(r.min_compute_capability) <= _cc(cc)]
     fix = "use ml.g4dn/ml.g5" + (f", or triton_version {older[-1]} or older" if older else "")
-    return [Problem("instance_type", describe(instance_type),
+    return [Problem("instance_type", describe(found.name),
                     f"a GPU with compute capability >= {serving.min_compute_capability} for Triton {triton_version}",
                     fix)]
 
@@ -91,21 +91,19 @@ def _cc(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def volume_size_without_nvme(instance_type: str, volume_size_gb: Optional[int]) -> list[Problem]:
+def volume_size_without_nvme(found: instances.InstanceType, volume_size_gb: Optional[int]) -> list[Problem]:
     """SageMaker rejects VolumeSizeInGB on instance types with local NVMe storage."""
-    found = instances.lookup(instance_type)
-    if volume_size_gb is None or found is None or not found.family.nvme:
+    if volume_size_gb is None or not found.family.nvme:
         return []
-    return [Problem("volume_size_gb", str(volume_size_gb), f"nothing on {instance_type}: it has local NVMe storage",
+    return [Problem("volume_size_gb", str(volume_size_gb), f"nothing on {found.name}: it has local NVMe storage",
                     "remove volume_size_gb")]
 
 
-def scalable_instance_type(instance_type: str) -> list[Problem]:
+def scalable_instance_type(found: instances.InstanceType) -> list[Problem]:
     """Application Auto Scaling does not scale burstable (ml.t*) instance types."""
-    found = instances.lookup(instance_type)
-    if found is None or not found.family.burstable:
+    if not found.family.burstable:
         return []
-    return [Problem("scaling", f"auto-scaling on {instance_type}", "no auto-scaling on burstable ml.t* types",
+    return [Problem("scaling", f"auto-scaling on {found.name}", "no auto-scaling on burstable ml.t* types",
                     "remove scaling or use a non-burstable type such as ml.c5.xlarge")]
 
 
@@ -131,13 +129,12 @@ def initial_within_bounds(initial: int, minimum: int, maximum: int) -> list[Prob
                     "move initial_instances into that range or widen the range")]
 
 
-def gpu_target_on_gpu(instance_type: str, gpu_target: Optional[float]) -> list[Problem]:
+def gpu_target_on_gpu(found: instances.InstanceType, gpu_target: Optional[float]) -> list[Problem]:
     """GPUUtilization exists only on GPU instance types."""
-    found = instances.lookup(instance_type)
-    if gpu_target is None or found is None or found.is_gpu:
+    if gpu_target is None or found.is_gpu:
         return []
     return [Problem("scaling.gpu_utilization_target", describe(gpu_target),
-                    f"nothing on the CPU instance type {instance_type}", "remove it, or use cpu_utilization_target")]
+                    f"nothing on the CPU instance type {found.name}", "remove it, or use cpu_utilization_target")]
 
 
 def traffic_shift_fits(strategy: Strategy, deploy_instances: int, context: str = "") -> list[Problem]:
@@ -211,22 +208,24 @@ def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> lis
 
 def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: str, initial_instances: int,
                       scaling: Optional[Scaling], volume_size_gb: Optional[int], model_cache: bool = True,
-                      data_capture: bool = False) -> list[Problem]:
+                      data_capture: bool = False, instance_facts: Optional[instances.InstanceFacts] = None
+                      ) -> list[Problem]:
     """Every rule on an endpoint's mode, instance type, storage and scaling, in one list."""
     out = model_cache_multi_model_only(multi_model, model_cache) + data_capture_single_model_only(
         multi_model, data_capture)
-    known = instance_type_known(instance_type)
-    if known:
-        return out + known  # the other rules need a known type
+    known = instance_type_known(instance_type, instance_facts)
+    found = instances.lookup(instance_type, instance_facts)
+    if known or found is None:
+        return out + known  # the other rules need the type's facts
     if multi_model:
-        out += multi_model_family(instance_type) + multi_model_single_gpu(instance_type)
-    out += gpu_generation(instance_type, triton_version)
-    out += volume_size_without_nvme(instance_type, volume_size_gb)
+        out += multi_model_family(found) + multi_model_single_gpu(found)
+    out += gpu_generation(found, triton_version)
+    out += volume_size_without_nvme(found, volume_size_gb)
     if scaling is not None:
         out += zero_instances_need_components(scaling.min_instances)
-        out += scalable_instance_type(instance_type)
+        out += scalable_instance_type(found)
         out += initial_within_bounds(initial_instances, scaling.min_instances, scaling.max_instances)
-        out += gpu_target_on_gpu(instance_type, scaling.gpu_utilization_target)
+        out += gpu_target_on_gpu(found, scaling.gpu_utilization_target)
     return out
 
 

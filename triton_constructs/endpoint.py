@@ -104,9 +104,10 @@ class TritonEndpoint(Construct):
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  config_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  log_key: Optional[kms.IKey] = None, scaled: bool = False,
-                 deploy_instances: Optional[int] = None) -> None:
+                 deploy_instances: Optional[int] = None,
+                 instance_facts: Optional[instances.InstanceFacts] = None) -> None:
         super().__init__(scope, id_)
-        itype = instances.lookup(instance_type)
+        itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
         fleet_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
         if deployment is not None:
@@ -114,6 +115,7 @@ class TritonEndpoint(Construct):
         self.endpoint_name = endpoint_name
         self.variant_name = variant_name
         self.instance_type = instance_type
+        self.instance = itype
         self.metrics = EndpointMetrics(endpoint_name, variant_name)
         # SageMaker writes the container's output here; created up front to set retention and removal.
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",

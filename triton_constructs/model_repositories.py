@@ -233,7 +233,8 @@ class ModelRepositories:
             return None
         return self.default_model or self.archives[0].models[0]
 
-    def problems(self, *, multi_model: bool, triton_version: str, instance_type: str) -> list[Problem]:
+    def problems(self, *, multi_model: bool, triton_version: str, instance_type: str,
+                 instance_facts: Optional[instances.InstanceFacts] = None) -> list[Problem]:
         """What SageMaker or Triton would refuse about serving these archives there (paths under ``models``)."""
         out = []
         if not multi_model and len(self.archives) != 1:
@@ -257,7 +258,7 @@ class ModelRepositories:
             facts = self.facts.get(name)
             if facts is not None:
                 out += (verified_for(name, facts, triton_version) + environment_for_image(name, facts)
-                        + plan_runs_on(name, facts, instance_type))
+                        + plan_runs_on(name, facts, instance_type, instance_facts))
         return out
 
 
@@ -296,10 +297,11 @@ def environment_for_image(name: str, facts: ModelFacts) -> list[Problem]:
                     f"{REBUILD} without --python-env-for local")]
 
 
-def plan_runs_on(name: str, facts: ModelFacts, instance_type: str) -> list[Problem]:
+def plan_runs_on(name: str, facts: ModelFacts, instance_type: str,
+                 instance_facts: Optional[instances.InstanceFacts] = None) -> list[Problem]:
     """TensorRT plans run only on the compute capability they were built for (https://developer.nvidia.com/cuda-gpus
     and the EC2 accelerated-computing instance documentation), unless built hardware-compatible."""
-    itype = instances.lookup(instance_type)
+    itype = instances.lookup(instance_type, instance_facts)
     if itype is None or facts.backend != Backend.TENSORRT.value:
         return []
     built_cc = facts.compute_capability

@@ -21,7 +21,7 @@ def gpu_problems(spec: Spec, pipeline: PipelineSpec) -> list[str]:
     out: list[str] = []
     for stage in pipeline.stages:
         for endpoint in spec.environments[stage].endpoints.values():
-            itype = instances.lookup(endpoint.instance_type)
+            itype = endpoint.instance
             target = itype.family if itype else None
             for model in served_models(endpoint, spec.models):
                 if model.backend is not Backend.TENSORRT or built is None:

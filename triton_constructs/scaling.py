@@ -43,7 +43,7 @@ class VariantScaling(Construct):
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
                  log_key: Optional[kms.IKey] = None) -> None:
         super().__init__(scope, id_)
-        itype = instances.lookup(endpoint.instance_type)
+        itype = endpoint.instance
         if itype is None:
             raise ValueError(f"unknown instance type {endpoint.instance_type!r}: check it with sagemaker_rules first")
         # The service-linked role Application Auto Scaling creates on first use holds exactly the SageMaker
@@ -76,7 +76,7 @@ class VariantScaling(Construct):
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
             policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
         if scaling.cpu_utilization_target is not None:
-            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * instances.vcpus(endpoint.instance_type),
+            policies.append(track("CpuUtilization", scaling.cpu_utilization_target * itype.vcpus,
                                   metric_name="CPUUtilization"))
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,

@@ -72,9 +72,9 @@ CASES = {
         "allowed: unique Triton model names per endpoint; fix: rename one model or change its copies"),
     "MME on an instance family without multi-model support": (
         _set("endpoints.vision-nlp.instance_type", "ml.g6.xlarge"),
-        "endpoints.vision-nlp.instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family "
-        "(g4dn, g5, p3, c5, c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint "
-        "single-model"),
+        "endpoints.vision-nlp.instance_type: got 'ml.g6.xlarge'; allowed: a CPU type or a GPU family SageMaker "
+        "lists for multi-model endpoints (p2, p3, g4dn, g5); fix: pick an ml.g5 or ml.g4dn size, or make the "
+        "endpoint single-model"),
     "MME on a multi-GPU type": (
         _set("endpoints.vision-nlp.instance_type", "ml.g5.12xlarge"),
         "endpoints.vision-nlp.instance_type: got 'ml.g5.12xlarge'; allowed: a single-GPU instance type for a "

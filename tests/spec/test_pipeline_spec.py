@@ -64,9 +64,10 @@ CASES = [
      "pipeline.build_compute.instance_type: got nothing (the key is missing); allowed: an EC2 GPU instance type for "
      "the reserved-capacity fleet, e.g. g6.xlarge; fix: add instance_type: under build_compute"),
     (dict(build_compute={"kind": "fleet", "instance_type": "m5.xlarge"}),
-     "pipeline.build_compute.instance_type: got 'm5.xlarge'; allowed: a GPU instance type of a known family: g4dn "
-     "(T4), g5 (A10G), g6 (L4), g6e (L40S), p3 (V100), p4d (A100), p5 (H100); fix: pick the family of the "
-     "endpoints' instance type, e.g. g5.xlarge for ml.g5"),
+     "pipeline.build_compute.instance_type: got 'm5.xlarge'; allowed: a GPU instance type of a known family: p2 "
+     "(K80), p3 (V100), g4dn (T4), g5 (A10G), g6 (L4), g6e (L40S), g7 (RTX PRO 4500 Blackwell), g7e (RTX PRO 6000 "
+     "Blackwell), p4d (A100), p4de (A100 80GB), p5 (H100), p5e (H200), p5en (H200), p6-b200 (B200), p6-b300 (B300), "
+     "p6e-gb200 (GB200); fix: pick the family of the endpoints' instance type, e.g. g5.xlarge for ml.g5"),
     (dict(build_compute={"kind": "gpu-small", "instance_type": "g5.xlarge"}),
      "pipeline.build_compute.instance_type: got 'g5.xlarge'; allowed: no instance_type with kind gpu-small (its GPU "
      "is fixed); fix: remove instance_type, or set kind: fleet for a reserved-capacity fleet of that type"),

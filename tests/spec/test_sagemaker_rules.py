@@ -5,8 +5,14 @@ same words arriving under ``endpoints.<name>.`` (spec) or the prop name (constru
 """
 import pytest
 
-from deployment_spec import images, network_rules, sagemaker_rules as rules
+from deployment_spec import images, instances, network_rules, sagemaker_rules as rules
 from deployment_spec.endpoint import Deployment, Scaling, Strategy
+
+def _t(name: str) -> instances.InstanceType:
+    found = instances.lookup(name)
+    assert found is not None, name
+    return found
+
 
 CASES = {
     "triton_version_known": (lambda: rules.triton_version_known("25.09"), lambda: rules.triton_version_known("22.05"),
@@ -18,30 +24,31 @@ CASES = {
                         f"({', '.join(images.regions('25.09'))}); fix: choose one of those regions or another "
                         "triton_version"),
     "instance_type_known": (lambda: rules.instance_type_known("ml.g5.xlarge"),
-                            lambda: rules.instance_type_known("ml.z9.huge"),
-                            "instance_type: got 'ml.z9.huge'; allowed: ml.<family>.<size> with family one of g4dn, "
-                            "g5, g6, g6e, p3, p4d, p5, c5, c5d, c6i, m5, m5d, m6i, r5, t2, t3; fix: use a SageMaker "
-                            "instance type such as ml.g5.xlarge"),
-    "multi_model_family": (lambda: rules.multi_model_family("ml.g4dn.xlarge"),
-                           lambda: rules.multi_model_family("ml.p5.48xlarge"),
-                           "instance_type: got 'ml.p5.48xlarge'; allowed: a multi-model endpoint instance family "
-                           "(g4dn, g5, p3, c5, c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or "
-                           "make the endpoint single-model"),
-    "multi_model_single_gpu": (lambda: rules.multi_model_single_gpu("ml.g5.2xlarge"),
-                               lambda: rules.multi_model_single_gpu("ml.g4dn.12xlarge"),
+                            lambda: rules.instance_type_known("ml.p5.xlarge"),
+                            "instance_type: got 'ml.p5.xlarge'; allowed: a SageMaker real-time instance type "
+                            "(botocore 1.44.5's ProductionVariantInstanceType, 277 types; nearest: ml.p5.4xlarge, "
+                            "ml.p5.48xlarge, ml.r5.xlarge); fix: use one of them; for a type AWS added after botocore "
+                            "1.44.5, declare its facts (instance_facts: gpus, compute_capability, vcpus, memory_gib)"),
+    "multi_model_family": (lambda: rules.multi_model_family(_t("ml.g4dn.xlarge")),
+                           lambda: rules.multi_model_family(_t("ml.p5.48xlarge")),
+                           "instance_type: got 'ml.p5.48xlarge'; allowed: a CPU type or a GPU family SageMaker lists "
+                           "for multi-model endpoints (p2, p3, g4dn, g5); fix: pick an ml.g5 or ml.g4dn size, or make "
+                           "the endpoint single-model"),
+    "multi_model_single_gpu": (lambda: rules.multi_model_single_gpu(_t("ml.g5.2xlarge")),
+                               lambda: rules.multi_model_single_gpu(_t("ml.g4dn.12xlarge")),
                                "instance_type: got 'ml.g4dn.12xlarge'; allowed: a single-GPU instance type for a "
                                "multi-model endpoint; fix: use a single-GPU size such as ml.g5.2xlarge"),
-    "gpu_generation": (lambda: rules.gpu_generation("ml.g4dn.xlarge", "25.09"),
-                       lambda: rules.gpu_generation("ml.p3.2xlarge", "25.09"),
+    "gpu_generation": (lambda: rules.gpu_generation(_t("ml.g4dn.xlarge"), "25.09"),
+                       lambda: rules.gpu_generation(_t("ml.p3.2xlarge"), "25.09"),
                        "instance_type: got 'ml.p3.2xlarge'; allowed: a GPU with compute capability >= 7.5 for Triton "
                        "25.09; fix: use ml.g4dn/ml.g5, or triton_version 24.09 or older"),
-    "volume_size_without_nvme": (lambda: rules.volume_size_without_nvme("ml.c5.xlarge", 50),
-                                 lambda: rules.volume_size_without_nvme("ml.g5.xlarge", 50),
+    "volume_size_without_nvme": (lambda: rules.volume_size_without_nvme(_t("ml.c5.xlarge"), 50),
+                                 lambda: rules.volume_size_without_nvme(_t("ml.g5.xlarge"), 50),
                                  "volume_size_gb: got 50; allowed: nothing on ml.g5.xlarge: it has local NVMe storage; "
                                  "fix: remove volume_size_gb"),
-    "scalable_instance_type": (lambda: rules.scalable_instance_type("ml.c5.xlarge"),
-                               lambda: rules.scalable_instance_type("ml.t3.medium"),
-                               "scaling: got auto-scaling on ml.t3.medium; allowed: no auto-scaling on burstable ml.t* "
+    "scalable_instance_type": (lambda: rules.scalable_instance_type(_t("ml.c5.xlarge")),
+                               lambda: rules.scalable_instance_type(_t("ml.t2.medium")),
+                               "scaling: got auto-scaling on ml.t2.medium; allowed: no auto-scaling on burstable ml.t* "
                                "types; fix: remove scaling or use a non-burstable type such as ml.c5.xlarge"),
     "zero_instances_need_components": (
         lambda: rules.zero_instances_need_components(1), lambda: rules.zero_instances_need_components(0),
@@ -53,8 +60,8 @@ CASES = {
                               "initial_instances: got 5; allowed: an integer within "
                               "scaling.min_instances..scaling.max_instances (1..4); fix: move initial_instances into "
                               "that range or widen the range"),
-    "gpu_target_on_gpu": (lambda: rules.gpu_target_on_gpu("ml.g5.xlarge", 60.0),
-                          lambda: rules.gpu_target_on_gpu("ml.c5.xlarge", 60.0),
+    "gpu_target_on_gpu": (lambda: rules.gpu_target_on_gpu(_t("ml.g5.xlarge"), 60.0),
+                          lambda: rules.gpu_target_on_gpu(_t("ml.c5.xlarge"), 60.0),
                           "scaling.gpu_utilization_target: got 60.0; allowed: nothing on the CPU instance type "
                           "ml.c5.xlarge; fix: remove it, or use cpu_utilization_target"),
     "traffic_shift_fits": (lambda: rules.traffic_shift_fits(Strategy.CANARY, 2),
@@ -116,7 +123,7 @@ def test_every_rule_of_the_modules_has_a_case():
 
 
 def test_prefixed_puts_the_spec_path_in_front():
-    [problem] = rules.prefixed("endpoints.vision", rules.scalable_instance_type("ml.t3.medium"))
+    [problem] = rules.prefixed("endpoints.vision", rules.scalable_instance_type(_t("ml.t2.medium")))
     assert problem.path == "endpoints.vision.scaling"
 
 
