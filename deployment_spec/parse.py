@@ -16,6 +16,7 @@ import typing
 from typing import Any, Mapping
 
 from deployment_spec.errors import Problem, PropsError, describe, raise_problems
+from deployment_spec.type_checks import hints_of, type_problems
 
 _MISSING = object()
 
@@ -210,11 +211,34 @@ class Validated:
     """
 
     def __post_init__(self) -> None:
-        found = field_problems(self)
+        found = typed_fields_problems(self)
+        if not found:
+            found = field_problems(self)
         check = getattr(self, "problems", None)
         if not found and check is not None:
             found = check("")
         raise_problems(type(self).__name__, found)
+
+
+def typed_fields_problems(obj: Any) -> list[Problem]:
+    """Each field of a dataclass built in code against its type hint (a list given for a tuple is kept, as
+    a tuple: the object stays frozen and hashable)."""
+    hints = hints_of(type(obj))
+    out: list[Problem] = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        hint = hints[f.name]
+        if isinstance(value, list) and tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint))):
+            value = tuple(value)
+            object.__setattr__(obj, f.name, value)
+        scalar = next((t for t in (int, float) if t in (hint, *typing.get_args(hint))), None)
+        allowed = None
+        if scalar is not None:
+            lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")
+            allowed = bounds_text("an integer" if scalar is int else "a number", lo, hi)
+            allowed += " or None" if type(None) in typing.get_args(hint) else ""
+        out += type_problems(f.name, value, hint, allowed)
+    return out
 
 
 def bounds_text(kind: str, lo: float | None, hi: float | None) -> str:

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_s3_assets 
 from constructs import Construct
 
 from triton_constructs.custom_resource import custom_resource_function
-from triton_constructs.nag import acknowledge, wildcard_finding
+from triton_constructs.nag import acknowledge, acknowledge_wildcard
 
 # Above this many tarballs the copy role reads the asset bucket by wildcard instead of one ARN per
 # object: IAM caps a role's inline policies at 10,240 characters.
@@ -86,7 +86,7 @@ class ModelArtifacts(Construct):
         objects = bucket.arn_for_objects(f"{prefix}*")
         role.add_to_policy(iam.PolicyStatement(
             actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"], resources=[objects]))
-        acknowledge(role, wildcard_finding(self, objects),
+        acknowledge_wildcard(role, self, objects,
                     f"The copy function writes only this endpoint's model prefix ({prefix}); the object names "
                     "change with every model build, and old versions must stay (instances cache by name).")
         # Multipart copies into an SSE-KMS bucket need both data-key generation and decryption.
@@ -113,7 +113,7 @@ class ModelArtifacts(Construct):
             read = [b.arn_for_objects(k) for b, k in sources]
         else:
             read = [sources[0][0].arn_for_objects("*")]
-            acknowledge(role, wildcard_finding(self, read[0]),
+            acknowledge_wildcard(role, self, read[0],
                         f"{len(sources)} tarballs exceed what one-ARN-per-object fits in IAM's inline policy size "
                         "limit; the copy function only reads CDK file assets, named by content hash.")
         role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=read))

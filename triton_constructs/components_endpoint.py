@@ -23,6 +23,7 @@ from triton_constructs.inference_components import ComponentProps, TritonInferen
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import COMPONENT_LOG_GROUPS, ENDPOINT_LOG_GROUPS, allow_logs
 from triton_constructs.network import NetworkProps
+from triton_constructs.props import checked_props
 
 
 class TritonComponentsEndpoint(Construct):
@@ -67,6 +68,7 @@ class TritonComponentsEndpoint(Construct):
         serving: The ``TritonInferenceComponents`` (endpoint, config, components, alarms, scaling by model).
     """
 
+    @checked_props
     def __init__(self, scope: Construct, id_: str, *, models: ModelRepositories, instance_type: str,
                  components: Optional[Mapping[str, ComponentSpec]] = None,
                  triton_version: str = DEFAULT_TRITON_VERSION, endpoint_name: Optional[str] = None,

@@ -10,7 +10,7 @@ from constructs import Construct
 from triton_constructs import checkov
 from triton_constructs.image import TritonImage
 from triton_constructs.metrics import INSTANCE_NAMESPACE as METRIC_NAMESPACE
-from triton_constructs.nag import acknowledge, wildcard_finding
+from triton_constructs.nag import acknowledge, acknowledge_wildcard
 
 
 class TritonExecutionRole(Construct):
@@ -61,7 +61,7 @@ class TritonExecutionRole(Construct):
             "Triton repository, by ARN)",
             f"cloudwatch:PutMetricData has no resource-level permissions and is limited to the {METRIC_NAMESPACE} "
             "namespace by condition"]
-        acknowledge(self.role, wildcard_finding(self, models), (
+        acknowledge_wildcard(self.role, self, models, (
             f"The model reads every tarball version under its own prefix {model_prefix} only: multi-model "
             "endpoints load any object there by TargetModel, and an endpoint being updated still needs the "
             "previous version."))
@@ -70,7 +70,7 @@ class TritonExecutionRole(Construct):
             self.role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[captured]))
             self.role.add_to_policy(iam.PolicyStatement(actions=["kms:GenerateDataKey"],
                                                         resources=[key.key_arn], conditions=via_s3))
-            acknowledge(self.role, wildcard_finding(self, captured), (
+            acknowledge_wildcard(self.role, self, captured, (
                 f"Data capture writes objects that SageMaker names (by date and hour) under {capture_prefix} only."))
         if vpc:
             self.role.add_to_policy(iam.PolicyStatement(actions=[

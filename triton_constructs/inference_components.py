@@ -158,6 +158,8 @@ class TritonInferenceComponents(Construct):
         raise_problems(f"TritonInferenceComponents {endpoint_name}",
                        self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s))
         self.endpoint_name = endpoint_name
+        self.endpoint_arn = cdk.Stack.of(self).format_arn(service="sagemaker", resource="endpoint",
+                                                          resource_name=endpoint_name.lower())
         self.variant_name = variant_name
         role = execution_role.role
         log_args: dict[str, Any] = dict(retention=log_retention, removal_policy=log_removal_policy,
@@ -247,9 +249,10 @@ class TritonInferenceComponents(Construct):
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` call InvokeEndpoint on this endpoint (any of its components)."""
-        # Ref of AWS::SageMaker::Endpoint is the endpoint's ARN (CloudFormation resource reference).
+        # The ARN is written out, not the endpoint's Ref: a role in another stack would otherwise depend
+        # on this one, a cycle when this stack already depends on that one (the role's, the bucket's).
         return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
-                                          resource_arns=[self.endpoint.ref])
+                                          resource_arns=[self.endpoint_arn])
 
     def metric_invocations(self, model: str) -> cloudwatch.Metric:
         """Requests to ``model``'s component per minute (Sum)."""

@@ -9,7 +9,6 @@ the model bucket under a content-versioned name, or an object already in S3.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import pathlib
 import re
 from typing import Mapping, Optional, Sequence
@@ -18,12 +17,12 @@ from deployment_spec import instances
 from deployment_spec.errors import Problem, describe, raise_problems
 from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
+from triton_constructs.archive_listing import ArchiveListing, listing_problems, read_listing
 from triton_constructs.errors import SynthError
 
 REBUILD = "run `tritonsm build`"
 _S3_URL = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>(?:[^/]+/)*(?P<name>[^/]+\.tar\.gz))")
 _VERSIONED = re.compile(r"(?P<stem>.+)-(?P<sha12>[0-9a-f]{12})\.tar\.gz")
-_READ_CHUNK = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,23 +52,46 @@ class ModelArchive:
         raise_problems("ModelArchive", self._problems())
 
     @classmethod
-    def from_file(cls, path: str | pathlib.Path, models: Sequence[str], *,
+    def from_file(cls, path: str | pathlib.Path, models: Optional[Sequence[str]] = None, *,
                   sha256: Optional[str] = None) -> "ModelArchive":
-        """A local ``.tar.gz``; ``models`` lists the Triton model directories inside, the served one first."""
+        """A local ``.tar.gz``, opened at synth: its root must hold the Triton model directories.
+
+        Args:
+            path: The archive (``tar -czf NAME.tar.gz -C REPOSITORY MODEL...``).
+            models: The model directories to serve, the served one first; each must be at the archive's
+                root. Defaults to every model directory there, ensembles first.
+            sha256: The file's expected sha256; refused when the file differs. Defaults to none.
+        """
         file = pathlib.Path(path)
-        if sha256 is None and file.is_file():
-            digest = hashlib.sha256()
-            with file.open("rb") as handle:
-                for chunk in iter(lambda: handle.read(_READ_CHUNK), b""):
-                    digest.update(chunk)
-            sha256 = digest.hexdigest()
-        size = file.stat().st_size if file.is_file() else None
-        return cls(tuple(models), path=file, sha256=sha256, size=size)
+        given = _declared(models)
+        declared = None if isinstance(given, Problem) else given
+        problems = ([given] if isinstance(given, Problem) else []) + _names_problems(declared or ())
+        problems += _file_problems(file)
+        listing: ArchiveListing | Problem | None = None
+        if not problems:
+            listing = read_listing(file)
+            if isinstance(listing, Problem):
+                problems.append(listing)
+            else:
+                problems += listing_problems(file, listing, declared or ())
+                if sha256 is not None and sha256 != listing.sha256:
+                    problems.append(Problem("sha256", repr(sha256), f"the file's sha256 ({listing.sha256})",
+                                            "give the sha256 of this file, or leave it out"))
+        raise_problems("ModelArchive", problems)
+        assert isinstance(listing, ArchiveListing)  # no problem: the file was read
+        return cls(tuple(declared or listing.models), path=file, sha256=listing.sha256, size=listing.size)
 
     @classmethod
     def from_s3(cls, url: str, models: Sequence[str]) -> "ModelArchive":
-        """An object already in S3 (``s3://bucket/prefix/name.tar.gz``), read where it is."""
-        return cls(tuple(models), s3_url=url)
+        """An object already in S3 (``s3://bucket/prefix/name.tar.gz``), read where it is.
+
+        Its contents are not read at synth (the app may have no access to the bucket): ``models`` are taken
+        as given and checked by name only; the endpoint's health check is the first to open the archive.
+        """
+        declared = _declared(models)
+        if isinstance(declared, Problem):
+            raise_problems("ModelArchive", [declared])
+        return cls(tuple(declared or ()), s3_url=url)
 
     @property
     def object_name(self) -> str:
@@ -91,24 +113,42 @@ class ModelArchive:
         return match.group("bucket"), match.group("key")[:-len(match.group("name"))]
 
     def _problems(self) -> list[Problem]:
-        out = []
+        out = _names_problems(self.models)
         if not self.models:
             out.append(Problem("models", "an empty list", "the Triton model directories in the archive, the served "
                                "one first", "name them, e.g. ['resnet50']"))
-        for i, name in enumerate(self.models):
-            if not re.fullmatch(NAME_PATTERN, name):
-                out.append(Problem(f"models[{i}]", describe(name), NAME_HELP, "use the model directory's name"))
         if (self.path is None) == (self.s3_url is None):
             out.append(Problem("path", "both a file and an S3 URL" if self.path else "neither a file nor an S3 URL",
                                "exactly one of them", "use ModelArchive.from_file or ModelArchive.from_s3"))
-        if self.path is not None and (not self.path.name.endswith(".tar.gz") or not self.path.is_file()):
-            out.append(Problem("path", describe(str(self.path)), "an existing .tar.gz file (a Triton model "
-                               "repository: one directory per model at its root)",
-                               "pack it with `tar -czf NAME.tar.gz -C REPOSITORY MODEL...`, or run `tritonsm build`"))
+        if self.path is not None:
+            out += _file_problems(self.path)
         if self.s3_url is not None and not _S3_URL.fullmatch(self.s3_url):
             out.append(Problem("s3_url", describe(self.s3_url), "s3://<bucket>/<key>.tar.gz",
                                "give the object's URL, e.g. s3://my-models/resnet50/resnet50-v3.tar.gz"))
         return out
+
+
+def _declared(models: object) -> Optional[tuple[str, ...]] | Problem:
+    """The model names as given: None when left out; a string on its own is a mistake, not a list of letters."""
+    if models is None:
+        return None
+    if isinstance(models, str):
+        return Problem("models", f"{describe(models)} (str)", "a list of model directory names",
+                       f"write [{models!r}]")
+    return tuple(models)  # type: ignore[call-overload]
+
+
+def _names_problems(models: Sequence[str]) -> list[Problem]:
+    return [Problem(f"models[{i}]", describe(name), NAME_HELP, "use the model directory's name")
+            for i, name in enumerate(models) if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name)]
+
+
+def _file_problems(path: pathlib.Path) -> list[Problem]:
+    if path.name.endswith(".tar.gz") and path.is_file():
+        return []
+    return [Problem("path", describe(str(path)), "an existing .tar.gz file (a Triton model repository: one "
+                    "directory per model at its root)",
+                    "pack it with `tar -czf NAME.tar.gz -C REPOSITORY MODEL...`, or run `tritonsm build`")]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
-from constructs import IConstruct
+import jsii
+from constructs import IConstruct, IValidation
 
 
 def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
@@ -16,6 +17,33 @@ def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
         reason: Why this resource needs it (shown in the validation report).
     """
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def acknowledge_wildcard(scope: IConstruct, role_scope: IConstruct, resource_arn: str, reason: str) -> None:
+    """Acknowledges the IAM5 finding of a wildcard ``resource_arn`` on ``scope``, wherever its parts live.
+
+    Named now (right when the ARN is of this stack) and again once CDK has resolved cross-stack references
+    (a validation runs after them and before the templates are written): a bucket of another stack
+    turns ``<Bucket.Arn>`` into the export's name (``Fn::ImportValue``), a different finding.
+
+    Args:
+        scope: The construct carrying the finding (a role, a policy).
+        role_scope: A construct of the stack the policy is written into (the ARN is resolved there).
+        resource_arn: The wildcard ARN, e.g. ``bucket.arn_for_objects("models/x/*")``.
+        reason: Why this resource needs it.
+    """
+    acknowledge(scope, wildcard_finding(role_scope, resource_arn), reason)
+    scope.node.add_validation(_AcknowledgeOnceResolved(scope, role_scope, resource_arn, reason))
+
+
+@jsii.implements(IValidation)
+class _AcknowledgeOnceResolved:
+    def __init__(self, scope: IConstruct, role_scope: IConstruct, resource_arn: str, reason: str) -> None:
+        self.scope, self.role_scope, self.resource_arn, self.reason = scope, role_scope, resource_arn, reason
+
+    def validate(self) -> list[str]:
+        acknowledge(self.scope, wildcard_finding(self.role_scope, self.resource_arn), self.reason)
+        return []
 
 
 def wildcard_finding(scope: IConstruct, resource_arn: str) -> str:

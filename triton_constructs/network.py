@@ -9,6 +9,7 @@ from constructs import Construct
 
 from deployment_spec import network_rules
 from deployment_spec.errors import Problem, raise_problems
+from deployment_spec.parse import typed_fields_problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +39,8 @@ class NetworkProps:
     isolation_opt_out_reason: Optional[str] = None
 
     def __post_init__(self) -> None:
+        typed = typed_fields_problems(self)
+        raise_problems("NetworkProps", typed)
         problems = network_rules.network_isolation_reason(self.isolation, self.isolation_opt_out_reason)
         if self.vpc is None and self.subnets is not None and not self.subnets.subnets:
             problems.append(Problem("subnets", "a subnet selection without a vpc", "explicit subnets "

@@ -24,6 +24,7 @@ from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, 
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow_logs
 from triton_constructs.network import NetworkProps
+from triton_constructs.props import checked_props
 from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
 
@@ -85,6 +86,7 @@ class TritonSageMakerEndpoint(Construct):
         alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
     """
 
+    @checked_props
     def __init__(self, scope: Construct, id_: str, *, models: ModelRepositories, instance_type: str,
                  triton_version: str = DEFAULT_TRITON_VERSION, multi_model: bool = False,
                  endpoint_name: Optional[str] = None, initial_instances: int = 1, variant_name: str = "AllTraffic",

@@ -12,7 +12,7 @@ from triton_constructs import checkov
 from triton_constructs.custom_resource import custom_resource_function
 from triton_constructs.escape_hatch import default_child
 from triton_constructs.endpoint import TritonEndpoint
-from triton_constructs.nag import acknowledge, wildcard_finding
+from triton_constructs.nag import acknowledge, acknowledge_wildcard
 
 RESOURCE_TYPE = "Custom::TritonScalingHandover"
 AAS_SERVICE = "sagemaker.application-autoscaling.amazonaws.com"
@@ -80,7 +80,7 @@ class ScalingHandover(Construct):
             resources=[endpoint_arn]))
         configs = stack.format_arn(service="sagemaker", resource="endpoint-config", resource_name="*")
         role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeEndpointConfig"], resources=[configs]))
-        acknowledge(role, wildcard_finding(self, configs),
+        acknowledge_wildcard(role, self, configs,
                     "Reads the endpoint's current configuration, whose name CloudFormation generates; "
                     "DescribeEndpointConfig only reads.")
         alarms = stack.format_arn(service="cloudwatch", resource="alarm", arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
@@ -89,7 +89,7 @@ class ScalingHandover(Construct):
         role.add_to_policy(iam.PolicyStatement(
             actions=["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"],
             resources=[alarms]))
-        acknowledge(role, wildcard_finding(self, alarms),
+        acknowledge_wildcard(role, self, alarms,
                     "Only the alarms Application Auto Scaling names for this endpoint's target-tracking policies.")
         role.add_to_policy(iam.PolicyStatement(
             actions=["application-autoscaling:DescribeScalableTargets", "application-autoscaling:RegisterScalableTarget",

@@ -17,7 +17,7 @@ def _models(tmp_path: pathlib.Path) -> ModelRepositories:
     """ResNet-50 alone, and an ensemble archive led by the ensemble with its two steps."""
     return ModelRepositories.from_archives([
         ModelArchive.from_file(model_archive(tmp_path, "resnet50"), ["resnet50"]),
-        ModelArchive.from_file(model_archive(tmp_path, "text-classifier"), ["text-classifier", "preprocess", "bert"])])
+        ModelArchive.from_file(model_archive(tmp_path, "text-classifier", ["text-classifier", "preprocess", "bert"]))])
 
 
 def test_each_archive_becomes_a_component_with_its_own_copies_and_scaling(tmp_path):
