@@ -185,6 +185,10 @@ def _is_jsii_interface(hint: Any) -> bool:
 
 
 def _implements(value: Any, interface: type) -> bool:
+    # jsii returns an object implementing several interfaces as one proxy delegating to one per interface.
+    delegates = value.__dict__.get("_delegates") if hasattr(value, "__dict__") else None
+    if isinstance(delegates, list):
+        return any(_implements(each, interface) for each in delegates)
     for cls in type(value).__mro__:
         if cls is interface:
             return True

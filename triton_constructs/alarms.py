@@ -1,6 +1,8 @@
 """Alarms of one endpoint variant, optionally notifying an encrypted SNS topic."""
 from __future__ import annotations
 
+from typing import Optional
+
 import aws_cdk as cdk
 from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_iam as iam,
                      aws_kms as kms, aws_sns as sns)
@@ -26,6 +28,7 @@ class EndpointAlarms(Construct):
         gpu_count: GPUs per instance; 0 on CPU types (no GPU memory alarm).
         multi_model: Add the model-loading and cache-hit alarms. Defaults to False.
         notify: Create an SNS topic (KMS-encrypted, SSL-only) for alarm and OK actions. Defaults to False.
+        topic: Notify this topic of yours instead. Defaults to none.
 
     Attributes:
         latency, errors: The alarms that roll a guarded deployment back.
@@ -34,7 +37,8 @@ class EndpointAlarms(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
-                 gpu_count: int, multi_model: bool = False, notify: bool = False) -> None:
+                 gpu_count: int, multi_model: bool = False, notify: bool = False,
+                 topic: Optional[sns.ITopic] = None) -> None:
         super().__init__(scope, id_)
         endpoint_name = metrics.endpoint_name
 
@@ -66,8 +70,8 @@ class EndpointAlarms(Construct):
                                   "more for a model to load (microseconds)"))
             self.all.append(alarm("CacheHit", metrics.invocation("ModelCacheHit", "Average"), t.cache_hit_ratio_min,
                                   f"model cache hit ratio below {t.cache_hit_ratio_min:g}", below=True, periods=5))
-        self.topic = None
-        if notify:
+        self.topic: Optional[sns.ITopic] = topic
+        if notify and topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")
             # CloudWatch publishes to the encrypted topic with this key.
             key.add_to_resource_policy(iam.PolicyStatement(
@@ -76,6 +80,7 @@ class EndpointAlarms(Construct):
                 conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}))
             self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True,
                                    display_name=f"{endpoint_name} alarms")
+        if self.topic is not None:
             for each in self.all:
                 each.add_alarm_action(actions.SnsAction(self.topic))
                 each.add_ok_action(actions.SnsAction(self.topic))

@@ -4,13 +4,14 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_s3_assets as s3_assets
 from constructs import Construct
 
 from triton_constructs.custom_resource import custom_resource_function
+from triton_constructs.network import FunctionPlacement
 from triton_constructs.nag import acknowledge, acknowledge_wildcard
 
 # Above this many tarballs the copy role reads the asset bucket by wildcard instead of one ARN per
@@ -69,7 +70,7 @@ class ModelArtifacts(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, bucket: s3.IBucket, key: kms.IKey, prefix: str,
-                 files: Sequence[ArtifactFile]) -> None:
+                 files: Sequence[ArtifactFile], placement: Optional[FunctionPlacement] = None) -> None:
         super().__init__(scope, id_)
         if not prefix.endswith("/") or not files:
             raise ValueError("ModelArtifacts needs a prefix ending in '/' and at least one file")
@@ -82,7 +83,7 @@ class ModelArtifacts(Construct):
             # One copy per tarball, which CloudFormation may start all at once.
             reserved_concurrency=min(len(files), MAX_CONCURRENT_COPIES),
             # The copy is server-side; the time limit, not memory, bounds it (~ tens of GB per artifact).
-            timeout=cdk.Duration.minutes(15), log_key=key)
+            timeout=cdk.Duration.minutes(15), log_key=key, placement=placement)
         objects = bucket.arn_for_objects(f"{prefix}*")
         role.add_to_policy(iam.PolicyStatement(
             actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"], resources=[objects]))

@@ -9,7 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
-from deployment_spec.component_endpoint import archive_default_model
+from deployment_spec.component_endpoint import archive_default_model, capacity
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms, Container, EndpointSpec
@@ -17,7 +17,10 @@ from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs import endpoint_storage
+from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
+from triton_constructs.endpoint_reference import endpoint_arn, with_options
 from triton_constructs.execution_role import TritonExecutionRole
+from triton_constructs.metrics import INVOCATION_NAMESPACE
 from triton_constructs.image import TritonImage
 from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
 from triton_constructs.model_repositories import ModelRepositories
@@ -62,9 +65,10 @@ class TritonComponentsEndpoint(Construct):
         bucket, encryption_key, storage_name, removal_policy, log_retention: As ``TritonSageMakerEndpoint``'s.
         startup_timeout_s: Each copy's container health-check timeout (60-3600). Defaults to 600.
         download_timeout_s: Each copy's model download timeout (60-3600). Defaults to 600.
+        instance_facts: As ``TritonSageMakerEndpoint``'s: the facts of a real type the table lacks.
 
     Attributes:
-        models, endpoint_name, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
+        models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
         serving: The ``TritonInferenceComponents`` (endpoint, config, components, alarms, scaling by model).
     """
 
@@ -79,7 +83,8 @@ class TritonComponentsEndpoint(Construct):
                  bucket: Optional[s3.IBucket] = None, encryption_key: Optional[kms.IKey] = None,
                  storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
-                 startup_timeout_s: int = 600, download_timeout_s: int = 600) -> None:
+                 startup_timeout_s: int = 600, download_timeout_s: int = 600,
+                 instance_facts: Optional[instances.InstanceFacts] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -92,8 +97,9 @@ class TritonComponentsEndpoint(Construct):
         problems += sagemaker_rules.endpoint_name_valid(name, "endpoint_name", repr(name),
                                                         "use letters, digits and '-' only")
         problems += sagemaker_rules.triton_version_known(triton_version)
+        problems += sagemaker_rules.instance_type_known(instance_type, instance_facts)
         problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(network.subnet_ids()),
-                                                                                       "subnets"))
+                                                                                       "subnets") + network.problems())
         problems += [Problem(f"components.{model}", repr(model), f"a model that leads an archive ({', '.join(served)})",
                              "key each ComponentSpec by the first model of its archive")
                      for model in components if model not in served]
@@ -106,11 +112,13 @@ class TritonComponentsEndpoint(Construct):
         for env in environment.values():
             problems += sagemaker_rules.container_environment_limits(env)
         # One archive per component, read by one role: the archives' rules are a multi-model endpoint's.
-        problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type)
+        problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type,
+                                    instance_facts=instance_facts)
         raise_problems(f"TritonComponentsEndpoint {self.node.path}", problems)
 
         self.models = models
         self.endpoint_name = name
+        self.endpoint_arn = endpoint_arn(self, name)
         self.variant_name = variant_name
         storage_name = storage_name or name
         self.bucket, self.key = endpoint_storage.storage(
@@ -118,11 +126,12 @@ class TritonComponentsEndpoint(Construct):
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
                               f"{COMPONENT_LOG_GROUPS}{name}-*"])
         image = TritonImage(self, "Image", version=triton_version)
-        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name)
+        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name,
+                                           network.function_placement(self))
         subnet_ids = network.subnet_ids()
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, vpc=bool(subnet_ids))
-        itype = instances.lookup(instance_type)
+        itype = instances.lookup(instance_type, instance_facts)
         instance_gpus = itype.gpu_count if itype else 0
         props = []
         for model, archive in served.items():
@@ -140,6 +149,7 @@ class TritonComponentsEndpoint(Construct):
             self.serving = TritonInferenceComponents(
                 self, "Endpoint", image=image, execution_role=self.role, endpoint_name=name,
                 instance_type=instance_type, components=props, initial_instances=initial_instances,
+                capacity=capacity(instance_type, instance_facts),
                 managed_instances=managed_instances or ManagedInstances(1, max(1, initial_instances)),
                 variant_name=variant_name, inference_ami_version=image.inference_ami_version,
                 inference_ami_reason=image.inference_ami_reason, volume_key=self.key,
@@ -153,6 +163,7 @@ class TritonComponentsEndpoint(Construct):
         except PropsError as caught:
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None
+        self.node.default_child = self.serving.endpoint  # the CfnEndpoint, for escape hatches
         if data.artifacts is not None:
             for component in self.serving.components.values():
                 component.node.add_dependency(data.artifacts)  # the archives must be in place before copies start
@@ -162,13 +173,32 @@ class TritonComponentsEndpoint(Construct):
         return self.serving.component_name(model)
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Lets ``grantee`` call InvokeEndpoint on this endpoint (any of its components)."""
-        return self.serving.grant_invoke(grantee)
+        """Lets ``grantee`` call InvokeEndpoint on this endpoint (any of its components), by its written-out ARN."""
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
+                                          resource_arns=[self.endpoint_arn])
 
-    def metric_invocations(self, model: str) -> cloudwatch.Metric:
+    def _metric(self, model: str, name: str, statistic: str, props: Optional[cloudwatch.MetricOptions],
+                namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
+        return with_options(component_metric(self.component_name(model), name, statistic, namespace=namespace), props)
+
+    def metric_invocations(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """Requests to ``model``'s component per minute (Sum)."""
-        return self.serving.metric_invocations(model)
+        return self._metric(model, "Invocations", "Sum", props)
 
-    def metric_model_latency(self, model: str) -> cloudwatch.Metric:
+    def metric_model_latency(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """``model``'s component's ModelLatency (microseconds, Average)."""
-        return self.serving.metric_model_latency(model)
+        return self._metric(model, "ModelLatency", "Average", props)
+
+    def metric_errors(self, model: str, kind: str = "5XX",
+                      props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
+        """``model``'s component's ``Invocation5XXErrors`` (or ``kind="4XX"``) per minute, Sum."""
+        return self._metric(model, f"Invocation{kind}Errors", "Sum", props)
+
+    def metric_gpu_utilization(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
+        """GPU utilization of ``model``'s copies against what they reserve, 0-100 % (Average)."""
+        return self._metric(model, "GPUUtilizationNormalized", "Average", props, COMPONENT_NAMESPACE)
+
+    def metric_gpu_memory_utilization(self, model: str,
+                                      props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
+        """GPU memory of ``model``'s copies against what they reserve, 0-100 % (Average)."""
+        return self._metric(model, "GPUMemoryUtilizationNormalized", "Average", props, COMPONENT_NAMESPACE)

@@ -14,18 +14,21 @@ from constructs import Construct
 
 from triton_constructs import checkov
 from triton_constructs.escape_hatch import default_child, find
+from triton_constructs.nag import acknowledge
+from triton_constructs.network import FunctionPlacement
 
 HANDLER_DIR = pathlib.Path(__file__).parent / "handlers"
 
 
 def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, description: str,
                              role_description: str, memory_size: int, timeout: cdk.Duration,
-                             reserved_concurrency: int, log_key: Optional[kms.IKey]
-                             ) -> tuple[lambda_.Function, iam.Role]:
+                             reserved_concurrency: int, log_key: Optional[kms.IKey],
+                             placement: Optional[FunctionPlacement] = None) -> tuple[lambda_.Function, iam.Role]:
     """Creates ``<id_prefix>Logs``, ``<id_prefix>Role`` (may write only those logs) and ``<id_prefix>Function``.
 
     The caller adds the function's other permissions to the returned role. The function depends on
     the role's policy, not only the role: CloudFormation must not invoke it before its permissions exist.
+    With ``placement`` it runs in that VPC (``NetworkProps.functions_in_vpc``).
     """
     log_group = logs.LogGroup(scope, f"{id_prefix}Logs", retention=logs.RetentionDays.ONE_MONTH,
                               encryption_key=log_key, removal_policy=cdk.RemovalPolicy.DESTROY)
@@ -37,10 +40,30 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
         scope, f"{id_prefix}Function", runtime=lambda_.Runtime.PYTHON_3_14, architecture=lambda_.Architecture.ARM_64,
         handler=handler, role=role, log_group=log_group, memory_size=memory_size,
         reserved_concurrent_executions=reserved_concurrency, timeout=timeout,
-        code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]), description=description)
+        code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]), description=description,
+        vpc=placement.vpc if placement else None, vpc_subnets=placement.subnets if placement else None,
+        security_groups=list(placement.security_groups) if placement else None)
     checkov.skip_custom_resource_function(function)
+    if placement is not None:
+        _allow_network_interfaces(role)
     # Escape hatch: Function depends on its role and the role's policy; the role is already ordered by the
     # Role reference, so keep only the policy (cfn-lint W3005 flags the redundant one).
     policy = find(role, "DefaultPolicy/Resource", iam.CfnPolicy)
     default_child(function, lambda_.CfnFunction).add_override("DependsOn", [cdk.Stack.of(scope).get_logical_id(policy)])
     return function, role
+
+
+# What a function in a VPC needs to attach its network interfaces: the AWSLambdaVPCAccessExecutionRole
+# managed policy's actions (https://docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html), written
+# inline so no AWS managed policy (cdk-nag IAM4) is attached.
+_ENI_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+
+
+def _allow_network_interfaces(role: iam.Role) -> None:
+    role.add_to_policy(iam.PolicyStatement(actions=_ENI_ACTIONS, resources=["*"]))
+    reason = ("Lambda attaches the function to its VPC through network interfaces it creates when the function "
+              "starts; their IDs do not exist before, and DescribeNetworkInterfaces has no resource-level permission.")
+    acknowledge(role, "AwsSolutions-IAM5[Resource::*]", reason)
+    policy = find(role, "DefaultPolicy", iam.Policy)
+    checkov.skip(policy, "CKV_AWS_111", reason)

@@ -12,6 +12,7 @@ from constructs import Construct
 from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ModelStore
+from triton_constructs.network import FunctionPlacement
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ def storage(scope: Construct, bucket: Optional[s3.IBucket], key: Optional[kms.IK
 
 
 def model_data(scope: Construct, models: ModelRepositories, bucket: Optional[s3.IBucket], key: kms.IKey,
-               storage_name: str) -> ModelData:
+               storage_name: str, placement: Optional[FunctionPlacement] = None) -> ModelData:
     """The archives in S3: local files copied under ``models/<storage_name>/`` of ``bucket``, or the S3
     objects you gave, under their one prefix (``ModelRepositories.problems`` refuses a mix)."""
     first = models.archives[0]
@@ -57,6 +58,6 @@ def model_data(scope: Construct, models: ModelRepositories, bucket: Optional[s3.
     if bucket is None:
         raise AssertionError("storage() creates a bucket whenever an archive is local")
     prefix = ModelStore.model_prefix(storage_name)
-    artifacts = ModelArtifacts(scope, "Artifacts", bucket=bucket, key=key, prefix=prefix, files=[
+    artifacts = ModelArtifacts(scope, "Artifacts", bucket=bucket, key=key, prefix=prefix, placement=placement, files=[
         ArtifactFile(a.path, a.sha256 or "", a.size or 0, a.object_name) for a in models.archives if a.path])
     return ModelData(bucket, prefix, artifacts.prefix_url, dict(artifacts.object_urls), artifacts)

@@ -30,6 +30,7 @@ from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
+from triton_constructs.endpoint_reference import endpoint_arn
 from triton_constructs.errors import SynthError
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
@@ -158,8 +159,7 @@ class TritonInferenceComponents(Construct):
         raise_problems(f"TritonInferenceComponents {endpoint_name}",
                        self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s))
         self.endpoint_name = endpoint_name
-        self.endpoint_arn = cdk.Stack.of(self).format_arn(service="sagemaker", resource="endpoint",
-                                                          resource_name=endpoint_name.lower())
+        self.endpoint_arn = endpoint_arn(self, endpoint_name)
         self.variant_name = variant_name
         role = execution_role.role
         log_args: dict[str, Any] = dict(retention=log_retention, removal_policy=log_removal_policy,
@@ -249,10 +249,8 @@ class TritonInferenceComponents(Construct):
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` call InvokeEndpoint on this endpoint (any of its components)."""
-        # The ARN is written out, not the endpoint's Ref: a role in another stack would otherwise depend
-        # on this one, a cycle when this stack already depends on that one (the role's, the bucket's).
         return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
-                                          resource_arns=[self.endpoint_arn])
+                                          resource_arns=[self.endpoint_arn])  # not the Ref: endpoint_reference
 
     def metric_invocations(self, model: str) -> cloudwatch.Metric:
         """Requests to ``model``'s component per minute (Sum)."""

@@ -4,23 +4,24 @@ from __future__ import annotations
 from typing import Optional
 
 import aws_cdk as cdk
-from aws_cdk import (aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam, aws_kms as kms, aws_logs as logs,
-                     aws_s3 as s3)
+from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
 from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms, Container, DataCapture, Deployment, EndpointSpec, Scaling
+from deployment_spec.endpoint import Alarms as SpecAlarms, Container, DataCapture, Deployment, EndpointSpec, Scaling
 from deployment_spec.errors import raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.dashboard import EndpointDashboard
 from triton_constructs import endpoint_storage
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
+from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
-from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE, EndpointMetrics
+from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow_logs
 from triton_constructs.network import NetworkProps
@@ -29,7 +30,7 @@ from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
 
 
-class TritonSageMakerEndpoint(Construct):
+class TritonSageMakerEndpoint(Construct, EndpointReference):
     """A SageMaker real-time endpoint running NVIDIA Triton: model data, role, model, endpoint, scaling, alarms.
 
     Everything SageMaker would refuse minutes into a deploy is refused at synth, every problem at once
@@ -77,6 +78,10 @@ class TritonSageMakerEndpoint(Construct):
         volume_size_gb: ML storage volume, on types without local NVMe storage only. Defaults to SageMaker's.
         startup_timeout_s: Container health-check timeout (60-3600). Defaults to 600.
         download_timeout_s: Model download timeout (60-3600). Defaults to 600.
+        instance_facts: What the rules need of an instance type that exists (it is in botocore's
+            ``ProductionVariantInstanceType``) but not in this library's table: GPUs, compute capability,
+            vCPUs, memory (``InstanceFacts``). Defaults to none: the table's facts; a type the table lacks
+            is refused naming exactly this prop.
 
     Attributes:
         models: What it serves.
@@ -90,14 +95,14 @@ class TritonSageMakerEndpoint(Construct):
     def __init__(self, scope: Construct, id_: str, *, models: ModelRepositories, instance_type: str,
                  triton_version: str = DEFAULT_TRITON_VERSION, multi_model: bool = False,
                  endpoint_name: Optional[str] = None, initial_instances: int = 1, variant_name: str = "AllTraffic",
-                 scaling: Optional[Scaling] = None, alarms: Alarms = Alarms(), deployment: Optional[Deployment] = None,
+                 scaling: Optional[Scaling] = None, alarms: SpecAlarms = Alarms(), deployment: Optional[Deployment] = None,
                  network: Optional[NetworkProps] = None, container: Container = Container(),
                  model_cache: bool = True, data_capture: Optional[DataCapture] = None,
                  bucket: Optional[s3.IBucket] = None, encryption_key: Optional[kms.IKey] = None,
                  storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
-                 download_timeout_s: int = 600) -> None:
+                 download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -115,29 +120,31 @@ class TritonSageMakerEndpoint(Construct):
         problems += sagemaker_rules.endpoint_problems(
             instance_type=instance_type, multi_model=multi_model, triton_version=triton_version,
             initial_instances=initial_instances, scaling=scaling, volume_size_gb=volume_size_gb,
-            model_cache=model_cache, data_capture=data_capture is not None)
+            model_cache=model_cache, data_capture=data_capture is not None, instance_facts=instance_facts)
         if deployment is not None:
             problems += sagemaker_rules.deployment_problems(deployment, deploy_instances=deploy_instances,
                                                             download_timeout_s=download_timeout_s,
                                                             startup_timeout_s=startup_timeout_s)
-        problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets"))
+        problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets")
+                                             + network.problems())
         problems += sagemaker_rules.container_environment_limits(environment)
-        problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type)
+        problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type,
+                                    instance_facts=instance_facts)
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
         self.models = models
         self.endpoint_name = name
         self.variant_name = variant_name
         self.metrics = EndpointMetrics(name, variant_name)
-        self.endpoint_arn = cdk.Stack.of(self).format_arn(service="sagemaker", resource="endpoint",
-                                                          resource_name=name.lower())
+        self.endpoint_arn = endpoint_arn(self, name)
         storage_name = storage_name or name
         local = [a for a in models.archives if a.path is not None]
         self.bucket, self.key = endpoint_storage.storage(self, bucket, encryption_key, removal_policy,
                                                          needed=bool(local) or data_capture is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
         image = TritonImage(self, "Image", version=triton_version)
-        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name)
+        placement = network.function_placement(self)
+        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name, placement)
         capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, capture_bucket=self.bucket,
@@ -157,10 +164,11 @@ class TritonSageMakerEndpoint(Construct):
         if data.artifacts is not None:
             self.model.node.add_dependency(data.artifacts)  # the objects must be in place before CreateModel checks them
 
-        itype = instances.lookup(instance_type)
+        itype = instances.lookup(instance_type, instance_facts)
         gpus = itype.gpu_count if itype else 0
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
-                                     gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic)
+                                     gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic,
+                                     topic=getattr(alarms, "topic", None))
         rollback = [self.alarms.errors, self.alarms.latency] if deployment and deployment.auto_rollback else []
         self.endpoint = TritonEndpoint(
             self, "Endpoint", model=self.model, endpoint_name=name, instance_type=instance_type,
@@ -174,45 +182,23 @@ class TritonSageMakerEndpoint(Construct):
             if data_capture and self.bucket else None,
             deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
-            log_key=self.key, scaled=scaling is not None)
+            log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts)
+        self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:
             self.role.grant_describe_alarms(rollback)
         self.scaling = VariantScaling(self, "Scaling", endpoint=self.endpoint, scaling=scaling,
-                                      log_key=self.key) if scaling else None
+                                      log_key=self.key, placement=placement) if scaling else None
         self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
                                            multi_model=multi_model)
 
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Lets ``grantee`` call this endpoint (``sagemaker:InvokeEndpoint`` on its ARN only)."""
-        return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
-                                          resource_arns=[self.endpoint_arn])
-
-    def metric(self, metric_name: str, *, statistic: str = "Average", per_instance: bool = False,
-               period: cdk.Duration = ONE_MINUTE) -> cloudwatch.Metric:
-        """Any metric of the variant: ``AWS/SageMaker``, or ``/aws/sagemaker/Endpoints`` with ``per_instance``."""
-        return self.metrics.metric(metric_name, statistic=statistic, period=period,
-                                   namespace=INSTANCE_NAMESPACE if per_instance else INVOCATION_NAMESPACE)
-
-    def metric_invocations(self) -> cloudwatch.Metric:
-        """Requests per minute (``Invocations``, Sum)."""
-        return self.metrics.invocation("Invocations", "Sum")
-
-    def metric_model_latency(self, statistic: str = "Average") -> cloudwatch.Metric:
-        """Time the container took, in microseconds (``ModelLatency``); e.g. ``statistic="p99"``."""
-        return self.metrics.invocation("ModelLatency", statistic)
-
-    def metric_errors(self, kind: str = "5XX") -> cloudwatch.Metric:
-        """``Invocation5XXErrors`` (or ``kind="4XX"``) per minute, Sum."""
-        return self.metrics.invocation(f"Invocation{kind}Errors", "Sum")
-
-    def metric_gpu_utilization(self) -> cloudwatch.Metric:
-        """GPU utilization in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
-        return self.metrics.instance("GPUUtilization", unit=cloudwatch.Unit.PERCENT)
-
-    def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
-        """GPU memory in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
-        return self.metrics.instance("GPUMemoryUtilization", unit=cloudwatch.Unit.PERCENT)
-
+    @classmethod
+    def from_endpoint_name(cls, scope: Construct, id_: str, endpoint_name: str, *,
+                           variant_name: str = "AllTraffic") -> ImportedTritonEndpoint:
+        """An endpoint already deployed (by another stack or app): ``grant_invoke`` and the ``metric_*`` methods."""
+        problems = sagemaker_rules.endpoint_name_valid(endpoint_name, "endpoint_name", repr(endpoint_name),
+                                                       "use letters, digits and '-' only")
+        raise_problems(f"TritonSageMakerEndpoint.from_endpoint_name {id_}", problems)
+        return ImportedTritonEndpoint(scope, id_, endpoint_name=endpoint_name, variant_name=variant_name)

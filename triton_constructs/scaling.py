@@ -11,6 +11,7 @@ from constructs import Construct
 from deployment_spec import instances
 from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
 from triton_constructs.endpoint import TritonEndpoint
+from triton_constructs.network import FunctionPlacement
 from triton_constructs.scaling_handover import ScalingHandover
 
 SERVICE_LINKED_ROLE = ("aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
@@ -41,7 +42,7 @@ class VariantScaling(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
-                 log_key: Optional[kms.IKey] = None) -> None:
+                 log_key: Optional[kms.IKey] = None, placement: Optional[FunctionPlacement] = None) -> None:
         super().__init__(scope, id_)
         itype = endpoint.instance
         if itype is None:
@@ -81,4 +82,4 @@ class VariantScaling(Construct):
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
                                         min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,
-                                        policies=policies, log_key=log_key)
+                                        policies=policies, log_key=log_key, placement=placement)

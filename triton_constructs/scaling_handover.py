@@ -10,6 +10,7 @@ from constructs import Construct
 
 from triton_constructs import checkov
 from triton_constructs.custom_resource import custom_resource_function
+from triton_constructs.network import FunctionPlacement
 from triton_constructs.escape_hatch import default_child
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.nag import acknowledge, acknowledge_wildcard
@@ -42,12 +43,12 @@ class ScalingHandover(Construct):
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, target: autoscaling.ScalableTarget,
                  min_capacity: int, max_capacity: int,
                  policies: Sequence[autoscaling.TargetTrackingScalingPolicy],
-                 log_key: kms.IKey | None = None) -> None:
+                 log_key: kms.IKey | None = None, placement: FunctionPlacement | None = None) -> None:
         super().__init__(scope, id_)
         stack = cdk.Stack.of(self)
         name = endpoint.endpoint_name
         resource_id = f"endpoint/{name}/variant/{endpoint.variant_name}"
-        function = self._function(stack, name, log_key)
+        function = self._function(stack, name, log_key, placement)
         cfn = [default_child(p, autoscaling.CfnScalingPolicy) for p in policies]
         definition = [{"PolicyName": c.policy_name,
                        "Configuration": _pascal(stack.resolve(c.target_tracking_scaling_policy_configuration))}
@@ -65,13 +66,14 @@ class ScalingHandover(Construct):
         self.after.node.add_dependency(endpoint.resource)
         target.node.add_dependency(self.after)
 
-    def _function(self, stack: cdk.Stack, endpoint_name: str, log_key: kms.IKey | None) -> lambda_.Function:
+    def _function(self, stack: cdk.Stack, endpoint_name: str, log_key: kms.IKey | None,
+                  placement: FunctionPlacement | None) -> lambda_.Function:
         function, role = custom_resource_function(
             self, id_prefix="", handler="scaling_handover.handler", memory_size=128,
             role_description=f"Hands {endpoint_name}'s auto-scaling over around instance-type changes",
             description="Deregisters / registers a SageMaker variant's auto-scaling around an instance-type change",
             reserved_concurrency=2,  # Before and After; CloudFormation runs them one after the other
-            timeout=cdk.Duration.minutes(2), log_key=log_key)
+            timeout=cdk.Duration.minutes(2), log_key=log_key, placement=placement)
         endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())
         # RegisterScalableTarget checks the variant with the caller's DescribeEndpoint and
         # UpdateEndpointWeightsAndCapacities (Application Auto Scaling, "Permissions for SageMaker AI").

@@ -217,8 +217,9 @@ def test_grant_invoke_names_the_endpoint():
     user = iam.User(stack, "Caller")
     endpoint.grant_invoke(user)
     template = Template.from_stack(stack)
-    # InvokeEndpoint on this endpoint's ARN (Ref of AWS::SageMaker::Endpoint), nothing else.
+    # InvokeEndpoint on this endpoint's ARN, written out (no Ref: a caller's stack would depend on this one).
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [{
         "Action": "sagemaker:InvokeEndpoint", "Effect": "Allow",
-        "Resource": {"Ref": resource_id(template, "AWS::SageMaker::Endpoint")}}]}})
+        "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:",
+                                       {"Ref": "AWS::AccountId"}, ":endpoint/e"]]}}]}})
     assert endpoint.metric_invocations("a").to_metric_config().metric_stat.dimensions[0].value == "e-a"

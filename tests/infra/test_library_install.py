@@ -69,7 +69,9 @@ def test_the_base_install_has_no_torch_and_no_model_build_dependencies(installed
     assert _run([python, "-c", "import torch"]).returncode == 1
 
 
-def test_a_teams_own_cdk_app_synthesizes_clean(installed, tmp_path):
+def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
+    """examples/cdk-app: network, key, buckets and topic in one stack, three endpoints in another, callers in a
+    third; every grant and acknowledgement across stacks, cdk-nag, cfn-lint and checkov clean."""
     python, _ = installed
     manifest = fake_build(load_spec(ROOT / "triton.yaml"), tmp_path / "assets")
     context = {**json.loads((EXAMPLE / "cdk.json").read_text())["context"], "manifest": str(manifest),
@@ -78,21 +80,51 @@ def test_a_teams_own_cdk_app_synthesizes_clean(installed, tmp_path):
            "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "cdk.out"), "JSII_NODE": str(NODE)}
     # Run from the example's folder, so nothing of this checkout is importable but the installed wheel.
     done = _run([python, "app.py"], cwd=EXAMPLE, env=env)
-    # app.synth() with the cdk-nag plugin registered fails on any unacknowledged finding.
+    # app.synth() with the cdk-nag plugin registered fails on any unacknowledged finding, and on a cycle.
     assert done.returncode == 0, done.stderr[-4000:]
-    template = tmp_path / "cdk.out" / "TeamInference.template.json"
-    resources = json.loads(template.read_text())["Resources"]
+    templates = {name: tmp_path / "cdk.out" / f"{name}.template.json"
+                 for name in ("TeamPlatform", "TeamInference", "TeamCallers")}
+    resources = json.loads(templates["TeamInference"].read_text())["Resources"]
     kinds = sorted({r["Type"] for r in resources.values() if r["Type"].startswith("AWS::SageMaker::")})
-    assert kinds == ["AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model"]
-    assert sum(r["Type"] == "AWS::SageMaker::Endpoint" for r in resources.values()) == 2
-    # cfn-lint with AWS's resource schemas: nothing.
-    assert [str(m) for m in lint_file(template, config=ManualArgs(regions=["us-east-1"]))] == []
-    # checkov: no failed check, and it really scanned the stack.
-    scan = _run([ROOT / ".venv" / "bin" / "checkov", "--framework", "cloudformation", "--compact", "--quiet",
-                 "--skip-download", "-o", "json", "-f", template], cwd=tmp_path)
-    report = json.loads(scan.stdout)
-    assert [c["check_id"] + " " + c["resource"] for c in report["results"]["failed_checks"]] == []
-    assert report["summary"]["passed"] > 100
+    assert kinds == ["AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::InferenceComponent",
+                     "AWS::SageMaker::Model"]
+    assert sum(r["Type"] == "AWS::SageMaker::Endpoint" for r in resources.values()) == 3
+    # The library's functions run in the platform's VPC (functions_in_vpc).
+    functions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert functions and all("VpcConfig" in f["Properties"] for f in functions)
+    # The bucket, key and subnets come from the platform stack; the callers' grants name the endpoints' ARNs.
+    assert "Fn::ImportValue" in templates["TeamInference"].read_text()
+    callers = templates["TeamCallers"].read_text()
+    assert "endpoint/search-prod" in callers and "Fn::ImportValue" not in callers
+    for name, template in templates.items():
+        # cfn-lint with AWS's resource schemas: nothing.
+        assert [str(m) for m in lint_file(template, config=ManualArgs(regions=["us-east-1"]))] == [], name
+        # checkov: no failed check, and it really scanned the stack.
+        scan = _run([ROOT / ".venv" / "bin" / "checkov", "--framework", "cloudformation", "--compact", "--quiet",
+                     "--skip-download", "-o", "json", "-f", template], cwd=tmp_path)
+        report = json.loads(scan.stdout)
+        assert [c["check_id"] + " " + c["resource"] for c in report["results"]["failed_checks"]] == [], name
+        assert report["summary"]["passed"] > {"TeamPlatform": 20, "TeamInference": 120, "TeamCallers": 10}[name]
+
+
+def test_mypy_checks_the_example_app_against_the_installed_wheel(installed, tmp_path):
+    """py.typed ships: mypy reads the library's types from the wheel (not skipped as untyped)."""
+    python, _ = installed
+    [site] = (python.parent.parent / "lib").glob("python3*/site-packages")
+    assert (site / "triton_constructs" / "py.typed").is_file()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, "MYPYPATH": "",
+           "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
+    checked = _run([sys.executable, "-m", "mypy", "--python-executable", python, "--no-incremental",
+                    "--follow-imports=silent", "--ignore-missing-imports", EXAMPLE / "app.py"], cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    # The twin: a prop of the wrong type in the same app is an error mypy reports, so the check can fail.
+    wrong = tmp_path / "wrong_app.py"
+    wrong.write_text((EXAMPLE / "app.py").read_text().replace("max_instances=4, max_rps_per_instance=40",
+                                                              "max_instances='4', max_rps_per_instance=40"))
+    assert "max_instances='4'" in wrong.read_text()
+    failed = _run([sys.executable, "-m", "mypy", "--python-executable", python, "--no-incremental",
+                   "--follow-imports=silent", "--ignore-missing-imports", wrong], cwd=tmp_path, env=env)
+    assert failed.returncode == 1 and 'Argument "max_instances" to "Scaling" has incompatible type "str"' in failed.stdout
 
 
 def test_the_command_line_says_which_extra_a_command_needs(installed, tmp_path):

@@ -3,7 +3,7 @@ import pathlib
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_s3 as s3
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
@@ -221,11 +221,13 @@ def test_grant_invoke_allows_invoking_this_endpoint_only(own_bucket):
 
 def test_metrics_carry_the_endpoint_and_variant(own_bucket):
     stack, endpoint, _ = own_bucket
-    for metric in (endpoint.metric_invocations(), endpoint.metric_model_latency("p99"), endpoint.metric_errors(),
+    p99 = cloudwatch.MetricOptions(statistic="p99", period=cdk.Duration.minutes(5), label="p99 latency")
+    for metric in (endpoint.metric_invocations(), endpoint.metric_model_latency(p99), endpoint.metric_errors(),
                    endpoint.metric_gpu_utilization(), endpoint.metric_gpu_memory_utilization()):
         assert metric.dimensions == {"EndpointName": endpoint.endpoint_name, "VariantName": "AllTraffic"}
-    assert (endpoint.metric_model_latency("p99").statistic, endpoint.metric_gpu_utilization().namespace) == (
-        "p99", "/aws/sagemaker/Endpoints")
+    latency = endpoint.metric_model_latency(p99)
+    assert (latency.statistic, latency.period.to_minutes(), latency.label, endpoint.metric_gpu_utilization().namespace
+            ) == ("p99", 5, "p99 latency", "/aws/sagemaker/Endpoints")
 
 
 def test_guarded_updates_roll_back_on_the_latency_and_error_alarms(own_bucket):
