@@ -142,8 +142,8 @@ def _with_endpoint(spec, name, **changes):
 
 
 @pytest.mark.parametrize("instance_type, problem", [
-    ("ml.g6.xlarge", "instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family (g4dn, g5, "
-                     "p3, c5, c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint "
+    ("ml.g6.xlarge", "instance_type: got 'ml.g6.xlarge'; allowed: a CPU type or a GPU family SageMaker lists for "
+                     "multi-model endpoints (p2, p3, g4dn, g5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint "
                      "single-model"),
     ("ml.g5.12xlarge", "instance_type: got 'ml.g5.12xlarge'; allowed: a single-GPU instance type for a multi-model "
                        "endpoint; fix: use a single-GPU size such as ml.g5.2xlarge"),

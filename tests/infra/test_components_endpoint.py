@@ -56,9 +56,12 @@ def test_grant_invoke_allows_invoking_this_endpoint_only(tmp_path):
     caller = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     endpoint.grant_invoke(caller)
     template = Template.from_stack(stack)
+    # The ARN written out with the endpoint's own name, not its Ref (no dependency of a caller's stack).
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [{
         "Action": "sagemaker:InvokeEndpoint", "Effect": "Allow",
-        "Resource": {"Ref": Match.string_like_regexp("SharedEndpoint")}}], "Version": "2012-10-17"}})
+        "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                       f":sagemaker:us-east-1:111122223333:endpoint/{endpoint.endpoint_name.lower()}"]]}}],
+        "Version": "2012-10-17"}})
 
 
 def test_settings_for_a_model_no_archive_leads_are_refused(tmp_path):

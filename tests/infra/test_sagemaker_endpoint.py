@@ -97,8 +97,8 @@ def test_multi_model_rules_on_the_archives():
         TritonSageMakerEndpoint(user_stack(), "Endpoint", models=models, instance_type="ml.g6.xlarge", multi_model=True)
     assert str(caught.value) == (
         "TritonSageMakerEndpoint UserApp/Endpoint: 2 problems\n"
-        "  - instance_type: got 'ml.g6.xlarge'; allowed: a multi-model endpoint instance family (g4dn, g5, p3, c5, "
-        "c5d, c6i, m5, m5d, m6i, r5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint single-model\n"
+        "  - instance_type: got 'ml.g6.xlarge'; allowed: a CPU type or a GPU family SageMaker lists for "
+        "multi-model endpoints (p2, p3, g4dn, g5); fix: pick an ml.g5 or ml.g4dn size, or make the endpoint single-model\n"
         "  - models: got archives under different S3 prefixes; allowed: one prefix for a multi-model endpoint (its "
         "ModelDataUrl), or local files (copied under one prefix); fix: upload the archives under one prefix, or "
         "give them all as local files")
