@@ -68,7 +68,8 @@ FAMILIES: dict[str, Family] = {
     "g5": Family("A10G", "8.6", _G5_GPUS, nvme=True, mme=True, vcpus_memory=_G5),
     "g6": Family("L4", "8.9", _G5_GPUS, nvme=True, mme=False, vcpus_memory=_G5),
     "g6e": Family("L40S", "8.9", _G5_GPUS, nvme=True, mme=False,
-                  vcpus_memory={size: (cpus, memory * 2) for size, (cpus, memory) in _G5.items()}),
+                  vcpus_memory={size: (cpus, memory * 2 if memory is not None else None)
+                                for size, (cpus, memory) in _G5.items()}),
     # G7 / G7e (2026): GPUs and sizes from the EC2 G7/G7e specifications (as kubernetes/autoscaler#9854 and
     # aws/sagemaker-hyperpod-cli#390 copy them); their local NVMe on SageMaker is not confirmed here.
     "g7": Family("RTX PRO 4500 Blackwell", "12.0", {"8xlarge": 2, "12xlarge": 4, "24xlarge": 4, "48xlarge": 8},

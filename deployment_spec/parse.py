@@ -223,7 +223,7 @@ class Validated:
 def typed_fields_problems(obj: Any) -> list[Problem]:
     """Each field of a dataclass built in code against its type hint (a list given for a tuple is kept, as
     a tuple: the object stays frozen and hashable)."""
-    hints = hints_of(type(obj))
+    hints = hints_of(typing.cast(Any, type(obj)))
     out: list[Problem] = []
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)

@@ -18,7 +18,7 @@ import functools
 import pathlib
 import types
 import typing
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from deployment_spec.errors import Problem
 
@@ -199,6 +199,6 @@ def _implements(value: Any, interface: type) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def hints_of(target: Callable[..., Any] | type) -> Mapping[str, Any]:
+def hints_of(target: Any) -> Mapping[str, Any]:
     """The resolved type hints of a function or class (cached: props are built often, hints never change)."""
     return typing.get_type_hints(target)

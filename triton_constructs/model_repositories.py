@@ -14,7 +14,7 @@ import re
 from typing import Mapping, Optional, Sequence
 
 from deployment_spec import instances
-from deployment_spec.errors import Problem, describe, raise_problems
+from deployment_spec.errors import Problem, PropsError, describe, raise_problems
 from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
 from triton_constructs.archive_listing import ArchiveListing, listing_problems, read_listing
@@ -90,7 +90,7 @@ class ModelArchive:
         """
         declared = _declared(models)
         if isinstance(declared, Problem):
-            raise_problems("ModelArchive", [declared])
+            raise PropsError("ModelArchive", [declared])
         return cls(tuple(declared or ()), s3_url=url)
 
     @property
@@ -128,14 +128,14 @@ class ModelArchive:
         return out
 
 
-def _declared(models: object) -> Optional[tuple[str, ...]] | Problem:
+def _declared(models: Optional[Sequence[str]]) -> Optional[tuple[str, ...]] | Problem:
     """The model names as given: None when left out; a string on its own is a mistake, not a list of letters."""
     if models is None:
         return None
     if isinstance(models, str):
         return Problem("models", f"{describe(models)} (str)", "a list of model directory names",
                        f"write [{models!r}]")
-    return tuple(models)  # type: ignore[call-overload]
+    return tuple(models)
 
 
 def _names_problems(models: Sequence[str]) -> list[Problem]:

@@ -57,8 +57,7 @@ class TeamPlatform(cdk.Stack):
     def __init__(self, scope: Construct, id_: str, **kwargs) -> None:
         super().__init__(scope, id_, **kwargs)
         self.key = kms.Key(self, "TeamKey", enable_key_rotation=True, description="The team's data key")
-        zones = [f"{self.region}a", f"{self.region}b"]  # named: no lookup, nothing hard-coded to a region
-        self.vpc = ec2.Vpc(self, "Vpc", availability_zones=zones, nat_gateways=0, subnet_configuration=[
+        self.vpc = ec2.Vpc(self, "Vpc", max_azs=2, nat_gateways=0, subnet_configuration=[
             ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)})
         # What the library's functions call from the VPC without a NAT (NetworkProps.functions_in_vpc).
@@ -155,13 +154,12 @@ class TeamCallers(cdk.Stack):
 
 
 app = cdk.App()
-env = cdk.Environment(account=app.node.try_get_context("account") or "111122223333",
-                      region=app.node.try_get_context("region") or "us-east-1")
-platform = TeamPlatform(app, "TeamPlatform", env=env)
+# Environment-agnostic stacks (no account or region): one template for every account, zones from Fn::GetAZs.
+platform = TeamPlatform(app, "TeamPlatform")
 inference = TeamInference(
-    app, "TeamInference", platform=platform, env=env,
+    app, "TeamInference", platform=platform,
     manifest=app.node.try_get_context("manifest") or str(HERE.parents[1] / "assets" / "manifest.json"),
     archive_bucket=app.node.try_get_context("archive_bucket") or "team-model-archive")
-TeamCallers(app, "TeamCallers", inference=inference, env=env)
+TeamCallers(app, "TeamCallers", inference=inference)
 cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 app.synth()
