@@ -137,6 +137,14 @@ def _fix(value: Any, hint: Any) -> str:
     wanted = _non_none(hint)
     if len(wanted) == 1:
         target = typing.get_origin(wanted[0]) or wanted[0]
+        # A class may say how its values are built from what people pass by mistake (a path, a name).
+        built = getattr(target, "built_from", None)
+        if callable(built) and built(value):
+            return f"build it: {built(value)}"
+        item = (typing.get_args(wanted[0]) or (None,))[0]
+        built_item = getattr(item, "built_from", None)
+        if target in (tuple, list, collections.abc.Sequence) and callable(built_item) and built_item(value):
+            return f"wrap it in a list: [{built_item(value)}]"
         if target in (int, float) and isinstance(value, str):
             try:
                 number = int(value) if target is int else float(value)

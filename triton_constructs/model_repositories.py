@@ -16,6 +16,8 @@ from typing import Mapping, Optional, Sequence
 from deployment_spec import instances
 from deployment_spec.errors import Problem, PropsError, describe, raise_problems
 from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
+from deployment_spec.parse import typed_fields_problems
+from deployment_spec.type_checks import type_problems
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
 from triton_constructs.archive_listing import ArchiveListing, listing_problems, read_listing
 from triton_constructs.errors import SynthError
@@ -49,7 +51,7 @@ class ModelArchive:
     size: Optional[int] = None
 
     def __post_init__(self) -> None:
-        raise_problems("ModelArchive", self._problems())
+        raise_problems("ModelArchive", typed_fields_problems(self) or self._problems())
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, models: Optional[Sequence[str]] = None, *,
@@ -80,6 +82,15 @@ class ModelArchive:
         raise_problems("ModelArchive", problems)
         assert isinstance(listing, ArchiveListing)  # no problem: the file was read
         return cls(tuple(declared or listing.models), path=file, sha256=listing.sha256, size=listing.size)
+
+    @staticmethod
+    def built_from(value: object) -> Optional[str]:
+        """How a path or an S3 URL given where a ``ModelArchive`` belongs is made into one (for messages)."""
+        if isinstance(value, (str, pathlib.Path)):
+            text = str(value)
+            return f"ModelArchive.from_s3({text!r}, [MODEL])" if text.startswith("s3://") \
+                else f"ModelArchive.from_file({text!r})"
+        return None
 
     @classmethod
     def from_s3(cls, url: str, models: Sequence[str]) -> "ModelArchive":
@@ -201,10 +212,21 @@ class ModelRepositories:
     facts: Mapping[str, ModelFacts] = dataclasses.field(default_factory=dict)
     origin: str = "archives"
 
+    @staticmethod
+    def built_from(value: object) -> Optional[str]:
+        """How an archive, a tarball's path or a manifest's path given for ``models`` becomes one (messages)."""
+        if isinstance(value, ModelArchive):
+            return "ModelRepositories.from_archives([archive])"
+        if isinstance(value, (str, pathlib.Path)) and str(value).endswith(".json"):
+            return f"ModelRepositories.from_manifest({str(value)!r}, [MODEL])"
+        archive = ModelArchive.built_from(value)
+        return f"ModelRepositories.from_archives([{archive}])" if archive else None
+
     @classmethod
     def from_archives(cls, archives: Sequence[ModelArchive], *,
                       default_model: Optional[str] = None) -> "ModelRepositories":
         """Tarballs you bring; each ``ModelArchive`` names the Triton models inside."""
+        raise_problems("ModelRepositories.from_archives", type_problems("archives", archives, Sequence[ModelArchive]))
         return cls(tuple(archives), default_model)
 
     @classmethod

@@ -72,3 +72,17 @@ def test_a_list_given_for_a_tuple_field_is_kept_as_a_tuple():
         Container(additional_args=["--log-verbose=1", 2])  # type: ignore[list-item]
     assert str(caught.value) == ("Container: 1 problem\n  - additional_args[1]: got 2 (int); allowed: a string; fix: "
                                  "pass a string")
+
+
+def test_a_path_given_for_archives_or_models_shows_the_call_that_builds_them(tmp_path):
+    with pytest.raises(PropsError) as caught:
+        ModelRepositories.from_archives("resnet.tar.gz")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "ModelRepositories.from_archives: 1 problem\n  - archives: got 'resnet.tar.gz' (str); allowed: a list of "
+        "ModelArchives; fix: wrap it in a list: [ModelArchive.from_file('resnet.tar.gz')]")
+    with pytest.raises(PropsError) as caught:
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models="assets/manifest.json",  # type: ignore[arg-type]
+                                instance_type="ml.g5.xlarge")
+    assert str(caught.value) == (
+        "TritonSageMakerEndpoint UserApp/Endpoint: 1 problem\n  - models: got 'assets/manifest.json' (str); allowed: "
+        "a ModelRepositories; fix: build it: ModelRepositories.from_manifest('assets/manifest.json', [MODEL])")
