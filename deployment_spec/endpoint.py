@@ -6,7 +6,7 @@ import enum
 import re
 from typing import Mapping, Optional
 
-from deployment_spec import instances, network_rules
+from deployment_spec import instances, network_rules, triton_metrics
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
@@ -141,9 +141,14 @@ class Container(Validated):
     ping_mode: Optional[str] = None
     additional_args: tuple[str, ...] = ()
     environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Triton's Prometheus metrics (queue, compute, batch sizes, model loads), on a port SageMaker allows.
+    metrics: bool = True
+    metrics_port: int = dataclasses.field(default=triton_metrics.DEFAULT_METRICS_PORT,
+                                          metadata=meta(minimum=1, maximum=65535))
 
     def problems(self, path: str) -> list[Problem]:
-        out = []
+        out = triton_metrics.metrics_port_problems(self.metrics_port, join(path, "metrics_port")) \
+            if self.metrics else []
         for key in self.environment:
             if not re.fullmatch(ENV_KEY, key):
                 out.append(Problem(join(path, f"environment.{key}"), repr(key),
@@ -156,6 +161,30 @@ class Container(Validated):
         """These settings with ``log_verbose`` set to ``verbose`` where left unset (Triton's own default is
         verbose; an environment's removal policy decides whether it keeps that)."""
         return self if self.log_verbose is not None else dataclasses.replace(self, log_verbose=verbose)
+
+
+@dataclasses.dataclass(frozen=True)
+class Observability(Validated):
+    """What SageMaker publishes about the endpoint (the endpoint configuration's ``MetricsConfig``).
+
+    ``detailed``: ``EnableDetailedObservability``: per-GPU (per inference component), per-instance host
+    and container metrics as OpenTelemetry metrics in CloudWatch, queried with PromQL (SageMaker
+    "detailed observability"); on by default for new endpoint configurations, set here explicitly.
+    ``enhanced``: ``EnableEnhancedMetrics``: invocation and utilization metrics per instance (and per
+    container for inference components); single-model and inference-component endpoints only.
+    Defaults to on where allowed. ``publish_frequency_s``: ``MetricPublishFrequencyInSeconds``.
+    """
+
+    detailed: bool = True
+    enhanced: Optional[bool] = None
+    publish_frequency_s: int = 60
+
+    def problems(self, path: str) -> list[Problem]:
+        return triton_metrics.publish_frequency_problems(self.publish_frequency_s, join(path, "publish_frequency_s"))
+
+    def enhanced_for(self, multi_model: bool) -> bool:
+        """``EnableEnhancedMetrics``: as set, else on except on multi-model endpoints."""
+        return self.enhanced if self.enhanced is not None else not multi_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +231,7 @@ class EndpointSpec(Validated):
     alarms: Alarms = Alarms()
     deployment: Deployment = Deployment()
     container: Container = Container()
+    observability: Observability = Observability()
     model_cache: bool = True
     data_capture: Optional[DataCapture] = None
     network: Optional[Network] = None

@@ -148,7 +148,8 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         instance_type=ep.instance_type, multi_model=ep.kind is EndpointKind.MULTI_MODEL, triton_version=triton_version,
         initial_instances=ep.initial_instances, scaling=ep.scaling if variant else None,
         volume_size_gb=ep.volume_size_gb, model_cache=ep.model_cache or not variant,
-        data_capture=ep.data_capture is not None and variant, instance_facts=ep.instance_facts))
+        data_capture=ep.data_capture is not None and variant, instance_facts=ep.instance_facts,
+        enhanced_metrics=ep.observability.enhanced))
     itype = ep.instance
     if itype is None or itype.is_gpu:
         return out

@@ -206,13 +206,22 @@ def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> lis
                     "remove data_capture or make the endpoint single-model")]
 
 
+def enhanced_metrics_not_multi_model(multi_model: bool, enhanced: Optional[bool]) -> list[Problem]:
+    """Enhanced metrics exist for single-model and inference-component endpoints (SageMaker developer guide,
+    monitoring-cloudwatch-enhanced-metrics.html)."""
+    if not (multi_model and enhanced):
+        return []
+    return [Problem("observability.enhanced", "true on a multi-model endpoint", "single-model and "
+                    "inference-component endpoints only (EnableEnhancedMetrics)", "remove observability.enhanced")]
+
+
 def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: str, initial_instances: int,
                       scaling: Optional[Scaling], volume_size_gb: Optional[int], model_cache: bool = True,
-                      data_capture: bool = False, instance_facts: Optional[instances.InstanceFacts] = None
-                      ) -> list[Problem]:
+                      data_capture: bool = False, instance_facts: Optional[instances.InstanceFacts] = None,
+                      enhanced_metrics: Optional[bool] = None) -> list[Problem]:
     """Every rule on an endpoint's mode, instance type, storage and scaling, in one list."""
     out = model_cache_multi_model_only(multi_model, model_cache) + data_capture_single_model_only(
-        multi_model, data_capture)
+        multi_model, data_capture) + enhanced_metrics_not_multi_model(multi_model, enhanced_metrics)
     known = instance_type_known(instance_type, instance_facts)
     found = instances.lookup(instance_type, instance_facts)
     if known or found is None:

@@ -8,6 +8,7 @@ import tempfile
 
 from local_endpoint import work_dirs
 from local_endpoint.errors import PortInUseError, ServerStartError
+from local_endpoint.ports import free_port
 from local_endpoint.serve_flags import sagemaker_server_launch
 from local_endpoint.server_process import TritonProcess
 from local_endpoint.triton_install import (
@@ -42,6 +43,12 @@ def start_sagemaker_triton(
 ) -> TritonProcess:
     """Start tritonserver with the serve script's flags and wait for /ping."""
     backend_dir = prepare_backend_directory(install, work_dir / "backends")
+    metrics_port = None
+    if env.get("SAGEMAKER_TRITON_ALLOW_METRICS", "").lower() in ("true", "1"):
+        # On SageMaker each instance runs one container and the metrics listen on 23000; here several
+        # servers share one machine, so each gets a free port of its own.
+        metrics_port = free_port()
+        env = {**env, "SAGEMAKER_TRITON_METRICS_PORT": str(metrics_port)}
     launch = sagemaker_server_launch(
         mode=mode, model_repository=str(repository), port=port, env=env, default_model=default_model
     )
@@ -51,6 +58,7 @@ def start_sagemaker_triton(
     process = TritonProcess(
         install, arguments, server_process_environment(install, launch.environment), log_path
     )
+    process.metrics_port = metrics_port
     work_dirs.add_owner(work_dir, process.pid)  # the folder is in use while its server runs
     try:
         process.wait_until_ready(port, startup_timeout)

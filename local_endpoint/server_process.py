@@ -43,6 +43,8 @@ class TritonProcess:
         log_path: pathlib.Path,
     ) -> None:
         self.log_path = log_path
+        # Triton's Prometheus metrics port, when the environment turns them on (set by the launcher).
+        self.metrics_port: int | None = None
         self._stopping = False
         self.command = [str(install.server_binary), *arguments]
         self._process = start_logged(self.command, environment, log_path)

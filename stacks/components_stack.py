@@ -65,7 +65,7 @@ class ComponentsEndpointStack(cdk.Stack):
             rolling_update=endpoint.rolling_update if environment.guardrails else None, alarms=endpoint.alarms,
             network=network_props(self, endpoint.network),
             # Triton's own default is verbose logging; only throw-away environments keep it.
-            container=endpoint.container.verbose_unless_set(disposable),
+            container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
             bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,

@@ -53,7 +53,7 @@ class EndpointStack(cdk.Stack):
             alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,
             network=network_props(self, endpoint.network), model_cache=endpoint.model_cache, data_capture=endpoint.data_capture,
             # Triton's own default is verbose logging; only throw-away environments keep it.
-            container=endpoint.container.verbose_unless_set(disposable),
+            container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
             bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,

@@ -24,7 +24,7 @@ with the same words as the YAML spec's validator. The building blocks (``TritonM
 or model_build.
 """
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
-from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Scaling, Strategy
+from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Scaling, Strategy
 from deployment_spec.errors import Problem, PropsError
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.components_endpoint import TritonComponentsEndpoint
@@ -36,6 +36,6 @@ from triton_constructs.network import NetworkProps
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
 __all__ = ["Alarms", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
-           "ImportedTritonEndpoint", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Problem", "PropsError",
+           "ImportedTritonEndpoint", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
            "Reservation", "RollingUpdate", "Scaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

@@ -12,7 +12,7 @@ from deployment_spec import instances, network_rules, sagemaker_rules
 from deployment_spec.component_endpoint import archive_default_model, capacity
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms, Container, EndpointSpec
+from deployment_spec.endpoint import Alarms, Container, EndpointSpec, Observability
 from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
@@ -66,6 +66,7 @@ class TritonComponentsEndpoint(Construct):
         startup_timeout_s: Each copy's container health-check timeout (60-3600). Defaults to 600.
         download_timeout_s: Each copy's model download timeout (60-3600). Defaults to 600.
         instance_facts: As ``TritonSageMakerEndpoint``'s: the facts of a real type the table lacks.
+        observability: As ``TritonSageMakerEndpoint``'s (enhanced metrics per component).
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -84,7 +85,8 @@ class TritonComponentsEndpoint(Construct):
                  storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  startup_timeout_s: int = 600, download_timeout_s: int = 600,
-                 instance_facts: Optional[instances.InstanceFacts] = None) -> None:
+                 instance_facts: Optional[instances.InstanceFacts] = None,
+                 observability: Observability = Observability()) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -159,7 +161,7 @@ class TritonComponentsEndpoint(Construct):
                 security_group_ids=network.security_group_ids(
                     self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
                 network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
-                log_key=self.key, removal_policy=kept)
+                log_key=self.key, removal_policy=kept, observability=observability)
         except PropsError as caught:
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None

@@ -9,7 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as lo
 from constructs import Construct
 
 from deployment_spec import instances
-from deployment_spec.endpoint import CaptureMode, Deployment, Strategy
+from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
 
@@ -80,6 +80,9 @@ class TritonEndpoint(Construct):
             without scaling each update applies ``initial_instances``.
         deploy_instances: The fewest instances the variant can have when an update starts (the scaling
             minimum), which decides the ``auto`` traffic-shift strategy. Defaults to ``initial_instances``.
+        instance_facts: The facts of a type the instance table lacks. Defaults to the table's.
+        observability: The configuration's ``MetricsConfig``. Defaults to ``Observability()``.
+        multi_model: The model is multi-model (no enhanced metrics). Defaults to False.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
@@ -105,7 +108,8 @@ class TritonEndpoint(Construct):
                  config_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  log_key: Optional[kms.IKey] = None, scaled: bool = False,
                  deploy_instances: Optional[int] = None,
-                 instance_facts: Optional[instances.InstanceFacts] = None) -> None:
+                 instance_facts: Optional[instances.InstanceFacts] = None,
+                 observability: Observability = Observability(), multi_model: bool = False) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
@@ -140,6 +144,7 @@ class TritonEndpoint(Construct):
                     json_content_types=["application/json"]))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], data_capture_config=capture,
+            metrics_config=metrics_config(observability, multi_model),
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
@@ -187,3 +192,12 @@ def _deployment_config(deployment: Deployment, alarms: Sequence[cloudwatch.IAlar
             traffic_routing_configuration=routing, termination_wait_in_seconds=deployment.termination_wait_s,
             maximum_execution_timeout_in_seconds=deployment.max_execution_timeout_s),
         auto_rollback_configuration=rollback)
+
+
+def metrics_config(observability: Observability, multi_model: bool) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
+    """``MetricsConfig``, set explicitly so a review sees it (detailed observability is on by default only for
+    configurations created after it existed; botocore's SageMaker service model, ``MetricsConfig``)."""
+    return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+        enable_detailed_observability=observability.detailed,
+        enable_enhanced_metrics=observability.enhanced_for(multi_model),
+        metric_publish_frequency_in_seconds=observability.publish_frequency_s)

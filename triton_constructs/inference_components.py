@@ -25,11 +25,12 @@ from constructs import Construct
 
 from deployment_spec import component_endpoint, component_rules as rules
 from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
-from deployment_spec.endpoint import Alarms
+from deployment_spec.endpoint import Alarms, Observability
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
+from triton_constructs.endpoint import metrics_config
 from triton_constructs.endpoint_reference import endpoint_arn
 from triton_constructs.errors import SynthError
 from triton_constructs.execution_role import TritonExecutionRole
@@ -147,7 +148,8 @@ class TritonInferenceComponents(Construct):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  log_key: Optional[kms.IKey] = None,
-                 removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE) -> None:
+                 removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+                 observability: Observability = Observability()) -> None:
         super().__init__(scope, id_)
         capacity = capacity or component_endpoint.capacity(instance_type)
         if capacity is None:
@@ -178,7 +180,8 @@ class TritonInferenceComponents(Construct):
             inference_ami_version=inference_ami_version if gpu else None)
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], execution_role_arn=role.role_arn,
-            kms_key_id=volume_key.key_arn if volume_key is not None else None)
+            kms_key_id=volume_key.key_arn if volume_key is not None else None,
+            metrics_config=metrics_config(observability, multi_model=False))
         # Kept when replaced, as TritonEndpoint's: a rolled-back endpoint may still use it.
         _keep_when_replaced(self.config, removal_policy)
         if inference_ami_reason and variant.inference_ami_version:

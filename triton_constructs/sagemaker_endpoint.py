@@ -9,7 +9,7 @@ from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
 from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms as SpecAlarms, Container, DataCapture, Deployment, EndpointSpec, Scaling
+from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec, Scaling
 from deployment_spec.errors import raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
@@ -82,6 +82,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             ``ProductionVariantInstanceType``) but not in this library's table: GPUs, compute capability,
             vCPUs, memory (``InstanceFacts``). Defaults to none: the table's facts; a type the table lacks
             is refused naming exactly this prop.
+        observability: What SageMaker publishes (the configuration's ``MetricsConfig``): detailed observability
+            on, enhanced metrics on single-model endpoints, every 60 s. Defaults to ``Observability()``.
 
     Attributes:
         models: What it serves.
@@ -102,7 +104,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  storage_name: Optional[str] = None, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
-                 download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None) -> None:
+                 download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
+                 observability: Observability = Observability()) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -120,7 +123,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += sagemaker_rules.endpoint_problems(
             instance_type=instance_type, multi_model=multi_model, triton_version=triton_version,
             initial_instances=initial_instances, scaling=scaling, volume_size_gb=volume_size_gb,
-            model_cache=model_cache, data_capture=data_capture is not None, instance_facts=instance_facts)
+            model_cache=model_cache, data_capture=data_capture is not None, instance_facts=instance_facts,
+            enhanced_metrics=observability.enhanced)
         if deployment is not None:
             problems += sagemaker_rules.deployment_problems(deployment, deploy_instances=deploy_instances,
                                                             download_timeout_s=download_timeout_s,
@@ -182,7 +186,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             if data_capture and self.bucket else None,
             deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
-            log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts)
+            log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
+            observability=observability, multi_model=multi_model)
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:

@@ -25,6 +25,19 @@ def _step_model(index, name):
 
 
 CASES = {
+    "Triton metrics port outside SageMaker's safe range": (
+        _set("endpoints.classifier.container", {"metrics_port": 8002}),
+        "endpoints.classifier.container.metrics_port: got 8002; allowed: a port in 23000-23999: SageMaker gives the "
+        "container SAGEMAKER_SAFE_PORT_RANGE and tritonserver exits at start when its metrics port lies outside it "
+        "(src/command_line_parser.cc, r25.09); fix: use 23000 (the default), or leave metrics_port out"),
+    "metrics publish frequency SageMaker does not offer": (
+        _set("endpoints.classifier.observability", {"publish_frequency_s": 45}),
+        "endpoints.classifier.observability.publish_frequency_s: got 45; allowed: one of 10, 30, 60, 120, 180, 240, "
+        "300 (MetricsConfig.MetricPublishFrequencyInSeconds); fix: pick the nearest of those"),
+    "enhanced metrics on a multi-model endpoint": (
+        _set("endpoints.vision-nlp.observability", {"enhanced": True}),
+        "endpoints.vision-nlp.observability.enhanced: got true on a multi-model endpoint; allowed: single-model and "
+        "inference-component endpoints only (EnableEnhancedMetrics); fix: remove observability.enhanced"),
     "unknown key, closest suggested": (
         _set("models.bert.max_batch_sise", 4),
         "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "

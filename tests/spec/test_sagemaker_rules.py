@@ -15,6 +15,11 @@ def _t(name: str) -> instances.InstanceType:
 
 
 CASES = {
+    "enhanced_metrics_not_multi_model": (lambda: rules.enhanced_metrics_not_multi_model(True, None),
+                                         lambda: rules.enhanced_metrics_not_multi_model(True, True),
+                                         "observability.enhanced: got true on a multi-model endpoint; allowed: "
+                                         "single-model and inference-component endpoints only (EnableEnhancedMetrics); "
+                                         "fix: remove observability.enhanced"),
     "triton_version_known": (lambda: rules.triton_version_known("25.09"), lambda: rules.triton_version_known("22.05"),
                              "triton_version: got '22.05'; allowed: a sagemaker-tritonserver release of the SageMaker "
                              f"SDK ({', '.join(images.versions())}); fix: pick one of those tags"),

@@ -1,0 +1,84 @@
+"""Triton's own metrics on, on a port SageMaker allows, and MetricsConfig explicit on every kind of endpoint."""
+import pytest
+from aws_cdk.assertions import Template
+
+from user_app import model_archive, user_stack
+from triton_constructs import (Container, ModelArchive, ModelRepositories, Observability, PropsError,
+                               TritonComponentsEndpoint, TritonSageMakerEndpoint)
+
+METRICS_ENV = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true", "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
+
+
+def _models(tmp_path, *names: str) -> ModelRepositories:
+    return ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path, n)) for n in names])
+
+
+def _environments(template: Template) -> list[dict]:
+    models = template.find_resources("AWS::SageMaker::Model").values()
+    return [m["Properties"]["PrimaryContainer"]["Environment"] for m in models]
+
+
+def _metrics_configs(template: Template) -> list[dict]:
+    return [c["Properties"]["MetricsConfig"] for c in template.find_resources("AWS::SageMaker::EndpointConfig").values()]
+
+
+def test_single_model_endpoint_turns_triton_metrics_on_and_enhanced_metrics(tmp_path):
+    stack = user_stack()
+    TritonSageMakerEndpoint(stack, "Single", models=_models(tmp_path, "resnet50"), instance_type="ml.g5.xlarge")
+    template = Template.from_stack(stack)
+    [env] = _environments(template)
+    assert {k: env[k] for k in METRICS_ENV} == METRICS_ENV
+    assert _metrics_configs(template) == [{"EnableDetailedObservability": True, "EnableEnhancedMetrics": True,
+                                           "MetricPublishFrequencyInSeconds": 60}]
+
+
+def test_multi_model_endpoint_has_no_enhanced_metrics(tmp_path):
+    stack = user_stack()
+    TritonSageMakerEndpoint(stack, "Multi", models=_models(tmp_path, "resnet50", "bert"), instance_type="ml.g5.xlarge",
+                            multi_model=True, observability=Observability(publish_frequency_s=10))
+    template = Template.from_stack(stack)
+    [env] = _environments(template)
+    assert {k: env[k] for k in METRICS_ENV} == METRICS_ENV
+    assert _metrics_configs(template) == [{"EnableDetailedObservability": True, "EnableEnhancedMetrics": False,
+                                           "MetricPublishFrequencyInSeconds": 10}]
+
+
+def test_inference_components_carry_the_metrics_environment_and_config(tmp_path):
+    stack = user_stack()
+    TritonComponentsEndpoint(stack, "Shared", models=_models(tmp_path, "resnet50", "bert"),
+                             instance_type="ml.g5.12xlarge", container=Container(metrics_port=23100))
+    template = Template.from_stack(stack)
+    envs = _environments(template)
+    assert len(envs) == 2 and all(e["SAGEMAKER_TRITON_METRICS_PORT"] == "23100" for e in envs)
+    assert _metrics_configs(template) == [{"EnableDetailedObservability": True, "EnableEnhancedMetrics": True,
+                                           "MetricPublishFrequencyInSeconds": 60}]
+
+
+def test_metrics_off_leaves_the_serve_script_default(tmp_path):
+    stack = user_stack()
+    TritonSageMakerEndpoint(stack, "Single", models=_models(tmp_path, "resnet50"), instance_type="ml.g5.xlarge",
+                            container=Container(metrics=False), observability=Observability(detailed=False))
+    template = Template.from_stack(stack)
+    [env] = _environments(template)
+    assert not set(METRICS_ENV) & set(env)
+    assert _metrics_configs(template)[0]["EnableDetailedObservability"] is False
+
+
+def test_a_metrics_port_outside_sagemakers_range_is_refused():
+    with pytest.raises(PropsError) as caught:
+        Container(metrics_port=8002)
+    assert str(caught.value) == (
+        "Container: 1 problem\n  - metrics_port: got 8002; allowed: a port in 23000-23999: SageMaker gives the "
+        "container SAGEMAKER_SAFE_PORT_RANGE and tritonserver exits at start when its metrics port lies outside it "
+        "(src/command_line_parser.cc, r25.09); fix: use 23000 (the default), or leave metrics_port out")
+
+
+def test_enhanced_metrics_on_a_multi_model_endpoint_are_refused(tmp_path):
+    with pytest.raises(PropsError) as caught:
+        TritonSageMakerEndpoint(user_stack(), "Multi", models=_models(tmp_path, "resnet50"),
+                                instance_type="ml.g5.xlarge", multi_model=True,
+                                observability=Observability(enhanced=True))
+    assert str(caught.value) == (
+        "TritonSageMakerEndpoint UserApp/Multi: 1 problem\n  - observability.enhanced: got true on a multi-model "
+        "endpoint; allowed: single-model and inference-component endpoints only (EnableEnhancedMetrics); fix: remove "
+        "observability.enhanced")
