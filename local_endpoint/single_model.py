@@ -81,6 +81,12 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         return self._process.pid if self._process else None
 
     @property
+    def metrics_url(self) -> str | None:
+        """Triton's Prometheus metrics (``local_endpoint.triton_metrics``), when the environment turns them on."""
+        port = self._process.metrics_port if self._process else None
+        return f"http://127.0.0.1:{port}/metrics" if port else None
+
+    @property
     def stand_in_notes(self) -> list[str]:
         """One line per model served by a CPU stand-in instead of its real backend."""
         return ([cpu_stand_in.stand_in_note(m.model, m.backend, self._runtime) for m in self._stand_ins]

@@ -149,3 +149,28 @@ def test_a_server_not_ready_in_time_is_stopped_and_reported(tmp_path: pathlib.Pa
 
 def triton_children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True) if p.name() == "tritonserver"}
+
+
+def test_tritons_metrics_count_the_requests_sent(tarballs: dict[str, pathlib.Path]) -> None:
+    # The spec's default container environment turns the metrics on (port 23000 on SageMaker); locally each
+    # server gets a free port, and the counters match what was sent.
+    from local_endpoint.triton_metrics import explain, scrape, since
+
+    env = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true", "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
+    with SingleModelEndpoint(tarballs["add"], env=env) as endpoint:
+        assert endpoint.metrics_url is not None and not endpoint.metrics_url.endswith(":23000/metrics")
+        before = scrape(endpoint.metrics_url)
+        for _ in range(7):
+            send(endpoint, [NamedTensor("A", "FP32", np.ones((1, 4), np.float32)),
+                            NamedTensor("B", "FP32", np.ones((1, 4), np.float32))])
+        after = since(scrape(endpoint.metrics_url), before)
+    [(model, counters)] = after.items()
+    assert (counters.requests, counters.inferences, counters.executions) == (7, 7, 7)
+    assert counters.request_us >= counters.queue_us + counters.compute_us > 0
+    assert explain(model, counters).startswith(f"{model}: 7 requests, no batches formed (one request per execution); ")
+
+
+def test_metrics_stay_off_unless_the_environment_turns_them_on(tarballs: dict[str, pathlib.Path]) -> None:
+    with SingleModelEndpoint(tarballs["add"]) as endpoint:
+        assert endpoint.metrics_url is None
+        assert "--allow-metrics=false" in endpoint.log_path.read_text().splitlines()[0]
