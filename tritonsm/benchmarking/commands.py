@@ -162,9 +162,12 @@ def run_load(args: argparse.Namespace) -> int:
     (args.out / "load.json").write_text(json.dumps(result, indent=2) + "\n")
     table = load_compare.markdown(result)
     (args.out / "load.md").write_text(table)
+    from tritonsm.benchmarking.load_plot import plot
+
+    plot(result, args.out / "load.png")
     print()
     print(table)
-    _log(f"wrote {args.out / 'load.json'}, {args.out / 'load.md'} ({result['seconds']:.0f} s)")
+    _log(f"wrote {args.out / 'load.json'}, {args.out / 'load.md'}, {args.out / 'load.png'} ({result['seconds']:.0f} s)")
     if args.record:
         chosen = args.record_config or load_compare.best_config(result)
         summary = result["configs"].get(chosen) if chosen else None

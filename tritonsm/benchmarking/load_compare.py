@@ -15,21 +15,27 @@ import contextlib
 import dataclasses
 import pathlib
 import time
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from tritonsm.benchmarking import stats
 from tritonsm.benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
 from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase
 
+if TYPE_CHECKING:
+    from local_endpoint.triton_metrics import ModelCounters
+
 WARMUP_REQUESTS = 20
-# Quiet server log: verbose logging costs CPU that the model needs on a small machine.
-SERVER_ENV = {"SAGEMAKER_TRITON_LOG_VERBOSE": "false"}
+# Quiet server log: verbose logging costs CPU that the model needs on a small machine. Triton's metrics on,
+# as the spec's container turns them on (the local launcher gives each server a free metrics port).
+SERVER_ENV = {"SAGEMAKER_TRITON_LOG_VERBOSE": "false", "SAGEMAKER_TRITON_ALLOW_METRICS": "true",
+              "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
+TRITON_FIGURES = ("average_batch", "queue_share", "queue_ms", "compute_ms")
 GAIN_CONCURRENCY = 16
 
 
 def compare(config_names: list[str], plan: PhasePlan, work: pathlib.Path, log: Callable[[str], None],
             binary: bool = True, repeats: int = 1) -> dict:
-    from local_endpoint import SingleModelEndpoint, encode_request
+    from local_endpoint import SingleModelEndpoint, encode_request, triton_metrics
 
     request = encode_request([request_tensor()], binary=binary)
     started = time.monotonic()
@@ -42,8 +48,15 @@ def compare(config_names: list[str], plan: PhasePlan, work: pathlib.Path, log: C
                                                                       default_model=MODEL_NAME, env=SERVER_ENV))
             warm = dataclasses.replace(plan, seconds=30, max_requests=WARMUP_REQUESTS)
             run_phase(endpoints[name].port, request.body, request.content_type, 1, warm)
-        rounds = interleaved_phases(config_names, plan, repeats, lambda name, concurrency: run_phase(
-            endpoints[name].port, request.body, request.content_type, concurrency, plan), log)
+        def measure(name: str, concurrency: int) -> PhaseResult:
+            url = endpoints[name].metrics_url
+            before = triton_metrics.scrape(url) if url else {}
+            result = run_phase(endpoints[name].port, request.body, request.content_type, concurrency, plan)
+            if url:
+                result.triton = triton_figures(triton_metrics.since(triton_metrics.scrape(url), before))
+            return result
+
+        rounds = interleaved_phases(config_names, plan, repeats, measure, log)
         for endpoint in endpoints.values():
             endpoint.check_running()
     configs = {name: _summary(CONFIGS[name], [median_phase(runs) for runs in rounds[name]], rounds[name])
@@ -80,8 +93,8 @@ def interleaved_phases(names: list[str], plan: PhasePlan, repeats: int,
             out[name].append(runs[name])
             mid = median_phase(runs[name])
             log(f"[{name}] concurrency {concurrency:3d}: {mid.rps:7.1f} req/s, p50 {mid.p50_ms:7.1f} ms, p99 "
-                f"{mid.p99_ms:7.1f} ms, errors {mid.errors}/{mid.requests} (median of {repeats}; load "
-                f"{', '.join(_load_text(x) for x in runs[name])})" + ("" if mid.within_threshold else
+                f"{mid.p99_ms:7.1f} ms, errors {mid.errors}/{mid.requests}{_triton_text(mid.triton)} (median of "
+                f"{repeats}; load {', '.join(_load_text(x) for x in runs[name])})" + ("" if mid.within_threshold else
                                                                       "  <- over the threshold")
                 + ("  (after stop)" if mid.after_stop else ""))
             if not mid.within_threshold:
@@ -101,7 +114,34 @@ def median_phase(runs: list[PhaseResult]) -> PhaseResult:
         p50_ms=stats.median([r.p50_ms for r in runs]), p99_ms=stats.median([r.p99_ms for r in runs]),
         within_threshold=all(r.within_threshold for r in runs),
         first_error=next((r.first_error for r in runs if r.first_error), None),
-        load_average=max((r.load_average for r in runs if r.load_average), key=lambda x: x[0], default=None))
+        load_average=max((r.load_average for r in runs if r.load_average), key=lambda x: x[0], default=None),
+        triton={k: stats.median([r.triton[k] for r in runs if r.triton]) for k in TRITON_FIGURES}
+        if all(r.triton for r in runs) else None)
+
+
+def triton_figures(counters: dict[str, "ModelCounters"]) -> Optional[dict[str, float]]:
+    """The load model's figures for one phase, from Triton's counters (None when it saw no request)."""
+    model = counters.get(MODEL_NAME)
+    if model is None:
+        return None
+    return {"average_batch": round(model.average_batch, 2), "queue_share": round(model.queue_share, 3),
+            "queue_ms": round(model.per_request_ms(model.queue_us), 2),
+            "compute_ms": round(model.per_request_ms(model.compute_us), 2)}
+
+
+def explain(figures: dict[str, float], concurrency: int) -> str:
+    """What the figures mean for the configuration, in one sentence."""
+    batch = figures["average_batch"]
+    batching = (f"dynamic batching formed batches of {batch:.1f} on average" if batch > 1.05
+                else "no batches formed (one request per execution)")
+    return (f"at concurrency {concurrency}: {batching}; {figures['queue_share']:.0%} of the server's request time was "
+            f"queue ({figures['queue_ms']:.1f} ms per request), compute {figures['compute_ms']:.1f} ms per request")
+
+
+def _triton_text(figures: Optional[dict[str, float]]) -> str:
+    if not figures:
+        return ""
+    return f", batch {figures['average_batch']:.1f}, queue {figures['queue_share']:.0%}"
 
 
 def _load_text(phase: PhaseResult) -> str:
@@ -183,14 +223,26 @@ def markdown(result: dict) -> str:
                      f"{fmt(c['max_rps_within_threshold'], '.1f')} | {fmt(c['invocations_per_minute_at_max'])} | "
                      f"{fmt(c['at_concurrency'])} | {fmt(c['p50_ms_at_max'])} | {fmt(c['p99_ms_at_max'])} | "
                      f"{c['errors']}/{c['requests']} |")
-    lines += ["", "| config | concurrency | req/s | p50 ms | p99 ms | errors | load (1 min) per round |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "Per phase, with what Triton's own metrics say (average batch formed = inferences / executions; "
+              "queue = share of the server's request time spent waiting; ms per request):", "",
+              "| config | concurrency | req/s | p50 ms | p99 ms | errors | avg batch | queue | queue ms | compute ms "
+              "| load (1 min) per round |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, c in result["configs"].items():
         for p in c["phases"]:
             flag = "" if p["within_threshold"] else " (over threshold)"
+            t = p.get("triton") or {}
+            triton = (f"{t['average_batch']:.2f} | {t['queue_share']:.0%} | {t['queue_ms']:.1f} | {t['compute_ms']:.1f}"
+                      if t else "- | - | - | -")
             lines.append(f"| {name} | {p['concurrency']}{' (after stop)' if p['after_stop'] else ''} | "
-                         f"{p['rps']:.1f} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f}{flag} | {p['errors']} | "
+                         f"{p['rps']:.1f} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f}{flag} | {p['errors']} | {triton} | "
                          f"{', '.join(_load_cell(r) for r in p.get('rounds') or [p])} |")
+    lines.append("")
+    for name, c in result["configs"].items():
+        measured = [p for p in c["phases"] if p.get("triton")]
+        if measured:
+            top = max(measured, key=lambda p: p["concurrency"])
+            lines.append(f"- {name} ({c['description']}): {explain(top['triton'], top['concurrency'])}.")
     for g in result["gains"]:
         def x(v):
             return "n/a" if v is None else f"{v:.2f}x"

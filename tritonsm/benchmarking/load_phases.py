@@ -42,6 +42,9 @@ class PhaseResult:
     after_stop: bool = False
     first_error: Optional[str] = None
     load_average: Optional[list[float]] = None  # the machine's load when the phase ended
+    # What Triton's own metrics say happened in the phase (load_compare.triton_figures): average batch
+    # formed, queue share of the server's request time, queue and compute ms per request.
+    triton: Optional[dict[str, float]] = None
 
     @property
     def invocations_per_minute(self) -> float:

@@ -1,0 +1,41 @@
+"""The load test as a picture: throughput and p99 by concurrency, and what Triton did (batch sizes, queue)."""
+from __future__ import annotations
+
+import pathlib
+
+
+def plot(result: dict, target: pathlib.Path) -> None:
+    """Writes ``target`` (PNG): left, req/s (solid) and p99 ms (dashed, right axis) by concurrency per
+    configuration; right, the average batch Triton formed (solid) and the queue share (dashed, right axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on build machines
+    import matplotlib.pyplot as plt
+
+    fig, (load, triton) = plt.subplots(1, 2, figsize=(12, 4.5))
+    latency, queue = load.twinx(), triton.twinx()
+    for name, config in result["configs"].items():
+        phases = config["phases"]
+        x = [p["concurrency"] for p in phases]
+        line, = load.plot(x, [p["rps"] for p in phases], marker="o", label=name)
+        latency.plot(x, [p["p99_ms"] for p in phases], linestyle="--", color=line.get_color())
+        with_triton = [p for p in phases if p.get("triton")]
+        if with_triton:
+            tx = [p["concurrency"] for p in with_triton]
+            triton.plot(tx, [p["triton"]["average_batch"] for p in with_triton], marker="o", color=line.get_color(),
+                        label=name)
+            queue.plot(tx, [100 * p["triton"]["queue_share"] for p in with_triton], linestyle="--",
+                       color=line.get_color())
+    load.set(xscale="log", xlabel="concurrency (users)", ylabel="req/s (solid)",
+             title="Throughput and p99 latency (dashed)")
+    latency.set_ylabel("p99 ms (dashed)")
+    triton.set(xscale="log", xlabel="concurrency (users)", ylabel="average batch formed (solid)",
+               title="Triton: dynamic batching and queue share (dashed)")
+    queue.set_ylabel("queue, % of request time (dashed)")
+    for axis in (load, triton):
+        axis.set_xticks(sorted({p["concurrency"] for c in result["configs"].values() for p in c["phases"]}))
+        axis.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        axis.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
