@@ -51,6 +51,11 @@ def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path
     phases = json.loads((tmp_path / "load" / "load.json").read_text())["configs"]["pt-db"]["phases"]
     assert [len(p["rounds"]) for p in phases] == [2, 2]
     assert all(len(r["load_average"]) == 3 for p in phases for r in p["rounds"])
+    # Triton's own metrics per phase: batches formed, queue share, queue and compute ms per request.
+    assert all(set(p["triton"]) == {"average_batch", "queue_share", "queue_ms", "compute_ms"} for p in phases)
+    assert all(p["triton"]["average_batch"] >= 1.0 and 0 <= p["triton"]["queue_share"] <= 1 for p in phases)
+    assert "- pt-db (dynamic batching, 1 instance): at concurrency 2: " in (tmp_path / "load" / "load.md").read_text()
+    assert (tmp_path / "load" / "load.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     measured = load_capacity(path)["tiny-sme"]
     assert measured.latency_sla_ms == 300.0  # the endpoint's alarms.latency_sla_ms
     assert measured.max_rps_per_instance > 0

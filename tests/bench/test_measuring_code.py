@@ -139,3 +139,34 @@ def test_targets_need_both_ratios():
     found = check_targets({"models": [{"cells": cells}]})
     assert [(t["engine"], t["target"], t["met"]) for t in found] == [
         ("onnxruntime-fp32", 1.2, False), ("onnxruntime-int8", 1.8, True)]
+
+
+def test_rounds_merge_tritons_figures_by_medians_and_drop_them_when_a_round_lacks_them():
+    figures = [{"average_batch": b, "queue_share": q, "queue_ms": 1.0, "compute_ms": 2.0}
+               for b, q in ((2.0, 0.1), (4.0, 0.5), (3.0, 0.3))]
+    runs = [_loaded(16, 100.0) for _ in figures]
+    for run, each in zip(runs, figures):
+        run.triton = each
+    assert median_phase(runs).triton == {"average_batch": 3.0, "queue_share": 0.3, "queue_ms": 1.0, "compute_ms": 2.0}
+    runs[1].triton = None
+    assert median_phase(runs).triton is None
+
+
+def test_tritons_metrics_page_is_summed_over_versions_and_differenced():
+    from local_endpoint.triton_metrics import parse, since
+
+    page = """# HELP nv_inference_request_success Number of successful inference requests
+nv_inference_request_success{model="bert",version="1"} 10
+nv_inference_request_success{model="bert",version="2"} 2
+nv_inference_count{model="bert",version="1"} 40
+nv_inference_exec_count{model="bert",version="1"} 10
+nv_inference_request_duration_us{model="bert",version="1"} 20000
+nv_inference_queue_duration_us{model="bert",version="1"} 5000
+nv_inference_compute_infer_duration_us{model="bert",version="1"} 12000
+nv_gpu_utilization{gpu_uuid="GPU-0"} 0.5
+"""
+    before = parse(page.replace(" 10\n", " 2\n", 1))
+    after = parse(page)
+    assert after["bert"].requests == 12 and after["bert"].average_batch == 4.0
+    assert since(after, before)["bert"].requests == 8
+    assert after["bert"].queue_share == 0.25
