@@ -84,6 +84,8 @@ class Alarms(Validated):
     disk_percent: float = dataclasses.field(default=90.0, metadata=meta(minimum=1, maximum=100))
     model_loading_wait_ms: float = dataclasses.field(default=10_000.0, metadata=meta(minimum=1))
     cache_hit_ratio_min: float = dataclasses.field(default=0.5, metadata=meta(minimum=0, maximum=1))
+    # Triton's queue time above this share of latency_sla_ms (from Triton's own metrics) alarms.
+    queue_share_of_sla: float = dataclasses.field(default=0.5, metadata=meta(minimum=0.01, maximum=1))
     sns_topic: bool = False
 
 

@@ -9,6 +9,7 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as act
 from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
+from triton_constructs import triton_promql
 from triton_constructs.metrics import EndpointMetrics
 
 
@@ -29,6 +30,8 @@ class EndpointAlarms(Construct):
         multi_model: Add the model-loading and cache-hit alarms. Defaults to False.
         notify: Create an SNS topic (KMS-encrypted, SSL-only) for alarm and OK actions. Defaults to False.
         topic: Notify this topic of yours instead. Defaults to none.
+        triton_metrics: The container publishes Triton's metrics and SageMaker's detailed observability is on:
+            add the PromQL alarm on Triton's queue time (``triton_promql``). Defaults to False.
 
     Attributes:
         latency, errors: The alarms that roll a guarded deployment back.
@@ -38,7 +41,7 @@ class EndpointAlarms(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
                  gpu_count: int, multi_model: bool = False, notify: bool = False,
-                 topic: Optional[sns.ITopic] = None) -> None:
+                 topic: Optional[sns.ITopic] = None, triton_metrics: bool = False) -> None:
         super().__init__(scope, id_)
         endpoint_name = metrics.endpoint_name
 
@@ -57,7 +60,7 @@ class EndpointAlarms(Construct):
                              "SLA (ModelLatency is in microseconds)", periods=2)
         self.errors = alarm("Errors5xx", metrics.invocation("Invocation5XXErrors", "Sum"), t.error_5xx_threshold,
                             f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
-        self.all = [self.latency, self.errors]
+        self.all: list[cloudwatch.AlarmBase] = [self.latency, self.errors]
         if gpu_count:
             self.all.append(alarm("GpuMemory", metrics.instance("GPUMemoryUtilization"),
                                   t.gpu_memory_percent * gpu_count,
@@ -70,6 +73,8 @@ class EndpointAlarms(Construct):
                                   "more for a model to load (microseconds)"))
             self.all.append(alarm("CacheHit", metrics.invocation("ModelCacheHit", "Average"), t.cache_hit_ratio_min,
                                   f"model cache hit ratio below {t.cache_hit_ratio_min:g}", below=True, periods=5))
+        if triton_metrics:
+            self.all.append(queue_alarm(self, metrics.endpoint_name, t))
         self.topic: Optional[sns.ITopic] = topic
         if notify and topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")
@@ -84,3 +89,18 @@ class EndpointAlarms(Construct):
             for each in self.all:
                 each.add_alarm_action(actions.SnsAction(self.topic))
                 each.add_ok_action(actions.SnsAction(self.topic))
+
+
+def queue_alarm(scope: Construct, endpoint_name: str, thresholds: Alarms,
+                component_name: Optional[str] = None) -> cloudwatch.PromQLAlarm:
+    """Alarms when requests wait in Triton's queue longer than ``queue_share_of_sla`` of the latency SLA for
+    5 minutes, per model: the sign that instances (or instance_group count) are too few, or dynamic batching
+    waits too long (``max_queue_delay_microseconds``)."""
+    share, sla = thresholds.queue_share_of_sla, thresholds.latency_sla_ms
+    subject = component_name or endpoint_name
+    return cloudwatch.PromQLAlarm(
+        scope, "TritonQueue", query=triton_promql.queue_over_sla(endpoint_name, sla, share, component_name),
+        evaluation_interval=cdk.Duration.minutes(1), pending_period=cdk.Duration.minutes(5),
+        recovery_period=cdk.Duration.minutes(5),
+        alarm_description=f"{subject}: Triton queue time per request above {share:.0%} of the {sla:g} ms SLA "
+                          "(Triton's own metrics through SageMaker detailed observability)")

@@ -20,6 +20,7 @@ from constructs import Construct
 from deployment_spec.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
 from triton_constructs.dashboard import graph
+from triton_constructs.alarms import queue_alarm
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 
 COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
@@ -45,13 +46,16 @@ class ComponentAlarms(Construct):
         component_name: The component's ``InferenceComponentName``.
         thresholds: From the spec.
         gpus: GPUs one copy reserves (0: no GPU memory alarm).
+        endpoint_name: With Triton's metrics published: the endpoint, for the PromQL queue alarm
+            (``alarms.queue_alarm``). Defaults to none (no queue alarm).
 
     Attributes:
         latency, errors: The alarms that roll a guarded (rolling) update back.
         all: Every alarm.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, component_name: str, thresholds: Alarms, gpus: int) -> None:
+    def __init__(self, scope: Construct, id_: str, *, component_name: str, thresholds: Alarms, gpus: int,
+                 endpoint_name: Optional[str] = None) -> None:
         super().__init__(scope, id_)
 
         def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
@@ -68,13 +72,15 @@ class ComponentAlarms(Construct):
                              "SLA (ModelLatency is in microseconds)", periods=2)
         self.errors = alarm("Errors5xx", component_metric(component_name, "Invocation5XXErrors", "Sum"),
                             t.error_5xx_threshold, f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
-        self.all = [self.latency, self.errors]
+        self.all: list[cloudwatch.AlarmBase] = [self.latency, self.errors]
         if gpus:
             self.all.append(alarm(
                 "GpuMemory", component_metric(component_name, "GPUMemoryUtilizationNormalized", "Average",
                                               namespace=COMPONENT_NAMESPACE),
                 t.gpu_memory_percent, f"GPU memory of a copy at or above {t.gpu_memory_percent:g} % of its "
                                       f"{gpus} reserved GPU(s)", periods=3))
+        if endpoint_name is not None:
+            self.all.append(queue_alarm(self, endpoint_name, t, component_name))
 
 
 class ComponentDashboard(Construct):

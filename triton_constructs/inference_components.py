@@ -203,8 +203,9 @@ class TritonInferenceComponents(Construct):
             _keep_when_replaced(model.resource, removal_policy)
             execution_role.grant_logs(logs.LogGroup(
                 group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args))
+            triton_metrics = observability.detailed and props.environment.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true"
             alarms = ComponentAlarms(group, "Alarms", component_name=props.name, thresholds=thresholds,
-                                     gpus=props.gpus)
+                                     gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None)
             if rolling_update is not None and rolling_update.auto_rollback:
                 rollback += [alarms.errors, alarms.latency]
             component = sagemaker.CfnInferenceComponent(

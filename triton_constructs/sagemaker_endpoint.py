@@ -172,7 +172,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         gpus = itype.gpu_count if itype else 0
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
                                      gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic,
-                                     topic=getattr(alarms, "topic", None))
+                                     topic=getattr(alarms, "topic", None),
+                                     triton_metrics=container.metrics and observability.detailed)
         rollback = [self.alarms.errors, self.alarms.latency] if deployment and deployment.auto_rollback else []
         self.endpoint = TritonEndpoint(
             self, "Endpoint", model=self.model, endpoint_name=name, instance_type=instance_type,

@@ -1,4 +1,5 @@
 """Alarms (units and per-GPU thresholds), the endpoint dashboard, the optional encrypted SNS topic."""
+
 import json
 
 from aws_cdk.assertions import Match
@@ -10,7 +11,7 @@ DIMS = [{"Name": "EndpointName", "Value": "Triton-dev-vision-nlp"}, {"Name": "Va
 
 def _alarm(template, metric):
     [alarm] = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()
-               if a["Properties"]["MetricName"] == metric]
+               if a["Properties"].get("MetricName") == metric]
     return alarm
 
 
@@ -45,9 +46,24 @@ def test_multi_model_endpoints_watch_model_loading_and_cache(default_synth):
     assert wait["Threshold"] == 10_000_000
     assert (hit["Threshold"], hit["ComparisonOperator"], hit["Statistic"]) == (0.5, "LessThanThreshold", "Average")
     # A single-model endpoint has neither.
-    names = [a["Properties"]["MetricName"] for a in default_synth.template("dev", "classifier").find_resources(
-        "AWS::CloudWatch::Alarm").values()]
-    assert sorted(names) == ["DiskUtilization", "GPUMemoryUtilization", "Invocation5XXErrors", "ModelLatency"]
+    names = [a["Properties"].get("MetricName", "PromQL") for a in default_synth.template("dev", "classifier")
+             .find_resources("AWS::CloudWatch::Alarm").values()]
+    assert sorted(names) == ["DiskUtilization", "GPUMemoryUtilization", "Invocation5XXErrors", "ModelLatency", "PromQL"]
+
+
+def test_tritons_queue_time_alarms_above_its_share_of_the_sla(default_synth):
+    # Triton's own metrics (through SageMaker detailed observability): queue ms per request, per model.
+    [queue] = [a["Properties"] for a in default_synth.template("dev", "classifier").find_resources(
+        "AWS::CloudWatch::Alarm").values() if "EvaluationCriteria" in a["Properties"]]
+    criteria = queue["EvaluationCriteria"]["PromQLCriteria"]
+    name = "Triton-dev-classifier"
+
+    def rate(metric: str) -> str:
+        return f'sum by (model) (rate({{"{metric}", "aws.sagemaker.endpoint.name"="{name}"}}[5m]))'
+    # The classifier keeps the default 500 ms SLA: queue above 50 % of it, for 5 minutes.
+    assert criteria["Query"] == (f"({rate('nv_inference_queue_duration_us')} / "
+                                 f"{rate('nv_inference_request_success')}) / 1000 > 250")
+    assert (criteria["PendingPeriod"], queue["EvaluationInterval"]) == (300, 60)
 
 
 def test_dashboard_per_endpoint(default_synth):

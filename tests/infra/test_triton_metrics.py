@@ -82,3 +82,22 @@ def test_enhanced_metrics_on_a_multi_model_endpoint_are_refused(tmp_path):
         "TritonSageMakerEndpoint UserApp/Multi: 1 problem\n  - observability.enhanced: got true on a multi-model "
         "endpoint; allowed: single-model and inference-component endpoints only (EnableEnhancedMetrics); fix: remove "
         "observability.enhanced")
+
+
+def _promql_queries(template: Template) -> list[str]:
+    return [a["Properties"]["EvaluationCriteria"]["PromQLCriteria"]["Query"]
+            for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+            if "EvaluationCriteria" in a["Properties"]]
+
+
+def test_each_component_gets_its_own_queue_alarm_and_none_without_metrics(tmp_path):
+    stack = user_stack()
+    shared = TritonComponentsEndpoint(stack, "Shared", models=_models(tmp_path, "resnet50", "bert"),
+                                      instance_type="ml.g5.12xlarge", endpoint_name="shared")
+    queries = _promql_queries(Template.from_stack(stack))
+    assert sorted(q.split('"aws.sagemaker.inference_component.name"="')[1].split('"')[0] for q in queries) == [
+        shared.component_name("bert"), shared.component_name("resnet50")]
+    quiet = user_stack()
+    TritonSageMakerEndpoint(quiet, "Single", models=_models(tmp_path, "resnet50"), instance_type="ml.g5.xlarge",
+                            container=Container(metrics=False))
+    assert _promql_queries(Template.from_stack(quiet)) == []
