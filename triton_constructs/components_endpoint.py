@@ -16,7 +16,7 @@ from deployment_spec.endpoint import Alarms, Container, EndpointSpec, Observabil
 from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from triton_constructs import endpoint_storage
+from triton_constructs import endpoint_storage, triton_promql
 from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
 from triton_constructs.endpoint_reference import endpoint_arn, with_options
 from triton_constructs.execution_role import TritonExecutionRole
@@ -199,6 +199,18 @@ class TritonComponentsEndpoint(Construct):
     def metric_gpu_utilization(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU utilization of ``model``'s copies against what they reserve, 0-100 % (Average)."""
         return self._metric(model, "GPUUtilizationNormalized", "Average", props, COMPONENT_NAMESPACE)
+
+    def promql_queue_ms(self, model: str) -> str:
+        """PromQL: ms a request to ``model``'s component waits in Triton's queue (``triton_promql``)."""
+        return triton_promql.queue_ms(self.endpoint_name, self.component_name(model))
+
+    def promql_compute_ms(self, model: str) -> str:
+        """PromQL: ms Triton computes per request in ``model``'s component."""
+        return triton_promql.compute_ms(self.endpoint_name, self.component_name(model))
+
+    def promql_average_batch(self, model: str) -> str:
+        """PromQL: the batch size dynamic batching formed in ``model``'s component."""
+        return triton_promql.average_batch(self.endpoint_name, self.component_name(model))
 
     def metric_gpu_memory_utilization(self, model: str,
                                       props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam
 from constructs import Construct
 
+from triton_constructs import triton_promql
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, EndpointMetrics
 
 
@@ -67,6 +68,19 @@ class EndpointReference:
     def metric_gpu_memory_utilization(self, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU memory in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
         return with_options(self.metrics.instance("GPUMemoryUtilization", unit=cloudwatch.Unit.PERCENT), props)
+
+    def promql_queue_ms(self) -> str:
+        """PromQL (CloudWatch Query Studio, ``cloudwatch.PromQLAlarm``): ms a request waits in Triton's queue,
+        per model, from Triton's own metrics (``triton_promql``)."""
+        return triton_promql.queue_ms(self.endpoint_name)
+
+    def promql_compute_ms(self) -> str:
+        """PromQL: ms Triton computes per request, per model."""
+        return triton_promql.compute_ms(self.endpoint_name)
+
+    def promql_average_batch(self) -> str:
+        """PromQL: the batch size dynamic batching formed (inferences per execution), per model."""
+        return triton_promql.average_batch(self.endpoint_name)
 
 
 class ImportedTritonEndpoint(Construct, EndpointReference):

@@ -101,3 +101,17 @@ def test_each_component_gets_its_own_queue_alarm_and_none_without_metrics(tmp_pa
     TritonSageMakerEndpoint(quiet, "Single", models=_models(tmp_path, "resnet50"), instance_type="ml.g5.xlarge",
                             container=Container(metrics=False))
     assert _promql_queries(Template.from_stack(quiet)) == []
+
+
+def test_promql_queries_for_query_studio_name_the_endpoint_and_component(tmp_path):
+    stack = user_stack()
+    single = TritonSageMakerEndpoint(stack, "Single", models=_models(tmp_path, "resnet50"),
+                                     instance_type="ml.g5.xlarge", endpoint_name="single")
+    shared = TritonComponentsEndpoint(stack, "Shared", models=_models(tmp_path, "bert"),
+                                      instance_type="ml.g5.12xlarge", endpoint_name="shared")
+    assert single.promql_average_batch() == (
+        'sum by (model) (rate({"nv_inference_count", "aws.sagemaker.endpoint.name"="single"}[5m])) / '
+        'sum by (model) (rate({"nv_inference_exec_count", "aws.sagemaker.endpoint.name"="single"}[5m]))')
+    assert single.promql_compute_ms().startswith(
+        '(sum by (model) (rate({"nv_inference_compute_infer_duration_us", "aws.sagemaker.endpoint.name"="single"}')
+    assert f'"aws.sagemaker.inference_component.name"="{shared.component_name("bert")}"' in shared.promql_queue_ms("bert")
