@@ -19,6 +19,8 @@ from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.runtime_front import RuntimeHandler
 from local_endpoint.runtime_routes import INVOKE_TIMEOUT, RuntimeTarget
 
+DEFAULT_VARIANT = "AllTraffic"   # the project's constructs' default variant name
+
 
 class Endpoint(Server, Protocol):
     """A local endpoint (single-model, multi-model, inference components, or in its image), not started."""
@@ -35,7 +37,7 @@ class NamedEndpoint:
     name: str
     kind: EndpointKind
     server: Endpoint
-    variant: str = "AllTraffic"
+    variant: str = DEFAULT_VARIANT
 
 
 class LocalRuntime(LocalEndpointLifecycle):
