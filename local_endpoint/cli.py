@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import signal
-import sys
-import threading
-from typing import Callable
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
@@ -41,7 +37,7 @@ def serve_main(argv: list[str]) -> int:
     except LocalEndpointError as error:
         return _fail(error)
     named = NamedEndpoint(args.endpoint_name, KIND_OF_MODE[args.mode], endpoint, args.variant_name)
-    return serve_one(named, args.port, lambda url: _announce(endpoint, args.mode, url))
+    return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
 
 
 def serve_components(components, *, name: str, variant: str = DEFAULT_VARIANT, port: int | None = None,
@@ -55,7 +51,7 @@ def serve_components(components, *, name: str, variant: str = DEFAULT_VARIANT, p
     except LocalEndpointError as error:
         return _fail(error)
 
-    def announce(url: str) -> None:
+    def announce_components(url: str) -> None:
         print(f"serving {len(endpoint.component_names)} inference component(s) at {url}; name one per "
               f"request ({INFERENCE_COMPONENT_HEADER}, tritonsm invoke --component MODEL): "
               f"{', '.join(endpoint.component_names)}", flush=True)
@@ -64,10 +60,11 @@ def serve_components(components, *, name: str, variant: str = DEFAULT_VARIANT, p
         print(f"server logs: {endpoint.log_path}", flush=True)
 
     named = NamedEndpoint(name, EndpointKind.INFERENCE_COMPONENTS, endpoint, variant)
-    return serve_one(named, port, announce)
+    return serve_one(named, port, announce_components)
 
 
-def _announce(endpoint, mode: str, url: str) -> None:
+def announce(endpoint, mode: str, url: str) -> None:
+    """What a single-model or multi-model endpoint serves, at ``url``."""
     archives = len(endpoint.tarballs) if mode == MME else 1
     print(f"serving {archives} model archive(s) ({mode.upper()}) at {url}", flush=True)
     if mode == MME:

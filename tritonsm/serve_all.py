@@ -1,0 +1,50 @@
+"""`tritonsm serve --all`: every endpoint of the spec behind one local SageMaker Runtime port.
+
+An application with several endpoints sets one ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`` and calls each
+endpoint by the name it has when deployed (``<project>-<environment>-<endpoint>``).
+"""
+from __future__ import annotations
+
+import argparse
+
+from deployment_spec import load_spec
+from deployment_spec.errors import UserError
+from deployment_spec.served import resolve_endpoint
+from tritonsm.serve import check_image_flags, runtime_name
+
+
+def run_serve_all(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    from local_endpoint.errors import LocalEndpointError
+    from local_endpoint.local_runtime import NamedEndpoint
+    from local_endpoint.runtime_cli import serve_all
+    from local_endpoint.spec_servers import describe, kind_of, local_server
+
+    named = []
+    for name in load_spec(args.spec).endpoints:
+        local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
+        kind = kind_of(local)
+        if args.image:
+            from local_endpoint.image.endpoints import for_spec_endpoint
+            try:
+                server = for_spec_endpoint(local, args.image, region=args.region, capacity=args.mme_capacity,
+                                           startup_timeout=args.startup_timeout)
+            except LocalEndpointError as error:
+                raise UserError(str(error)) from None
+        else:
+            server = local_server(local, cpu_stand_in=args.cpu_stand_in, mme_capacity=args.mme_capacity,
+                                  startup_timeout=args.startup_timeout or 120.0)
+        endpoint_name, variant = runtime_name(args, local, name)
+        named.append(NamedEndpoint(endpoint_name, kind, server, variant))
+    return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server))
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.endpoint:
+        raise UserError(f"--all serves every endpoint of the spec; leave out the endpoint name {args.endpoint!r}, "
+                        "or drop --all to serve that endpoint alone")
+    for flag, value in (("--component", args.component), ("--log-file", args.log_file)):
+        if value:
+            raise UserError(f"{flag} applies to one endpoint; with --all each server logs under the temp "
+                            "directory (the start-up lines name the files), and every component is served")
+    check_image_flags(args)
