@@ -14,7 +14,8 @@ from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.errors import InvokeError
+from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
@@ -84,17 +85,18 @@ def invoke_main(argv: list[str]) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
+        if not (args.url or args.endpoint_name):
+            parser.error("one of the arguments --url --endpoint-name is required")
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         request = encode_request(_tensors_from_args(parser, args), binary=args.binary)
+        name = args.endpoint_name
         if args.url:
-            response = invoke_url(args.url, request, target_model=args.target_model,
-                                  inference_component=args.inference_component, timeout=args.timeout)
-        else:
-            response = invoke_sagemaker_endpoint(
-                args.endpoint_name, request, region=args.region, target_model=args.target_model,
-                inference_component=args.inference_component,
-            )
+            name = _local_endpoint_name(args.url, name)
+        response = invoke_sagemaker_endpoint(
+            name, request, region=args.region, target_model=args.target_model,
+            inference_component=args.inference_component, endpoint_url=args.url, timeout=args.timeout,
+        )
         print(format_response(response))
         if args.output is not None:
             save_response(response, args.output)
@@ -169,11 +171,12 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
 def _invoke_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tritonsm invoke",
-        description="Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).",
+        description="Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint "
+                    "(--url) or a deployed one (--endpoint-name).",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="local endpoint, e.g. http://127.0.0.1:8080")
-    where.add_argument("--endpoint-name", help="deployed SageMaker endpoint (boto3 sagemaker-runtime)")
+    parser.add_argument("--url", help="the local SageMaker Runtime of `tritonsm serve`, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--endpoint-name", help="the EndpointName: a deployed SageMaker endpoint, or with --url one "
+                                                "the local runtime serves (default there: its only one)")
     parser.add_argument("--region", help="the deployed endpoint's region (default: boto3's)")
     parser.add_argument("--target-model", help="MME: the model archive to run, e.g. resnet.tar.gz")
     parser.add_argument("--inference-component", help="an endpoint of inference components: the component to run "
@@ -193,7 +196,17 @@ def _invoke_parser() -> argparse.ArgumentParser:
                         help="send binary+json (application/vnd.sagemaker-triton.binary+json) instead of JSON")
     parser.add_argument("--output", type=pathlib.Path, help="also save the outputs (.json or .npz)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
+
     return parser
+
+
+def _local_endpoint_name(url: str, name: str | None) -> str:
+    """``name``, or the only endpoint the local runtime at ``url`` serves; InvokeError naming them otherwise."""
+    served = endpoint_names_at(url)
+    if name in served or (name is None and len(served) == 1):
+        return name or served[0]
+    said = f"--endpoint-name {name!r} is not one of them" if name else "name one with --endpoint-name"
+    raise InvokeError(f"the local runtime at {url} serves {', '.join(served) or 'no endpoint'}; {said}")
 
 
 def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):

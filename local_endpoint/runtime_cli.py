@@ -82,7 +82,7 @@ def serve_endpoint(endpoint, announce: Callable[[], None]) -> int:
         print("stopped", flush=True)
         return 0
     except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --log-file
-        return _fail(error)
+        return fail(error)
     finally:
         _stop_ignoring_ctrl_c(endpoint)
         for sig, handler in previous.items():

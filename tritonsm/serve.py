@@ -179,8 +179,10 @@ def run_invoke(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
         env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
         rest += _component_flag(spec.project, env_name, endpoint, args.component)
-        if args.deployed:
+        if args.deployed or any(a.split("=", 1)[0] == "--url" for a in rest):
+            # The same EndpointName locally (the runtime of `tritonsm serve`) and deployed.
             rest += ["--endpoint-name", endpoint_name(spec.project, env_name, endpoint.name)]
+        if args.deployed:
             region = spec.environments[env_name].region
             if region and "--region" not in rest:
                 rest += ["--region", region]
