@@ -41,7 +41,7 @@ def serve_main(argv: list[str]) -> int:
     return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
 
 
-def serve_components(components, *, name: str, variant: str = DEFAULT_VARIANT, port: int | None = None,
+def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: str = DEFAULT_VARIANT, port: int | None = None,
                      log_dir: pathlib.Path | None = None, startup_timeout: float = 120.0, cpu_stand_in: bool = False,
                      triton_version: str = DEFAULT_TRITON_VERSION) -> int:
     """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C; ``name``
