@@ -20,7 +20,7 @@ from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
-from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_endpoint, serve_one
+from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
 from local_endpoint.serve_flags import MME, SME
 from local_endpoint.single_model import SingleModelEndpoint
 
@@ -41,7 +41,8 @@ def serve_main(argv: list[str]) -> int:
     return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
 
 
-def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: str = DEFAULT_VARIANT, port: int | None = None,
+def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: str = DEFAULT_VARIANT,
+                     port: int | None = None,
                      log_dir: pathlib.Path | None = None, startup_timeout: float = 120.0, cpu_stand_in: bool = False,
                      triton_version: str = DEFAULT_TRITON_VERSION) -> int:
     """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C; ``name``

@@ -12,7 +12,8 @@ class HttpReply:
     status: int
     content_type: str
     body: bytes
-    # The reply's headers, names in lower case, where the caller passes them on (the SageMaker Runtime front: custom attributes).
+    # The reply's headers, names in lower case, for a caller that passes them on (the SageMaker Runtime front:
+    # custom attributes).
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 

@@ -11,7 +11,7 @@ Status codes are the service model's (``error.httpStatusCode`` of each shape):
 |---|---|---|
 | ValidationError | 400 | "Inspect your request and try again": unknown endpoint, a header the endpoint does not take |
 | ModelError | 424 | "Model (owned by the customer in the container) returned 4xx or 5xx error code" |
-| ModelNotReadyException | 429 | "a multi-model endpoint is still downloading or loading the target model. Wait and try ..." |
+| ModelNotReadyException | 429 | "a multi-model endpoint is still downloading or loading the target model" |
 | ServiceUnavailable | 503 | "The service is unavailable. Try your call again." |
 
 The message texts follow what SageMaker returns (quoted in public reports, since no reference page lists

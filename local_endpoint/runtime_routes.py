@@ -117,7 +117,8 @@ def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optiona
             f"Endpoint {target.name} is not a multi-model endpoint and does not support target model header. "
             f"Leave TargetModel out (it is {target.kind.value}).", "TARGET_MODEL_HEADER_NOT_SUPPORTED")
     if target.kind == MME and model not in target.target_models:
-        said = f"TargetModel {model!r} is not one of its models" if model else "the request is missing a target model header"
+        said = (f"TargetModel {model!r} is not one of its models" if model else
+                "the request is missing a target model header")
         return runtime_errors.validation_error(
             f"Endpoint {target.name} is a multi-model endpoint and {said}; pass TargetModel, one of: "
             f"{', '.join(target.target_models)} (tritonsm invoke --model resolves a model name)")

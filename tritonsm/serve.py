@@ -16,6 +16,7 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
 from deployment_spec.served import LocalEndpoint, built_artifacts, resolve_endpoint, spec_endpoint
+from tritonsm.serve_names import check_image_flags, runtime_name
 
 # Spelled out here, not imported from local_endpoint.image.images, to keep numpy out of every command.
 SAGEMAKER, IMAGE_KINDS = "sagemaker", ("sagemaker", "ngc")
@@ -116,20 +117,6 @@ def run_serve(args: argparse.Namespace) -> int:
             argv += [flag, str(value)]
     from local_endpoint.cli import serve_main
     return serve_main(argv)
-
-
-def runtime_name(args: argparse.Namespace, local: LocalEndpoint, name: str | None = None) -> tuple[str, str]:
-    """(EndpointName, production variant) of spec endpoint ``name`` (default ``args.endpoint``) in
-    ``args.environment``: what the local SageMaker Runtime answers to and reports as invoked."""
-    spec = load_spec(args.spec)
-    env_name, endpoint = spec_endpoint(spec, name or args.endpoint, args.environment)
-    return endpoint_name(spec.project, env_name, endpoint.name), (local.endpoint or endpoint).variant_name
-
-
-def check_image_flags(args: argparse.Namespace) -> None:
-    if args.image and args.cpu_stand_in:
-        raise UserError("--cpu-stand-in and --image exclude each other: the image runs every backend itself, "
-                        "on the GPU; drop one of them")
 
 
 def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:

@@ -10,7 +10,7 @@ import argparse
 from deployment_spec import load_spec
 from deployment_spec.errors import UserError
 from deployment_spec.served import resolve_endpoint
-from tritonsm.serve import check_image_flags, runtime_name
+from tritonsm.serve_names import check_image_flags, runtime_name
 
 
 def run_serve_all(args: argparse.Namespace) -> int:
