@@ -14,6 +14,7 @@ from typing import Iterable, Optional, Protocol, Sequence
 
 from deployment_spec.endpoint import EndpointKind
 from local_endpoint import ports
+from local_endpoint.errors import UnsupportedBackendError
 from local_endpoint.lifecycle import LocalEndpointLifecycle, Server
 from local_endpoint.mme_front_door import FrontDoor
 from local_endpoint.runtime_front import RuntimeHandler
@@ -26,6 +27,8 @@ class Endpoint(Server, Protocol):
     """A local endpoint (single-model, multi-model, inference components, or in its image), not started."""
 
     port: Optional[int]
+    log_path: object          # its server log(s), once started
+    stand_in_notes: list[str]  # one line per model served by a CPU stand-in
 
     def start(self) -> object: ...
 
@@ -51,10 +54,13 @@ class LocalRuntime(LocalEndpointLifecycle):
         invoke_timeout: Seconds a container may take to answer (InvokeEndpoint's 60 by default).
         container_contract: With one endpoint: also pass every other request (``/ping``, ``/invocations``)
             on to it, so the port serves both APIs. Defaults to no.
+        skip_unsupported: Leave out an endpoint whose models the local server cannot run (a TensorRT plan),
+            recording why in ``skipped``, instead of failing; at least one must run. Defaults to no.
     """
 
     def __init__(self, endpoints: Sequence[NamedEndpoint], *, port: Optional[int] = None,
-                 invoke_timeout: float = INVOKE_TIMEOUT, container_contract: bool = False) -> None:
+                 invoke_timeout: float = INVOKE_TIMEOUT, container_contract: bool = False,
+                 skip_unsupported: bool = False) -> None:
         names = [e.name for e in endpoints]
         if not endpoints or len(set(names)) != len(names):
             raise ValueError(f"a local runtime needs one or more uniquely named endpoints; got {names}")
@@ -64,6 +70,8 @@ class LocalRuntime(LocalEndpointLifecycle):
         self.invoke_timeout = invoke_timeout
         self.targets: dict[str, RuntimeTarget] = {}
         self._container_contract = container_contract
+        self._skip_unsupported = skip_unsupported
+        self.skipped: dict[str, str] = {}   # EndpointName: why the local server cannot run it
         self._requested_port = port
         self.port: Optional[int] = None
 
@@ -82,8 +90,17 @@ class LocalRuntime(LocalEndpointLifecycle):
         self.port = ports.claim(self._requested_port)
         try:
             for endpoint in self.endpoints:
-                endpoint.server.start()
+                try:
+                    endpoint.server.start()
+                except UnsupportedBackendError as error:
+                    if not self._skip_unsupported:
+                        raise
+                    self.skipped[endpoint.name] = str(error)   # refused before any server started
+                    continue
                 self.targets[endpoint.name] = _target(endpoint)
+            if not self.targets:
+                raise UnsupportedBackendError("the local server can run none of the endpoints: " + "; ".join(
+                    f"{name}: {why}" for name, why in self.skipped.items()))
             logs = ", ".join(str(getattr(e.server, "log_path", "") or "") for e in self.endpoints)
             self._front_door = FrontDoor(self.port, self, logs, handler=RuntimeHandler)  # type: ignore[arg-type]
             self._front_door.start_in_background()

@@ -32,17 +32,21 @@ def serve_one(endpoint: NamedEndpoint, port: int | None, announce: Callable[[str
     return serve_endpoint(runtime, announce_all)
 
 
-def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Callable[[NamedEndpoint], str]) -> int:
-    """Every endpoint behind one port, each under its EndpointName; ``describe`` says what one serves."""
-    try:
-        runtime = LocalRuntime(endpoints, port=port)
-    except ValueError as error:
-        return fail(error)
+def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Callable[[NamedEndpoint], str],
+              skipped: dict[str, str]) -> int:
+    """Every endpoint behind one port, each under its EndpointName; ``describe`` says what one serves. Those the
+    local server cannot run are left out and named, with those ``skipped`` already (EndpointName: why)."""
+    runtime = LocalRuntime(endpoints, port=port, skip_unsupported=True)
 
     def announce() -> None:
-        print(f"serving {len(endpoints)} endpoint(s) at {runtime.url}:", flush=True)
+        print(f"serving {len(runtime.targets)} endpoint(s) at {runtime.url}:", flush=True)
         for endpoint in endpoints:
-            print(f"  {endpoint.name}: {describe(endpoint)}", flush=True)
+            if endpoint.name in runtime.targets:
+                print(f"  {endpoint.name}: {describe(endpoint)}", flush=True)
+                for note in [*endpoint.server.stand_in_notes, f"server log: {endpoint.server.log_path}"]:
+                    print(f"    {note}", flush=True)
+        for name, why in {**skipped, **runtime.skipped}.items():
+            print(f"  {name}: skipped, {why}", flush=True)
         _announce_runtime(runtime)
 
     return serve_endpoint(runtime, announce)

@@ -10,7 +10,7 @@ import argparse
 from deployment_spec import load_spec
 from deployment_spec.errors import UserError
 from deployment_spec.served import resolve_endpoint
-from tritonsm.serve_names import check_image_flags, runtime_name
+from tritonsm.serve_names import check_image_flags, deployed_name, runtime_name
 
 
 def run_serve_all(args: argparse.Namespace) -> int:
@@ -20,8 +20,12 @@ def run_serve_all(args: argparse.Namespace) -> int:
     from local_endpoint.runtime_cli import serve_all
     from local_endpoint.spec_servers import describe, kind_of, local_server
 
-    named = []
+    named, skipped = [], {}
     for name in load_spec(args.spec).endpoints:
+        not_built = _not_built(args.manifest, name)
+        if not_built:
+            skipped[deployed_name(args, name)] = f"not built ({not_built}); run `tritonsm build` where it can be built"
+            continue
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
         kind = kind_of(local)
         if args.image:
@@ -36,15 +40,30 @@ def run_serve_all(args: argparse.Namespace) -> int:
                                   startup_timeout=args.startup_timeout or 120.0)
         endpoint_name, variant = runtime_name(args, local, name)
         named.append(NamedEndpoint(endpoint_name, kind, server, variant))
-    return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server))
+    if not named:
+        raise UserError("no endpoint of the spec has been built: " + "; ".join(
+            f"{name}: {why}" for name, why in skipped.items()))
+    return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server), skipped)
+
+
+def _not_built(manifest_path, name: str) -> str | None:
+    """Why the build skipped endpoint ``name`` (a TensorRT model without a GPU), if it did; a missing or broken
+    manifest is left to ``resolve_endpoint``, which says how to fix it."""
+    from deployment_spec.manifest import ManifestError, load_manifest
+    try:
+        return load_manifest(manifest_path).not_built.get(f"endpoints.{name}")
+    except ManifestError:
+        return None
 
 
 def _check_flags(args: argparse.Namespace) -> None:
     if args.endpoint:
         raise UserError(f"--all serves every endpoint of the spec; leave out the endpoint name {args.endpoint!r}, "
                         "or drop --all to serve that endpoint alone")
-    for flag, value in (("--component", args.component), ("--log-file", args.log_file)):
-        if value:
-            raise UserError(f"{flag} applies to one endpoint; with --all each server logs under the temp "
-                            "directory (the start-up lines name the files), and every component is served")
+    if args.component:
+        raise UserError("--component applies to one endpoint of inference components; --all serves every component "
+                        "of every endpoint: drop --component, or name that endpoint instead of --all")
+    if args.log_file:
+        raise UserError("--log-file applies to one endpoint; with --all each server logs to a file of its own under "
+                        "the temp directory (the start-up lines name them): drop --log-file")
     check_image_flags(args)

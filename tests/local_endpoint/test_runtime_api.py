@@ -168,9 +168,12 @@ def test_an_endpoint_whose_server_is_gone_is_service_unavailable() -> None:
     assert json.loads(reply.body)["Message"].startswith("Endpoint E: its local server did not answer (")
 
 
-# A model whose load takes longer than the runtime waits: SageMaker's cold MME model.
-SLOW_LOAD_MODEL = models.AFFINE_MODEL.replace("    def initialize(self, args):\n",
-                                              "    def initialize(self, args):\n        import time; time.sleep(6)\n")
+# A model whose load takes longer than the runtime waits (SageMaker's cold MME model), and whose answer to a
+# negative input does too (a slow container).
+SLOW_LOAD_MODEL = models.AFFINE_MODEL.replace(
+    "    def initialize(self, args):\n", "    def initialize(self, args):\n        import time; time.sleep(6)\n").replace(
+    "            y = (x * self.factor", "            if x.min() < 0:\n                import time; time.sleep(5)\n"
+                                       "            y = (x * self.factor")
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +187,16 @@ def slow_runtime(module_tmp):
         yield served
 
 
+@pytest.fixture(scope="module")
+def slow_client(slow_runtime):
+    return boto3.client("sagemaker-runtime", endpoint_url=slow_runtime.url, region_name="us-east-1",
+                        aws_access_key_id="local", aws_secret_access_key="local",
+                        config=Config(retries={"total_max_attempts": 1}))
+
+
 @pytest.mark.triton
-def test_a_model_still_loading_is_model_not_ready_and_answers_once_loaded(slow_runtime) -> None:
-    client = boto3.client("sagemaker-runtime", endpoint_url=slow_runtime.url, region_name="us-east-1",
-                          aws_access_key_id="local", aws_secret_access_key="local",
-                          config=Config(retries={"total_max_attempts": 1}))
+def test_a_model_still_loading_is_model_not_ready_and_answers_once_loaded(slow_client) -> None:
+    client = slow_client
     call = dict(EndpointName=MME, TargetModel="slow.tar.gz", ContentType="application/json", Body=X_BODY)
     with pytest.raises(client.exceptions.ModelNotReadyException) as caught:
         client.invoke_endpoint(**call)
@@ -203,6 +211,43 @@ def test_a_model_still_loading_is_model_not_ready_and_answers_once_loaded(slow_r
         except client.exceptions.ModelNotReadyException:
             assert time.monotonic() < deadline, "the model never finished loading"
             time.sleep(1)
+
+
+@pytest.mark.triton
+def test_a_loaded_model_too_slow_to_answer_is_a_model_error_not_model_not_ready(slow_client) -> None:
+    # The twin of the test above: a timeout counts as "still loading" only for a model that was not loaded.
+    client = slow_client
+    call = dict(EndpointName=MME, TargetModel="slow.tar.gz", ContentType="application/json")
+    deadline = time.monotonic() + 60
+    while True:   # loaded (by the test above, or now)
+        try:
+            client.invoke_endpoint(Body=X_BODY, **call)
+            break
+        except client.exceptions.ModelNotReadyException:
+            assert time.monotonic() < deadline, "the model never finished loading"
+            time.sleep(1)
+    with pytest.raises(client.exceptions.ModelError) as caught:
+        client.invoke_endpoint(Body=X_BODY.replace("[1, 2, 3]", "[-1, 2, 3]"), **call)
+    assert (caught.value.response["OriginalStatusCode"], caught.value.response["OriginalMessage"]) == (
+        0, "Your invocation timed out while waiting for a response from container AllTraffic (2 s). Review the "
+           "server log, resolve the issue, and try again.")
+
+
+@pytest.mark.triton
+def test_tritonsm_invoke_url_names_the_endpoint_when_the_runtime_serves_several(runtime, tmp_path, capsys) -> None:
+    from local_endpoint.cli import invoke_main
+    np.save(tmp_path / "x.npy", np.array([[1.0, 2.0, 3.0]], np.float32))
+    argv = ["--url", runtime.url, "--input", str(tmp_path / "x.npy"), "--input-name", "INPUT"]
+    served = "Tests-dev-ic, Tests-dev-mme, Tests-dev-sme"
+    assert invoke_main(argv) == 1
+    assert capsys.readouterr().err == (
+        f"error: the local runtime at {runtime.url} serves {served}; name one with --endpoint-name\n")
+    assert invoke_main([*argv, "--endpoint-name", "Tests-dev-x"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: the local runtime at {runtime.url} serves {served}; --endpoint-name 'Tests-dev-x' is not one of them\n")
+    # Named, the request goes through boto3 InvokeEndpoint like a deployed one.
+    assert invoke_main([*argv, "--endpoint-name", MME, "--target-model", "times3.tar.gz"]) == 0
+    assert capsys.readouterr().out == "model: times3.tar.gz\nOUTPUT FP32 [1, 3]\n[[3. 6. 9.]]\n"
 
 
 @pytest.mark.triton

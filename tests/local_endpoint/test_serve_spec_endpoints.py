@@ -514,3 +514,48 @@ def test_the_ensembles_articles_binary_json_call_runs_against_the_local_endpoint
     logits = result.as_numpy("logits")
     # The same logits as the JSON call through the container contract.
     assert np.allclose(logits, invoke_url(text_sme.url, text_request(TEXTS)).outputs[0].array, atol=1e-5)
+
+
+# --- tritonsm serve --all: every endpoint behind one local SageMaker Runtime -----------------------------------
+
+
+@pytest.mark.triton
+def test_serve_all_serves_each_endpoint_under_its_deployed_name(built: Built, runtime_environment) -> None:
+    with tritonsm_serve(built, "--all", "--cpu-stand-in") as served:
+        t5, text = built.target_model("t5-mme", "t5"), built.target_model("t5-mme", "text")
+        endpoints = [line for line in served.lines if line.startswith("  ")]
+        # What each endpoint serves and how a request names it; the TensorRT endpoint is left out and named.
+        assert served.lines[0] == f"serving 2 endpoint(s) at {served.url}:"
+        assert endpoints[0] == f"  LocalTest-dev-t5-mme: multi-model (TargetModel): {', '.join(sorted([t5, text]))}"
+        assert "  LocalTest-dev-text-sme: single-model, default model text" in endpoints
+        assert endpoints[-1].startswith("  LocalTest-dev-gpu-only: skipped, ")
+        assert served.lines[-2:] == [
+            f"point boto3, the AWS CLI and the SageMaker SDK here: export AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME={served.url}",
+            STARTED]
+        runtime_environment.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", served.url)
+        client = boto3.client("sagemaker-runtime")   # the application's client, unchanged
+        request = text_request(TEXTS[:1])
+        from_sme = client.invoke_endpoint(EndpointName="LocalTest-dev-text-sme", ContentType=request.content_type,
+                                          Body=request.body)
+        from_mme = client.invoke_endpoint(EndpointName="LocalTest-dev-t5-mme", ContentType=request.content_type,
+                                          Body=request.body, TargetModel=text)
+        # One port, two endpoints: the same ensemble answers the same logits through both.
+        sme_logits = json.loads(from_sme["Body"].read())["outputs"][0]["data"]
+        assert np.allclose(sme_logits, json.loads(from_mme["Body"].read())["outputs"][0]["data"], atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--all", "text-sme"], "--all serves every endpoint of the spec; leave out the endpoint name 'text-sme', or drop "
+                            "--all to serve that endpoint alone"),
+    ([], "name the endpoint to serve (one of: t5-mme, text-sme, gpu-only) or pass --all to serve every endpoint"),
+    (["--all", "--component", "t5"], "--component applies to one endpoint of inference components; --all serves "
+                                     "every component of every endpoint: drop --component, or name that endpoint "
+                                     "instead of --all"),
+    (["--all", "--log-file", "x.log"], "--log-file applies to one endpoint; with --all each server logs to a file "
+                                       "of its own under the temp directory (the start-up lines name them): drop "
+                                       "--log-file"),
+], ids=["all-and-a-name", "neither", "all-component", "all-log-file"])
+def test_serve_all_argument_mistakes(built: Built, capsys: pytest.CaptureFixture, argv: list[str],
+                                     message: str) -> None:
+    assert serve_error(capsys, *argv, "--spec", str(built.spec), "--manifest", str(built.manifest_path)) == (
+        2, f"error: {message}\n")
