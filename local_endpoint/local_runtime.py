@@ -27,8 +27,12 @@ class Endpoint(Server, Protocol):
     """A local endpoint (single-model, multi-model, inference components, or in its image), not started."""
 
     port: Optional[int]
-    log_path: object          # its server log(s), once started
-    stand_in_notes: list[str]  # one line per model served by a CPU stand-in
+
+    @property
+    def log_path(self) -> object: ...  # its server log(s), once started
+
+    @property
+    def stand_in_notes(self) -> list[str]: ...  # one line per model served by a CPU stand-in
 
     def start(self) -> object: ...
 

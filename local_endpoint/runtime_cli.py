@@ -13,6 +13,7 @@ import threading
 from typing import Callable, Sequence
 
 from local_endpoint.errors import LocalEndpointError
+from local_endpoint.lifecycle import LocalEndpointLifecycle
 from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.stop_signals import interrupt
 
@@ -59,7 +60,7 @@ def _announce_runtime(runtime: LocalRuntime) -> None:
     print("press Ctrl-C to stop", flush=True)
 
 
-def serve_endpoint(endpoint, announce: Callable[[], None]) -> int:
+def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None]) -> int:
     """Start `endpoint` (a ``LocalRuntime``, or any local endpoint), announce it, and serve until SIGINT or
     SIGTERM; 0 on a clean stop."""
     stop_requested = threading.Event()
@@ -93,7 +94,7 @@ def serve_endpoint(endpoint, announce: Callable[[], None]) -> int:
             signal.signal(sig, handler)
 
 
-def _stop_ignoring_ctrl_c(endpoint) -> None:
+def _stop_ignoring_ctrl_c(endpoint: LocalEndpointLifecycle) -> None:
     # An impatient second Ctrl-C must not abandon the server half-stopped.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -40,7 +40,8 @@ class RuntimeHandler(FrontDoorHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         name = endpoint_in_path(self.path)
         if name is not None:
-            self._send_runtime(invoke(self.runtime.targets, name, self.headers, body, self.runtime.invoke_timeout))
+            headers = dict(self.headers.items())
+            self._send_runtime(invoke(self.runtime.targets, name, headers, body, self.runtime.invoke_timeout))
         else:
             self._pass_on("POST", body)
 

@@ -78,16 +78,17 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
             f"Endpoint {name} of account {runtime_errors.LOCAL_ACCOUNT} not found. This local runtime serves "
             f"{', '.join(sorted(targets))}; pass one of them as EndpointName (the deployed name "
             "<project>-<environment>-<endpoint> of the spec's environment)")
+    headers = {key.lower(): value for key, value in headers.items()}   # HTTP header names ignore case
     refused = _check_headers(target, headers)
     if refused is not None:
         return refused
     was_loaded = target.loaded() if target.loaded else None
-    forwarded = {key: headers[key] for key in FORWARDED if headers.get(key)}
+    forwarded = {key: headers[key.lower()] for key in FORWARDED if headers.get(key.lower())}
     try:
         reply = call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded,
                      timeout=timeout)
     except (socket.timeout, TimeoutError):
-        model = headers.get(TARGET_MODEL)
+        model = headers.get(TARGET_MODEL.lower())
         if was_loaded is not None and model not in was_loaded:
             return runtime_errors.model_not_ready(
                 f"Model {model} of endpoint {name} is still loading (it was not loaded and {timeout:g} s passed); "
@@ -110,8 +111,8 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
 
 
 def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optional[RuntimeReply]:
-    """A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take."""
-    model, component = headers.get(TARGET_MODEL), headers.get(INFERENCE_COMPONENT)
+    """(``headers``: names in lower case.) A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take."""
+    model, component = headers.get(TARGET_MODEL.lower()), headers.get(INFERENCE_COMPONENT.lower())
     if target.kind != MME and model:
         return runtime_errors.validation_error(
             f"Endpoint {target.name} is not a multi-model endpoint and does not support target model header. "

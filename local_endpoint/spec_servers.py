@@ -6,6 +6,8 @@ multi-model endpoint (SageMaker's model loading in front of Triton) or a single-
 """
 from __future__ import annotations
 
+from typing import Any
+
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.served import LocalEndpoint
 from local_endpoint.components import ComponentsEndpoint
@@ -19,8 +21,11 @@ def kind_of(local: LocalEndpoint) -> EndpointKind:
     return EndpointKind.MULTI_MODEL if local.multi_model else EndpointKind.SINGLE_MODEL
 
 
+Server = ComponentsEndpoint | MultiModelEndpoint | SingleModelEndpoint
+
+
 def local_server(local: LocalEndpoint, *, cpu_stand_in: bool, mme_capacity: int | None = None,
-                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT):
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT) -> Server:
     """The endpoint on the local Triton server, on a free port of its own."""
     kind = kind_of(local)
     if kind is EndpointKind.INFERENCE_COMPONENTS:
@@ -35,8 +40,8 @@ def local_server(local: LocalEndpoint, *, cpu_stand_in: bool, mme_capacity: int 
                                triton_version=local.triton_version)
 
 
-def describe(kind: EndpointKind, server) -> str:
-    """One line: what a started server serves and how a request names it."""
+def describe(kind: EndpointKind, server: Any) -> str:
+    """One line: what a started server (local, or in its image) serves and how a request names it."""
     if kind is EndpointKind.INFERENCE_COMPONENTS:
         return f"inference components (InferenceComponentName): {', '.join(server.component_names)}"
     if kind is EndpointKind.MULTI_MODEL:

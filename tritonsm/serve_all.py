@@ -6,6 +6,7 @@ endpoint by the name it has when deployed (``<project>-<environment>-<endpoint>`
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 from deployment_spec import load_spec
 from deployment_spec.errors import UserError
@@ -16,7 +17,7 @@ from tritonsm.serve_names import check_image_flags, deployed_name, runtime_name
 def run_serve_all(args: argparse.Namespace) -> int:
     _check_flags(args)
     from local_endpoint.errors import LocalEndpointError
-    from local_endpoint.local_runtime import NamedEndpoint
+    from local_endpoint.local_runtime import Endpoint, NamedEndpoint
     from local_endpoint.runtime_cli import serve_all
     from local_endpoint.spec_servers import describe, kind_of, local_server
 
@@ -28,6 +29,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
             continue
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
         kind = kind_of(local)
+        server: Endpoint
         if args.image:
             from local_endpoint.image.endpoints import for_spec_endpoint
             try:
@@ -46,7 +48,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
     return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server), skipped)
 
 
-def _not_built(manifest_path, name: str) -> str | None:
+def _not_built(manifest_path: pathlib.Path, name: str) -> str | None:
     """Why the build skipped endpoint ``name`` (a TensorRT model without a GPU), if it did; a missing or broken
     manifest is left to ``resolve_endpoint``, which says how to fix it."""
     from deployment_spec.manifest import ManifestError, load_manifest
