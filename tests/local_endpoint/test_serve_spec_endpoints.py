@@ -468,9 +468,11 @@ def test_the_t5_articles_mme_call_runs_against_the_local_endpoint(built: Built, 
     endpoint_name = "LocalTest-dev-t5-mme"   # the deployed name <project>-<environment>-<endpoint>
     t5_target = built.target_model("t5-mme", "t5")
 
-    def get_text_payload(model_name, texts):  # the article's notebook helper: texts as a BYTES input
+    def get_text_payload(model_name, texts):  # the notebook's helper (not in the article), for this model:
+        # the texts as its BYTES input, asking for the generated ids the article reads as outputs[0].
         return {"inputs": [{"name": "TEXT", "shape": [len(texts), 1], "datatype": "BYTES",
-                            "data": [[text] for text in texts]}]}
+                            "data": [[text] for text in texts]}],
+                "outputs": [{"name": "output_ids"}]}
 
     # The article's invocation (Python-backend T5 on an MME), as printed there.
     runtime_sm_client = boto3.client("sagemaker-runtime")
@@ -484,8 +486,7 @@ def test_the_t5_articles_mme_call_runs_against_the_local_endpoint(built: Built, 
     output_ids = np.array(response_body["outputs"][0]["data"]).reshape(batch_size, -1)
     # The same generated ids as the container-contract call gives.
     direct = invoke_url(t5_mme.url, text_request(texts_to_translate), target_model=t5_target).outputs
-    expected = {tensor.name: tensor.array for tensor in direct}[response_body["outputs"][0]["name"]]
-    assert response_body["outputs"][0]["name"] == "output_ids"
+    expected = {tensor.name: tensor.array for tensor in direct}["output_ids"]
     assert np.array_equal(output_ids, expected.reshape(batch_size, -1))
 
 
