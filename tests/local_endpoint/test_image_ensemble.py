@@ -110,7 +110,7 @@ def _invoke(runtime, *options) -> str:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["invoke", "--endpoint", "image-ensemble", "--spec", str(EXAMPLE), "--url", endpoint.url,
+        code = main(["invoke", "--endpoint", "image-ensemble", "--spec", str(EXAMPLE), "--url", runtime.url,
                      *options])
     assert code == 0, out.getvalue()
     return out.getvalue()
