@@ -105,7 +105,7 @@ class LocalRuntime(LocalEndpointLifecycle):
             if not self.targets:
                 raise UnsupportedBackendError("the local server can run none of the endpoints: " + "; ".join(
                     f"{name}: {why}" for name, why in self.skipped.items()))
-            logs = ", ".join(str(getattr(e.server, "log_path", "") or "") for e in self.endpoints)
+            logs = ", ".join(target.log for target in self.targets.values())
             self._front_door = FrontDoor(self.port, self, logs, handler=RuntimeHandler)  # type: ignore[arg-type]
             self._front_door.start_in_background()
         except BaseException:
@@ -126,4 +126,4 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         endpoint.name, endpoint.kind, server.port, endpoint.variant,
         target_models=tuple(getattr(server, "target_models", ())) if endpoint.kind is EndpointKind.MULTI_MODEL else (),
         components=tuple(getattr(server, "component_names", ())),
-        loaded=cache.loaded_models if cache is not None else None)
+        loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""))

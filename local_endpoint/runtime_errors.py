@@ -63,13 +63,14 @@ def service_unavailable(message: str) -> RuntimeReply:
     return _error(503, "ServiceUnavailable", {"Message": message})
 
 
-def model_error(endpoint_name: str, variant: str, original_status: int, original_message: str) -> RuntimeReply:
-    """The container answered ``original_status`` (4xx/5xx, or 0 when it did not answer in time)."""
+def model_error(endpoint_name: str, variant: str, original_status: int, original_message: str,
+                log: str = "") -> RuntimeReply:
+    """The container answered ``original_status`` (4xx/5xx, or 0 when it did not answer in time); ``log`` is
+    its server log, where SageMaker names the endpoint's CloudWatch log group."""
     side = "client" if 400 <= original_status < 500 else "server"
     group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
     message = (f"Received {side} error ({original_status}) from {variant} with message \"{original_message}\". "
-               f"See the server log of endpoint {endpoint_name} (log group {group} when deployed) for more "
-               "information.")
+               f"See {log or 'the server log'} (deployed: log group {group}) for more information.")
     log_stream = f"arn:aws:logs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:log-group:{group}:log-stream:{variant}/local"
     return _error(424, "ModelError", {"ErrorCode": f"{side.upper()}_ERROR_FROM_MODEL", "Message": message,
                                       "OriginalStatusCode": original_status, "OriginalMessage": original_message,

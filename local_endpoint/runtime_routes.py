@@ -49,6 +49,7 @@ class RuntimeTarget:
         target_models: MME: the TargetModel values it serves (its archives' names).
         components: Inference components: the InferenceComponentName values it serves.
         loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
+        log: Its server log(s), named in a ModelError's message.
     """
 
     name: str
@@ -58,6 +59,7 @@ class RuntimeTarget:
     target_models: tuple[str, ...] = ()
     components: tuple[str, ...] = ()
     loaded: Optional[Callable[[], list[str]]] = None
+    log: str = ""
 
 
 def endpoint_in_path(path: str) -> Optional[str]:
@@ -95,14 +97,14 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
                 "loading goes on: wait and try your request again")
         return runtime_errors.model_error(
             name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
-            f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again.")
+            f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again.", target.log)
     except OSError as error:
         return runtime_errors.service_unavailable(
             f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
             "and the server log. Try your call again once it runs")
     if reply.status >= 400:
         return runtime_errors.model_error(name, target.variant, reply.status,
-                                          reply.body.decode(errors="replace"))
+                                          reply.body.decode(errors="replace"), target.log)
     answer = {"Content-Type": reply.content_type or "application/octet-stream",
               INVOKED_VARIANT: target.variant, "x-amzn-RequestId": str(uuid.uuid4())}
     if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):
@@ -111,7 +113,8 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
 
 
 def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optional[RuntimeReply]:
-    """(``headers``: names in lower case.) A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take."""
+    """A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take (``headers``:
+    names in lower case)."""
     model, component = headers.get(TARGET_MODEL.lower()), headers.get(INFERENCE_COMPONENT.lower())
     if target.kind != MME and model:
         return runtime_errors.validation_error(

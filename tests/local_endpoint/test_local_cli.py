@@ -133,8 +133,9 @@ def test_invoke_reports_a_rejected_request(add_endpoint, tmp_path: pathlib.Path,
     # The container's 400 reaches boto3 as SageMaker's ModelError, its status and message as the original's.
     assert capsys.readouterr().err == (
         "error: endpoint 'Tests-dev-add' rejected the request (ModelError, HTTP 400): Received client error (400) "
-        f"from AllTraffic with message \"{{\"error\":\"{original}\"}}\". See the server log of endpoint Tests-dev-add "
-        "(log group /aws/sagemaker/Endpoints/Tests-dev-add when deployed) for more information.\n"
+        f"from AllTraffic with message \"{{\"error\":\"{original}\"}}\". "
+        f"See {add_endpoint.endpoints[0].server.log_path} "
+        "(deployed: log group /aws/sagemaker/Endpoints/Tests-dev-add) for more information.\n"
     )
 
 

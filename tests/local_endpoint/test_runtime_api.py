@@ -144,7 +144,7 @@ def test_request_mistakes_raise_validation_error(client, arguments: dict[str, st
 
 
 @pytest.mark.triton
-def test_the_containers_own_error_is_a_model_error_with_its_status_and_message(client) -> None:
+def test_the_containers_own_error_is_a_model_error_with_its_status_and_message(runtime, client) -> None:
     with pytest.raises(client.exceptions.ModelError) as caught:
         client.invoke_endpoint(EndpointName=MME, TargetModel="times2.tar.gz", ContentType="application/json",
                                Body=b'{"inputs": [{"name": "WRONG", "shape": [1], "datatype": "FP32", "data": [1]}]}')
@@ -153,10 +153,11 @@ def test_the_containers_own_error_is_a_model_error_with_its_status_and_message(c
     # Triton's 400 is the original status; the ModelError members are botocore's fields, as deployed.
     assert (error["ResponseMetadata"]["HTTPStatusCode"], error["OriginalStatusCode"]) == (424, 400)
     assert "unexpected inference input 'WRONG'" in original
+    # The message names the server log to read, where SageMaker names the endpoint's CloudWatch log group.
     assert error["Error"]["Message"] == (
-        f"Received client error (400) from AllTraffic with message \"{error['OriginalMessage']}\". See the server "
-        "log of endpoint Tests-dev-mme (log group /aws/sagemaker/Endpoints/Tests-dev-mme when deployed) for more "
-        "information.")
+        f"Received client error (400) from AllTraffic with message \"{error['OriginalMessage']}\". See "
+        f"{runtime.endpoints[1].server.log_path} (deployed: log group /aws/sagemaker/Endpoints/Tests-dev-mme) for "
+        "more information.")
     assert error["LogStreamArn"] == ("arn:aws:logs:local:000000000000:log-group:/aws/sagemaker/Endpoints/"
                                      "Tests-dev-mme:log-stream:AllTraffic/local")
 
@@ -171,7 +172,8 @@ def test_an_endpoint_whose_server_is_gone_is_service_unavailable() -> None:
 # A model whose load takes longer than the runtime waits (SageMaker's cold MME model), and whose answer to a
 # negative input does too (a slow container).
 SLOW_LOAD_MODEL = models.AFFINE_MODEL.replace(
-    "    def initialize(self, args):\n", "    def initialize(self, args):\n        import time; time.sleep(6)\n").replace(
+    "    def initialize(self, args):\n",
+    "    def initialize(self, args):\n        import time; time.sleep(6)\n").replace(
     "            y = (x * self.factor", "            if x.min() < 0:\n                import time; time.sleep(5)\n"
                                        "            y = (x * self.factor")
 
@@ -244,7 +246,8 @@ def test_tritonsm_invoke_url_names_the_endpoint_when_the_runtime_serves_several(
         f"error: the local runtime at {runtime.url} serves {served}; name one with --endpoint-name\n")
     assert invoke_main([*argv, "--endpoint-name", "Tests-dev-x"]) == 1
     assert capsys.readouterr().err == (
-        f"error: the local runtime at {runtime.url} serves {served}; --endpoint-name 'Tests-dev-x' is not one of them\n")
+        f"error: the local runtime at {runtime.url} serves {served}; --endpoint-name 'Tests-dev-x' is not one of "
+        "them\n")
     # Named, the request goes through boto3 InvokeEndpoint like a deployed one.
     assert invoke_main([*argv, "--endpoint-name", MME, "--target-model", "times3.tar.gz"]) == 0
     assert capsys.readouterr().out == "model: times3.tar.gz\nOUTPUT FP32 [1, 3]\n[[3. 6. 9.]]\n"
