@@ -30,6 +30,10 @@ def run_serve_all(args: argparse.Namespace) -> int:
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
         kind = kind_of(local)
         server: Endpoint
+        if args.image and local.components:
+            skipped[deployed_name(args, name)] = ("--image runs single-model and multi-model endpoints; serve this "
+                                                  "one on the local server (without --image)")
+            continue
         if args.image:
             from local_endpoint.image.endpoints import for_spec_endpoint
             try:
