@@ -169,12 +169,13 @@ def test_an_endpoint_whose_server_is_gone_is_service_unavailable() -> None:
     assert json.loads(reply.body)["Message"].startswith("Endpoint E: its local server did not answer (")
 
 
+SLOW_TIMEOUT = 4.0   # what the runtime waits here; the slow model takes 10 s (room for a loaded 2-core machine)
 # A model whose load takes longer than the runtime waits (SageMaker's cold MME model), and whose answer to a
 # negative input does too (a slow container).
 SLOW_LOAD_MODEL = models.AFFINE_MODEL.replace(
     "    def initialize(self, args):\n",
-    "    def initialize(self, args):\n        import time; time.sleep(6)\n").replace(
-    "            y = (x * self.factor", "            if x.min() < 0:\n                import time; time.sleep(5)\n"
+    "    def initialize(self, args):\n        import time; time.sleep(10)\n").replace(
+    "            y = (x * self.factor", "            if x.min() < 0:\n                import time; time.sleep(10)\n"
                                        "            y = (x * self.factor")
 
 
@@ -185,7 +186,7 @@ def slow_runtime(module_tmp):
     models.write_model(root / "repo", "slow", config, {"model.py": SLOW_LOAD_MODEL})
     tarball = models.pack(root / "repo", root / "slow.tar.gz")
     endpoint = NamedEndpoint(MME, EndpointKind.MULTI_MODEL, MultiModelEndpoint([tarball], log_file=root / "mme.log"))
-    with LocalRuntime([endpoint], invoke_timeout=2.0) as served:
+    with LocalRuntime([endpoint], invoke_timeout=SLOW_TIMEOUT) as served:
         yield served
 
 
@@ -203,7 +204,7 @@ def test_a_model_still_loading_is_model_not_ready_and_answers_once_loaded(slow_c
     with pytest.raises(client.exceptions.ModelNotReadyException) as caught:
         client.invoke_endpoint(**call)
     assert (caught.value.response["ResponseMetadata"]["HTTPStatusCode"], caught.value.response["Error"]["Message"]) == (
-        429, "Model slow.tar.gz of endpoint Tests-dev-mme is still loading (it was not loaded and 2 s passed); "
+        429, "Model slow.tar.gz of endpoint Tests-dev-mme is still loading (it was not loaded and 4 s passed); "
              "loading goes on: wait and try your request again")
     deadline = time.monotonic() + 60
     while True:  # as the documentation says: wait and try again; the load went on meanwhile
@@ -231,7 +232,7 @@ def test_a_loaded_model_too_slow_to_answer_is_a_model_error_not_model_not_ready(
     with pytest.raises(client.exceptions.ModelError) as caught:
         client.invoke_endpoint(Body=X_BODY.replace("[1, 2, 3]", "[-1, 2, 3]"), **call)
     assert (caught.value.response["OriginalStatusCode"], caught.value.response["OriginalMessage"]) == (
-        0, "Your invocation timed out while waiting for a response from container AllTraffic (2 s). Review the "
+        0, "Your invocation timed out while waiting for a response from container AllTraffic (4 s). Review the "
            "server log, resolve the issue, and try again.")
 
 
