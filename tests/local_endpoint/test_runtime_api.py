@@ -50,12 +50,16 @@ def runtime(tarballs: dict[str, pathlib.Path], module_tmp):
         yield served
 
 
-@pytest.fixture(scope="module")
-def client(runtime):
+def runtime_client(url: str):
     # As the application builds it, with only the endpoint URL changed; one attempt, so errors show at once.
-    return boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+    return boto3.client("sagemaker-runtime", endpoint_url=url, region_name="us-east-1",
                         aws_access_key_id="local", aws_secret_access_key="local",
                         config=Config(retries={"total_max_attempts": 1}))
+
+
+@pytest.fixture(scope="module")
+def client(runtime):
+    return runtime_client(runtime.url)
 
 
 def outputs(response) -> list[float]:
@@ -192,9 +196,7 @@ def slow_runtime(module_tmp):
 
 @pytest.fixture(scope="module")
 def slow_client(slow_runtime):
-    return boto3.client("sagemaker-runtime", endpoint_url=slow_runtime.url, region_name="us-east-1",
-                        aws_access_key_id="local", aws_secret_access_key="local",
-                        config=Config(retries={"total_max_attempts": 1}))
+    return runtime_client(slow_runtime.url)
 
 
 @pytest.mark.triton
