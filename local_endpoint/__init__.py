@@ -8,8 +8,11 @@ Public API (plain parameters, no spec objects, so any front end can wire it):
   stand-ins on the CPU, see `local_endpoint.cpu_stand_in`)
 - `encode_request(tensors, binary=)`, `read_input_file(path, input_name)`,
   `tokenize_text(text, tokenizer_dir, ...)`, `text_tensor(text, input_name)`
-- `invoke_url(url, request, target_model=)`,
-  `invoke_sagemaker_endpoint(endpoint_name, request, region=, target_model=, client=)`
+- `LocalRuntime([NamedEndpoint(name, kind, endpoint)], port=)`: endpoints behind the SageMaker Runtime API
+  (`POST /endpoints/{EndpointName}/invocations`, SageMaker's error classes), for boto3, the AWS CLI and the
+  SageMaker SDK with `endpoint_url` / `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` set to its URL
+- `invoke_url(url, request, target_model=)` (the container contract),
+  `invoke_sagemaker_endpoint(endpoint_name, request, region=, target_model=, client=, endpoint_url=)`
 - `local_endpoint.cli.serve_main(argv)`, `local_endpoint.cli.invoke_main(argv)`
 
 Heavy modules (transformers, boto3, grpc protobufs) load only when used.
@@ -26,6 +29,7 @@ from local_endpoint.errors import (
     UnsupportedBackendError,
 )
 from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
 from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
@@ -37,7 +41,9 @@ __all__ = [
     "EnvironmentVariableError",
     "InvokeError",
     "LocalEndpointError",
+    "LocalRuntime",
     "MultiModelEndpoint",
+    "NamedEndpoint",
     "NamedTensor",
     "PortInUseError",
     "ServerCrashedError",

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import signal
-import sys
-import threading
 
+from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
+from local_endpoint.errors import InvokeError
+from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
+from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
 from local_endpoint.serve_flags import MME, SME
 from local_endpoint.single_model import SingleModelEndpoint
-from local_endpoint.stop_signals import interrupt
 
-CRASH_POLL_SECONDS = 0.5
+KIND_OF_MODE = {SME: EndpointKind.SINGLE_MODEL, MME: EndpointKind.MULTI_MODEL}
 
 
 def serve_main(argv: list[str]) -> int:
@@ -37,83 +37,45 @@ def serve_main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     except LocalEndpointError as error:
         return _fail(error)
-    return serve_endpoint(endpoint, args.mode)
+    named = NamedEndpoint(args.endpoint_name, KIND_OF_MODE[args.mode], endpoint, args.variant_name)
+    return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
 
 
-def serve_components(components, *, port: int | None = None, log_dir: pathlib.Path | None = None,
-                     startup_timeout: float = 120.0, cpu_stand_in: bool = False,
+def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: str = DEFAULT_VARIANT,
+                     port: int | None = None,
+                     log_dir: pathlib.Path | None = None, startup_timeout: float = 120.0, cpu_stand_in: bool = False,
                      triton_version: str = DEFAULT_TRITON_VERSION) -> int:
-    """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C."""
+    """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C; ``name``
+    is the endpoint's EndpointName."""
     try:
-        endpoint = ComponentsEndpoint(components, port=port, log_dir=log_dir, startup_timeout=startup_timeout,
+        endpoint = ComponentsEndpoint(components, log_dir=log_dir, startup_timeout=startup_timeout,
                                       cpu_stand_in=cpu_stand_in, triton_version=triton_version)
     except LocalEndpointError as error:
         return _fail(error)
 
-    def announce() -> None:
-        print(f"serving {len(endpoint.component_names)} inference component(s) at {endpoint.url}; name one per "
+    def announce_components(url: str) -> None:
+        print(f"serving {len(endpoint.component_names)} inference component(s) at {url}; name one per "
               f"request ({INFERENCE_COMPONENT_HEADER}, tritonsm invoke --component MODEL): "
               f"{', '.join(endpoint.component_names)}", flush=True)
         for note in endpoint.stand_in_notes:
             print(note, flush=True)
-        print(f"server logs: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
+        print(f"server logs: {endpoint.log_path}", flush=True)
 
-    return serve_endpoint(endpoint, "components", announce)
-
-
-def serve_endpoint(endpoint, mode: str, announce=None) -> int:
-    """Start `endpoint` (local or in its image), announce it (``announce``, default the SME / MME lines), and serve
-    until SIGINT or SIGTERM; 0 on a clean stop."""
-    stop_requested = threading.Event()
-    # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
-    # "ignored" (POSIX job control) and Python then never raises KeyboardInterrupt: take Ctrl-C back.
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        try:
-            endpoint.start()
-        except KeyboardInterrupt:
-            return 130  # interrupted during start-up; start() stopped the server
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, lambda *_: stop_requested.set())
-        # From here on Ctrl-C is the normal way to stop, wherever it lands.
-        try:
-            announce() if announce is not None else _announce(endpoint, mode)
-            while not stop_requested.wait(CRASH_POLL_SECONDS):
-                endpoint.check_running()
-        except KeyboardInterrupt:
-            pass
-        _stop_ignoring_ctrl_c(endpoint)
-        print("stopped", flush=True)
-        return 0
-    except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --log-file
-        return _fail(error)
-    finally:
-        _stop_ignoring_ctrl_c(endpoint)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    named = NamedEndpoint(name, EndpointKind.INFERENCE_COMPONENTS, endpoint, variant)
+    return serve_one(named, port, announce_components)
 
 
-def _stop_ignoring_ctrl_c(endpoint) -> None:
-    # An impatient second Ctrl-C must not abandon the server half-stopped.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        endpoint.stop()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _announce(endpoint, mode: str) -> None:
+def announce(endpoint, mode: str, url: str) -> None:
+    """What a single-model or multi-model endpoint serves, at ``url``."""
     archives = len(endpoint.tarballs) if mode == MME else 1
-    print(f"serving {archives} model archive(s) ({mode.upper()}) at {endpoint.url}", flush=True)
+    print(f"serving {archives} model archive(s) ({mode.upper()}) at {url}", flush=True)
     if mode == MME:
         print(f"target models: {', '.join(endpoint.target_models)}", flush=True)
     else:
         print(f"default model: {endpoint.default_model}", flush=True)
     for note in endpoint.stand_in_notes:
         print(note, flush=True)
-    print(f"server log: {endpoint.log_path}\npress Ctrl-C to stop", flush=True)
+    print(f"server log: {endpoint.log_path}", flush=True)
 
 
 def invoke_main(argv: list[str]) -> int:
@@ -124,17 +86,18 @@ def invoke_main(argv: list[str]) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
+        if not (args.url or args.endpoint_name):
+            parser.error("one of the arguments --url --endpoint-name is required")
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         request = encode_request(_tensors_from_args(parser, args), binary=args.binary)
+        name = args.endpoint_name
         if args.url:
-            response = invoke_url(args.url, request, target_model=args.target_model,
-                                  inference_component=args.inference_component, timeout=args.timeout)
-        else:
-            response = invoke_sagemaker_endpoint(
-                args.endpoint_name, request, region=args.region, target_model=args.target_model,
-                inference_component=args.inference_component,
-            )
+            name = _local_endpoint_name(args.url, name)
+        response = invoke_sagemaker_endpoint(
+            name, request, region=args.region, target_model=args.target_model,
+            inference_component=args.inference_component, endpoint_url=args.url, timeout=args.timeout,
+        )
         print(format_response(response))
         if args.output is not None:
             save_response(response, args.output)
@@ -156,6 +119,12 @@ def _serve_parser() -> argparse.ArgumentParser:
                         help="single-model (one tarball, /invocations) or multi-model (target model per request)")
     parser.add_argument("--default-model", help="SME: the model /invocations serves (default: the only one)")
     parser.add_argument("--port", type=int, help="port to listen on (default: a free one)")
+    parser.add_argument("--endpoint-name", default=DEFAULT_ENDPOINT_NAME,
+                        help="the EndpointName the SageMaker Runtime API (POST /endpoints/NAME/invocations) answers "
+                             f"to (default: {DEFAULT_ENDPOINT_NAME}; `tritonsm serve ENDPOINT` passes the deployed "
+                             "name <project>-<environment>-<endpoint>)")
+    parser.add_argument("--variant-name", default=DEFAULT_VARIANT,
+                        help=f"the production variant the API reports as invoked (default: {DEFAULT_VARIANT})")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="container environment variable, e.g. SAGEMAKER_TRITON_LOG_VERBOSE=0 (repeatable)")
     parser.add_argument("--mme-capacity", type=int, help="MME: most models loaded at once (default: no limit)")
@@ -189,13 +158,13 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
             parser.error(f"--mode sme serves one tarball, got {len(args.tarballs)}; use --mode mme for several")
         if args.mme_capacity is not None:
             parser.error("--mme-capacity applies to --mode mme only")
-        return SingleModelEndpoint(args.tarballs[0], default_model=args.default_model, env=env, port=args.port,
+        return SingleModelEndpoint(args.tarballs[0], default_model=args.default_model, env=env,
                                    log_file=args.log_file, startup_timeout=args.startup_timeout,
                                    cpu_stand_in=args.cpu_stand_in, triton_version=args.triton_version)
     if args.default_model is not None:
         parser.error("--default-model applies to --mode sme only; an MME picks the model per request "
                      "(tritonsm invoke --target-model)")
-    return MultiModelEndpoint(args.tarballs, env=env, port=args.port, capacity=args.mme_capacity,
+    return MultiModelEndpoint(args.tarballs, env=env, capacity=args.mme_capacity,
                               log_file=args.log_file, startup_timeout=args.startup_timeout,
                               cpu_stand_in=args.cpu_stand_in, triton_version=args.triton_version)
 
@@ -203,11 +172,12 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
 def _invoke_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tritonsm invoke",
-        description="Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).",
+        description="Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint "
+                    "(--url) or a deployed one (--endpoint-name).",
     )
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--url", help="local endpoint, e.g. http://127.0.0.1:8080")
-    where.add_argument("--endpoint-name", help="deployed SageMaker endpoint (boto3 sagemaker-runtime)")
+    parser.add_argument("--url", help="the local SageMaker Runtime of `tritonsm serve`, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--endpoint-name", help="the EndpointName: a deployed SageMaker endpoint, or with --url one "
+                                                "the local runtime serves (default there: its only one)")
     parser.add_argument("--region", help="the deployed endpoint's region (default: boto3's)")
     parser.add_argument("--target-model", help="MME: the model archive to run, e.g. resnet.tar.gz")
     parser.add_argument("--inference-component", help="an endpoint of inference components: the component to run "
@@ -227,7 +197,17 @@ def _invoke_parser() -> argparse.ArgumentParser:
                         help="send binary+json (application/vnd.sagemaker-triton.binary+json) instead of JSON")
     parser.add_argument("--output", type=pathlib.Path, help="also save the outputs (.json or .npz)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
+
     return parser
+
+
+def _local_endpoint_name(url: str, name: str | None) -> str:
+    """``name``, or the only endpoint the local runtime at ``url`` serves; InvokeError naming them otherwise."""
+    served = endpoint_names_at(url)
+    if name in served or (name is None and len(served) == 1):
+        return name or served[0]
+    said = f"--endpoint-name {name!r} is not one of them" if name else "name one with --endpoint-name"
+    raise InvokeError(f"the local runtime at {url} serves {', '.join(served) or 'no endpoint'}; {said}")
 
 
 def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -243,8 +223,3 @@ def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
     if not args.input_name:
         parser.error("--text needs --tokenizer DIR (token inputs) or --input-name NAME (a BYTES input)")
     return [text_tensor(args.text, args.input_name)]
-
-
-def _fail(error: Exception) -> int:
-    print(f"error: {error}", file=sys.stderr)
-    return 1

@@ -26,12 +26,19 @@ from local_endpoint.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndp
 
 
 class Component(Protocol):
-    """What the local endpoint needs of a component (``deployment_spec.served.LocalComponent``)."""
+    """What the local endpoint needs of a component (``deployment_spec.served.LocalComponent``, frozen: read-only)."""
 
-    name: str
-    tarball: pathlib.Path
-    default_model: str | None
-    env: dict[str, str]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tarball(self) -> pathlib.Path: ...
+
+    @property
+    def default_model(self) -> str | None: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
 
 
 class ComponentsEndpoint(LocalEndpointLifecycle):

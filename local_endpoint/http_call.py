@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import http.client
+from typing import Mapping
 
 
 @dataclasses.dataclass(frozen=True)
@@ -11,6 +12,9 @@ class HttpReply:
     status: int
     content_type: str
     body: bytes
+    # The reply's headers, names in lower case, for a caller that passes them on (the SageMaker Runtime front:
+    # custom attributes).
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def call(
@@ -28,6 +32,7 @@ def call(
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
-        return HttpReply(response.status, response.getheader("Content-Type", ""), response.read())
+        return HttpReply(response.status, response.getheader("Content-Type", ""), response.read(),
+                         {k.lower(): v for k, v in response.getheaders()})
     finally:
         connection.close()

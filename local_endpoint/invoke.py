@@ -6,6 +6,7 @@ so a payload proven locally is the payload sent to SageMaker.
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 
 from local_endpoint.errors import InvokeError
@@ -14,6 +15,7 @@ from local_endpoint.model_cache import TARGET_MODEL_HEADER
 from local_endpoint.payload import DecodedResponse, EncodedRequest, decode_response, error_message
 
 DEFAULT_TIMEOUT = 60.0  # InvokeEndpoint's own limit
+LOCAL_REGION = "us-east-1"  # any region: the client needs one, the local runtime reads none
 # InvokeEndpoint's InferenceComponentName travels in this header (botocore's sagemaker-runtime model,
 # InvokeEndpointInput.InferenceComponentName: location header).
 INFERENCE_COMPONENT_HEADER = "X-Amzn-SageMaker-Inference-Component"
@@ -55,8 +57,11 @@ def invoke_sagemaker_endpoint(
     target_model: str | None = None,
     inference_component: str | None = None,
     client: object | None = None,
+    endpoint_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> DecodedResponse:
-    """Call `sagemaker-runtime` `InvokeEndpoint` with the same body and decode the answer.
+    """Call `sagemaker-runtime` `InvokeEndpoint` with the same body and decode the answer: a deployed endpoint,
+    or a local one behind `tritonsm serve` (``endpoint_url``), through the same boto3 call.
 
     Args:
         endpoint_name: The deployed endpoint's name.
@@ -67,6 +72,9 @@ def invoke_sagemaker_endpoint(
             (`InferenceComponentName`).
         client: A `sagemaker-runtime` client to use instead of a new one (tests
             pass one wrapped in botocore's Stubber).
+        endpoint_url: The local SageMaker Runtime of `tritonsm serve` (e.g. http://127.0.0.1:8080). Defaults
+            to AWS's endpoint of the region.
+        timeout: Seconds to wait for the local runtime's answer (deployed: botocore's defaults).
     """
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
@@ -77,7 +85,8 @@ def invoke_sagemaker_endpoint(
     if inference_component:
         arguments["InferenceComponentName"] = inference_component
     try:
-        runtime = client or boto3.client("sagemaker-runtime", region_name=region)
+        runtime = client or (boto3.client("sagemaker-runtime", region_name=region) if endpoint_url is None
+                             else local_runtime_client(endpoint_url, region, timeout))
         response = runtime.invoke_endpoint(**arguments)
         body = response["Body"].read()
     except NoRegionError:
@@ -98,5 +107,38 @@ def invoke_sagemaker_endpoint(
             f"HTTP {status}): {details.get('Message', '')}"
         ) from None
     except BotoCoreError as error:
-        raise InvokeError(f"could not call endpoint {endpoint_name!r}: {error}") from None
+        where = f" at {endpoint_url} (is `tritonsm serve` still running?)" if endpoint_url else ""
+        raise InvokeError(f"could not call endpoint {endpoint_name!r}{where}: {error}") from None
     return decode_response(body, response.get("ContentType", ""))
+
+
+def local_runtime_client(endpoint_url: str, region: str | None, timeout: float = DEFAULT_TIMEOUT):
+    """A `sagemaker-runtime` client for the local runtime: unsigned (it checks no credentials, so none need
+    to be configured), one attempt (a local failure is reported at once), ``timeout`` to read the answer."""
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    config = Config(signature_version=UNSIGNED, read_timeout=timeout, retries={"total_max_attempts": 1})
+    # botocore builds a client only with a region; the local runtime ignores it.
+    return boto3.client("sagemaker-runtime", endpoint_url=endpoint_url, region_name=region or LOCAL_REGION,
+                        config=config)
+
+
+def endpoint_names_at(url: str, timeout: float = 5.0) -> list[str]:
+    """The EndpointNames the local runtime at ``url`` serves (its ``GET /endpoints``)."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
+        raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    try:
+        reply = call(parsed.hostname, parsed.port, "GET", "/endpoints", timeout=timeout)
+        names = json.loads(reply.body)["endpoints"] if reply.status == 200 else None
+    except OSError as error:
+        raise InvokeError(f"nothing answers at {url} ({error.strerror or error}); start the endpoint first "
+                          "(tritonsm serve ...) or fix --url") from None
+    except (ValueError, KeyError, TypeError):
+        names = None
+    if not isinstance(names, list):
+        raise InvokeError(f"{url} does not answer as `tritonsm serve` does (GET /endpoints: HTTP {reply.status}); "
+                          "point --url at a running `tritonsm serve`")
+    return [str(name) for name in names]

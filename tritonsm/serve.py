@@ -16,15 +16,21 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
 from deployment_spec.served import LocalEndpoint, built_artifacts, resolve_endpoint, spec_endpoint
+from tritonsm.serve_names import check_image_flags, runtime_name
 
 # Spelled out here, not imported from local_endpoint.image.images, to keep numpy out of every command.
 SAGEMAKER, IMAGE_KINDS = "sagemaker", ("sagemaker", "ngc")
 
 
 def register(add) -> None:
-    serve = add("serve", "run a spec endpoint on the real Triton server, started as the SageMaker container "
-                         "starts it, on the tarballs `tritonsm build` wrote", run_serve)
-    serve.add_argument("endpoint", help="an endpoint name of the spec")
+    serve = add("serve", "run a spec endpoint (or --all) on the real Triton server, started as the SageMaker "
+                         "container starts it, on the tarballs `tritonsm build` wrote; the port answers the SageMaker "
+                         "Runtime API (InvokeEndpoint, under the deployed endpoint name) and the container's own "
+                         "/ping and /invocations", run_serve)
+    serve.add_argument("endpoint", nargs="?", help="an endpoint name of the spec")
+    serve.add_argument("--all", action="store_true",
+                       help="every endpoint of the spec behind one port, each under its deployed name "
+                            "<project>-<environment>-<endpoint> (point AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME at it)")
     _common(serve)
     serve.add_argument("--port", type=int, help="port to listen on (default: a free one)")
     serve.add_argument("--mme-capacity", type=int, help="multi-model: most models loaded at once (default: no limit)")
@@ -80,18 +86,25 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    if args.all:
+        from tritonsm.serve_all import run_serve_all
+        return run_serve_all(args)
+    if not args.endpoint:
+        names = ", ".join(load_spec(args.spec).endpoints)
+        raise UserError(f"name the endpoint to serve (one of: {names}) or pass --all to serve every endpoint")
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
+    named = runtime_name(args, local)
     if local.components:
         if args.image:
             raise UserError("--image serves single-model and multi-model endpoints; serve an endpoint of inference "
                             "components on the local server (one server per component), without --image")
-        return _serve_components(args, local)
+        return _serve_components(args, local, named)
     if args.component:
         raise UserError(f"--component applies to an endpoint of kind inference-components; {args.endpoint} is "
                         f"{'multi-model' if local.multi_model else 'single-model'}")
     if args.image:
-        return _serve_image(args, local)
-    argv = [str(tarball) for tarball in local.tarballs]
+        return _serve_image(args, local, named)
+    argv = [str(tarball) for tarball in local.tarballs] + ["--endpoint-name", named[0], "--variant-name", named[1]]
     argv += ["--mode", "mme" if local.multi_model else "sme", "--startup-timeout", str(args.startup_timeout or 120.0)]
     if local.default_model:
         argv += ["--default-model", local.default_model]
@@ -106,7 +119,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve_main(argv)
 
 
-def _serve_components(args: argparse.Namespace, local: LocalEndpoint) -> int:
+def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:
     """Each component as the container serves a single-model endpoint, behind one port (local_endpoint.components)."""
     chosen = list(local.components)
     if args.component:
@@ -119,25 +132,27 @@ def _serve_components(args: argparse.Namespace, local: LocalEndpoint) -> int:
     if args.mme_capacity is not None:
         raise UserError("--mme-capacity applies to multi-model endpoints; each component runs its own server")
     from local_endpoint.cli import serve_components
-    return serve_components(chosen, port=args.port, log_dir=args.log_file.parent if args.log_file else None,
+    return serve_components(chosen, name=named[0], variant=named[1], port=args.port,
+                            log_dir=args.log_file.parent if args.log_file else None,
                             startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in,
                             triton_version=local.triton_version)
 
 
-def _serve_image(args: argparse.Namespace, local) -> int:
-    if args.cpu_stand_in:
-        raise UserError("--cpu-stand-in and --image exclude each other: the image runs every backend itself, "
-                        "on the GPU; drop one of them")
-    from local_endpoint.cli import serve_endpoint
+def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int:
+    check_image_flags(args)
+    from local_endpoint.cli import KIND_OF_MODE, announce
     from local_endpoint.errors import LocalEndpointError
     from local_endpoint.image.endpoints import for_spec_endpoint
+    from local_endpoint.local_runtime import NamedEndpoint
+    from local_endpoint.runtime_cli import serve_one
     try:
-        endpoint = for_spec_endpoint(local, args.image, region=args.region, port=args.port,
-                                     capacity=args.mme_capacity, log_file=args.log_file,
-                                     startup_timeout=args.startup_timeout)
+        endpoint = for_spec_endpoint(local, args.image, region=args.region, capacity=args.mme_capacity,
+                                     log_file=args.log_file, startup_timeout=args.startup_timeout)
     except LocalEndpointError as error:
         raise UserError(str(error)) from None
-    return serve_endpoint(endpoint, "mme" if local.multi_model else "sme")
+    mode = "mme" if local.multi_model else "sme"
+    return serve_one(NamedEndpoint(named[0], KIND_OF_MODE[mode], endpoint, named[1]), args.port,
+                     lambda url: announce(endpoint, mode, url))
 
 
 def run_invoke(args: argparse.Namespace) -> int:
@@ -151,8 +166,10 @@ def run_invoke(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
         env_name, endpoint = spec_endpoint(spec, args.endpoint, args.environment)
         rest += _component_flag(spec.project, env_name, endpoint, args.component)
-        if args.deployed:
+        if args.deployed or any(a.split("=", 1)[0] == "--url" for a in rest):
+            # The same EndpointName locally (the runtime of `tritonsm serve`) and deployed.
             rest += ["--endpoint-name", endpoint_name(spec.project, env_name, endpoint.name)]
+        if args.deployed:
             region = spec.environments[env_name].region
             if region and "--region" not in rest:
                 rest += ["--region", region]

@@ -108,12 +108,12 @@ def _one(args: argparse.Namespace, spec, name: str, client) -> int:
 def _target(args, spec, env_name: str, endpoint, client):
     from tritonsm.benchmarking import smoke
 
+    name = endpoint_name(spec.project, env_name, endpoint.name)
     if args.deployed:
-        name = endpoint_name(spec.project, env_name, endpoint.name)
         yield smoke.DeployedClient(name, args.region or spec.environments[env_name].region, client), \
             f"deployed endpoint {name}"
     elif args.url:
-        yield smoke.LocalClient(args.url), args.url
+        yield smoke.DeployedClient(name, client=client, endpoint_url=args.url), f"{name} at {args.url}"
     elif args.image:
         from local_endpoint.image.endpoints import for_spec_endpoint
         from local_endpoint.stop_signals import interrupting
@@ -124,31 +124,31 @@ def _target(args, spec, env_name: str, endpoint, client):
                          "runs one container per component, which --image does not start yet (use --local)")
             return
         with interrupting():
-            with for_spec_endpoint(local, args.image, region=args.region) as server:
-                yield smoke.LocalClient(server.url), f"{server.image.uri} in container {server.container_name}"
+            server = for_spec_endpoint(local, args.image, region=args.region)
+            with _runtime(name, local, server) as runtime:
+                yield smoke.DeployedClient(name, endpoint_url=runtime.url), \
+                    f"{server.image.uri} in container {server.container_name}"
     else:
         from local_endpoint.errors import UnsupportedBackendError
-        server = _local_server(resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest))
+        from local_endpoint.spec_servers import local_server
+        local = resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest)
+        runtime = _runtime(name, local, local_server(local, cpu_stand_in=True))
         try:
-            server.start()
+            runtime.start()
         except UnsupportedBackendError as exc:
-            server.stop()
+            runtime.stop()
             yield None, f"the local server cannot run it: {exc}"
             return
         try:
-            yield smoke.LocalClient(server.url), f"local server {server.url}, CPU stand-ins"
+            yield smoke.DeployedClient(name, endpoint_url=runtime.url), f"{name} at {runtime.url}, CPU stand-ins"
         finally:
-            server.stop()
+            runtime.stop()
 
 
-def _local_server(local):
-    if local.components:
-        from local_endpoint.components import ComponentsEndpoint
-        return ComponentsEndpoint(local.components, cpu_stand_in=True, triton_version=local.triton_version)
-    if local.multi_model:
-        from local_endpoint.multi_model import MultiModelEndpoint
-        return MultiModelEndpoint(list(local.tarballs), env=local.env, cpu_stand_in=True,
-                                  triton_version=local.triton_version)
-    from local_endpoint.single_model import SingleModelEndpoint
-    return SingleModelEndpoint(local.tarballs[0], default_model=local.default_model, env=local.env,
-                               cpu_stand_in=True, triton_version=local.triton_version)
+def _runtime(name: str, local, server):
+    """``server`` behind the local SageMaker Runtime, under its deployed name: smoke calls it as it calls the
+    deployed endpoint."""
+    from local_endpoint.local_runtime import NamedEndpoint, LocalRuntime
+    from local_endpoint.spec_servers import kind_of
+    variant = local.endpoint.variant_name if local.endpoint else "AllTraffic"
+    return LocalRuntime([NamedEndpoint(name, kind_of(local), server, variant)])

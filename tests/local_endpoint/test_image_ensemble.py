@@ -37,16 +37,28 @@ def built(module_tmp):
 
 
 @pytest.fixture(scope="module")
-def endpoint(built, module_tmp):
+def runtime(built, module_tmp):
+    """The endpoint as `tritonsm serve` runs it: behind the local SageMaker Runtime, under its deployed name."""
+    from deployment_spec import load_spec
+    from deployment_spec.container_env import endpoint_name
+    from deployment_spec.endpoint import EndpointKind
     from deployment_spec.served import resolve_endpoint
     from local_endpoint import SingleModelEndpoint
+    from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 
     _, manifest = built
     local = resolve_endpoint(EXAMPLE, "image-ensemble", None, manifest)
-    with SingleModelEndpoint(local.tarballs[0], default_model=local.default_model, env=local.env, cpu_stand_in=True,
-                             triton_version=local.triton_version,
-                             log_file=module_tmp.mktemp("logs") / "triton.log") as served:
+    server = SingleModelEndpoint(local.tarballs[0], default_model=local.default_model, env=local.env, cpu_stand_in=True,
+                                 triton_version=local.triton_version, log_file=module_tmp.mktemp("logs") / "triton.log")
+    spec = load_spec(EXAMPLE)
+    name = endpoint_name(spec.project, next(iter(spec.environments)), "image-ensemble")
+    with LocalRuntime([NamedEndpoint(name, EndpointKind.SINGLE_MODEL, server)], container_contract=True) as served:
         yield served
+
+
+@pytest.fixture(scope="module")
+def endpoint(runtime):
+    return runtime.endpoints[0].server
 
 
 @pytest.fixture(scope="module")
@@ -93,31 +105,31 @@ def test_the_example_synthesizes_from_its_real_build(built, tmp_path):
                for m in models)
 
 
-def _invoke(endpoint, *options) -> str:
+def _invoke(runtime, *options) -> str:
     from tritonsm.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["invoke", "--endpoint", "image-ensemble", "--spec", str(EXAMPLE), "--url", endpoint.url,
+        code = main(["invoke", "--endpoint", "image-ensemble", "--spec", str(EXAMPLE), "--url", runtime.url,
                      *options])
     assert code == 0, out.getvalue()
     return out.getvalue()
 
 
-def test_invoke_image_answers_in_json_and_binary_json_alike(endpoint, photos, tmp_path):
-    _invoke(endpoint, "--image", *map(str, photos), "--output", str(tmp_path / "json.npz"))
-    printed = _invoke(endpoint, "--image", *map(str, photos), "--binary", "--output", str(tmp_path / "binary.npz"))
+def test_invoke_image_answers_in_json_and_binary_json_alike(runtime, photos, tmp_path):
+    _invoke(runtime, "--image", *map(str, photos), "--output", str(tmp_path / "json.npz"))
+    printed = _invoke(runtime, "--image", *map(str, photos), "--binary", "--output", str(tmp_path / "binary.npz"))
     # Two JPEGs of different sizes in one request (zero-padded rows): two rows of 1000 logits.
     assert "logits FP32 [2, 1000]" in printed
     with np.load(tmp_path / "json.npz") as as_json, np.load(tmp_path / "binary.npz") as as_binary:
         np.testing.assert_array_equal(as_json["logits"], as_binary["logits"])
 
 
-def test_the_ensemble_equals_the_classifier_on_the_pil_reference(endpoint, built, photos, tmp_path):
+def test_the_ensemble_equals_the_classifier_on_the_pil_reference(runtime, built, photos, tmp_path):
     import onnxruntime
 
     spec, manifest_path = built
-    _invoke(endpoint, "--image", str(photos[0]), "--output", str(tmp_path / "out.npz"))
+    _invoke(runtime, "--image", str(photos[0]), "--output", str(tmp_path / "out.npz"))
     with np.load(tmp_path / "out.npz") as answer:
         logits = answer["logits"][0]
     manifest = load_manifest(manifest_path)
@@ -132,14 +144,14 @@ def test_the_ensemble_equals_the_classifier_on_the_pil_reference(endpoint, built
     np.testing.assert_allclose(logits, want, atol=0.05 * np.abs(want).max())
 
 
-def test_the_stand_ins_are_labelled_and_the_smoke_test_replays_its_image_request(endpoint, built, tmp_path):
+def test_the_stand_ins_are_labelled_and_the_smoke_test_replays_its_image_request(runtime, endpoint, built, tmp_path):
     from tritonsm.cli import main
 
     notes = " ".join(endpoint.stand_in_notes)
     assert "model 'preprocess' (dali) runs as a CPU stand-in" in notes and "not representative" in notes
     assert "tritonsm cpu stand-in: DALI 2.1.0" in endpoint.log_path.read_text()
     _, manifest_path = built
-    args = ["smoke", "image-ensemble", "--spec", str(EXAMPLE), "--manifest", str(manifest_path), "--url", endpoint.url]
+    args = ["smoke", "image-ensemble", "--spec", str(EXAMPLE), "--manifest", str(manifest_path), "--url", runtime.url]
     # The recorded request is a JPEG (the smoke test's sample); the replay must give the same logits.
     assert main([*args, "--record", str(tmp_path / "recording.json")]) == 0
     assert main([*args, "--expected", str(tmp_path / "recording.json")]) == 0

@@ -14,7 +14,9 @@ import psutil
 import pytest
 
 from local_endpoint import work_dirs
+from deployment_spec.endpoint import EndpointKind
 from local_endpoint.cli import invoke_main, serve_main
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.ports import free_port
 from local_endpoint.single_model import SingleModelEndpoint
 from tritonsm.cli import main as tritonsm_main
@@ -104,7 +106,9 @@ def test_serve_argument_mistakes(argv: list[str], message: str, capsys: pytest.C
 
 @pytest.fixture(scope="module")
 def add_endpoint(tarballs: dict[str, pathlib.Path]):
-    with SingleModelEndpoint(tarballs["add"]) as endpoint:
+    # As `tritonsm serve` runs it: behind the local SageMaker Runtime, which `invoke --url` calls through boto3.
+    named = NamedEndpoint("Tests-dev-add", EndpointKind.SINGLE_MODEL, SingleModelEndpoint(tarballs["add"]))
+    with LocalRuntime([named], container_contract=True) as endpoint:
         yield endpoint
 
 
@@ -124,10 +128,14 @@ def test_invoke_prints_and_saves_outputs(add_endpoint, tmp_path: pathlib.Path, c
 def test_invoke_reports_a_rejected_request(add_endpoint, tmp_path: pathlib.Path, capsys) -> None:
     np.save(tmp_path / "a.npy", np.ones((1, 4), np.float32))
     assert invoke_main(["--url", add_endpoint.url, "--input", str(tmp_path / "a.npy"), "--input-name", "A"]) == 1
+    original = ("[request id: <id_unknown>] expected 2 inputs but got 1 inputs for model 'add'. Got input(s) ['A'], "
+                "but missing required input(s) ['B']. Please provide all required input(s).")
+    # The container's 400 reaches boto3 as SageMaker's ModelError, its status and message as the original's.
     assert capsys.readouterr().err == (
-        "error: the endpoint rejected the request (HTTP 400): [request id: <id_unknown>] expected 2 inputs but "
-        "got 1 inputs for model 'add'. Got input(s) ['A'], but missing required input(s) ['B']. Please "
-        "provide all required input(s).\n"
+        "error: endpoint 'Tests-dev-add' rejected the request (ModelError, HTTP 400): Received client error (400) "
+        f"from AllTraffic with message \"{{\"error\":\"{original}\"}}\". "
+        f"See {add_endpoint.endpoints[0].server.log_path} "
+        "(deployed: log group /aws/sagemaker/Endpoints/Tests-dev-add) for more information.\n"
     )
 
 
@@ -156,20 +164,23 @@ def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None
 
 # What `tritonsm invoke --url URL --help` shows (at 100 columns): the request options of the local endpoint.
 INVOKE_URL_HELP = """\
-usage: tritonsm invoke [-h] (--url URL | --endpoint-name ENDPOINT_NAME) [--region REGION]
+usage: tritonsm invoke [-h] [--url URL] [--endpoint-name ENDPOINT_NAME] [--region REGION]
                        [--target-model TARGET_MODEL] [--inference-component INFERENCE_COMPONENT]
                        (--input INPUT | --text TEXT | --image FILE [FILE ...])
                        [--input-name INPUT_NAME] [--tokenizer TOKENIZER] [--max-length MAX_LENGTH]
                        [--token-datatype {INT64,INT32}] [--binary] [--output OUTPUT]
                        [--timeout TIMEOUT]
 
-Send one KServe v2 request to a local endpoint (--url) or a deployed one (--endpoint-name).
+Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint
+(--url) or a deployed one (--endpoint-name).
 
 options:
   -h, --help            show this help message and exit
-  --url URL             local endpoint, e.g. http://127.0.0.1:8080
+  --url URL             the local SageMaker Runtime of `tritonsm serve`, e.g.
+                        http://127.0.0.1:8080
   --endpoint-name ENDPOINT_NAME
-                        deployed SageMaker endpoint (boto3 sagemaker-runtime)
+                        the EndpointName: a deployed SageMaker endpoint, or with --url one the
+                        local runtime serves (default there: its only one)
   --region REGION       the deployed endpoint's region (default: boto3's)
   --target-model TARGET_MODEL
                         MME: the model archive to run, e.g. resnet.tar.gz

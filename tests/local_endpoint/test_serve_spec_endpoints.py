@@ -19,6 +19,7 @@ import sys
 import tarfile
 from concurrent.futures import ThreadPoolExecutor
 
+import boto3
 import numpy as np
 import pytest
 
@@ -292,6 +293,9 @@ def test_sme_start_up_labels_the_stand_in(built: Built, text_sme: Served) -> Non
         "model 'classifier' (onnxruntime) runs as a CPU stand-in: a Python-backend model running ONNX Runtime 1.21.0 "
         "(Triton 25.04's release) on its model.onnx; latency and the backend's tuning parameters are not "
         "representative",
+        f"SageMaker Runtime API: InvokeEndpoint at {text_sme.url}/endpoints/ENDPOINT_NAME/invocations for "
+        "LocalTest-dev-text-sme",
+        f"point boto3, the AWS CLI and the SageMaker SDK here: export AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME={text_sme.url}",
         STARTED,
     ]
 
@@ -443,3 +447,116 @@ def test_smoke_skips_an_endpoint_the_local_server_cannot_run(built: Built, tmp_p
     assert first.startswith("smoke text-sme: skipped, the local server cannot run it: cannot serve locally, the "
                             "Triton server of the nvidia-pytriton wheel lacks a backend:")
     assert not (tmp_path / "expected").exists()
+
+
+# --- the reference articles' client code, unchanged but for the endpoint URL (set by environment) -----------
+
+
+@pytest.fixture
+def runtime_environment(monkeypatch):
+    """What an application's environment holds, plus AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME (set per test)."""
+    for key, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    return monkeypatch
+
+
+@pytest.mark.triton
+def test_the_t5_articles_mme_call_runs_against_the_local_endpoint(built: Built, t5_mme: Served,
+                                                                  runtime_environment) -> None:
+    runtime_environment.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", t5_mme.url)
+    endpoint_name = "LocalTest-dev-t5-mme"   # the deployed name <project>-<environment>-<endpoint>
+    t5_target = built.target_model("t5-mme", "t5")
+
+    def get_text_payload(model_name, texts):  # the notebook's helper (not in the article), for this model:
+        # the texts as its BYTES input, asking for the generated ids the article reads as outputs[0].
+        return {"inputs": [{"name": "TEXT", "shape": [len(texts), 1], "datatype": "BYTES",
+                            "data": [[text] for text in texts]}],
+                "outputs": [{"name": "output_ids"}]}
+
+    # The article's invocation (Python-backend T5 on an MME), as printed there.
+    runtime_sm_client = boto3.client("sagemaker-runtime")
+    texts_to_translate = ["translate English to German: The house is wonderful."]
+    batch_size = len(texts_to_translate)
+    t5_payload = get_text_payload("t5-small", texts_to_translate)
+    response = runtime_sm_client.invoke_endpoint(
+        EndpointName=endpoint_name, ContentType="application/octet-stream", Body=json.dumps(t5_payload),
+        TargetModel=t5_target)
+    response_body = json.loads(response["Body"].read().decode("utf8"))
+    output_ids = np.array(response_body["outputs"][0]["data"]).reshape(batch_size, -1)
+    # The same generated ids as the container-contract call gives.
+    direct = invoke_url(t5_mme.url, text_request(texts_to_translate), target_model=t5_target).outputs
+    expected = {tensor.name: tensor.array for tensor in direct}["output_ids"]
+    assert np.array_equal(output_ids, expected.reshape(batch_size, -1))
+
+
+@pytest.mark.triton
+def test_the_ensembles_articles_binary_json_call_runs_against_the_local_endpoint(text_sme: Served,
+                                                                                 runtime_environment) -> None:
+    import tritonclient.http as httpclient
+    runtime_environment.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", text_sme.url)
+    endpoint_name = "LocalTest-dev-text-sme"
+    runtime_sm_client = boto3.client("sagemaker-runtime")
+    texts = np.array([[text.encode()] for text in TEXTS], dtype=np.object_)
+
+    # The article's binary+json request, built and read by tritonclient's helpers (its notebook's code).
+    inputs = [httpclient.InferInput("TEXT", list(texts.shape), "BYTES")]
+    inputs[0].set_data_from_numpy(texts, binary_data=True)
+    outputs = [httpclient.InferRequestedOutput("logits", binary_data=True)]
+    request_body, header_length = httpclient.InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    response = runtime_sm_client.invoke_endpoint(
+        EndpointName=endpoint_name,
+        ContentType="application/vnd.sagemaker-triton.binary+json;json-header-size={}".format(header_length),
+        Body=request_body)
+    header_length_prefix = "application/vnd.sagemaker-triton.binary+json;json-header-size="
+    header_length_str = response["ContentType"][len(header_length_prefix):]
+    result = httpclient.InferenceServerClient.parse_response_body(response["Body"].read(),
+                                                                  header_length=int(header_length_str))
+    logits = result.as_numpy("logits")
+    # The same logits as the JSON call through the container contract.
+    assert np.allclose(logits, invoke_url(text_sme.url, text_request(TEXTS)).outputs[0].array, atol=1e-5)
+
+
+# --- tritonsm serve --all: every endpoint behind one local SageMaker Runtime -----------------------------------
+
+
+@pytest.mark.triton
+def test_serve_all_serves_each_endpoint_under_its_deployed_name(built: Built, runtime_environment) -> None:
+    with tritonsm_serve(built, "--all", "--cpu-stand-in") as served:
+        t5, text = built.target_model("t5-mme", "t5"), built.target_model("t5-mme", "text")
+        endpoints = [line for line in served.lines if line.startswith("  ")]
+        # What each endpoint serves and how a request names it; the TensorRT endpoint is left out and named.
+        assert served.lines[0] == f"serving 2 endpoint(s) at {served.url}:"
+        assert endpoints[0] == f"  LocalTest-dev-t5-mme: multi-model (TargetModel): {', '.join(sorted([t5, text]))}"
+        assert "  LocalTest-dev-text-sme: single-model, default model text" in endpoints
+        assert endpoints[-1].startswith("  LocalTest-dev-gpu-only: skipped, ")
+        assert served.lines[-2:] == [
+            f"point boto3, the AWS CLI and the SageMaker SDK here: export AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME={served.url}",
+            STARTED]
+        runtime_environment.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", served.url)
+        client = boto3.client("sagemaker-runtime")   # the application's client, unchanged
+        request = text_request(TEXTS[:1])
+        from_sme = client.invoke_endpoint(EndpointName="LocalTest-dev-text-sme", ContentType=request.content_type,
+                                          Body=request.body)
+        from_mme = client.invoke_endpoint(EndpointName="LocalTest-dev-t5-mme", ContentType=request.content_type,
+                                          Body=request.body, TargetModel=text)
+        # One port, two endpoints: the same ensemble answers the same logits through both.
+        sme_logits = json.loads(from_sme["Body"].read())["outputs"][0]["data"]
+        assert np.allclose(sme_logits, json.loads(from_mme["Body"].read())["outputs"][0]["data"], atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--all", "text-sme"], "--all serves every endpoint of the spec; leave out the endpoint name 'text-sme', or drop "
+                            "--all to serve that endpoint alone"),
+    ([], "name the endpoint to serve (one of: t5-mme, text-sme, gpu-only) or pass --all to serve every endpoint"),
+    (["--all", "--component", "t5"], "--component applies to one endpoint of inference components; --all serves "
+                                     "every component of every endpoint: drop --component, or name that endpoint "
+                                     "instead of --all"),
+    (["--all", "--log-file", "x.log"], "--log-file applies to one endpoint; with --all each server logs to a file "
+                                       "of its own under the temp directory (the start-up lines name them): drop "
+                                       "--log-file"),
+], ids=["all-and-a-name", "neither", "all-component", "all-log-file"])
+def test_serve_all_argument_mistakes(built: Built, capsys: pytest.CaptureFixture, argv: list[str],
+                                     message: str) -> None:
+    assert serve_error(capsys, *argv, "--spec", str(built.spec), "--manifest", str(built.manifest_path)) == (
+        2, f"error: {message}\n")

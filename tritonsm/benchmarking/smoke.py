@@ -47,6 +47,9 @@ class Client(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class LocalClient:
+    """The container contract (`POST /invocations`) of a local endpoint object; the CLI calls through
+    ``DeployedClient`` with the local runtime's URL instead."""
+
     url: str
 
     def invoke(self, request: EncodedRequest, target_model: Optional[str],
@@ -57,16 +60,20 @@ class LocalClient:
 
 @dataclasses.dataclass(frozen=True)
 class DeployedClient:
+    """InvokeEndpoint through boto3: the deployed endpoint, or the same name on the local SageMaker Runtime of
+    `tritonsm serve` (``endpoint_url``)."""
+
     endpoint_name: str
     region: Optional[str] = None
     client: Any = None   # a sagemaker-runtime client (tests pass one wrapped in botocore's Stubber)
+    endpoint_url: Optional[str] = None
 
     def invoke(self, request: EncodedRequest, target_model: Optional[str],
                inference_component: Optional[str] = None) -> DecodedResponse:
         from local_endpoint.invoke import invoke_sagemaker_endpoint
         return invoke_sagemaker_endpoint(self.endpoint_name, request, region=self.region,
                                          target_model=target_model, inference_component=inference_component,
-                                         client=self.client)
+                                         client=self.client, endpoint_url=self.endpoint_url)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""Serving until stopped: a local endpoint, or local endpoints behind the local SageMaker Runtime.
+
+``serve_endpoint`` owns the signals: SIGINT, SIGTERM and SIGHUP stop what it started, whatever the
+process inherited (a background job inherits SIGINT ignored). ``serve_one`` (``tritonsm serve ENDPOINT``)
+and ``serve_all`` (``tritonsm serve --all``) put the endpoints behind a ``LocalRuntime`` and print where
+an application points its SageMaker Runtime client.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Callable, Sequence
+
+from local_endpoint.errors import LocalEndpointError
+from local_endpoint.lifecycle import LocalEndpointLifecycle
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.stop_signals import interrupt
+
+CRASH_POLL_SECONDS = 0.5
+DEFAULT_ENDPOINT_NAME = "tritonsm-local"
+
+
+def serve_one(endpoint: NamedEndpoint, port: int | None, announce: Callable[[str], None]) -> int:
+    """One endpoint on ``port``: the SageMaker Runtime API and, on the same port, its container contract
+    (``/ping``, ``/invocations``). ``announce(url)`` prints what the endpoint serves."""
+    runtime = LocalRuntime([endpoint], port=port, container_contract=True)
+
+    def announce_all() -> None:
+        announce(runtime.url)
+        _announce_runtime(runtime)
+
+    return serve_endpoint(runtime, announce_all)
+
+
+def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Callable[[NamedEndpoint], str],
+              skipped: dict[str, str]) -> int:
+    """Every endpoint behind one port, each under its EndpointName; ``describe`` says what one serves. Those the
+    local server cannot run are left out and named, with those ``skipped`` already (EndpointName: why)."""
+    runtime = LocalRuntime(endpoints, port=port, skip_unsupported=True)
+
+    def announce() -> None:
+        print(f"serving {len(runtime.targets)} endpoint(s) at {runtime.url}:", flush=True)
+        for endpoint in endpoints:
+            if endpoint.name in runtime.targets:
+                print(f"  {endpoint.name}: {describe(endpoint)}", flush=True)
+                for note in [*endpoint.server.stand_in_notes, f"server log: {endpoint.server.log_path}"]:
+                    print(f"    {note}", flush=True)
+        for name, why in {**skipped, **runtime.skipped}.items():
+            print(f"  {name}: skipped, {why}", flush=True)
+        _announce_runtime(runtime)
+
+    return serve_endpoint(runtime, announce)
+
+
+def _announce_runtime(runtime: LocalRuntime) -> None:
+    print(f"SageMaker Runtime API: InvokeEndpoint at {runtime.url}/endpoints/ENDPOINT_NAME/invocations for "
+          f"{', '.join(runtime.targets)}", flush=True)
+    print(f"point boto3, the AWS CLI and the SageMaker SDK here: export {runtime.aws_environment}", flush=True)
+    print("press Ctrl-C to stop", flush=True)
+
+
+def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None]) -> int:
+    """Start `endpoint` (a ``LocalRuntime``, or any local endpoint), announce it, and serve until SIGINT or
+    SIGTERM; 0 on a clean stop."""
+    stop_requested = threading.Event()
+    # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
+    # "ignored" (POSIX job control) and Python then never raises KeyboardInterrupt: take Ctrl-C back.
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        try:
+            endpoint.start()
+        except KeyboardInterrupt:
+            return 130  # interrupted during start-up; start() stopped the server
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, lambda *_: stop_requested.set())
+        # From here on Ctrl-C is the normal way to stop, wherever it lands.
+        try:
+            announce()
+            while not stop_requested.wait(CRASH_POLL_SECONDS):
+                endpoint.check_running()
+        except KeyboardInterrupt:
+            pass
+        _stop_ignoring_ctrl_c(endpoint)
+        print("stopped", flush=True)
+        return 0
+    except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --log-file
+        return fail(error)
+    finally:
+        _stop_ignoring_ctrl_c(endpoint)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_ignoring_ctrl_c(endpoint: LocalEndpointLifecycle) -> None:
+    # An impatient second Ctrl-C must not abandon the server half-stopped.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        endpoint.stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def fail(error: Exception) -> int:
+    print(f"error: {error}", file=sys.stderr)
+    return 1

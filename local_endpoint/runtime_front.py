@@ -1,0 +1,80 @@
+"""The HTTP handler of the local SageMaker Runtime: InvokeEndpoint, and the container contract passed on.
+
+``POST /endpoints/{EndpointName}/invocations`` is InvokeEndpoint (``runtime_routes``). In front of one
+endpoint (``tritonsm serve ENDPOINT``) every other request (``GET /ping``, ``POST /invocations``, an MME's
+``GET /models``) goes on unchanged to that endpoint, so the port also keeps the container contract that
+``curl`` and Triton's own clients speak. ``GET /endpoints`` lists the endpoint names (a local
+convenience: ``tritonsm invoke --url`` asks it which name to call). The server is
+``mme_front_door.FrontDoor``: threaded, bound to 127.0.0.1 only.
+"""
+from __future__ import annotations
+
+import json
+from typing import Mapping, Optional, Protocol
+
+from local_endpoint.http_call import HttpReply, call
+from local_endpoint.mme_front_door import FrontDoorHandler
+from local_endpoint.model_cache import JSON, error_reply
+from local_endpoint.runtime_errors import RuntimeReply
+from local_endpoint.runtime_routes import FORWARDED, RuntimeTarget, endpoint_in_path, invoke
+
+PING_TIMEOUT = 5.0
+
+
+class Runtime(Protocol):
+    """What the handler reads (``local_runtime.LocalRuntime``)."""
+
+    targets: Mapping[str, RuntimeTarget]
+    invoke_timeout: float
+
+    @property
+    def passthrough(self) -> Optional[RuntimeTarget]: ...
+
+
+class RuntimeHandler(FrontDoorHandler):
+    @property
+    def runtime(self) -> Runtime:
+        return self.server.cache  # type: ignore[return-value]  # FrontDoor holds what its handler serves
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        name = endpoint_in_path(self.path)
+        if name is not None:
+            headers = dict(self.headers.items())
+            self._send_runtime(invoke(self.runtime.targets, name, headers, body, self.runtime.invoke_timeout))
+        else:
+            self._pass_on("POST", body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/endpoints":
+            names = sorted(self.runtime.targets)
+            self._send(HttpReply(200, JSON, json.dumps({"endpoints": names}).encode()))
+        elif self.path == "/ping" and self.runtime.passthrough is None:
+            self._relay(self._ping_all)
+        else:
+            self._pass_on("GET", None)
+
+    def _pass_on(self, method: str, body: Optional[bytes]) -> None:
+        target = self.runtime.passthrough
+        if target is None:
+            self._send(error_reply(404, f"no route {method} {self.path}; this local SageMaker Runtime serves "
+                                        "POST /endpoints/{EndpointName}/invocations (InvokeEndpoint) and GET /ping"))
+            return
+        headers = {key: self.headers[key] for key in FORWARDED if self.headers.get(key)}
+        self._relay(lambda: call("127.0.0.1", target.port, method, self.path, body=body, headers=headers,
+                                 timeout=self.runtime.invoke_timeout))
+
+    def _ping_all(self) -> HttpReply:
+        """200 when every endpoint answers its own ping with 200."""
+        states = {name: call("127.0.0.1", t.port, "GET", "/ping", timeout=PING_TIMEOUT).status
+                  for name, t in self.runtime.targets.items()}
+        status = 200 if all(code == 200 for code in states.values()) else 503
+        return HttpReply(status, JSON, json.dumps({"endpoints": states}).encode())
+
+    def _send_runtime(self, reply: RuntimeReply) -> None:
+        self.send_response(reply.status)
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)

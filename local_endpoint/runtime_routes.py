@@ -1,0 +1,140 @@
+"""InvokeEndpoint, as SageMaker's runtime answers it, in front of local endpoints' container contract.
+
+The operation (botocore ``data/sagemaker-runtime/2017-05-13/service-2.json``, ``InvokeEndpoint``) is
+``POST /endpoints/{EndpointName}/invocations``; the request headers it defines are ``Content-Type``,
+``Accept``, ``X-Amzn-SageMaker-Custom-Attributes``, ``-Target-Model``, ``-Target-Variant``,
+``-Target-Container-Hostname``, ``-Inference-Id``, ``-Enable-Explanations``, ``-Inference-Component`` and
+``-Session-Id``; the answer carries the body, its ``Content-Type``, ``x-Amzn-Invoked-Production-Variant``
+and the container's ``X-Amzn-SageMaker-Custom-Attributes``. SageMaker passes the container
+``POST /invocations`` with the body and the headers it supports (the API reference: "strips all POST
+headers except those supported by the API"), the target model of a multi-model endpoint in
+``X-Amzn-SageMaker-Target-Model`` (https://docs.aws.amazon.com/sagemaker/latest/dg/invoke-multi-model-endpoint.html).
+Here the endpoint's local front (the container itself, the multi-model front door or the
+inference-component router) takes that request.
+"""
+from __future__ import annotations
+
+import dataclasses
+import socket
+import urllib.parse
+import uuid
+from typing import Callable, Mapping, Optional
+
+from deployment_spec.endpoint import EndpointKind
+from local_endpoint import runtime_errors
+from local_endpoint.http_call import call
+from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE_COMPONENT
+from local_endpoint.model_cache import TARGET_MODEL_HEADER as TARGET_MODEL
+from local_endpoint.runtime_errors import RuntimeReply
+
+SME, MME, COMPONENTS = EndpointKind.SINGLE_MODEL, EndpointKind.MULTI_MODEL, EndpointKind.INFERENCE_COMPONENTS
+CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+# What reaches the container besides the body (InvokeEndpointInput's header members that a container reads).
+FORWARDED = ("Content-Type", "Accept", CUSTOM_ATTRIBUTES, TARGET_MODEL, INFERENCE_COMPONENT,
+             "X-Amzn-SageMaker-Inference-Id")
+INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"   # InvokeEndpointOutput.InvokedProductionVariant
+PATH_PREFIX, PATH_SUFFIX = "/endpoints/", "/invocations"
+INVOKE_TIMEOUT = 60.0   # "A customer's model containers must respond to requests within 60 seconds" (InvokeEndpoint)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeTarget:
+    """One local endpoint as InvokeEndpoint addresses it.
+
+    Args:
+        name: Its EndpointName, the deployed name ``<project>-<environment>-<endpoint>``.
+        kind: Single-model, multi-model or inference components.
+        port: Where its container contract (``POST /invocations``) answers on the loopback address.
+        variant: The production variant's name (``x-Amzn-Invoked-Production-Variant``).
+        target_models: MME: the TargetModel values it serves (its archives' names).
+        components: Inference components: the InferenceComponentName values it serves.
+        loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
+        log: Its server log(s), named in a ModelError's message.
+    """
+
+    name: str
+    kind: EndpointKind
+    port: int
+    variant: str = "AllTraffic"
+    target_models: tuple[str, ...] = ()
+    components: tuple[str, ...] = ()
+    loaded: Optional[Callable[[], list[str]]] = None
+    log: str = ""
+
+
+def endpoint_in_path(path: str) -> Optional[str]:
+    """The EndpointName of ``/endpoints/{EndpointName}/invocations`` (URL-decoded), else None."""
+    path = path.split("?", 1)[0]
+    if not (path.startswith(PATH_PREFIX) and path.endswith(PATH_SUFFIX)):
+        return None
+    name = path[len(PATH_PREFIX):-len(PATH_SUFFIX)]
+    return urllib.parse.unquote(name) if name and "/" not in name else None
+
+
+def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str, str], body: bytes,
+           timeout: float = INVOKE_TIMEOUT) -> RuntimeReply:
+    """One InvokeEndpoint call: checked as SageMaker checks it, then sent to the endpoint's container."""
+    target = targets.get(name)
+    if target is None:
+        return runtime_errors.validation_error(
+            f"Endpoint {name} of account {runtime_errors.LOCAL_ACCOUNT} not found. This local runtime serves "
+            f"{', '.join(sorted(targets))}; pass one of them as EndpointName (the deployed name "
+            "<project>-<environment>-<endpoint> of the spec's environment)")
+    headers = {key.lower(): value for key, value in headers.items()}   # HTTP header names ignore case
+    refused = _check_headers(target, headers)
+    if refused is not None:
+        return refused
+    was_loaded = target.loaded() if target.loaded else None
+    forwarded = {key: headers[key.lower()] for key in FORWARDED if headers.get(key.lower())}
+    try:
+        reply = call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded,
+                     timeout=timeout)
+    except (socket.timeout, TimeoutError):
+        model = headers.get(TARGET_MODEL.lower())
+        if was_loaded is not None and model not in was_loaded:
+            return runtime_errors.model_not_ready(
+                f"Model {model} of endpoint {name} is still loading (it was not loaded and {timeout:g} s passed); "
+                "loading goes on: wait and try your request again")
+        return runtime_errors.model_error(
+            name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
+            f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again.", target.log)
+    except OSError as error:
+        return runtime_errors.service_unavailable(
+            f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
+            "and the server log. Try your call again once it runs")
+    if reply.status >= 400:
+        return runtime_errors.model_error(name, target.variant, reply.status,
+                                          reply.body.decode(errors="replace"), target.log)
+    answer = {"Content-Type": reply.content_type or "application/octet-stream",
+              INVOKED_VARIANT: target.variant, "x-amzn-RequestId": str(uuid.uuid4())}
+    if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):
+        answer[CUSTOM_ATTRIBUTES] = reply.headers[CUSTOM_ATTRIBUTES.lower()]
+    return RuntimeReply(reply.status, answer, reply.body)
+
+
+def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optional[RuntimeReply]:
+    """A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take (``headers``:
+    names in lower case)."""
+    model, component = headers.get(TARGET_MODEL.lower()), headers.get(INFERENCE_COMPONENT.lower())
+    if target.kind != MME and model:
+        return runtime_errors.validation_error(
+            f"Endpoint {target.name} is not a multi-model endpoint and does not support target model header. "
+            f"Leave TargetModel out (it is {target.kind.value}).", "TARGET_MODEL_HEADER_NOT_SUPPORTED")
+    if target.kind == MME and model not in target.target_models:
+        said = (f"TargetModel {model!r} is not one of its models" if model else
+                "the request is missing a target model header")
+        return runtime_errors.validation_error(
+            f"Endpoint {target.name} is a multi-model endpoint and {said}; pass TargetModel, one of: "
+            f"{', '.join(target.target_models)} (tritonsm invoke --model resolves a model name)")
+    if target.kind != COMPONENTS and component:
+        return runtime_errors.validation_error(
+            f"Endpoint {target.name} hosts no inference components ({target.kind.value}); leave InferenceComponentName "
+            f"out (got {component!r})")
+    if target.kind == COMPONENTS and component not in target.components:
+        said = (f"InferenceComponentName {component!r} is not one of them" if component else
+                "Inference Component Name header is required for endpoints to which you plan to deploy "
+                "inference components")
+        return runtime_errors.validation_error(
+            f"Endpoint {target.name} hosts inference components and {said}; pass InferenceComponentName, one of: "
+            f"{', '.join(target.components)}")
+    return None
