@@ -76,6 +76,8 @@ def announce(endpoint, mode: str, url: str) -> None:
     for note in endpoint.stand_in_notes:
         print(note, flush=True)
     print(f"server log: {endpoint.log_path}", flush=True)
+    if endpoint.metrics_url:
+        print(f"Triton metrics (Prometheus): {endpoint.metrics_url}", flush=True)
 
 
 def invoke_main(argv: list[str]) -> int:

@@ -78,6 +78,11 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
         return self._process.pid if self._process else None
 
     @property
+    def metrics_url(self) -> str | None:
+        """Triton's Prometheus metrics, when the environment turns them on."""
+        return self._process.metrics_url if self._process else None
+
+    @property
     def target_models(self) -> list[str]:
         return sorted(t.name for t in self.tarballs)
 

@@ -44,7 +44,9 @@ def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Ca
         for endpoint in endpoints:
             if endpoint.name in runtime.targets:
                 print(f"  {endpoint.name}: {describe(endpoint)}", flush=True)
-                for note in [*endpoint.server.stand_in_notes, f"server log: {endpoint.server.log_path}"]:
+                metrics = getattr(endpoint.server, "metrics_url", None)
+                for note in [*endpoint.server.stand_in_notes, f"server log: {endpoint.server.log_path}",
+                             *([f"Triton metrics (Prometheus): {metrics}"] if metrics else [])]:
                     print(f"    {note}", flush=True)
         for name, why in {**skipped, **runtime.skipped}.items():
             print(f"  {name}: skipped, {why}", flush=True)

@@ -51,6 +51,11 @@ class TritonProcess:
         atexit.register(self.stop)
 
     @property
+    def metrics_url(self) -> str | None:
+        """Triton's Prometheus metrics (``local_endpoint.triton_metrics``), when the environment turns them on."""
+        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
+
+    @property
     def pid(self) -> int:
         return self._process.pid
 

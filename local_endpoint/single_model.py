@@ -82,9 +82,8 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
 
     @property
     def metrics_url(self) -> str | None:
-        """Triton's Prometheus metrics (``local_endpoint.triton_metrics``), when the environment turns them on."""
-        port = self._process.metrics_port if self._process else None
-        return f"http://127.0.0.1:{port}/metrics" if port else None
+        """Triton's Prometheus metrics, when the environment turns them on."""
+        return self._process.metrics_url if self._process else None
 
     @property
     def stand_in_notes(self) -> list[str]:

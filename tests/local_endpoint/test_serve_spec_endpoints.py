@@ -301,7 +301,25 @@ def test_sme_start_up_labels_the_stand_in(built: Built, text_sme: Served) -> Non
 
 
 def without_log_path(lines: list[str]) -> list[str]:
-    return [line for line in lines if not line.startswith("server log: ")]
+    return [line for line in lines if not line.startswith(("server log: ", METRICS_LINE))]
+
+
+METRICS_LINE = "Triton metrics (Prometheus): "
+
+
+@pytest.mark.triton
+def test_serve_prints_tritons_metrics_url_and_its_counters_follow_requests(text_sme: Served) -> None:
+    # The spec's container turns Triton's metrics on (port 23000 on SageMaker); the local server gets a free port.
+    from local_endpoint.triton_metrics import scrape, since
+
+    [url] = [line[len(METRICS_LINE):] for line in text_sme.lines if line.startswith(METRICS_LINE)]
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics") and ":23000/" not in url
+    before = scrape(url)
+    invoke_url(text_sme.url, text_request(TEXTS[:1]))
+    invoke_url(text_sme.url, text_request(TEXTS, binary=True))
+    counted = since(scrape(url), before)
+    # The ensemble and its steps each counted both requests.
+    assert {model: c.requests for model, c in counted.items()} == {"classifier": 2, "preprocess": 2, "text": 2}
 
 
 @pytest.mark.triton
