@@ -10,6 +10,7 @@ from deployment_spec import instances, network_rules, triton_metrics
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
+from deployment_spec.scheduled_scaling import ScheduledScaling
 
 ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"
 
@@ -51,6 +52,10 @@ class Scaling(Validated):
     cpu_utilization_target: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=100))
     scale_in_cooldown_s: int = dataclasses.field(default=600, metadata=meta(minimum=0, maximum=86400))
     scale_out_cooldown_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=86400))
+    # SageMakerVariantConcurrentRequestsPerModelHighResolution: in-flight requests per model, sampled every
+    # 10 s, so a scale-out starts within a minute (SageMaker developer guide, "Define a scaling policy").
+    concurrent_requests_per_model: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.1))
+    schedules: tuple[ScheduledScaling, ...] = ()
 
     def invocations_per_instance_target(self) -> Optional[float]:
         """SageMakerVariantInvocationsPerInstance target: explicit, or max RPS x 60 x safety factor."""
@@ -73,7 +78,22 @@ class Scaling(Validated):
             return [Problem(join(path, "invocations_target"), describe(self.invocations_target),
                             "either invocations_target or max_rps_per_instance, not both",
                             "keep one: the target is derived as max_rps_per_instance x 60 x safety_factor")]
-        return []
+        if self.concurrent_requests_per_model is not None and self.invocations_per_instance_target() is not None:
+            # Two load targets on one variant: each policy scales out on its own reading and in only when both
+            # agree, so the instance count follows whichever is tighter and the other never matters.
+            return [Problem(join(path, "concurrent_requests_per_model"), describe(self.concurrent_requests_per_model),
+                            "one load target: concurrent_requests_per_model, or invocations_target / "
+                            "max_rps_per_instance", "keep one; concurrency reacts within a minute, invocations "
+                            "per instance within several")]
+        out: list[Problem] = []
+        names = [s.name for s in self.schedules]
+        for i, schedule in enumerate(self.schedules):
+            where = join(path, f"schedules[{i}]")
+            if names.count(schedule.name) > 1 and names.index(schedule.name) != i:
+                out.append(Problem(join(where, "name"), repr(schedule.name), "a name no other schedule has",
+                                   "rename it"))
+            out += schedule.bounds_problems(where, self.min_instances, self.max_instances)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)

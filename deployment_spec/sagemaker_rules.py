@@ -107,12 +107,12 @@ def scalable_instance_type(found: instances.InstanceType) -> list[Problem]:
                     "remove scaling or use a non-burstable type such as ml.c5.xlarge")]
 
 
-def zero_instances_need_components(min_instances: int) -> list[Problem]:
+def zero_instances_need_components(min_instances: int, field: str = "scaling.min_instances") -> list[Problem]:
     """A variant's instances scale to zero only when the endpoint hosts inference components
     (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html)."""
     if min_instances != 0:
         return []
-    return [Problem("scaling.min_instances", "0",
+    return [Problem(field, "0",
                     "1 or more on a variant endpoint: an endpoint scales to zero instances only when it hosts "
                     "inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
                     "endpoint-auto-scaling-zero-instances.html)",
@@ -206,6 +206,17 @@ def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> lis
                     "remove data_capture or make the endpoint single-model")]
 
 
+def concurrency_single_model_only(multi_model: bool, concurrent_requests: Optional[float]) -> list[Problem]:
+    """The high-resolution concurrency metric is documented per model of a single-model variant (and per copy of
+    an inference component); for a multi-model endpoint, whose instances hold many models, nothing says what it
+    counts (SageMaker developer guide, "Define a scaling policy")."""
+    if not (multi_model and concurrent_requests is not None):
+        return []
+    return [Problem("scaling.concurrent_requests_per_model", f"{concurrent_requests:g} on a multi-model endpoint",
+                    "single-model endpoints (inference components: concurrent_requests_per_copy)",
+                    "scale the multi-model endpoint on max_rps_per_instance or invocations_target")]
+
+
 def enhanced_metrics_not_multi_model(multi_model: bool, enhanced: Optional[bool]) -> list[Problem]:
     """Enhanced metrics exist for single-model and inference-component endpoints (SageMaker developer guide,
     monitoring-cloudwatch-enhanced-metrics.html)."""
@@ -232,6 +243,10 @@ def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: 
     out += volume_size_without_nvme(found, volume_size_gb)
     if scaling is not None:
         out += zero_instances_need_components(scaling.min_instances)
+        out += concurrency_single_model_only(multi_model, scaling.concurrent_requests_per_model)
+        for i, schedule in enumerate(scaling.schedules):
+            if schedule.min_instances is not None:
+                out += zero_instances_need_components(schedule.min_instances, f"scaling.schedules[{i}].min_instances")
         out += scalable_instance_type(found)
         out += initial_within_bounds(initial_instances, scaling.min_instances, scaling.max_instances)
         out += gpu_target_on_gpu(found, scaling.gpu_utilization_target)

@@ -22,9 +22,11 @@ class VariantScaling(Construct):
     """One scalable target for an endpoint variant, with every target-tracking policy on it.
 
     Policies: ``SageMakerVariantInvocationsPerInstance`` (target from the spec:
-    max RPS per instance x 60 x safety factor), ``GPUUtilization`` on GPU types
+    max RPS per instance x 60 x safety factor) or
+    ``SageMakerVariantConcurrentRequestsPerModelHighResolution``, ``GPUUtilization`` on GPU types
     (per-GPU target x GPUs, because the metric sums over GPUs), and
-    ``CPUUtilization`` when the spec sets a CPU target (per-vCPU target x vCPUs).
+    ``CPUUtilization`` when the spec sets a CPU target (per-vCPU target x vCPUs). Scheduled actions
+    change the bounds (``Scaling.schedules``).
     The target depends on the endpoint: the variant must exist before it can
     be registered.
 
@@ -76,6 +78,15 @@ class VariantScaling(Construct):
         if itype.is_gpu:
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
             policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
+        if scaling.concurrent_requests_per_model is not None:
+            policies.append(track(
+                "Concurrency", scaling.concurrent_requests_per_model,
+                predefined=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION))
+        for schedule in scaling.schedules:
+            self.target.scale_on_schedule(
+                f"Schedule-{schedule.name}", schedule=autoscaling.Schedule.expression(schedule.schedule),
+                time_zone=cdk.TimeZone.of(schedule.time_zone), min_capacity=schedule.min_instances,
+                max_capacity=schedule.max_instances)
         if scaling.cpu_utilization_target is not None:
             policies.append(track("CpuUtilization", scaling.cpu_utilization_target * itype.vcpus,
                                   metric_name="CPUUtilization"))

@@ -53,9 +53,12 @@ class ScalingHandover(Construct):
         definition = [{"PolicyName": c.policy_name,
                        "Configuration": _pascal(stack.resolve(c.target_tracking_scaling_policy_configuration))}
                       for c in cfn]
+        # Deregistering the target deletes its scheduled actions too; the handover puts them back with it.
+        scheduled = _pascal(stack.resolve(default_child(target, autoscaling.CfnScalableTarget).scheduled_actions)) or []
         props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
                  "InstanceType": endpoint.instance_type, "MinCapacity": str(min_capacity),
-                 "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True)}
+                 "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True),
+                 "ScheduledActions": json.dumps(scheduled, sort_keys=True)}
         self.before = cdk.CustomResource(self, "Before", service_token=function.function_arn,
                                          resource_type=RESOURCE_TYPE, properties={**props, "Phase": "before"},
                                          service_timeout=cdk.Duration.minutes(3))
@@ -95,7 +98,8 @@ class ScalingHandover(Construct):
                     "Only the alarms Application Auto Scaling names for this endpoint's target-tracking policies.")
         role.add_to_policy(iam.PolicyStatement(
             actions=["application-autoscaling:DescribeScalableTargets", "application-autoscaling:RegisterScalableTarget",
-                     "application-autoscaling:DeregisterScalableTarget", "application-autoscaling:PutScalingPolicy"],
+                     "application-autoscaling:DeregisterScalableTarget", "application-autoscaling:PutScalingPolicy",
+                     "application-autoscaling:PutScheduledAction"],
             resources=["*"]))
         unscoped = ("Application Auto Scaling scalable targets get their ARNs only when registered, so these calls "
                     "cannot name the variant's target in advance; the handler passes only this variant's ResourceId.")

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 from aws_cdk.assertions import Match
+import botocore.session
+import botocore.validate
 from botocore.exceptions import ClientError
 
 from synth_helpers import ROOT, resource_id
@@ -66,6 +68,13 @@ class Cloud:
         self.calls.append(("put", PolicyName, TargetTrackingScalingPolicyConfiguration))
         self.policies[PolicyName] = TargetTrackingScalingPolicyConfiguration
 
+    def put_scheduled_action(self, **arguments):
+        # The arguments as botocore's own validator checks them against the service model.
+        shape = botocore.session.get_session().get_service_model("application-autoscaling").operation_model(
+            "PutScheduledAction").input_shape
+        botocore.validate.validate_parameters(arguments, shape)
+        self.calls.append(("schedule", arguments["ScheduledActionName"], arguments["ScalableTargetAction"]))
+
 
 @pytest.fixture
 def responses(monkeypatch):
@@ -74,10 +83,12 @@ def responses(monkeypatch):
     return sent
 
 
-def _call(cloud, phase, instance_type, kind="Update"):
+def _call(cloud, phase, instance_type, kind="Update", scheduled=None):
     props = {"ResourceId": RID, "EndpointName": "Triton-prod-classifier", "VariantName": "AllTraffic",
              "InstanceType": instance_type, "MinCapacity": "1", "MaxCapacity": "6",
              "Policies": json.dumps(POLICIES), "Phase": phase}
+    if scheduled is not None:
+        props["ScheduledActions"] = json.dumps(scheduled)
     handover.handler({"RequestType": kind, "ResourceProperties": props}, None, sagemaker=cloud, autoscaling=cloud)
 
 
@@ -92,6 +103,18 @@ def test_an_instance_type_change_goes_through_and_scaling_comes_back(responses):
         "TargetValue": 900.0, "ScaleInCooldown": 300, "ScaleOutCooldown": 300,
         "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}})]
     assert (cloud.instance_type, cloud.registered, list(cloud.policies)) == ("ml.g5.2xlarge", True, ["Invocations"])
+    assert [status for status, _ in responses] == ["SUCCESS", "SUCCESS"]
+
+
+def test_scheduled_actions_come_back_with_the_registration(responses):
+    # As the template writes them (ScalableTarget ScheduledActions, numbers as strings).
+    scheduled = [{"ScheduledActionName": "Schedule-office", "Schedule": "cron(0 8 ? * MON-FRI *)",
+                  "Timezone": "Europe/Berlin", "ScalableTargetAction": {"MinCapacity": "2"}}]
+    cloud = Cloud()
+    _call(cloud, "before", "ml.g5.2xlarge", scheduled=scheduled)
+    cloud.update_endpoint("ml.g5.2xlarge")
+    _call(cloud, "after", "ml.g5.2xlarge", scheduled=scheduled)
+    assert cloud.calls[-1] == ("schedule", "Schedule-office", {"MinCapacity": 2})
     assert [status for status, _ in responses] == ["SUCCESS", "SUCCESS"]
 
 

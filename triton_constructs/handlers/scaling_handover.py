@@ -95,6 +95,20 @@ def register(autoscaling: Any, resource_id: str, props: dict[str, Any]) -> None:
                                        ResourceId=resource_id, ScalableDimension=DIMENSION,
                                        PolicyType="TargetTrackingScaling",
                                        TargetTrackingScalingPolicyConfiguration=api_shape(policy["Configuration"]))
+    # Deregistering deleted the target's scheduled actions with it (stacks before they existed have none).
+    for action in json.loads(props.get("ScheduledActions", "[]")):
+        autoscaling.put_scheduled_action(**scheduled_action(action, resource_id))
+
+
+def scheduled_action(action: dict[str, Any], resource_id: str) -> dict[str, Any]:
+    """PutScheduledAction's arguments for one of the template's ScalableTarget ScheduledActions."""
+    bounds = {key: int(value) for key, value in action.get("ScalableTargetAction", {}).items()}
+    out = {"ServiceNamespace": NAMESPACE, "ResourceId": resource_id, "ScalableDimension": DIMENSION,
+           "ScheduledActionName": action["ScheduledActionName"], "Schedule": action["Schedule"],
+           "ScalableTargetAction": bounds}
+    if "Timezone" in action:
+        out["Timezone"] = action["Timezone"]
+    return out
 
 
 def api_shape(configuration: dict[str, Any]) -> dict[str, Any]:
