@@ -15,6 +15,12 @@ def _t(name: str) -> instances.InstanceType:
 
 
 CASES = {
+    "concurrency_single_model_only": (lambda: rules.concurrency_single_model_only(False, 4.0),
+                                      lambda: rules.concurrency_single_model_only(True, 4.0),
+                                      "scaling.concurrent_requests_per_model: got 4 on a multi-model endpoint; "
+                                      "allowed: single-model endpoints (inference components: "
+                                      "concurrent_requests_per_copy); fix: scale the multi-model endpoint on "
+                                      "max_rps_per_instance or invocations_target"),
     "enhanced_metrics_not_multi_model": (lambda: rules.enhanced_metrics_not_multi_model(True, None),
                                          lambda: rules.enhanced_metrics_not_multi_model(True, True),
                                          "observability.enhanced: got true on a multi-model endpoint; allowed: "
