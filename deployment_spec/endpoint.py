@@ -246,6 +246,8 @@ class EndpointSpec(Validated):
     instance_type: str = "ml.g5.xlarge"
     # The type's facts when this library's instance table lacks it (instances.InstanceFacts).
     instance_facts: Optional[instances.InstanceFacts] = None
+    # Instance pools: where SageMaker finds no capacity of instance_type, these in order (priorities 2-5).
+    fallback_instance_types: tuple[str, ...] = ()
     initial_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     variant_name: str = dataclasses.field(default="AllTraffic", metadata=meta(
         pattern=r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", pattern_help="1-63 letters, digits or '-'"))

@@ -150,6 +150,9 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         volume_size_gb=ep.volume_size_gb, model_cache=ep.model_cache or not variant,
         data_capture=ep.data_capture is not None and variant, instance_facts=ep.instance_facts,
         enhanced_metrics=ep.observability.enhanced))
+    out += sagemaker_rules.prefixed(path, sagemaker_rules.fallback_instance_types(
+        ep.instance_type, ep.fallback_instance_types, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
+        triton_version=triton_version, volume_size_gb=ep.volume_size_gb, instance_facts=ep.instance_facts))
     itype = ep.instance
     if itype is None or itype.is_gpu:
         return out

@@ -14,8 +14,9 @@ SageMaker service model), https://docs.aws.amazon.com/sagemaker/latest/dg/multi-
 """
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from deployment_spec import images, instances, serving_runtimes
 from deployment_spec.endpoint import Deployment, Scaling, Strategy
@@ -204,6 +205,48 @@ def data_capture_single_model_only(multi_model: bool, data_capture: bool) -> lis
         return []
     return [Problem("data_capture", "a data capture setting", "single-model endpoints only",
                     "remove data_capture or make the endpoint single-model")]
+
+
+MAX_FALLBACKS = 4  # InstancePools: 1-5 pools, priorities 1-5 (botocore's SageMaker model, ProductionVariant)
+
+
+def fallback_instance_types(primary: str, fallbacks: Sequence[str], *, multi_model: bool, triton_version: str,
+                            volume_size_gb: Optional[int],
+                            instance_facts: Optional[instances.InstanceFacts] = None) -> list[Problem]:
+    """Instance pools (``InstancePools``: the primary type first, then each fallback when SageMaker finds no
+    capacity; SageMaker developer guide, realtime-endpoints-heterogeneous.html): single-model endpoints and
+    inference components only, every pool a type the endpoint's rules accept, with the primary's GPU count
+    (scaling targets, reservations and the GPU memory alarm are per GPU x GPUs)."""
+    if not fallbacks:
+        return []
+    if multi_model:
+        return [Problem("fallback_instance_types", f"{len(fallbacks)} fallback type(s) on a multi-model endpoint",
+                        "instance pools on single-model endpoints and inference components only "
+                        "(realtime-endpoints-heterogeneous.html)", "remove fallback_instance_types")]
+    out = []
+    if len(fallbacks) > MAX_FALLBACKS:
+        out.append(Problem("fallback_instance_types", f"{len(fallbacks)} types", f"at most {MAX_FALLBACKS} (five "
+                           "instance pools with the primary instance_type)", "keep the four you would take first"))
+    primary_type = instances.lookup(primary, instance_facts)
+    seen = [primary]
+    for i, name in enumerate(fallbacks):
+        where = f"fallback_instance_types[{i}]"
+        if name in seen:
+            out.append(Problem(where, describe(name), "a type not already in the pools", "remove the duplicate"))
+            continue
+        seen.append(name)
+        known = instance_type_known(name)
+        found = instances.lookup(name)
+        if known or found is None:
+            out += prefixed(where, [dataclasses.replace(p, path="") for p in known])
+            continue
+        out += prefixed(where, [dataclasses.replace(p, path="") for p in
+                                gpu_generation(found, triton_version) + volume_size_without_nvme(found, volume_size_gb)])
+        if primary_type is not None and found.gpu_count != primary_type.gpu_count:
+            out.append(Problem(where, f"{name} ({found.gpu_count} GPU(s))", f"a type with the {primary_type.gpu_count} "
+                               f"GPU(s) of instance_type {primary}: scaling targets and alarms are per GPU x GPUs",
+                               f"pick a size with {primary_type.gpu_count} GPU(s)"))
+    return out
 
 
 def concurrency_single_model_only(multi_model: bool, concurrent_requests: Optional[float]) -> list[Problem]:

@@ -48,6 +48,7 @@ class EndpointStack(cdk.Stack):
         multi = endpoint.kind is EndpointKind.MULTI_MODEL
         self.endpoint = TritonSageMakerEndpoint(
             self, "Default", models=models, instance_type=endpoint.instance_type, triton_version=spec.triton_version,
+            fallback_instance_types=endpoint.fallback_instance_types,
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
             alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,

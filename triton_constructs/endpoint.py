@@ -83,6 +83,8 @@ class TritonEndpoint(Construct):
         instance_facts: The facts of a type the instance table lacks. Defaults to the table's.
         observability: The configuration's ``MetricsConfig``. Defaults to ``Observability()``.
         multi_model: The model is multi-model (no enhanced metrics). Defaults to False.
+        fallback_instance_types: Instance pools after ``instance_type`` (``sagemaker_rules.fallback_instance_types``
+            checks them). Defaults to none.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
@@ -109,7 +111,8 @@ class TritonEndpoint(Construct):
                  log_key: Optional[kms.IKey] = None, scaled: bool = False,
                  deploy_instances: Optional[int] = None,
                  instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability(), multi_model: bool = False) -> None:
+                 observability: Observability = Observability(), multi_model: bool = False,
+                 fallback_instance_types: Sequence[str] = ()) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
@@ -125,8 +128,13 @@ class TritonEndpoint(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
+        # Instance pools replace InstanceType (realtime-endpoints-heterogeneous.html): the type first, then the fallbacks.
+        pools = [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1)
+                 for i, name in enumerate([instance_type, *fallback_instance_types])] if fallback_instance_types else None
+        self.instance_types = (instance_type, *fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=variant_name, model_name=model.model_name, instance_type=instance_type,
+            variant_name=variant_name, model_name=model.model_name,
+            instance_type=None if pools else instance_type, instance_pools=pools,
             initial_instance_count=initial_instances, initial_variant_weight=1.0,
             inference_ami_version=inference_ami_version if itype and itype.is_gpu else None,
             volume_size_in_gb=None if nvme else volume_size_gb,

@@ -1,7 +1,7 @@
 """``TritonSageMakerEndpoint``: one NVIDIA Triton endpoint on SageMaker, secure and autoscaled, for any CDK app."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
@@ -82,6 +82,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             ``ProductionVariantInstanceType``) but not in this library's table: GPUs, compute capability,
             vCPUs, memory (``InstanceFacts``). Defaults to none: the table's facts; a type the table lacks
             is refused naming exactly this prop.
+        fallback_instance_types: Instance pools: where SageMaker finds no capacity of ``instance_type``, it takes
+            these in order (priorities 2-5; single-model endpoints; each must pass every rule ``instance_type``
+            does, with its GPU count; a TensorRT plan must run on each). Defaults to none.
         observability: What SageMaker publishes (the configuration's ``MetricsConfig``): detailed observability
             on, enhanced metrics on single-model endpoints, every 60 s. Defaults to ``Observability()``.
 
@@ -105,7 +108,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
                  download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability()) -> None:
+                 observability: Observability = Observability(), fallback_instance_types: Sequence[str] = ()) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -134,6 +137,12 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += sagemaker_rules.container_environment_limits(environment)
         problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
+        problems += sagemaker_rules.fallback_instance_types(
+            instance_type, fallback_instance_types, multi_model=multi_model, triton_version=triton_version,
+            volume_size_gb=volume_size_gb, instance_facts=instance_facts)
+        for i, fallback in enumerate(fallback_instance_types):  # a TensorRT plan must run on every pool's GPU
+            problems += sagemaker_rules.prefixed(f"fallback_instance_types[{i}]", models.problems(
+                multi_model=multi_model, triton_version=triton_version, instance_type=fallback))
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
         self.models = models
@@ -188,7 +197,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
             log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
-            observability=observability, multi_model=multi_model)
+            observability=observability, multi_model=multi_model,
+            fallback_instance_types=tuple(fallback_instance_types))
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:

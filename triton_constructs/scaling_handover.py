@@ -56,7 +56,7 @@ class ScalingHandover(Construct):
         # Deregistering the target deletes its scheduled actions too; the handover puts them back with it.
         scheduled = _pascal(stack.resolve(default_child(target, autoscaling.CfnScalableTarget).scheduled_actions)) or []
         props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
-                 "InstanceType": endpoint.instance_type, "MinCapacity": str(min_capacity),
+                 "InstanceType": ",".join(endpoint.instance_types), "MinCapacity": str(min_capacity),
                  "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True),
                  "ScheduledActions": json.dumps(scheduled, sort_keys=True)}
         self.before = cdk.CustomResource(self, "Before", service_token=function.function_arn,

@@ -4,9 +4,11 @@ import json
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk.assertions import Template
 
 import app as app_module
 from deployment_spec import images, load_spec
+from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import load_manifest
 from fake_build import fake_build
 from synth_helpers import ROOT, SPECS
@@ -168,6 +170,27 @@ def test_tensorrt_plan_built_for_another_gpu(tmp_path):
         "TritonSageMakerEndpoint TrtDev/plans/Default: 1 problem\n  - models.bert-trt: got a TensorRT plan built for "
         "compute capability 7.5 (T4); allowed: a plan that runs on ml.g5.xlarge (A10G, compute capability 8.6); fix: "
         "build it on a 8.6 device or choose an instance family with compute capability 7.5 (ml.g4dn)")
+
+
+def test_a_fallback_pool_whose_gpu_the_plan_does_not_run_on_is_refused_naming_the_pool(tmp_path):
+    # Single-model, A10G (8.6) first, L4 (8.9) when there is no A10G capacity: the plain plan built on the A10G
+    # does not run on the L4; the ampere_plus plan runs on both.
+    spec = _with_endpoint(load_spec(SPECS / "tensorrt.yaml"), "plans", kind=EndpointKind.SINGLE_MODEL,
+                          models=("bert-trt",), fallback_instance_types=("ml.g6.xlarge",))
+    with pytest.raises(PropsError) as caught:
+        _app(spec, _build(spec, tmp_path, compute_capability="8.6"))
+    assert str(caught.value) == (
+        "TritonSageMakerEndpoint TrtDev/plans/Default: 1 problem\n  - fallback_instance_types[0].models.bert-trt: got "
+        "a TensorRT plan built for compute capability 8.6 (A10G); allowed: a plan that runs on ml.g6.xlarge (L4, "
+        "compute capability 8.9); fix: build it on a 8.9 device or choose an instance family with compute capability "
+        "8.6 (ml.g5)")
+    compatible = _with_endpoint(spec, "plans", models=("bert-any",))
+    app = _app(compatible, _build(compatible, tmp_path / "any", compute_capability="8.6"))
+    template = Template.from_stack(app.node.find_child("TrtDev").endpoints["plans"])
+    [config] = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    [variant] = config["Properties"]["ProductionVariants"]
+    assert "InstanceType" not in variant and variant["InstancePools"] == [
+        {"InstanceType": "ml.g5.xlarge", "Priority": 1}, {"InstanceType": "ml.g6.xlarge", "Priority": 2}]
 
 
 def test_tensorrt_plan_built_for_the_right_gpu_synthesizes(tmp_path):

@@ -118,6 +118,17 @@ def test_scheduled_actions_come_back_with_the_registration(responses):
     assert [status for status, _ in responses] == ["SUCCESS", "SUCCESS"]
 
 
+def test_instance_pools_name_what_the_variant_runs_on(responses):
+    # With InstancePools the variant has no InstanceType: the pools by priority stand for it.
+    cloud = Cloud()
+    cloud.describe_endpoint_config = lambda EndpointConfigName: {"ProductionVariants": [{
+        "VariantName": "AllTraffic", "InstancePools": [{"InstanceType": "ml.g6.xlarge", "Priority": 2},
+                                                       {"InstanceType": "ml.g5.xlarge", "Priority": 1}]}]}
+    assert handover.running_instance_type(cloud, "Triton-prod-classifier", "AllTraffic") == "ml.g5.xlarge,ml.g6.xlarge"
+    _call(cloud, "before", "ml.g5.xlarge,ml.g6.xlarge")
+    assert cloud.calls == [] and responses[-1][1].startswith("no change")
+
+
 def test_a_failed_endpoint_update_rolls_back_to_the_old_registration(responses):
     # Forward: Before deregisters; the endpoint update fails (say, no capacity). CloudFormation rolls
     # back in reverse: the endpoint stays on the old type, Before runs again with the old properties.

@@ -25,6 +25,22 @@ def _step_model(index, name):
 
 
 CASES = {
+    "instance pools on a multi-model endpoint": (
+        _set("endpoints.vision-nlp.fallback_instance_types", ["ml.g4dn.xlarge"]),
+        "endpoints.vision-nlp.fallback_instance_types: got 1 fallback type(s) on a multi-model endpoint; allowed: "
+        "instance pools on single-model endpoints and inference components only (realtime-endpoints-heterogeneous.html); "
+        "fix: remove fallback_instance_types"),
+    "a fallback pool with another GPU count": (
+        _set("endpoints.classifier.fallback_instance_types", ["ml.g6.12xlarge"]),
+        "endpoints.classifier.fallback_instance_types[0]: got ml.g6.12xlarge (4 GPU(s)); allowed: a type with the 1 "
+        "GPU(s) of instance_type ml.g5.xlarge: scaling targets and alarms are per GPU x GPUs; fix: pick a size with 1 "
+        "GPU(s)"),
+    "a schedule that lifts the minimum above the scaling ceiling": (
+        _set("endpoints.classifier.scaling.schedules", [{"name": "office", "schedule": "cron(0 8 ? * MON-FRI *)",
+                                                         "time_zone": "Europe/Berlin", "min_instances": 5}]),
+        "endpoints.classifier.scaling.schedules[0]: got bounds 5..3 from then on; allowed: min_instances <= "
+        "max_instances <= the endpoint's scaling.max_instances (3); fix: lower the schedule's bounds, or raise "
+        "scaling.max_instances"),
     "Triton metrics port outside SageMaker's safe range": (
         _set("endpoints.classifier.container", {"metrics_port": 8002}),
         "endpoints.classifier.container.metrics_port: got 8002; allowed: a port in 23000-23999: SageMaker gives the "

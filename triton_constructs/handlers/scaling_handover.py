@@ -77,7 +77,12 @@ def running_instance_type(sagemaker: Any, endpoint: str, variant: str) -> str | 
             return None
         raise
     config = sagemaker.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])
-    return next((v["InstanceType"] for v in config["ProductionVariants"] if v["VariantName"] == variant), None)
+    found = next((v for v in config["ProductionVariants"] if v["VariantName"] == variant), None)
+    if found is None:
+        return None
+    # With instance pools the variant has no InstanceType; the pools, by priority, name what it runs on.
+    pools = sorted(found.get("InstancePools", []), key=lambda pool: pool["Priority"])
+    return found.get("InstanceType") or ",".join(pool["InstanceType"] for pool in pools) or None
 
 
 def is_registered(autoscaling: Any, resource_id: str) -> bool:
