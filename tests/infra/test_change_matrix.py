@@ -136,6 +136,32 @@ def test_scaling_bounds(tmp_path):
     assert _updated_types(after, change) == {TARGET: {"MaxCapacity"}, "Custom::TritonScalingHandover": {"MaxCapacity"}}
 
 
+def test_adding_a_fallback_instance_pool_to_a_scaled_endpoint(tmp_path):
+    before, after, change = _change(
+        tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("fallback_instance_types", ["ml.g6.xlarge"]))
+    # InstancePools replace InstanceType: a new config, and the handover moves the scaling registration around
+    # it as for an instance-type change (SageMaker treats the variant's types as changed).
+    handovers = {lid for lid, r in after["Resources"].items() if r["Type"] == "Custom::TritonScalingHandover"}
+    assert {lid: change.updated[lid] for lid in handovers} == {lid: {"InstanceType"} for lid in handovers}
+    assert CONFIG in _types(change.replaced) and _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
+    without = {**after, "Resources": {k: v for k, v in after["Resources"].items() if k not in handovers}}
+    assert service_problems(before, without, plan(before, without)) == [
+        "variant AllTraffic is a scaling target and its instance type changes (ml.g5.xlarge -> "
+        "ml.g5.xlarge,ml.g6.xlarge): UpdateEndpoint fails"]
+    assert service_problems(before, after, change) == []
+
+
+def test_adding_a_schedule(tmp_path):
+    before, after, change = _change(
+        tmp_path, lambda raw: raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"]["scaling"]
+        .__setitem__("schedules", [{"name": "night", "schedule": "cron(0 20 ? * * *)", "min_instances": 2}]))
+    # The scalable target is updated in place (ScheduledActions); the handover carries them, to put them back.
+    assert not change.replaced and not change.added and not change.removed
+    assert _updated_types(after, change) == {TARGET: {"ScheduledActions"},
+                                             "Custom::TritonScalingHandover": {"ScheduledActions"}}
+    assert service_problems(before, after, change) == []
+
+
 def test_initial_instances_of_a_scaled_endpoint(tmp_path):
     before, after, change = _change(
         tmp_path, lambda raw: raw["endpoints"]["classifier"].__setitem__("initial_instances", 2), environment="staging")
