@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     args = parser.parse_args()
     from deployment_spec.serving_runtimes import buildable_dali
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     record: dict = {"spec": SPEC.name, "cpus": os.cpu_count(), "releases": {}}
     with tempfile.TemporaryDirectory(prefix="tritonsm-dalicost-") as tmp:

@@ -12,7 +12,7 @@ import pytest
 
 from deployment_spec.manifest import load_manifest
 from model_build import build
-from model_build.serving import onnx_check
+from model_build.backends.onnxruntime import verification as onnx_check
 
 from mb_support import make_spec
 

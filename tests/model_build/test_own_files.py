@@ -16,7 +16,7 @@ import torch
 
 from deployment_spec.manifest import TensorSpec, load_manifest
 from model_build import build
-from model_build.serving.file_check import this_machines
+from model_build.verification.file_check import this_machines
 from mb_support import make_spec
 
 THIS_MACHINE = this_machines("onnxruntime").version
@@ -136,7 +136,8 @@ def test_an_onnx_file_newer_than_the_images_runtime_is_refused_with_its_reason(t
 def test_the_fused_bert_mask_defect_given_as_a_file_is_refused_for_triton_2504(tmp_path):
     # The graph of the serving-fidelity defect, brought as a user's file: fine in this machine's runtime,
     # it ignores the attention mask in ONNX Runtime 1.21.0 (Triton 25.04), which the invariance checks catch.
-    from model_build import onnx_export, ort_optimize
+    from model_build.onnx_graph import export as onnx_export
+    from model_build.backends.onnxruntime import optimize as ort_optimize
     from model_build.recipes import load_exportable
 
     spec = make_spec(tmp_path, "b: {backend: onnxruntime, source: {recipe: tiny-bert}, sequence_length: 32}\n")

@@ -14,7 +14,8 @@ import tarfile
 import pytest
 
 from deployment_spec.manifest import ModelEntry, load_manifest
-from model_build import build, model_config, python_env_build
+from model_build import build, model_config
+from model_build.backends.python import execution_env as python_env_build
 from model_build.errors import BuildError
 from model_build.python_env import environment, target
 from model_build.recipes import python_recipes

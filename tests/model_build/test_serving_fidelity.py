@@ -20,10 +20,13 @@ from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
 from deployment_spec.model import Tolerance
 from mb_support import make_spec
-from model_build import build, ort_optimize, onnx_export, reproducible, torchscript
+from model_build import build, reproducible
+from model_build.backends.onnxruntime import optimize as ort_optimize
+from model_build.onnx_graph import export as onnx_export
+from model_build.backends.pytorch import torchscript
 from model_build.errors import BuildError
 from model_build.recipes import load_exportable
-from model_build.serving import cases, side_env, verify
+from model_build.verification import cases, side_env, verify
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BERT = "m: {backend: onnxruntime, source: {recipe: tiny-bert}, sequence_length: 32, max_batch_size: 4}\n"
@@ -172,7 +175,7 @@ def test_defect_3_two_checkout_folders_build_byte_identical_tarballs(tmp_path):
 def test_a_missing_lock_file_says_how_to_write_it():
     with pytest.raises(BuildError) as caught:
         side_env.ensure("onnxruntime", "9.9.9")
-    assert str(caught.value) == ("no lock file for onnxruntime==9.9.9 (model_build/serving/locks/onnxruntime-9.9.9.txt); "
+    assert str(caught.value) == ("no lock file for onnxruntime==9.9.9 (model_build/verification/locks/onnxruntime-9.9.9.txt); "
                                  "write it with: .venv/bin/python scripts/gen_serving_locks.py onnxruntime==9.9.9")
 
 

@@ -30,7 +30,7 @@ def export(name: str, made: ExportableModel, target: pathlib.Path, optimize: boo
     """Writes ``target`` (model.onnx, weights inline); raises BuildError for unsupported operators or a bad graph."""
     import tempfile
 
-    from model_build import onnx_weights
+    from model_build.onnx_graph import weights as onnx_weights
 
     with tempfile.TemporaryDirectory(prefix="export-", dir=target.parent) as scratch:
         graph = pathlib.Path(scratch) / target.name
@@ -110,7 +110,7 @@ def _quiet():
 
 def graph_io(path: pathlib.Path, max_batch_size: int, name: str) -> tuple[tuple[TensorSpec, ...], ...]:
     """Inputs and outputs of an ONNX file as config tensors (batch axis dropped when batching)."""
-    from model_build import onnx_weights
+    from model_build.onnx_graph import weights as onnx_weights
 
     model = onnx_weights.load_graph(path)  # the graph only: a model's weights are not needed here
     initializers = {i.name for i in model.graph.initializer}

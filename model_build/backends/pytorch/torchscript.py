@@ -21,12 +21,10 @@ from typing import Optional
 from deployment_spec.manifest import TensorSpec
 from model_build import reproducible
 from model_build.errors import BuildError
+from model_build.tensor_types import TORCH_TO_TRITON
 from model_build.recipes.contract import ExportableModel
 
 IO_FILE = "triton_io.json"
-TORCH_TO_TRITON = {"float32": "TYPE_FP32", "float16": "TYPE_FP16", "bfloat16": "TYPE_BF16", "float64": "TYPE_FP64",
-                   "int64": "TYPE_INT64", "int32": "TYPE_INT32", "int16": "TYPE_INT16", "int8": "TYPE_INT8",
-                   "uint8": "TYPE_UINT8", "bool": "TYPE_BOOL"}
 
 
 def trace(name: str, made: ExportableModel, target: pathlib.Path, max_batch_size: int):

@@ -1,14 +1,14 @@
 """``backend: dali`` models: the spec's pipeline serialized by the image's DALI release, then checked.
 
 1. The DALI release of the spec's Triton image (``serving_runtimes.DALI_RELEASES``) is installed
-   once into a hashed side environment (model_build/serving/side_env.py) and serializes the
+   once into a hashed side environment (model_build/verification/side_env.py) and serializes the
    pipeline there: the build's own packages never touch the file.
 2. Placement: decoding on the GPU (``mixed``, nvJPEG) with resize and normalisation on the GPU when
    every instance that serves the model has a GPU, as the reference article runs it; all on the CPU
    otherwise (a CPU endpoint or a KIND_CPU instance group).
-3. Check: the shipped file with its operators moved to the CPU (model_build/dali/placement.py) must
+3. Check: the shipped file with its operators moved to the CPU (model_build/backends/dali/placement.py) must
    be byte-identical to the same pipeline serialized for the CPU, and that CPU pipeline must match
-   the PIL/numpy reference (model_build/dali/reference.py) on real JPEGs of six sizes, fed padded
+   the PIL/numpy reference (model_build/backends/dali/reference.py) on real JPEGs of six sizes, fed padded
    as one batch the way Triton feeds a dynamic batch.
 """
 from __future__ import annotations
@@ -17,13 +17,16 @@ import json
 import pathlib
 import subprocess
 import sys
+from typing import Mapping
 
 import numpy as np
 
 from deployment_spec import dali as dali_spec
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.manifest import ModelEntry, TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.serving_runtimes import DALI_RELEASES, DaliRelease
+from model_build.backends.result import BackendResult
+from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError
 from model_build.hashing import plain
 from model_build.progress import Step
@@ -37,13 +40,13 @@ def placement(devices: set[str]) -> str:
     return "cpu" if "cpu" in devices else "gpu"
 
 
-def model_files(ctx, model: ModelSpec, devices: set[str], scratch: pathlib.Path):
-    """(inputs, outputs, files, parameters, serving check, DALI version) of a ``backend: dali`` model."""
-    from model_build.serving import side_env
+def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:
+    """model.dali serialized for where the model is served, checked on the CPU against PIL/numpy."""
+    from model_build.verification import side_env
 
     release = DALI_RELEASES[ctx.spec.triton_version]
     env = side_env.ensure(release.package, release.version, ctx.log)
-    where = placement(devices)
+    where = placement(serving_devices(ctx.spec, model))
     step = Step(ctx, model.name, f"serialize the pipeline with DALI {release.version} (Triton "
                                  f"{release.triton_version}'s), operators on the {where.upper()}")
     shipped = serialize(env, model, where, scratch / MODEL_FILE, release)
@@ -55,7 +58,8 @@ def model_files(ctx, model: ModelSpec, devices: set[str], scratch: pathlib.Path)
     outputs = (TensorSpec(dali_spec.OUTPUT, dali_spec.TRITON_TYPE[model.dali.dtype], model.dali.output_dims()),)
     # The dali backend reads num_threads from the config (dali_backend docs/config.md).
     params = {"num_threads": str(model.dali.num_threads)}
-    return inputs, outputs, {MODEL_FILE: shipped}, params, check, release.version
+    return BackendResult(inputs, outputs, {MODEL_FILE: shipped}, check, parameters=params,
+                         versions={"dali": release.version})
 
 
 def serialize(env, model: ModelSpec, where: str, target: pathlib.Path, release: DaliRelease) -> pathlib.Path:
@@ -68,7 +72,7 @@ def serialize(env, model: ModelSpec, where: str, target: pathlib.Path, release: 
 
 def _check(env, model: ModelSpec, shipped: pathlib.Path, where: str, scratch: pathlib.Path,
            release: DaliRelease) -> dict:
-    from model_build.dali import check_images, placement as placement_rewrite, reference
+    from model_build.backends.dali import check_images, placement as placement_rewrite, reference
 
     cpu_file = scratch / "model.cpu.dali"
     if where == "gpu":

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from typing import Optional
 
-from model_build.tensorrt.trtexec import TRTEXEC
+from model_build.backends.tensorrt.trtexec import TRTEXEC
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Makes one candidate ONNX graph in a fresh process:
-``python -m model_build.optimize_worker {fused,basic,as-exported} IN OUT REPORT.json [hints]``.
+``python -m model_build.backends.onnxruntime.optimize_worker {fused,basic,as-exported} IN OUT REPORT.json [hints]``.
 
 IN: the exported graph (its weights inline or in files beside it, onnx_weights); OUT: the candidate,
 inline. ``fused``: transformer fusions, then ONNX Runtime's basic rewrites (ort_optimize.optimize_for_ort
@@ -30,10 +30,10 @@ MODES = ("fused", "basic", "as-exported")
 
 def make(mode: str, src: pathlib.Path, dst: pathlib.Path, hints: dict, log: Callable[[str], None]):
     """Runs the worker; returns its ort_optimize.OptimizeReport (None for ``as-exported``)."""
-    from model_build import ort_optimize
+    from model_build.backends.onnxruntime import optimize as ort_optimize
 
     report = dst.with_name(dst.name + ".report.json")
-    cmd = [sys.executable, "-m", "model_build.optimize_worker", mode, str(src), str(dst), str(report)]
+    cmd = [sys.executable, "-m", "model_build.backends.onnxruntime.optimize_worker", mode, str(src), str(dst), str(report)]
     for key in ("model_type", "num_heads", "hidden_size"):
         if hints.get(key):
             cmd += [f"--{key.replace('_', '-')}", str(hints[key])]
@@ -61,7 +61,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--hidden-size", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from model_build import onnx_weights, ort_optimize, reproducible
+    from model_build import reproducible
+
+    from model_build.onnx_graph import weights as onnx_weights
+
+    from model_build.backends.onnxruntime import optimize as ort_optimize
 
     report: Optional[dict] = None
     try:

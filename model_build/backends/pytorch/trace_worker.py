@@ -1,4 +1,4 @@
-"""Runs one TorchScript trace in a fresh process: ``python -m model_build.trace_worker SPEC MODEL OUT_DIR``.
+"""Runs one TorchScript trace in a fresh process: ``python -m model_build.backends.pytorch.trace_worker SPEC MODEL OUT_DIR``.
 
 Why a subprocess: TorchScript names classes ``___torch_mangle_<N>`` with a per-process counter,
 so a second trace in the same process writes different bytes; a fresh process gives the same
@@ -34,10 +34,10 @@ def main(argv: list[str]) -> int:
 
     from deployment_spec import load_spec
     from deployment_spec.serving_runtimes import runtime
-    from model_build import torchscript
+    from model_build.backends.pytorch import torchscript
     from model_build.errors import BuildError
     from model_build.recipes import load_exportable
-    from model_build.serving import cases, verify
+    from model_build.verification import cases, verify
 
     spec = load_spec(args.spec)
     model = spec.models[args.model]
@@ -98,7 +98,7 @@ class _Steps:
 
 def _serving_torch(model, made, plan, want, out_dir: pathlib.Path, serving_runtime, version: str) -> dict:
     from model_build.errors import BuildError
-    from model_build.serving import side_env, verify
+    from model_build.verification import side_env, verify
 
     env = side_env.ensure("torch", version, lambda line: print(line, flush=True))
     candidate = verify.Candidate("traced graph", out_dir / "model.pt")

@@ -1,21 +1,30 @@
-"""Python-backend models: files, tensors and parameters from a built-in recipe or a python_dir."""
+"""``backend: python`` models: files, tensors and parameters from a built-in recipe or a python_dir,
+and the execution environment they import from (model_build/backends/python/execution_env.py)."""
 from __future__ import annotations
 
 import pathlib
+from typing import Mapping
 
 from deployment_spec import Spec, requirements
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.manifest import ModelEntry, TensorSpec
 from deployment_spec.model import Backend, ModelSpec
-from model_build import layout, model_config, python_env_build
+from model_build import layout, model_config
+from model_build.backends.python import execution_env
+from model_build.backends.result import BackendResult
+from model_build.build_context import BuildContext
 from model_build.errors import BuildError
 from model_build.progress import Step
+from model_build.verification.not_run import not_run
+
+# Python-backend code imports packages of the image's Python, which this machine's may not have.
+NOT_RUN = "Python-backend code runs in the image's Python; the local endpoint (tritonsm serve) runs it"
 
 
-def model_files(ctx, model: ModelSpec):
+def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:
     """Files, tensors and parameters of a Python-backend model (built-in recipe or python_dir)."""
     from model_build.recipes import load_python
 
-    model_files: dict = {}
+    model_files: dict[str, pathlib.Path] = {}
     params: dict[str, str] = {}
     recipe_requirements: tuple[str, ...] = ()
     if model.source.kind() == "python_dir":
@@ -39,13 +48,14 @@ def model_files(ctx, model: ModelSpec):
     else:
         lines, where = python_env_requirements(ctx.spec, model, recipe_requirements)
         if lines:
-            built = python_env_build.build_for(ctx, model, lines, where)
-            model_files[built.file_name] = built.archive
-            params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{built.file_name}"
-            env_facts = python_env_build.facts(built, ctx.python_env_for)
+            made_env = execution_env.build_for(ctx, model, lines, where)
+            model_files[made_env.file_name] = made_env.archive
+            params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{made_env.file_name}"
+            env_facts = execution_env.facts(made_env, ctx.python_env_for)
     # Shipped inside the model directory, resolved by the Python backend at load (python_backend README,
     # "Creating Custom Execution Environments").
-    return tuple(inputs), tuple(outputs), files, params, model_files, env_facts
+    return BackendResult(tuple(inputs), tuple(outputs), files, not_run(ctx.spec.triton_version, NOT_RUN),
+                         parameters=params, model_files=model_files, environment=env_facts)
 
 
 def python_env_requirements(spec: Spec, model: ModelSpec, recipe_requirements: tuple[str, ...]) -> tuple[list[str], str]:

@@ -6,7 +6,7 @@ from deployment_spec.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.progress import Step
 from model_build.python_env import environment, target
-from model_build.serving.side_env import cache_root
+from model_build.verification.side_env import cache_root
 
 # What one copy of the environment occupies on an instance: the model tarball (which holds the
 # archive) in the MME cache, the unpacked model directory (the archive again) and the folder the

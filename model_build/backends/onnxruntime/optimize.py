@@ -111,7 +111,7 @@ def optimize_for_ort(onnx_in: str | os.PathLike, onnx_out: str | os.PathLike, *,
     src, dst = pathlib.Path(onnx_in), pathlib.Path(onnx_out)
     import onnx
 
-    from model_build import onnx_weights
+    from model_build.onnx_graph import weights as onnx_weights
 
     # Every step rewrites a graph whose weights stay in files beside it (onnx_weights); only the result
     # is written inline: the same bytes as rewriting the model in memory, a fraction of the memory.
@@ -235,7 +235,7 @@ def _ort_transformer_fusion(src: pathlib.Path, model_type: str, num_heads: int, 
 
     from onnxruntime.transformers import optimizer
 
-    from model_build import onnx_weights
+    from model_build.onnx_graph import weights as onnx_weights
 
     # The fuser logs every pattern it tried; only failures matter in a build log.
     logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)
@@ -256,7 +256,7 @@ def _onnxscript_fusion(src: pathlib.Path, dst: pathlib.Path) -> None:
     import onnx_ir as ir
     from onnxscript.rewriter.ort_fusions import optimize_for_ort as onnxscript_optimize
 
-    from model_build import onnx_weights
+    from model_build.onnx_graph import weights as onnx_weights
 
     try:
         model, _ = onnxscript_optimize(ir.load(str(src)))

@@ -28,7 +28,7 @@ _PAD = 8  # more than the widest filter's reach (Lanczos-3 upscaling: 3 pixels)
 # from float (DALI) or fixed-point (PIL) weights, so a pixel may land one level apart. Cubic and
 # Lanczos have negative lobes: PIL resamples in two passes and clips the first pass to 8 bits,
 # DALI keeps it in float, so the ringing at hard edges differs by more on a few pixels. Measured on
-# six JPEGs of 224x224 to 1920x1080 (model_build/dali/check_images.py): linear at most 1.0 level with
+# six JPEGs of 224x224 to 1920x1080 (model_build/backends/dali/check_images.py): linear at most 1.0 level with
 # DALI 1.31.0 and 2.1.0, cubic 8 and Lanczos 11 with 2.1.0, each under 0.19 on average. Headroom above.
 # nvJPEG and the GPU resize of the endpoint are not measured here (no GPU on the build machine).
 MAX_LEVELS = {Interpolation.LINEAR: 2.0, Interpolation.CUBIC: 12.0, Interpolation.LANCZOS: 16.0}

@@ -19,8 +19,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from deployment_spec.model import Tolerance
 from deployment_spec.serving_runtimes import ServingRuntime
 from model_build.errors import BuildError
-from model_build.serving import side_env
-from model_build.serving.cases import Invariance, Plan
+from model_build.verification import side_env
+from model_build.verification.cases import Invariance, Plan
 
 # Masked positions add exp(-large) = 0 to a correct softmax, so a runtime that honours the mask gives
 # the same numbers up to float rounding whatever the masked ids or the padding: far tighter than the

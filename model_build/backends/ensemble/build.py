@@ -1,11 +1,26 @@
-"""Ensemble configs: steps, wiring and the ensemble's own tensors, derived from the built steps."""
+"""``backend: ensemble`` models: steps, wiring and the ensemble's own tensors, derived from the built steps.
+
+An ensemble has no file of its own: its config names its steps, which are built (and verified)
+before it (model_build/build.py builds steps first).
+"""
 from __future__ import annotations
 
+import pathlib
 from typing import Mapping
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
 from deployment_spec.model import ModelSpec
+from model_build.backends.result import BackendResult
+from model_build.build_context import BuildContext
 from model_build.errors import BuildError
+from model_build.verification.not_run import not_run
+
+
+def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:
+    inputs, outputs, steps = wire(model, built)
+    return BackendResult(tuple(inputs), tuple(outputs), files={}, ensemble_steps=tuple(steps),
+                         verification=not_run(ctx.spec.triton_version,
+                                              "an ensemble has no file of its own; its steps are checked"))
 
 
 def wire(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[list[TensorSpec], list[TensorSpec], list[dict]]:

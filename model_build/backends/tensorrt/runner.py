@@ -1,5 +1,5 @@
 """Runs the TensorRT build: in the TensorRT image through Docker, or with a local trtexec
-(inside the GPU build image of model_build/tensorrt/Dockerfile). Each command is logged exactly."""
+(inside the GPU build image of model_build/backends/tensorrt/Dockerfile). Each command is logged exactly."""
 from __future__ import annotations
 
 import os
@@ -12,8 +12,8 @@ from typing import Callable, Sequence
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from model_build.errors import BuildError, ToolUnavailable
-from model_build.tensorrt import trtexec
-from model_build.tensorrt.gpu import Toolchain
+from model_build.backends.tensorrt import trtexec
+from model_build.backends.tensorrt.gpu import Toolchain
 from model_build.versions import trt_at_least
 
 _VERSION = re.compile(r"(\d+\.\d+\.\d+(?:\.\d+)?)")

@@ -1,4 +1,4 @@
-"""The onnxruntime-backend path: candidate graphs, verified in the target image's ONNX Runtime.
+"""The onnxruntime backend's verification: candidate graphs, verified in the target image's ONNX Runtime.
 
 Candidates, best first: transformer-fused (com.microsoft Attention and friends), plain graph
 optimizations, the graph as exported. Each is stripped of host metadata first, so the bytes
@@ -11,35 +11,34 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
-from deployment_spec.model import Int8Gate, ModelSpec, Precision
+from deployment_spec.model import Int8Gate, ModelSpec
 from deployment_spec.serving_runtimes import ServingRuntime
 from model_build import reproducible
+from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
 from model_build.recipes import ExportableModel
-from model_build.serving import cases, side_env, verify
+from model_build.verification import cases, side_env, verify
 
 DEVICE = "cpu"  # the CPU execution provider: the registry's onnxruntime wheels have no CUDA one
 
 
-def candidates(model: ModelSpec, hints: dict[str, Any], exported: pathlib.Path, scratch: pathlib.Path,
+def candidates(settings: OnnxRuntimeBuild, hints: dict[str, Any], exported: pathlib.Path, scratch: pathlib.Path,
                log: Callable[[str], None]) -> list[verify.Candidate]:
-    """The candidate files, best first, each made in a process of its own (model_build.optimize_worker).
+    """The candidate files, best first, each made in a process of its own (optimize_worker.py).
 
-    ``hints``: ort_optimize.transformer_hints of the model; ``exported``: the exported graph, its weights
-    inline or in a file beside it (onnx_weights).
+    ``hints``: optimize.transformer_hints of the model; ``exported``: the exported graph, its weights
+    inline or in a file beside it (model_build/onnx_graph/weights.py).
     """
-    from model_build import optimize_worker
+    from model_build.backends.onnxruntime import optimize_worker
 
     out: list[verify.Candidate] = []
-    settings = model.onnxruntime
-    optimize = settings.optimize_at_build if settings else True
-    # The TensorRT execution provider lacks the contrib ops the fusions emit, so it gets the plain graph.
-    if optimize and not (settings and settings.tensorrt_accelerator):
-        if hints["model_type"]:
+    if settings.optimize_at_build:
+        if settings.fuse_transformers and hints["model_type"]:
             fused = scratch / "fused.onnx"
             report = optimize_worker.make("fused", exported, fused, hints, log)
-            log(f"  {model.name}: transformer fusions ({report.fuser}): {dict(report.fused_ops) or 'nothing fused'}")
+            log(f"  {settings.name}: transformer fusions ({report.fuser}): "
+                f"{dict(report.fused_ops) or 'nothing fused'}")
             if report.fused_ops:
                 out.append(verify.Candidate("transformer-fused graph", fused, report))
         optimized = scratch / "optimized.onnx"
@@ -57,45 +56,43 @@ def reference(made: ExportableModel, model: ModelSpec) -> tuple[cases.Plan, dict
     return plan, verify.reference(made.module, plan, made.input_names)
 
 
-def verify_and_pick(model: ModelSpec, made: ExportableModel, runtime: ServingRuntime, found: list[verify.Candidate],
-                    target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None],
-                    eager: Optional[tuple[cases.Plan, dict[str, list]]] = None) -> dict[str, Any]:
-    """Copies the first candidate that verifies to ``target``; returns the manifest's serving_check record.
+def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: ServingRuntime,
+                    found: list[verify.Candidate], target: pathlib.Path, scratch: pathlib.Path,
+                    log: Callable[[str], None], eager: tuple[cases.Plan, dict[str, list]]) -> dict[str, Any]:
+    """Copies the first candidate that verifies to ``target``; returns the manifest's verification record.
 
-    ``eager``: what ``reference`` returned, when the caller has let go of the torch module since;
-    defaults to computing it here.
+    ``eager``: what ``reference`` returned (the caller may have let go of the torch module since).
     """
     env = side_env.ensure("onnxruntime", runtime.onnxruntime_wheel, log)
     label = f"ONNX Runtime {runtime.onnxruntime_wheel}"
-    plan, want = eager if eager is not None else reference(made, model)
-    level = model.onnxruntime.graph_optimization_level.value if model.onnxruntime else "all"
+    plan, want = eager
     verdicts: list[verify.Verdict] = []
     for candidate in found:
         got = verify.run_candidates(env, "onnx", [candidate], plan, made.input_names, made.output_names, scratch,
-                                    graph_level=level)
+                                    graph_level=settings.graph_level)
         verdicts.append(verify.judge(candidate.label, got[candidate.label], want, plan, made.output_names,
-                                     model.tolerance))
+                                     settings.tolerance))
         if verdicts[-1].ok:
             break
-    chosen = verify.choose(model.name, runtime, label, verdicts, found, model.tolerance, log)
+    chosen = verify.choose(settings.name, runtime, label, verdicts, found, settings.tolerance, log)
     shutil.copyfile(chosen.path, target)
     result = verify.record(runtime, "onnxruntime", runtime.onnxruntime_wheel, DEVICE, verdicts[-1], verdicts,
                            len(plan.cases))
-    if model.precision is Precision.INT8:
-        result.update(int8_gate(model, made, env, plan, level, target, scratch, log))
+    if settings.int8 is not None:
+        result.update(int8_gate(settings, settings.int8, made, env, plan, target, scratch, log))
     return result
 
 
-def int8_gate(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, plan: cases.Plan, level: str,
-          target: pathlib.Path, scratch: pathlib.Path, log: Callable[[str], None]) -> dict[str, Any]:
+def int8_gate(settings: OnnxRuntimeBuild, gate: Int8Gate, made: ExportableModel, env: side_env.SideEnv,
+              plan: cases.Plan, target: pathlib.Path, scratch: pathlib.Path,
+              log: Callable[[str], None]) -> dict[str, Any]:
     """Quantizes the verified graph; ships int8 only if it meets ``models.<name>.int8`` against fp32.
 
     Both graphs run in the serving runtime on the recipe's real inputs (``agreement_inputs``),
     else on the parity cases; the fp32 graph is the reference because it is what ships instead.
     """
-    from model_build import ort_optimize
+    from model_build.backends.onnxruntime import optimize as ort_optimize
 
-    gate = model.int8 or Int8Gate()
     quantized = scratch / "int8.onnx"
     report = ort_optimize.quantize_int8_dynamic(target, quantized)
     reproducible.strip_onnx(quantized)
@@ -106,10 +103,10 @@ def int8_gate(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, pl
         on, inputs = plan, "the parity cases (the recipe's sample inputs)"
     fp32, int8 = verify.Candidate("fp32 graph", target), verify.Candidate("int8 graph", quantized)
     got = verify.run_candidates(env, "onnx", [fp32, int8], on, made.input_names, made.output_names, scratch,
-                                graph_level=level)
+                                graph_level=settings.graph_level)
     for label in (int8.label, fp32.label):
         if isinstance(got[label], str):
-            log(f"  {model.name}: the {label} does not run in ONNX Runtime {env.version}: {got[label]}; "
+            log(f"  {settings.name}: the {label} does not run in ONNX Runtime {env.version}: {got[label]}; "
                 "shipping fp32")
             return {"int8": {"shipped": False, "rejected": got[label]}}
     agree = agreement([got[int8.label][c.name][0] for c in on.cases], [got[fp32.label][c.name][0] for c in on.cases])
@@ -117,12 +114,12 @@ def int8_gate(model: ModelSpec, made: ExportableModel, env: side_env.SideEnv, pl
               "required": {"min_cosine_similarity": gate.min_cosine_similarity,
                            "min_top1_agreement": gate.min_top1_agreement},
               "bytes_fp32": report.bytes_before, "bytes_int8": report.bytes_after}
-    refused = refusal(model.name, agree, gate, inputs)
+    refused = refusal(settings.name, agree, gate, inputs)
     if refused:
-        log(f"  {model.name}: int8 not shipped, fp32 shipped instead: {refused}")
+        log(f"  {settings.name}: int8 not shipped, fp32 shipped instead: {refused}")
         return {"int8": {"shipped": False, "refused": refused, **record}}
     shutil.copyfile(quantized, target)
-    log(f"  {model.name}: int8 in ONNX Runtime {env.version} ({report.bytes_before / 2**20:.0f} -> "
+    log(f"  {settings.name}: int8 in ONNX Runtime {env.version} ({report.bytes_before / 2**20:.0f} -> "
         f"{report.bytes_after / 2**20:.0f} MB) on {inputs}: min cosine with fp32 "
         f"{agree['min_cosine_similarity']:.6f} (>= {gate.min_cosine_similarity:g}), top-1 agreement "
         f"{agree['top1_agreement']:.4f} (>= {gate.min_top1_agreement:g}), max abs error {agree['max_abs_error']:.2e}")
