@@ -70,10 +70,10 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
     exported = work / "exported.onnx"
     onnx_export.export(model.name, made, exported, optimize=True)
     settings = OnnxRuntimeBuild.of(model)
-    eager = onnx_check.reference(made, model)
+    reference = onnx_check.reference(made, model)
     found = onnx_check.candidates(settings, ort_optimize.transformer_hints(made.module), exported, work, _quiet)
     fp32 = work / "fp32.onnx"
-    check = onnx_check.verify_and_pick(settings, made, serving, found, fp32, work, _quiet, eager)
+    check = onnx_check.verify_and_pick(settings, made, serving, found, fp32, work, _quiet, reference)
     graphs = {"fp32": fp32, "int8 per tensor": work / "pt.onnx", "int8 per channel": work / "pc.onnx"}
     quantized = {label: ort_optimize.quantize_int8_dynamic(fp32, graphs[label], per_channel=label.endswith("channel"))
                  for label in ("int8 per tensor", "int8 per channel")}

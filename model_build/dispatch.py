@@ -95,11 +95,11 @@ def _build(ctx: BuildContext, model: ModelSpec, build_hash: str, steps: Mapping[
                                        ensemble_steps=[dict(step) for step in result.ensemble_steps])
     layout.write_model_dir(model_dir, model_config.render(config), result.files, result.model_files)
     versions = {"triton": ctx.spec.triton_version, **tool_versions(), **result.versions}
-    gpu = result.gpu
+    gpu_name, gpu_cc = (result.gpu.name, result.gpu.compute_capability) if result.gpu else (None, None)
     return ModelEntry(name=model.name, spec_model=model.name, backend=model.backend.value,
                       max_batch_size=model.max_batch_size, inputs=tuple(result.inputs),
                       outputs=tuple(result.outputs), build_hash=build_hash,
                       parity=dict(result.parity) if result.parity is not None else None,
-                      builder=BuilderFacts(versions, gpu.name if gpu else None, gpu.compute_capability if gpu else None),
+                      builder=BuilderFacts(versions, gpu_name, gpu_cc),
                       serving_check=dict(result.verification),
                       python_env=dict(result.environment) if result.environment is not None else None)

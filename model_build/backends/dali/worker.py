@@ -5,7 +5,7 @@
 
 Standard library, numpy and DALI only (no project code): with ``-S`` the build's own site-packages
 are not on the path, so ``import nvidia.dali`` finds the pinned release in SITE_DIR (model_build/
-serving/side_env.py). The local CPU stand-in copies this file next to its model.py and uses
+verification/side_env.py). The local CPU stand-in copies this file next to its model.py and uses
 ``CpuPipeline`` from it, so the build's check and the local endpoint run the same code.
 
 serialize: ``{"pipeline": <DaliPipeline as plain data>, "placement": "gpu" | "cpu", "max_batch_size": N,

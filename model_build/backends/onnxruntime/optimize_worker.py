@@ -33,7 +33,7 @@ def make(mode: str, src: pathlib.Path, dst: pathlib.Path, hints: dict, log: Call
     from model_build.backends.onnxruntime import optimize as ort_optimize
 
     report = dst.with_name(dst.name + ".report.json")
-    cmd = [sys.executable, "-m", "model_build.backends.onnxruntime.optimize_worker", mode, str(src), str(dst), str(report)]
+    cmd = [sys.executable, "-m", __name__, mode, str(src), str(dst), str(report)]
     for key in ("model_type", "num_heads", "hidden_size"):
         if hints.get(key):
             cmd += [f"--{key.replace('_', '-')}", str(hints[key])]

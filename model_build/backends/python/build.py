@@ -58,7 +58,8 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
                          parameters=params, model_files=model_files, environment=env_facts)
 
 
-def python_env_requirements(spec: Spec, model: ModelSpec, recipe_requirements: tuple[str, ...]) -> tuple[list[str], str]:
+def python_env_requirements(spec: Spec, model: ModelSpec,
+                            recipe_requirements: tuple[str, ...]) -> tuple[list[str], str]:
     """The pinned lines the model's environment is built from, and the spec field they came from."""
     settings = model.python
     base = f"models.{model.name}.python"

@@ -41,7 +41,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
 
 
 def _given(ctx: BuildContext, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Path) -> BackendResult:
-    """``target``: the user's file, copied, its device constants checked, its tensors and its run on the spec's sizes."""
+    """``target``: the user's file, copied; its device constants, its tensors and its run on the spec's sizes checked."""
     src = given_files.source_path(ctx.spec.root, model)
     shutil.copyfile(src, target)
     torchscript.check_devices(model.name, target, serving_devices(ctx.spec, model), shown=src)

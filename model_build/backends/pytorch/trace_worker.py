@@ -1,4 +1,6 @@
-"""Runs one TorchScript trace in a fresh process: ``python -m model_build.backends.pytorch.trace_worker SPEC MODEL OUT_DIR``.
+"""Runs one TorchScript trace in a fresh process.
+
+``python -m model_build.backends.pytorch.trace_worker SPEC MODEL OUT_DIR``
 
 Why a subprocess: TorchScript names classes ``___torch_mangle_<N>`` with a per-process counter,
 so a second trace in the same process writes different bytes; a fresh process gives the same
