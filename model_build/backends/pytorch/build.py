@@ -36,7 +36,11 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     step = Step(ctx, model.name, "trace TorchScript and check it against eager PyTorch")
     result = _run_trace_worker(ctx, model, scratch)
     step.done(f" (max abs error {result['parity']['max_abs_error']:.2e})")
-    inputs, outputs = torchscript.read_io(target)
+    described = torchscript.read_io(target)
+    if described is None:  # trace_worker writes the description with the file
+        raise BuildError(f"model {model.name}: the traced model.pt carries no {torchscript.IO_FILE}; this is a "
+                         "model_build bug, please report it")
+    inputs, outputs = described
     return BackendResult(inputs, outputs, {MODEL_FILE: target}, result["serving_check"], parity=result["parity"])
 
 

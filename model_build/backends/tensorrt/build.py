@@ -8,13 +8,14 @@ architecture (targets.py, gpu.py); the plan itself is checked on the GPU host (t
 from __future__ import annotations
 
 import pathlib
-from typing import Mapping
+from typing import Mapping, cast
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
 from deployment_spec.model import ModelSpec
 from model_build import given_files, reproducible
 from model_build.backends.result import BackendResult, BuildGpu
 from model_build.backends.tensorrt import onnx_parity, runner, targets
+from model_build.backends.tensorrt.gpu import Toolchain
 from model_build.build_context import BuildContext
 from model_build.errors import ToolUnavailable
 from model_build.onnx_graph import export as onnx_export
@@ -28,11 +29,13 @@ NOT_RUN = "a TensorRT plan runs only on the GPU it was built for; tests/gpu chec
 
 
 def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:
-    tools = ctx.toolchain()
-    if not tools.usable:  # before the export: no point spending minutes on an ONNX we cannot convert
+    # The context holds the probe untyped, so the shared homes import no backend; it is gpu.detect.
+    tools = cast(Toolchain, ctx.toolchain())
+    gpu = tools.gpu
+    if not tools.usable or gpu is None:  # before the export: no point spending minutes on an ONNX we cannot convert
         raise ToolUnavailable(f"model {model.name}: a TensorRT plan needs an NVIDIA GPU and a Docker engine "
                               f"(or a local trtexec): {tools.reason}")
-    targets.check_target_gpus(ctx.spec, model, tools.gpu.compute_capability)
+    targets.check_target_gpus(ctx.spec, model, gpu.compute_capability)
     graph = scratch / "model.onnx"  # the file trtexec converts (runner.build_plan reads it there)
     if model.source.kind() == "onnx":
         _, inputs, outputs = given_files.onnx_file(ctx, model, graph)
@@ -46,14 +49,15 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     step.done()
     return BackendResult(inputs, outputs, {PLAN_FILE: scratch / PLAN_FILE}, not_run(ctx.spec.triton_version, NOT_RUN),
                          parity=parity, versions=versions,
-                         gpu=BuildGpu(tools.gpu.name, tools.gpu.compute_capability))
+                         gpu=BuildGpu(gpu.name, gpu.compute_capability))
 
 
 def _from_recipe(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, graph: pathlib.Path) -> tuple[
         tuple[TensorSpec, ...], tuple[TensorSpec, ...], dict[str, float]]:
-    # The plan's optimization profile fixes every axis but the batch (trtexec.py): the export says so.
-    made, exported = export_recipe(ctx, model, scratch, batch_axis_only=True,
-                                   optimize=model.onnxruntime.optimize_at_build if model.onnxruntime else True)
+    # The plan's optimization profile fixes every axis but the batch (trtexec.py): the export says so. The
+    # exporter's own optimizations stay on: optimize_at_build belongs to the onnxruntime section, which the
+    # spec refuses for backend tensorrt (deployment_spec/model.py).
+    made, exported = export_recipe(ctx, model, scratch, batch_axis_only=True, optimize=True)
     # The ONNX graph only feeds trtexec here; the plan itself is checked on the GPU host.
     reproducible.strip_onnx(exported)
     onnx_weights.inline(exported, graph)
