@@ -63,7 +63,9 @@ def main() -> int:
         record["model_build"] = _timed(build, "build the dali model (side environment ready)")
         record["unchanged_rebuild"] = _timed(build, "unchanged rebuild")
         entry = next((root / "work" / "models").glob("preprocess-*/entry.json"))
-        record["serving_check"] = json.loads(entry.read_text())["serving_check"]
+        verification = json.loads(entry.read_text())["verification"]
+        details = verification.pop("details")
+        record["serving_check"] = {**verification, **details}  # the flat record dali_cost.json has kept
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "dali_cost.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     (args.out / "dali_cost.md").write_text(_markdown(record))

@@ -101,5 +101,4 @@ def _build(ctx: BuildContext, model: ModelSpec, build_hash: str, steps: Mapping[
                       outputs=tuple(result.outputs), build_hash=build_hash,
                       parity=dict(result.parity) if result.parity is not None else None,
                       builder=BuilderFacts(versions, gpu_name, gpu_cc),
-                      serving_check=dict(result.verification),
-                      python_env=dict(result.environment) if result.environment is not None else None)
+                      verification=result.verification, execution_environment=result.environment)

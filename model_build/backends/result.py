@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.manifest import ExecutionEnvironment, TensorSpec, Verification
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,11 +26,11 @@ class BackendResult:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     files: Mapping[str, Any]           # into <model>/1/: a file to copy, bytes, or a folder {path: value} (layout.py)
-    verification: Mapping[str, Any]                        # what ran in the serving runtime, or why nothing did
+    verification: Verification                             # what ran in the serving runtime, or why nothing did
     parameters: Mapping[str, str] = dataclasses.field(default_factory=dict)        # config.pbtxt parameters
     model_files: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # beside config.pbtxt, the same kinds
     ensemble_steps: tuple[Mapping[str, Any], ...] = ()     # an ensemble's ensemble_scheduling steps
     parity: Optional[Mapping[str, float]] = None           # against the reference: max errors, atol, rtol
-    environment: Optional[Mapping[str, Any]] = None        # a Python-backend model's execution environment
+    environment: Optional[ExecutionEnvironment] = None     # a Python-backend model's execution environment
     versions: Mapping[str, str] = dataclasses.field(default_factory=dict)  # tools this backend used
     gpu: Optional[BuildGpu] = None                         # the GPU a plan was built for

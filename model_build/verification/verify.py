@@ -194,7 +194,7 @@ def choose(model_name: str, runtime: ServingRuntime, runtime_label: str, verdict
 
 def record(runtime: ServingRuntime, package: str, version: str, device: str, shipped: Optional[Verdict],
            verdicts: Sequence[Verdict], cases: int) -> dict[str, Any]:
-    """What the manifest keeps about the check (``ModelEntry.serving_check``)."""
+    """What the manifest keeps about the check (``ModelEntry.verification``, typed by record.py)."""
     out: dict[str, Any] = {"ran": True, "triton_version": runtime.triton_version, "runtime": package,
                            "version": version, "device": device, "cases": cases}
     if shipped is not None:

@@ -240,7 +240,7 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
     assert 0.0 < parity["int8_max_abs_error"] < 0.05
     assert parity["int8_min_cosine_similarity"] > 0.98 and parity["int8_top1_agreement"] >= 0.75
     # No weights, so no real text: the gate ran on the parity cases, and says so.
-    int8 = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].serving_check["int8"]
+    int8 = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].verification.details["int8"]
     assert (int8["shipped"], int8["inputs"]) == (True, "the parity cases (the recipe's sample inputs)")
     # The packed model really is quantized: integer matmuls in the graph.
     import onnx

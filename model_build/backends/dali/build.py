@@ -30,6 +30,7 @@ from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError
 from model_build.hashing import plain
 from model_build.progress import Step
+from model_build.verification.record import typed
 
 WORKER = pathlib.Path(__file__).resolve().parent / "worker.py"
 MODEL_FILE = "model.dali"
@@ -58,7 +59,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     outputs = (TensorSpec(dali_spec.OUTPUT, dali_spec.TRITON_TYPE[model.dali.dtype], model.dali.output_dims()),)
     # The dali backend reads num_threads from the config (dali_backend docs/config.md).
     params = {"num_threads": str(model.dali.num_threads)}
-    return BackendResult(inputs, outputs, {MODEL_FILE: shipped}, check, parameters=params,
+    return BackendResult(inputs, outputs, {MODEL_FILE: shipped}, typed(check), parameters=params,
                          versions={"dali": release.version})
 
 

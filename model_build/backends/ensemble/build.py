@@ -13,7 +13,7 @@ from deployment_spec.model import ModelSpec
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext
 from model_build.errors import BuildError
-from model_build.verification.not_run import not_run
+from model_build.verification.record import not_run
 
 
 def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:

@@ -22,6 +22,7 @@ from model_build.onnx_graph import export as onnx_export
 from model_build.onnx_graph.from_recipe import export_recipe, opset
 from model_build.progress import Step
 from model_build.verification import file_check
+from model_build.verification.record import typed
 
 MODEL_FILE = "model.onnx"
 
@@ -36,7 +37,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     # What config.pbtxt will declare, against the graph that ships (Triton refuses a mismatch at load).
     graph_inputs, _ = onnx_export.graph_io(target, model.max_batch_size, model.name)
     checks.check_onnx_matches_config(model.name, inputs, graph_inputs)
-    return BackendResult(inputs, outputs, {MODEL_FILE: target}, check, parity=parity,
+    return BackendResult(inputs, outputs, {MODEL_FILE: target}, typed(check), parity=parity,
                          versions={"onnx_opset": opset(target)})
 
 

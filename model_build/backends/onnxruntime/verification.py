@@ -5,7 +5,7 @@ optimizations, the graph as exported. Each is stripped of host metadata first, s
 verified are the bytes shipped. int8 (opt-in) is quantized from the graph that verified and
 shipped only if it runs in the target runtime too and its outputs agree with the fp32 graph's
 there within the spec's bounds (``models.<name>.int8``); otherwise fp32 ships, and the manifest's
-``serving_check.int8`` holds the measured agreement, the bounds and the reason.
+``verification.details["int8"]`` holds the measured agreement, the bounds and the reason.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext
 from model_build.errors import BuildError
 from model_build.progress import Step
-from model_build.verification.not_run import not_run
+from model_build.verification.record import not_run
 
 # Python-backend code imports packages of the image's Python, which this machine's may not have.
 NOT_RUN = "Python-backend code runs in the image's Python; the local endpoint (tritonsm serve) runs it"

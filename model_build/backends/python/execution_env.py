@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from deployment_spec import instances
+from deployment_spec.manifest import ExecutionEnvironment
 from deployment_spec.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.progress import Step
@@ -45,8 +46,8 @@ def check_storage(spec, model_name: str, built: environment.BuiltEnv) -> None:
                 "import, or serve it on a larger size")
 
 
-def facts(built: environment.BuiltEnv, built_for: str) -> dict:
+def facts(built: environment.BuiltEnv, built_for: str) -> ExecutionEnvironment:
     """The manifest's record of the environment shipped in the model directory."""
-    return {"file": built.file_name, "for": built_for, "python": built.target.python, "target": built.target.label,
-            "archive_bytes": built.archive_bytes, "unpacked_bytes": built.unpacked_bytes,
-            "packages": [f"{p['name']}=={p['version']}" for p in built.packages]}
+    return ExecutionEnvironment(built.file_name, built_for, built.target.python, built.target.label,
+                                built.archive_bytes, built.unpacked_bytes,
+                                tuple(f"{p['name']}=={p['version']}" for p in built.packages))

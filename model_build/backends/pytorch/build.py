@@ -25,6 +25,7 @@ from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError
 from model_build.progress import Step
 from model_build.verification import file_check
+from model_build.verification.record import typed
 
 MODEL_FILE = "model.pt"
 
@@ -41,7 +42,8 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
         raise BuildError(f"model {model.name}: the traced model.pt carries no {torchscript.IO_FILE}; this is a "
                          "model_build bug, please report it")
     inputs, outputs = described
-    return BackendResult(inputs, outputs, {MODEL_FILE: target}, result["serving_check"], parity=result["parity"])
+    return BackendResult(inputs, outputs, {MODEL_FILE: target}, typed(result["verification"]),
+                         parity=result["parity"])
 
 
 def _given(ctx: BuildContext, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Path) -> BackendResult:
@@ -56,7 +58,8 @@ def _given(ctx: BuildContext, model: ModelSpec, target: pathlib.Path, scratch: p
     checked = given_file.check(model, made, outputs, runtime(ctx.spec.triton_version), target, src, scratch, ctx.log,
                                ctx.serving_torch)
     step.done(f" ({checked['cases']} cases)")
-    return BackendResult(inputs, outputs, {MODEL_FILE: target}, checked, parity=file_check.parity(model, checked))
+    return BackendResult(inputs, outputs, {MODEL_FILE: target}, typed(checked),
+                         parity=file_check.parity(model, checked))
 
 
 def _run_trace_worker(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path) -> dict[str, Any]:

@@ -5,7 +5,7 @@
 Why a subprocess: TorchScript names classes ``___torch_mangle_<N>`` with a per-process counter,
 so a second trace in the same process writes different bytes; a fresh process gives the same
 model.pt for the same inputs. Writes OUT_DIR/model.pt and OUT_DIR/parity.json (``parity``: the
-trace against eager PyTorch on the serving cases; ``serving_check``: what ran where).
+trace against eager PyTorch on the serving cases; ``verification``: what ran where).
 
 ``--serving-torch VERSION`` (opt-in, ``tritonsm build --check-serving-torch``) also runs model.pt in
 that PyPI torch release, the one nearest the image's libtorch, in a side environment.
@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     except BuildError as exc:
         print(MARKER + str(exc).replace("\n", " "), file=sys.stderr)
         return FAILED
-    (out_dir / "parity.json").write_text(json.dumps({"parity": parity, "serving_check": serving}))
+    (out_dir / "parity.json").write_text(json.dumps({"parity": parity, "verification": serving}))
     return 0
 
 

@@ -22,7 +22,7 @@ from model_build.onnx_graph import export as onnx_export
 from model_build.onnx_graph import weights as onnx_weights
 from model_build.onnx_graph.from_recipe import export_recipe, opset
 from model_build.progress import Step
-from model_build.verification.not_run import not_run
+from model_build.verification.record import not_run
 
 PLAN_FILE = "model.plan"
 NOT_RUN = "a TensorRT plan runs only on the GPU it was built for; tests/gpu checks it on a GPU host"
