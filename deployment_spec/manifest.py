@@ -10,7 +10,7 @@ import json
 import pathlib
 from typing import Any, Optional
 
-SCHEMA_VERSION = 2  # 2: serving_check per model
+SCHEMA_VERSION = 3  # 3: typed verification and execution_environment records (2: serving_check, python_env)
 DEFAULT_MANIFEST = pathlib.Path("assets") / "manifest.json"
 
 
@@ -35,6 +35,42 @@ class BuilderFacts:
 
 
 @dataclasses.dataclass(frozen=True)
+class Verification:
+    """The model's file run in the runtime release that serves it (model_build/verification/), or why it was not.
+
+    ``details`` holds what only one backend measures: the int8 gate (``int8``), the runtime a user's
+    file was compared with (``reference``), DALI's placement and pixel levels, a trace's torch release.
+    """
+
+    ran: bool
+    triton_version: Optional[str] = None     # the release whose runtimes ran it, or would have
+    why: Optional[str] = None                # why it did not run (or what the opt-in adds)
+    runtime: Optional[str] = None            # "onnxruntime", "torch", "dali"
+    version: Optional[str] = None            # that runtime's release
+    device: Optional[str] = None             # "cpu"
+    cases: Optional[int] = None              # inputs run (batch sizes, lengths, padded rows, images)
+    graph: Optional[str] = None              # the file that shipped, e.g. "transformer-fused graph"
+    max_abs_error: Optional[float] = None
+    max_rel_error: Optional[float] = None
+    invariance_error: Optional[float] = None  # mask and padding invariance, in the runtime against itself
+    rejected: dict[str, str] = dataclasses.field(default_factory=dict)  # candidate -> why it did not ship
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionEnvironment:
+    """A Python-backend model's execution environment, shipped in its model directory."""
+
+    file: str                   # the archive beside config.pbtxt
+    built_for: str              # "image" (the spec's Triton image) or "local" (tritonsm serve only)
+    python: str                 # e.g. "3.12"
+    target: str                 # what it was built for, in words
+    archive_bytes: int
+    unpacked_bytes: int
+    packages: tuple[str, ...]   # "name==version"
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelEntry:
     """One Triton model directory as built (a renamed MME copy is its own entry)."""
 
@@ -47,12 +83,8 @@ class ModelEntry:
     build_hash: str           # sha256 of the build inputs; unchanged => not rebuilt
     parity: Optional[dict[str, float]] = None   # max_abs_error, max_rel_error, atol, rtol
     builder: BuilderFacts = BuilderFacts()
-    # The check in the serving runtime: {"ran": bool, "triton_version", "runtime", "version", "device",
-    # "graph", "cases", errors, "rejected": {candidate: why}} or {"ran": false, "why": ...}.
-    serving_check: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # A Python-backend model's execution environment: {"file", "for": "image" | "local", "python",
-    # "target", "archive_bytes", "unpacked_bytes", "packages": ["name==version", ...]}.
-    python_env: Optional[dict[str, Any]] = None
+    verification: Verification = Verification(ran=False)
+    execution_environment: Optional[ExecutionEnvironment] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,9 +170,17 @@ def _model(raw: dict[str, Any]) -> ModelEntry:
         inputs=tuple(_tensor(t) for t in raw["inputs"]), outputs=tuple(_tensor(t) for t in raw["outputs"]),
         build_hash=raw["build_hash"], parity=raw.get("parity"),
         builder=BuilderFacts(dict(b.get("versions", {})), b.get("gpu_name"), b.get("gpu_compute_capability")),
-        serving_check=dict(raw.get("serving_check") or {}),
-        python_env=raw.get("python_env"),
+        verification=_verification(raw["verification"]),
+        execution_environment=_environment(raw.get("execution_environment")),
     )
+
+
+def _verification(raw: dict[str, Any]) -> Verification:
+    return Verification(**{**raw, "rejected": dict(raw.get("rejected") or {}), "details": dict(raw.get("details") or {})})
+
+
+def _environment(raw: Optional[dict[str, Any]]) -> Optional[ExecutionEnvironment]:
+    return None if raw is None else ExecutionEnvironment(**{**raw, "packages": tuple(raw["packages"])})
 
 
 def _endpoint(raw: dict[str, Any]) -> EndpointArtifacts:

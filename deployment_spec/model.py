@@ -216,7 +216,7 @@ class Int8Gate:
     The build quantizes the fp32 graph that verified, runs both in the serving runtime on the
     recipe's real inputs (``ExportableModel.agreement_inputs``, else the parity cases) and ships
     int8 only if every bound holds; otherwise it ships fp32 and records why
-    (model_build/serving/onnx_check.py defines the measures).
+    (model_build/backends/onnxruntime/verification.py defines the measures).
     """
 
     # 0.98: per-channel int8 of the trained all-MiniLM-L6-v2 keeps >= 0.989 on real sentences, one

@@ -1,7 +1,7 @@
 """What runs a model on the endpoint: the runtimes inside each ``sagemaker-tritonserver`` release.
 
 The single place these facts live. The build verifies each artifact with the runtime releases
-listed here (model_build/serving), the local endpoint runs its CPU stand-ins with the same
+listed here (model_build/verification), the local endpoint runs its CPU stand-ins with the same
 ONNX Runtime, and the CDK app picks the host AMI from the CUDA and driver requirements.
 Standard library only.
 

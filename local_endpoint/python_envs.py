@@ -22,7 +22,7 @@ from typing import Callable
 from local_endpoint.errors import TarballError
 from model_build.errors import BuildError
 from model_build.python_env import environment, target
-from model_build.serving.side_env import cache_root
+from model_build.verification.side_env import cache_root
 
 _ENV_FILE = re.compile(r"(?:.*/)?python-env-[0-9a-f]{12}\.tar\.gz")
 

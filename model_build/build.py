@@ -81,7 +81,7 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
         if model.backend is Backend.PYTHON:
             parts.append(("python_env_for", python_env_for))
         if model.backend is Backend.DALI:
-            from model_build.model_builder import serving_devices  # the placement follows the serving instances
+            from model_build.build_context import serving_devices  # the placement follows the serving instances
             parts += [("dali", dataclasses.asdict(serving_runtimes.DALI_RELEASES[spec.triton_version])),
                       ("devices", sorted(serving_devices(spec, model)))]
         if model.backend is Backend.TENSORRT:
@@ -132,17 +132,19 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
     hashes = build_hashes(spec, hasher, toolchain, serving_torch, python_env_for)
     hasher.save()
 
-    from model_build import model_builder  # no torch here; recipes import it when they run
-    ctx = model_builder.Context(spec, work_dir, log, toolchain, serving_torch, python_env_for)
+    from model_build import dispatch  # no torch here; recipes import it when they run
+    from model_build.build_context import BuildContext
+
+    ctx = BuildContext(spec, work_dir, log, toolchain, serving_torch, python_env_for)
     dirs: dict[str, pathlib.Path] = {}
     entries: dict[str, ModelEntry] = {}
     order = build_order(spec)
     if memory_check:
-        _check_memory(spec, [m for m in order if m.name in selected and (force or not model_builder.load_cached(
+        _check_memory(spec, [m for m in order if m.name in selected and (force or not dispatch.load_cached(
             work_dir, m.name, hashes[m.name]))], toolchain, log)
     for i, model in enumerate(order, 1):
         name = model.name
-        cached = None if (force and name in selected) else model_builder.load_cached(work_dir, name, hashes[name])
+        cached = None if (force and name in selected) else dispatch.load_cached(work_dir, name, hashes[name])
         if cached:
             dirs[name], entries[name] = cached
             report.cached.append(name)
@@ -158,7 +160,7 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         log(f"[{i}/{len(order)}] {name}: building ({model.backend.value})")
         start = time.monotonic()
         try:
-            dirs[name], entries[name] = model_builder.build_model(ctx, model, hashes[name], entries)
+            dirs[name], entries[name] = dispatch.build_model(ctx, model, hashes[name], entries)
         except ToolUnavailable as exc:
             report.unavailable[name] = str(exc)
             log(f"[{i}/{len(order)}] {name}: cannot be built on this machine: {exc}")
@@ -218,7 +220,7 @@ def _selected(spec: Spec, requested: tuple[str, ...]) -> set[str]:
 
 def _lazy_toolchain() -> Callable:
     def get():
-        from model_build.tensorrt import gpu
+        from model_build.backends.tensorrt import gpu
         return gpu.detect()
     return get
 

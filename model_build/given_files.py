@@ -6,7 +6,9 @@ holds none: the spec declares them, unless the file carries the ``triton_io.json
 build's own traces write. Every message names the user's file, never the build's scratch copy.
 
 Check. The file runs on inputs made from those tensors (or on the spec's ``samples``) at the
-spec's sizes, in the image's runtime and in this machine's (model_build/serving/file_check.py).
+spec's sizes, in the image's runtime and in this machine's (model_build/verification/file_check.py);
+each backend runs its own kind (model_build/backends/onnxruntime/given_file.py,
+model_build/backends/pytorch/given_file.py).
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import shutil
 from typing import Any, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.model import ModelSpec
 from deployment_spec.tensors import INDEXED_NAME, position
+from model_build.build_context import BuildContext
 from model_build.errors import BuildError
 from model_build.recipes.contract import ExportableModel
 
@@ -26,7 +29,7 @@ EXAMPLE_BATCH = 2
 # Integer inputs: token ids need a vocabulary the file does not tell, and 0..99 exist in every real
 # one; every other integer input (token types, masks, flags) takes 0 and 1. Samples give real values.
 ID_HIGH, INT_HIGH, BYTE_HIGH = 100, 2, 256
-MASK = "attention_mask"  # Hugging Face's name, as for recipes (serving/cases.py)
+MASK = "attention_mask"  # Hugging Face's name, as for recipes (verification/cases.py)
 
 
 def source_path(root: pathlib.Path, model: ModelSpec) -> pathlib.Path:
@@ -39,12 +42,12 @@ def source_path(root: pathlib.Path, model: ModelSpec) -> pathlib.Path:
     return src
 
 
-def onnx_source(ctx, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Path):
-    """model.onnx in ``scratch`` from the user's file: (inputs, outputs, parity, serving check)."""
-    from deployment_spec.serving_runtimes import runtime
-    from model_build import onnx_export, reproducible
-    from model_build.progress import Step
-    from model_build.serving import file_check
+def onnx_file(ctx: BuildContext, model: ModelSpec, target: pathlib.Path) -> tuple[
+        pathlib.Path, tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+    """``target``: the user's ONNX file, checked, self-contained and stripped; returns (the user's file,
+    inputs, outputs), the tensors the graph has, checked against the spec's where it declares them."""
+    from model_build import reproducible
+    from model_build.onnx_graph import export as onnx_export
 
     src = source_path(ctx.spec.root, model)
     onnx_export.check_file(src, f"models.{model.name}.source.onnx")
@@ -54,17 +57,8 @@ def onnx_source(ctx, model: ModelSpec, target: pathlib.Path, scratch: pathlib.Pa
         graph_inputs, graph_outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
     except BuildError as exc:  # name the user's file, not the model alone
         raise BuildError(f"models.{model.name}.source.onnx: {src}: {str(exc).removeprefix(f'model {model.name}: ')}")
-    inputs = _declared_or_graph(model, "inputs", graph_inputs, src)
-    outputs = _declared_or_graph(model, "outputs", graph_outputs, src)
-    if model.backend is not Backend.ONNXRUNTIME:  # trtexec converts it; the plan is checked on the GPU host
-        return inputs, outputs, None, None
-    made = exportable(model, inputs, outputs, ctx.spec.root)
-    serving_runtime = runtime(ctx.spec.triton_version)
-    step = Step(ctx, model.name, f"run {src.name} in ONNX Runtime {serving_runtime.onnxruntime_wheel} (Triton "
-                                 f"{serving_runtime.triton_version}'s) and in this machine's")
-    serving = file_check.onnx_file(model, made, outputs, serving_runtime, target, src, scratch, ctx.log)
-    step.done()
-    return inputs, outputs, file_check.parity(model, serving), serving
+    return src, _declared_or_graph(model, "inputs", graph_inputs, src), \
+        _declared_or_graph(model, "outputs", graph_outputs, src)
 
 
 def _copy_onnx(model: ModelSpec, src: pathlib.Path, target: pathlib.Path) -> None:
@@ -72,7 +66,7 @@ def _copy_onnx(model: ModelSpec, src: pathlib.Path, target: pathlib.Path) -> Non
     torch.onnx.export writes by default) are read in, as long as the whole fits one protobuf."""
     import onnx
 
-    from model_build.onnx_weights import PROTOBUF_LIMIT
+    from model_build.onnx_graph.weights import PROTOBUF_LIMIT
 
     graph = onnx.load(str(src), load_external_data=False)
     external = [t for t in graph.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
@@ -86,43 +80,6 @@ def _copy_onnx(model: ModelSpec, src: pathlib.Path, target: pathlib.Path) -> Non
                          "data files; the build ships one model.onnx of at most 2 GB (the protobuf limit): serve it "
                          "as a recipe (the build writes external data itself), or with backend: tensorrt")
     onnx.save(graph, str(target))
-
-
-def torchscript_source(ctx, model: ModelSpec, src: pathlib.Path, target: pathlib.Path, scratch: pathlib.Path):
-    """``target`` (the user's file, copied) checked: (inputs, outputs, parity, serving check)."""
-    from deployment_spec.serving_runtimes import runtime
-    from model_build.progress import Step
-    from model_build.serving import file_check
-
-    inputs, outputs = torchscript_io(model, src)
-    made = exportable(model, inputs, outputs, ctx.spec.root)
-    step = Step(ctx, model.name, f"run {src.name} on the spec's sizes")
-    serving = file_check.torchscript_file(model, made, outputs, runtime(ctx.spec.triton_version), target, src,
-                                          scratch, ctx.log, ctx.serving_torch)
-    step.done(f" ({serving['cases']} cases)")
-    return inputs, outputs, file_check.parity(model, serving), serving
-
-
-def torchscript_io(model: ModelSpec, src: pathlib.Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
-    """The spec's tensors, else the file's triton_io.json; a message naming the file and the fields otherwise."""
-    from model_build import torchscript
-
-    if model.inputs:
-        return tuple(_spec(t) for t in model.inputs), tuple(_spec(t) for t in model.outputs)
-    described = torchscript.read_io(src)
-    if described is not None:
-        return described
-    arguments, results = torchscript.forward_signature(src)
-    inputs = ", ".join(f"{{name: {a}__{i}, data_type: ..., dims: [...]}}" for i, a in enumerate(arguments))
-    outputs = ", ".join(f"{{name: OUTPUT__{i}, data_type: ..., dims: [...]}}" for i in range(results or 1))
-    returns = f"{results} tensor{'s' if results != 1 else ''}" if results else "its results"
-    raise BuildError(
-        f"models.{model.name}.source.torchscript: {src} does not say what its tensors are (a TorchScript file holds "
-        f"no tensor names, data types or shapes); declare them in the spec, one per argument and result of its "
-        f"forward({', '.join(arguments)}) -> {returns}: models.{model.name}.inputs: [{inputs}] and "
-        f"models.{model.name}.outputs: [{outputs}{', ...' if not results else ''}] (data_type e.g. TYPE_FP32; "
-        "dims without the batch axis, -1 for a variable size; names <name>__<index>, the pytorch backend's "
-        "convention)")
 
 
 def exportable(model: ModelSpec, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
@@ -168,10 +125,11 @@ def _declared_or_graph(model: ModelSpec, key: str, graph: Sequence[TensorSpec],
     if missing:
         raise BuildError(f"{where}: {src} has {key} {missing} the spec does not declare; declare every {key[:-1]} "
                          "of the graph, or none (they are then read from the graph)")
-    return tuple(_spec(t) for t in declared)
+    return tuple(declared_tensor(t) for t in declared)
 
 
-def _spec(tensor) -> TensorSpec:
+def declared_tensor(tensor) -> TensorSpec:
+    """A tensor the spec declares, as the manifest and config.pbtxt write it."""
     return TensorSpec(tensor.name, tensor.data_type.value, tuple(tensor.dims))
 
 
@@ -189,7 +147,7 @@ def _stem(name: str) -> str:
 
 def _sampler(model: ModelSpec, inputs: Sequence[TensorSpec]):
     """``f(batch, seed)`` -> random inputs of the declared types and dims; -1 dims take sequence_length."""
-    from model_build.samples import TRITON_TO_NUMPY
+    from model_build.tensor_types import TRITON_TO_NUMPY
 
     length = model.sequence_length or DEFAULT_LENGTH
     unsupported = [t for t in inputs if TRITON_TO_NUMPY.get(t.data_type) in (None, "bfloat16")]
@@ -214,7 +172,7 @@ def _sampler(model: ModelSpec, inputs: Sequence[TensorSpec]):
 def _random(tensor: TensorSpec, shape: list[int], generator) -> Any:
     import torch
 
-    from model_build.samples import TRITON_TO_NUMPY
+    from model_build.tensor_types import TRITON_TO_NUMPY
 
     dtype = getattr(torch, TRITON_TO_NUMPY[tensor.data_type])
     if dtype.is_floating_point:

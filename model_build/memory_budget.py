@@ -1,6 +1,6 @@
 """What building a model needs in memory, known before anything is built, and the refusal when it will not fit.
 
-A build holds one model at a time (model_builder.build_model); its peak resident memory, side
+A build holds one model at a time (dispatch.build_model); its peak resident memory, side
 processes included, stays within ``NEED_FACTOR`` × the model's fp32 weight bytes + ``NEED_BASE``
 (benchmarks/build_cost.py measures it for every example: benchmarks/RESULTS.md, section 6). So
 before the first model is built, the largest model that is about to be built is held against

@@ -13,9 +13,7 @@ from typing import Any, Sequence
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from model_build.errors import BuildError
-from model_build.torchscript import TORCH_TO_TRITON
-
-TRITON_TO_NUMPY = {triton: name for name, triton in TORCH_TO_TRITON.items()}
+from model_build.tensor_types import TORCH_TO_TRITON, TRITON_TO_NUMPY
 
 
 def path_of(model: ModelSpec, root: pathlib.Path) -> pathlib.Path:

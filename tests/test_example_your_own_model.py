@@ -57,7 +57,7 @@ def test_the_walkthrough_runs_as_written(tmp_path):
     done = subprocess.run(build, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     manifest = json.loads((tmp_path / "build" / "your-own-model" / "manifest.json").read_text())
-    check = manifest["models"]["sentiment"]["serving_check"]
+    check = manifest["models"]["sentiment"]["verification"]
     assert (check["version"], check["cases"], check["invariance_error"] < 1e-6) == ("1.23.0", 9, True)
 
     server = subprocess.Popen(serve, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

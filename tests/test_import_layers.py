@@ -19,7 +19,7 @@ ALLOWED = {
     "deployment_spec": set(),
     "model_build": {"deployment_spec"},
     "triton_constructs": {"deployment_spec"},
-    "local_endpoint": {"deployment_spec", "model_build"},  # model_build.serving: the stand-ins' ONNX Runtime
+    "local_endpoint": {"deployment_spec", "model_build"},  # model_build.verification: the stand-ins' ONNX Runtime
     "stacks": {"deployment_spec", "triton_constructs"},
     "tritonsm.benchmarking": {"deployment_spec", "model_build", "local_endpoint"},
     "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.benchmarking"},

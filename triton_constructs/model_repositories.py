@@ -187,9 +187,10 @@ class ModelFacts:
     @classmethod
     def from_entry(cls, entry: ModelEntry,
                    hardware_compatibility: HardwareCompatibility = HardwareCompatibility.NONE) -> "ModelFacts":
-        env = entry.python_env or {}
-        return cls(entry.backend, entry.serving_check.get("triton_version"), env.get("for"), env.get("target"),
-                   entry.builder.gpu_compute_capability, entry.builder.gpu_name, hardware_compatibility)
+        env = entry.execution_environment
+        return cls(entry.backend, entry.verification.triton_version, env.built_for if env else None,
+                   env.target if env else None, entry.builder.gpu_compute_capability, entry.builder.gpu_name,
+                   hardware_compatibility)
 
 
 @dataclasses.dataclass(frozen=True)

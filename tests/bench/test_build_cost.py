@@ -31,7 +31,7 @@ def test_time_max_rss_is_read_in_kibibytes():
 def test_step_lines_are_the_build_log_lines_that_start_work():
     assert build_cost.is_step_line("[2/4] bert: building (onnxruntime)")
     assert build_cost.is_step_line("  bert: export ONNX (opset 18) ...")
-    assert build_cost.is_step_line("  $ python -m model_build.trace_worker spec.yaml bert-large-pt /tmp/x")
+    assert build_cost.is_step_line("  $ python -m model_build.backends.pytorch.trace_worker spec.yaml bert-large-pt /tmp/x")
     assert not build_cost.is_step_line("  bert: export ONNX (opset 18) done in 3.8 s")
     assert not build_cost.is_step_line("")
 

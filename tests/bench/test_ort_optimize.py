@@ -1,11 +1,13 @@
-"""model_build.ort_optimize on tiny models: transformer fusions fire, outputs stay within the build tolerance."""
+"""model_build.backends.onnxruntime.optimize on tiny models: transformer fusions fire, outputs stay within the build tolerance."""
 import pathlib
 
 import numpy as np
 import pytest
 
 from deployment_spec.model import Tolerance
-from model_build import onnx_export, ort_optimize, parity
+from model_build.onnx_graph import export as onnx_export
+from model_build.backends.onnxruntime import optimize as ort_optimize
+from model_build.backends.tensorrt import onnx_parity as parity
 from model_build.recipes import load_exportable
 
 TOLERANCE = Tolerance(atol=1e-4, rtol=1e-3)

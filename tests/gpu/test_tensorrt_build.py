@@ -12,7 +12,7 @@ TINY_SPEC = pathlib.Path(__file__).resolve().parents[1] / "model_build" / "specs
 
 
 def _toolchain_reason() -> str:
-    from model_build.tensorrt import gpu
+    from model_build.backends.tensorrt import gpu
     tools = gpu.detect()
     return "" if tools.usable else tools.reason
 

@@ -179,7 +179,7 @@ def test_app_with_a_build_for_another_release_s_runtimes_prints_the_problems_wit
                                                                                                default_synth):
     # The constructs refuse it (PropsError), not the spec loader: app.py prints it as it prints a spec error.
     body = json.loads(default_synth.manifest_path.read_text())
-    body["models"]["resnet50"]["serving_check"]["triton_version"] = "25.04"
+    body["models"]["resnet50"]["verification"]["triton_version"] = "25.04"
     stale = tmp_path / "stale" / "manifest.json"
     stale.parent.mkdir()
     for artifact in default_synth.manifest_path.parent.glob("*.tar.gz"):

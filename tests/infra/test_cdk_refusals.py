@@ -122,8 +122,8 @@ def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
     spec = load_spec(ROOT / "triton.yaml")
     manifest = _build(spec, tmp_path)
     body = json.loads(manifest.read_text())
-    body["models"]["resnet50"]["serving_check"]["triton_version"] = "25.04"
-    body["models"]["bert"]["serving_check"] = {}
+    body["models"]["resnet50"]["verification"]["triton_version"] = "25.04"
+    body["models"]["bert"]["verification"] = {"ran": False}
     manifest.write_text(json.dumps(body))
     with pytest.raises(PropsError) as caught:
         _app(spec, manifest)

@@ -19,7 +19,7 @@ import pytest
 
 from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
-from model_build.dali import check_images, placement, reference
+from model_build.backends.dali import check_images, placement, reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "image-ensemble-sme.yaml"
@@ -74,10 +74,10 @@ def photos(module_tmp) -> list[pathlib.Path]:
 def test_the_build_ships_a_gpu_pipeline_checked_on_the_cpu(built):
     spec, manifest_path = built
     manifest = load_manifest(manifest_path)
-    check = manifest.models["preprocess"].serving_check
+    check = manifest.models["preprocess"].verification
     # Serialized by the image's own DALI, operators on the GPU (ml.g5.xlarge), checked on DALI's CPU operators.
-    assert (check["ran"], check["version"], check["placement"], check["cases"]) == (True, "2.1.0", "gpu", 6)
-    assert check["max_levels"] <= 2.0 and check["mean_levels"] <= 0.5
+    assert (check.ran, check.version, check.details["placement"], check.cases) == (True, "2.1.0", "gpu", 6)
+    assert check.details["max_levels"] <= 2.0 and check.details["mean_levels"] <= 0.5
     [artifact] = manifest.endpoints["image-ensemble"].artifacts
     with tarfile.open(manifest_path.parent / artifact.file) as tar:
         names = set(tar.getnames())

@@ -9,7 +9,7 @@ import pytest
 from local_endpoint.cli import invoke_main
 from local_endpoint.errors import InvokeError
 from local_endpoint.request_inputs import image_tensor
-from model_build.dali.check_images import jpeg
+from model_build.backends.dali.check_images import jpeg
 
 
 def test_images_of_different_sizes_travel_as_their_bytes_zero_padded(tmp_path: pathlib.Path):

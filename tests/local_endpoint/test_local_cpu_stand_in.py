@@ -157,7 +157,7 @@ output { name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] }
 def test_an_onnx_stand_in_runs_the_onnx_runtime_of_the_endpoint_image(tmp_path: pathlib.Path) -> None:
     # Triton 25.04's image serves ONNX with ONNX Runtime 1.21.0; this machine's venv has a newer one.
     from deployment_spec.serving_runtimes import runtime
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     model_dir = models.write_model(tmp_path / "repo", "add", ADD_ONNX_CONFIG, {})
     _add_onnx(model_dir / "1" / "model.onnx")
@@ -191,7 +191,7 @@ def test_an_unknown_triton_version_for_the_stand_in_is_refused(tmp_path: pathlib
 
 
 def test_a_serving_runtime_that_cannot_be_installed_is_explained(tmp_path: pathlib.Path, monkeypatch) -> None:
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     def refuse(package, version, log):
         raise side_env.ServingEnvError(f"cannot install {package}=={version} (no index)")

@@ -33,7 +33,7 @@ def tarball(module_tmp) -> pathlib.Path:
         assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
                               "--work-dir", str(root / "work")]) == 0
         manifest = load_manifest(root / "assets" / "manifest.json")
-        assert manifest.models["probe"].python_env["python"] == "3.12"  # built for the image
+        assert manifest.models["probe"].execution_environment.python == "3.12"  # built for the image
         (artifact,) = manifest.endpoints["probe-sme"].artifacts
         yield manifest.artifact_path(artifact)
 
@@ -51,6 +51,6 @@ def test_the_model_imports_a_package_only_the_environment_has(tarball):
     # Triton unpacked the environment into /tmp/python_env_*/N and the stub took it as sys.prefix.
     assert "/python_env_" in prefix and module_file == f"{prefix}/lib/python{local}/site-packages/tritonsm_probe/__init__.py"
     assert "Using Python execution env " in log
-    env_file = load_manifest(tarball.parent / "manifest.json").models["probe"].python_env["file"]
+    env_file = load_manifest(tarball.parent / "manifest.json").models["probe"].execution_environment.file
     assert notes == [f"probe/{env_file}: execution environment rebuilt for the local server (CPython {local}) "
                      "from the same 2 pinned requirements; the endpoint gets the one built for CPython 3.12"]

@@ -239,8 +239,8 @@ def test_t5_mme_generates_what_the_built_model_generates(built: Built, t5_mme: S
 def test_t5_runs_inside_the_execution_environment_the_build_made(built: Built, t5_mme: Served) -> None:
     # The recipe's torch, transformers and tokenizers come from the environment in the tarball: the
     # environment's pyvenv.cfg leaves every other site-packages (this virtualenv's too) off sys.path.
-    env = built.manifest.models["t5"].python_env
-    assert env["for"] == "local" and {"torch==2.13.0+cpu", "transformers==5.23.0"} <= set(env["packages"])
+    env = built.manifest.models["t5"].execution_environment
+    assert env.built_for == "local" and {"torch==2.13.0+cpu", "transformers==5.23.0"} <= set(env.packages)
     with tarfile.open(built.tarball("t5-mme", "t5")) as archive:
         assert f"t5/{env['file']}" in archive.getnames()
     invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=built.target_model("t5-mme", "t5"))

@@ -115,7 +115,7 @@ def test_the_stub_of_the_images_python_serves_the_model_in_its_shipped_environme
     assert facts["interpreter"] == found.executable and facts["stub python"] == "3.12"
     assert "Using Python execution env" in facts["server log says"][0] and "python-env-" in facts["server log says"][0]
     if pathlib.Path(facts["environment target"]["interpreter"]).resolve() != pathlib.Path(found.executable):
-        assert facts["environment"].startswith(f"probe/{entry.python_env['file']} unpacked into python-env-verify/ "
+        assert facts["environment"].startswith(f"probe/{entry.execution_environment.file} unpacked into python-env-verify/ "
                                                f"with bin/python3 pointing at {found.executable}")
 
 

@@ -25,7 +25,7 @@ def tiny_build(tmp_path_factory):
     """
     from deployment_spec import load_spec
     from model_build import build
-    from model_build.tensorrt import gpu
+    from model_build.backends.tensorrt import gpu
 
     root = tmp_path_factory.mktemp("tiny")
     spec = load_spec(TINY_SPEC)

@@ -43,7 +43,7 @@ def skip_on_a_plan_building_host() -> None:
     """For tests that run `tritonsm build` in a subprocess, where the real toolchain decides."""
     import pytest
 
-    from model_build.tensorrt import gpu
+    from model_build.backends.tensorrt import gpu
 
     if gpu.detect().usable:
         pytest.skip("this host builds TensorRT plans (GPU + Docker or trtexec): the no-GPU path is tested on CPU hosts")

@@ -9,7 +9,7 @@ import pytest
 
 from deployment_spec.manifest import load_manifest
 from model_build import build, checks, model_config
-from model_build.onnx_export import graph_io
+from model_build.onnx_graph.export import graph_io
 
 
 def _names(tarball):
@@ -126,7 +126,7 @@ def test_two_clean_builds_give_identical_tarballs(tiny_build, tmp_path):
 
 def test_requesting_an_unbuildable_model_fails(tiny_build, tmp_path, monkeypatch):
     # `tritonsm build --model plan` on a machine without GPU: non-zero, the reason is reported.
-    from model_build.tensorrt import gpu
+    from model_build.backends.tensorrt import gpu
     monkeypatch.setattr(gpu, "detect", lambda: gpu.Toolchain(None, False, False, "no NVIDIA GPU (nvidia-smi not found)"))
     spec, out, work, _, _ = tiny_build
     copy = tmp_path / "assets"

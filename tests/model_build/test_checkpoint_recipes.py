@@ -61,8 +61,8 @@ def test_a_distilbert_checkpoint_deploys_through_the_generic_text_recipe(checkpo
     assert [t.name for t in entry.inputs] == ["input_ids", "attention_mask"]
     assert (entry.outputs[0].name, entry.outputs[0].dims) == ("logits", (3,))
     # Verified in Triton 25.09's ONNX Runtime against the checkpoint in eager PyTorch, padding checks included.
-    check = entry.serving_check
-    assert (check["ran"], check["version"], check["cases"], check["invariance_error"] < 1e-5) == (True, "1.23.0", 7, True)
+    check = entry.verification
+    assert (check.ran, check.version, check.cases, check.invariance_error < 1e-5) == (True, "1.23.0", 7, True)
     assert any(line.endswith(f"weights from {root / 'distilbert'} (distilbert)") for line in lines)
     # The shipped graph answers as the checkpoint does.
     eager = AutoModelForSequenceClassification.from_pretrained(root / "distilbert").eval()
@@ -77,8 +77,8 @@ def test_a_distilbert_checkpoint_deploys_through_the_generic_text_recipe(checkpo
 
 def test_a_deberta_checkpoint_deploys_through_the_same_recipe(checkpoints):
     root, manifest, lines = checkpoints
-    check = manifest.models["tickets"].serving_check
-    assert (check["ran"], check["version"], check["invariance_error"] < 1e-5) == (True, "1.23.0", True)
+    check = manifest.models["tickets"].verification
+    assert (check.ran, check.version, check.invariance_error < 1e-5) == (True, "1.23.0", True)
     assert any(line.endswith(f"weights from {root / 'deberta'} (deberta-v2)") for line in lines)
 
 
@@ -87,7 +87,7 @@ def test_vit_and_convnext_checkpoints_deploy_through_the_generic_image_recipe(ch
     photos, scans = manifest.models["photos"], manifest.models["scans"]
     # The image size comes from each checkpoint's config (ViT's position embeddings fix it).
     assert (photos.inputs[0].name, photos.inputs[0].dims, photos.outputs[0].dims) == ("pixel_values", (3, 32, 32), (5,))
-    assert photos.serving_check["ran"] and photos.serving_check["cases"] == 2
+    assert photos.verification.ran and photos.verification.cases == 2
     # ConvNeXt as TorchScript (backend pytorch): traced and checked against eager PyTorch.
     assert [t.dims for t in scans.inputs + scans.outputs] == [(3, 64, 64), (4,)]
     assert scans.parity["max_abs_error"] < 1e-4 and _shipped(root, "scans", "model.pt").is_file()

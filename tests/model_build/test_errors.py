@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
-from model_build import build, checks, ensemble, layout
+from model_build import build, checks, layout
+from model_build.backends.ensemble import build as ensemble
 from model_build.errors import BuildError
 
 from mb_support import make_spec
@@ -239,7 +240,7 @@ def test_int8_is_quantized_after_the_fp32_parity_check_and_its_agreement_recorde
     assert 0.0 < parity["int8_max_abs_error"] < 0.05
     assert parity["int8_min_cosine_similarity"] > 0.98 and parity["int8_top1_agreement"] >= 0.75
     # No weights, so no real text: the gate ran on the parity cases, and says so.
-    int8 = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].serving_check["int8"]
+    int8 = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].verification.details["int8"]
     assert (int8["shipped"], int8["inputs"]) == (True, "the parity cases (the recipe's sample inputs)")
     # The packed model really is quantized: integer matmuls in the graph.
     import onnx
@@ -251,7 +252,7 @@ def test_onnx_file_source_is_checked_and_described_from_its_graph(tmp_path):
     # A ready ONNX file: copied, onnx.checker-ed, config tensors read from the graph; its parity record is the
     # file in the image's ONNX Runtime against this machine's (tests/model_build/test_own_files.py).
     import user_recipes
-    from model_build import onnx_export
+    from model_build.onnx_graph import export as onnx_export
     onnx_export.export("src", user_recipes.scale(None), tmp_path / "given.onnx")
     _, report = _build(tmp_path, "m: {backend: onnxruntime, source: {onnx: given.onnx}, max_batch_size: 4}\n")
     assert report.built == ["m"]

@@ -12,7 +12,7 @@ import pytest
 
 from deployment_spec.manifest import load_manifest
 from model_build import build
-from model_build.serving import onnx_check
+from model_build.backends.onnxruntime import verification as onnx_check
 
 from mb_support import make_spec
 
@@ -56,7 +56,7 @@ def _ops(root, name):
 
 def test_real_sentences_keep_their_embeddings_through_int8(minilm_build):
     manifest, _, root = minilm_build
-    int8 = manifest.models["emb"].serving_check["int8"]
+    int8 = manifest.models["emb"].verification.details["int8"]
     assert int8["shipped"] is True
     assert int8["inputs"] == "the recipe's real inputs (24 rows)"
     assert int8["reference"] == "the fp32 graph in ONNX Runtime 1.23.0"
@@ -70,7 +70,7 @@ def test_real_sentences_keep_their_embeddings_through_int8(minilm_build):
 
 def test_a_bound_above_the_measurement_ships_fp32_with_the_reason(minilm_build):
     manifest, lines, root = minilm_build
-    int8 = manifest.models["strict"].serving_check["int8"]
+    int8 = manifest.models["strict"].verification.details["int8"]
     assert int8["shipped"] is False
     measured = int8["min_cosine_similarity"]
     assert MEASURED_FLOOR <= measured < STRICT

@@ -6,7 +6,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from model_build import onnx_export, onnx_weights, optimize_worker, ort_optimize
+from model_build.onnx_graph import export as onnx_export
+
+from model_build.onnx_graph import weights as onnx_weights
+
+from model_build.backends.onnxruntime import optimize_worker
+
+from model_build.backends.onnxruntime import optimize as ort_optimize
 from model_build.recipes import builtin
 
 from mb_support import make_spec

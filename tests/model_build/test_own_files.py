@@ -16,7 +16,7 @@ import torch
 
 from deployment_spec.manifest import TensorSpec, load_manifest
 from model_build import build
-from model_build.serving.file_check import this_machines
+from model_build.verification.file_check import this_machines
 from mb_support import make_spec
 
 THIS_MACHINE = this_machines("onnxruntime").version
@@ -93,17 +93,17 @@ det: {backend: onnxruntime, source: {onnx: detector.onnx}, max_batch_size: 8,
 """)
     assert report.exit_code() == 0, report.failed
     entry = load_manifest(tmp_path / "assets" / "manifest.json").models["det"]
-    check = entry.serving_check
+    check = entry.verification
     # Batch 1, the preferred size and max_batch_size, in Triton 25.09's ONNX Runtime and in this machine's.
-    assert {k: check[k] for k in ("ran", "triton_version", "runtime", "version", "device", "cases", "graph")} == {
+    assert {k: getattr(check, k) for k in ("ran", "triton_version", "runtime", "version", "device", "cases", "graph")} == {
         "ran": True, "triton_version": "25.09", "runtime": "onnxruntime", "version": "1.23.0", "device": "cpu",
         "cases": 3, "graph": "file as given"}
-    assert check["reference"] == {"runtime": "onnxruntime", "version": THIS_MACHINE, "device": "cpu",
+    assert check.details["reference"] == {"runtime": "onnxruntime", "version": THIS_MACHINE, "device": "cpu",
                                   "what": "the same file in this machine's runtime"}
-    assert entry.parity["max_abs_error"] == check["max_abs_error"] < 1e-5
+    assert entry.parity["max_abs_error"] == check.max_abs_error < 1e-5
     assert entry.outputs == (TensorSpec("classes", "TYPE_FP32", (5,)), TensorSpec("box", "TYPE_FP32", (2,)))
     assert (f"  det: detector.onnx answers in ONNX Runtime 1.23.0 (Triton 25.09's) as in ONNX Runtime {THIS_MACHINE} "
-            f"(this machine's) on 3 cases (max abs error {check['max_abs_error']:.2e})") in lines
+            f"(this machine's) on 3 cases (max abs error {check.max_abs_error:.2e})") in lines
     # torch.onnx.export kept the conv weights in detector.onnx.data; the build ships one self-contained file.
     assert (tmp_path / "detector.onnx.data").is_file()
     shipped = next((tmp_path / "work").rglob("det/1/model.onnx"))
@@ -136,7 +136,8 @@ def test_an_onnx_file_newer_than_the_images_runtime_is_refused_with_its_reason(t
 def test_the_fused_bert_mask_defect_given_as_a_file_is_refused_for_triton_2504(tmp_path):
     # The graph of the serving-fidelity defect, brought as a user's file: fine in this machine's runtime,
     # it ignores the attention mask in ONNX Runtime 1.21.0 (Triton 25.04), which the invariance checks catch.
-    from model_build import onnx_export, ort_optimize
+    from model_build.onnx_graph import export as onnx_export
+    from model_build.backends.onnxruntime import optimize as ort_optimize
     from model_build.recipes import load_exportable
 
     spec = make_spec(tmp_path, "b: {backend: onnxruntime, source: {recipe: tiny-bert}, sequence_length: 32}\n")
@@ -153,9 +154,9 @@ def test_the_fused_bert_mask_defect_given_as_a_file_is_refused_for_triton_2504(t
                             "operators that release gets wrong (e.g. without ONNX Runtime's transformer fusions)")
     report, _ = _build(tmp_path / "new", models.replace("fused.onnx", "../fused.onnx"), "25.09")
     assert report.exit_code() == 0, report.failed
-    check = load_manifest(tmp_path / "new" / "assets" / "manifest.json").models["m"].serving_check
+    check = load_manifest(tmp_path / "new" / "assets" / "manifest.json").models["m"].verification
     # batch 1 and 4, each full and short, masked tokens changed, two rows alone: all exact in 1.23.0.
-    assert (check["cases"], check["invariance_error"]) == (7, 0.0)
+    assert (check.cases, check.invariance_error) == (7, 0.0)
 
 
 def test_an_attention_mask_input_gets_the_invariance_checks(tmp_path):
@@ -167,9 +168,9 @@ def test_an_attention_mask_input_gets_the_invariance_checks(tmp_path):
     models = "m: {backend: onnxruntime, source: {onnx: pooled-True.onnx}, sequence_length: 16, max_batch_size: 2}\n"
     report, _ = _build(tmp_path / "honours", models.replace("pooled-", "../pooled-"))
     assert report.exit_code() == 0, report.failed
-    check = load_manifest(tmp_path / "honours" / "assets" / "manifest.json").models["m"].serving_check
+    check = load_manifest(tmp_path / "honours" / "assets" / "manifest.json").models["m"].verification
     # batch 1 and 2, each at 16 and 8 tokens, masked tokens changed, the padded row alone.
-    assert check["cases"] == 6 and check["invariance_error"] < 1e-6
+    assert check.cases == 6 and check.invariance_error < 1e-6
     message = _failure(tmp_path / "ignores", models.replace("pooled-True", "../pooled-False"))
     assert message.startswith(f"models.m.source.onnx: {tmp_path / 'pooled-False.onnx'} in ONNX Runtime 1.23.0 "
                               "(Triton 25.09's): it ignores the attention mask (changing only the token ids at "
@@ -199,8 +200,8 @@ def test_a_scripted_file_with_spec_tensors_runs_on_the_spec_sizes(tmp_path):
     assert report.exit_code() == 0, report.failed
     entry = load_manifest(tmp_path / "assets" / "manifest.json").models["m"]
     assert [t.name for t in entry.inputs + entry.outputs] == ["INPUT__0", "OUTPUT__0", "OUTPUT__1"]
-    check = entry.serving_check
-    assert (check["ran"], check["cases"], check["checked_in"]["runtime"], check["version"]) == (
+    check = entry.verification
+    assert (check.ran, check.cases, check.details["checked_in"]["runtime"], check.version) == (
         False, 2, "torch", "2.9.0")  # ran in this machine's torch; Triton 25.09's libtorch is opt-in
 
 
@@ -225,17 +226,17 @@ strict: {backend: onnxruntime, source: {onnx: mlp.onnx}, samples: samples.npz, m
 """)
     assert report.exit_code() == 0, report.failed
     manifest = load_manifest(tmp_path / "assets" / "manifest.json")
-    shipped, refused = manifest.models["q"].serving_check, manifest.models["strict"].serving_check
+    shipped, refused = manifest.models["q"].verification, manifest.models["strict"].verification
     # The gate measured int8 against fp32 on the user's 12 rows, in Triton 25.09's ONNX Runtime.
-    assert shipped["int8"]["inputs"] == "the samples in samples.npz (12 rows)" and shipped["int8"]["rows"] == 12
-    assert shipped["int8"]["shipped"] is True and shipped["int8"]["min_cosine_similarity"] >= 0.98
+    assert shipped.details["int8"]["inputs"] == "the samples in samples.npz (12 rows)" and shipped.details["int8"]["rows"] == 12
+    assert shipped.details["int8"]["shipped"] is True and shipped.details["int8"]["min_cosine_similarity"] >= 0.98
     graph = onnx.load(str(next((tmp_path / "work").rglob("q/1/model.onnx")))).graph
     assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {node.op_type for node in graph.node}
-    assert refused["int8"]["shipped"] is False
-    assert refused["int8"]["refused"].startswith("on the samples in samples.npz (12 rows), against the fp32 graph, "
+    assert refused.details["int8"]["shipped"] is False
+    assert refused.details["int8"]["refused"].startswith("on the samples in samples.npz (12 rows), against the fp32 graph, "
                                                  "its lowest cosine similarity ")
     # The samples are a parity case of their own too (the first max_batch_size rows).
-    assert shipped["cases"] == 3  # batch 1, batch 4, the samples' first 4 rows
+    assert shipped.cases == 3  # batch 1, batch 4, the samples' first 4 rows
 
 
 def test_samples_that_do_not_fit_the_inputs_are_named(tmp_path):

@@ -13,8 +13,9 @@ import tarfile
 
 import pytest
 
-from deployment_spec.manifest import ModelEntry, load_manifest
-from model_build import build, model_config, python_env_build
+from deployment_spec.manifest import ExecutionEnvironment, ModelEntry, load_manifest
+from model_build import build, model_config
+from model_build.backends.python import execution_env as python_env_build
 from model_build.errors import BuildError
 from model_build.python_env import environment, target
 from model_build.recipes import python_recipes
@@ -179,9 +180,10 @@ probe: {{backend: python, source: {{python_dir: probe}}, max_batch_size: 4,
     config = model_config.parse((model_dir / "config.pbtxt").read_text())
     assert config.parameters["EXECUTION_ENV_PATH"].string_value == f"$$TRITON_MODEL_DIRECTORY/{env_file.name}"
     entry = load_manifest(tmp_path / "assets" / "manifest.json").models["probe"]
-    assert entry.python_env["for"] == "image" and entry.python_env["python"] == "3.12"
-    assert entry.python_env["packages"] == ["numpy==1.26.4", "tritonsm-probe==1.0"]
-    assert entry.python_env["file"] == env_file.name
+    env = entry.execution_environment
+    assert env.built_for == "image" and env.python == "3.12"
+    assert env.packages == ("numpy==1.26.4", "tritonsm-probe==1.0")
+    assert env.file == env_file.name
 
 
 def test_the_t5_recipe_pins_the_releases_the_build_saves_its_weights_with():
@@ -192,8 +194,8 @@ def test_the_t5_recipe_pins_the_releases_the_build_saves_its_weights_with():
 
 def test_synthesis_refuses_an_environment_built_for_the_local_endpoint():
     from triton_constructs.model_repositories import ModelFacts, environment_for_image
-    entry = ModelEntry("t5", "t5", "python", 4, (), (), "h", python_env={
-        "for": "local", "target": "the local endpoint (CPython 3.11, linux-x86_64)"})
+    entry = ModelEntry("t5", "t5", "python", 4, (), (), "h", execution_environment=ExecutionEnvironment(
+        "python-env-x.tar.gz", "local", "3.11", "the local endpoint (CPython 3.11, linux-x86_64)", 1, 1, ()))
     assert [str(p) for p in environment_for_image("t5", ModelFacts.from_entry(entry))] == [
         "models.t5: got a Python execution environment built for the local endpoint (CPython 3.11, linux-x86_64) "
         "(`tritonsm build --python-env-for local`); allowed: an environment built for the endpoint's image; fix: "

@@ -7,7 +7,7 @@ from deployment_spec.model import Backend, DynamicBatching, ModelSpec, Source, T
 from deployment_spec.serving_runtimes import runtime
 from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
-from model_build.serving import cases, verify
+from model_build.verification import cases, verify
 
 TEXT = ("input_ids", "attention_mask")
 

@@ -20,10 +20,13 @@ from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
 from deployment_spec.model import Tolerance
 from mb_support import make_spec
-from model_build import build, ort_optimize, onnx_export, reproducible, torchscript
+from model_build import build, reproducible
+from model_build.backends.onnxruntime import optimize as ort_optimize
+from model_build.onnx_graph import export as onnx_export
+from model_build.backends.pytorch import torchscript
 from model_build.errors import BuildError
 from model_build.recipes import load_exportable
-from model_build.serving import cases, side_env, verify
+from model_build.verification import cases, side_env, verify
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BERT = "m: {backend: onnxruntime, source: {recipe: tiny-bert}, sequence_length: 32, max_batch_size: 4}\n"
@@ -61,9 +64,9 @@ def test_defect_1_fixed_for_2504_the_build_ships_the_unfused_graph_and_says_why(
     lines = []
     report = build.run(spec, tmp_path / "assets", tmp_path / "work", log=lines.append)
     assert report.exit_code() == 0, report.failed
-    check = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].serving_check
+    check = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].verification
     # Verified in the image's own ONNX Runtime; the fused graph was tried, refused and replaced.
-    assert {k: check[k] for k in ("ran", "triton_version", "runtime", "version", "device", "graph", "rejected")} == {
+    assert {k: getattr(check, k) for k in ("ran", "triton_version", "runtime", "version", "device", "graph", "rejected")} == {
         "ran": True, "triton_version": "25.04", "runtime": "onnxruntime", "version": "1.21.0", "device": "cpu",
         "graph": "graph with basic optimizations", "rejected": {"transformer-fused graph": "ignores the attention mask"}}
     assert any(line.startswith("  m: the transformer-fused graph is wrong in ONNX Runtime 1.21.0: it ignores the "
@@ -78,10 +81,10 @@ def test_the_fused_graph_ships_where_the_target_runtime_runs_it_right(tmp_path):
     spec = make_spec(tmp_path, BERT, version="25.09")
     report = build.run(spec, tmp_path / "assets", tmp_path / "work", log=lambda line: None)
     assert report.exit_code() == 0, report.failed
-    check = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].serving_check
-    assert (check["version"], check["graph"], "rejected" in check) == ("1.23.0", "transformer-fused graph", False)
+    check = load_manifest(tmp_path / "assets" / "manifest.json").models["m"].verification
+    assert (check.version, check.graph, bool(check.rejected)) == ("1.23.0", "transformer-fused graph", False)
     # Triton 25.09 serves the fused attention; exact mask invariance over the 7 cases of a spec without preferred sizes.
-    assert check["invariance_error"] == 0.0 and check["cases"] == 7
+    assert check.invariance_error == 0.0 and check.cases == 7
     shipped = next((tmp_path / "work").rglob("m/1/model.onnx"))
     assert "Attention" in {node.op_type for node in onnx.load(str(shipped)).graph.node}
 
@@ -172,7 +175,7 @@ def test_defect_3_two_checkout_folders_build_byte_identical_tarballs(tmp_path):
 def test_a_missing_lock_file_says_how_to_write_it():
     with pytest.raises(BuildError) as caught:
         side_env.ensure("onnxruntime", "9.9.9")
-    assert str(caught.value) == ("no lock file for onnxruntime==9.9.9 (model_build/serving/locks/onnxruntime-9.9.9.txt); "
+    assert str(caught.value) == ("no lock file for onnxruntime==9.9.9 (model_build/verification/locks/onnxruntime-9.9.9.txt); "
                                  "write it with: .venv/bin/python scripts/gen_serving_locks.py onnxruntime==9.9.9")
 
 

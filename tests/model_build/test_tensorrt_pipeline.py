@@ -7,7 +7,7 @@ import subprocess
 from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
 from model_build import build, model_config
-from model_build.tensorrt import gpu, runner
+from model_build.backends.tensorrt import gpu, runner
 
 from mb_support import TINY_SPEC
 

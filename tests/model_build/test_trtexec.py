@@ -7,7 +7,7 @@ import pytest
 
 from deployment_spec.manifest import TensorSpec
 from model_build.errors import BuildError
-from model_build.tensorrt import trtexec
+from model_build.backends.tensorrt import trtexec
 
 from mb_support import make_spec
 

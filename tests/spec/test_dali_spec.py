@@ -58,7 +58,7 @@ def test_every_release_has_its_dali_from_the_dali_backend_branch():
 
 @pytest.mark.parametrize("release", sorted({r.requirement for r in buildable_dali()}))
 def test_each_installable_release_has_a_hashed_lock(release):
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     package, version = release.split("==")
     lock = side_env.lock_path(package, version).read_text()

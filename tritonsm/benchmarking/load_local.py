@@ -147,7 +147,7 @@ def _spec_endpoint(args: argparse.Namespace) -> Served:
 
 def _sample_image() -> pathlib.Path:
     from tritonsm.benchmarking.smoke import SAMPLE_IMAGE
-    from model_build.dali.check_images import jpeg
+    from model_build.backends.dali.check_images import jpeg
 
     path = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-image-")) / "sample-{}x{}.jpg".format(*SAMPLE_IMAGE)
     path.write_bytes(jpeg(*SAMPLE_IMAGE))

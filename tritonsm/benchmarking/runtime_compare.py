@@ -66,7 +66,7 @@ def compare(spec, names: list[str], int8_models: set[str], settings: Settings, w
             log: Callable[[str], None]) -> dict[str, Any]:
     from tritonsm.benchmarking.runtime_prepare import prepare
     from deployment_spec.serving_runtimes import runtime
-    from model_build.serving import side_env
+    from model_build.verification import side_env
 
     started = time.monotonic()
     serving = runtime(spec.triton_version)

@@ -1,7 +1,7 @@
 """The ONNX files a runtime comparison loads: exported, the graph the build ships, and int8.
 
 Uses the build's own recipe, exporter, candidate graphs and serving-runtime check
-(model_build.serving.onnx_check), so the benchmark times exactly the file `tritonsm build`
+(model_build.backends.onnxruntime.verification), so the benchmark times exactly the file `tritonsm build`
 ships for the spec's triton_version, verified in that release's ONNX Runtime.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pathlib
 import time
 from typing import Any, Callable, Mapping, Optional
 
-from deployment_spec.model import ModelSpec, Precision
+from deployment_spec.model import ModelSpec
 from deployment_spec.serving_runtimes import ServingRuntime
 
 SEED = 20240
@@ -30,9 +30,12 @@ class Prepared:
 
 def prepare(model: ModelSpec, root: pathlib.Path, work: pathlib.Path, batches: list[int], int8: bool,
             runtime: ServingRuntime, log: Callable[[str], None]) -> Prepared:
-    from model_build import onnx_export, ort_optimize, reproducible
+    from model_build import reproducible
+    from model_build.onnx_graph import export as onnx_export
+    from model_build.backends.onnxruntime import optimize as ort_optimize
     from model_build.recipes import load_exportable
-    from model_build.serving import onnx_check
+    from model_build.backends.onnxruntime import verification as onnx_check
+    from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
 
     work.mkdir(parents=True, exist_ok=True)
     made = load_exportable(model, root)
@@ -43,12 +46,14 @@ def prepare(model: ModelSpec, root: pathlib.Path, work: pathlib.Path, batches: l
     onnx_export.export(model.name, made, exported)
     log(f"  {model.name}: exported ONNX (opset {onnx_export.OPSET}) in {time.monotonic() - started:.0f} s")
     reproducible.strip_onnx(exported)
-    found = onnx_check.candidates(model, ort_optimize.transformer_hints(made.module), exported, work, log)
+    settings = OnnxRuntimeBuild.of(model)
+    eager = onnx_check.reference(made, model)
+    found = onnx_check.candidates(settings, ort_optimize.transformer_hints(made.module), exported, work, log)
     # The rewrites tried: the transformer fusions where they fused something, else the basic ones.
     report = next((c.report.as_dict() for c in found if c.report is not None),
                   {"fuser": "none (optimize_at_build off)", "fused_ops": {}, "nodes_before": 0, "nodes_after": 0})
-    fp32 = dataclasses.replace(model, precision=Precision.FP32)  # int8 is quantized below, from the shipped graph
-    check = onnx_check.verify_and_pick(fp32, made, runtime, found, optimized, work, log)
+    fp32 = dataclasses.replace(settings, int8=None)  # int8 is quantized below, from the shipped graph
+    check = onnx_check.verify_and_pick(fp32, made, runtime, found, optimized, work, log, eager)
     log(f"  {model.name}: ships the {check['graph']}, verified in ONNX Runtime {check['version']} "
         f"(max abs error {check['max_abs_error']:.1e})")
     quantized, quantize_report = None, None

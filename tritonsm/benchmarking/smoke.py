@@ -5,7 +5,7 @@ sends every model (each TargetModel of a multi-model endpoint, the default model
 one) a deterministic request made from its recorded inputs, and checks that each recorded output
 comes back with its datatype and shape, with finite values. An input that takes encoded images (a
 dali model's, or an ensemble's that feeds one) gets a real JPEG made on the spot
-(model_build.dali.check_images: 640x480, fixed seed, so a recording and a later run send the same
+(model_build.backends.dali.check_images: 640x480, fixed seed, so a recording and a later run send the same
 bytes). With ``--expected FILE`` (written by
 ``--record FILE`` against an endpoint that served the same build, e.g. `tritonsm serve`), the
 values must also match within the model's ``tolerance`` (atol, rtol).
@@ -98,7 +98,7 @@ class SmokeCase:
         out = []
         for spec in self.inputs:
             if spec.name in self.image_inputs:
-                from model_build.dali.check_images import jpeg
+                from model_build.backends.dali.check_images import jpeg
                 encoded = np.frombuffer(jpeg(*SAMPLE_IMAGE), dtype=np.uint8)
                 out.append(NamedTensor(spec.name, "UINT8", encoded[None, :] if self.batched else encoded))
                 continue

@@ -1,0 +1,1 @@
+"""``backend: ensemble``: an ensemble's config from its built steps."""

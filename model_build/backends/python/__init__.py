@@ -1,0 +1,1 @@
+"""``backend: python``: Python-backend model files and their execution environments."""

@@ -1,0 +1,1 @@
+"""``backend: pytorch`` (``pytorch_libtorch``): TorchScript traces and users' TorchScript files."""

@@ -1,0 +1,140 @@
+"""torch -> ONNX with a pinned opset, named tensors and dynamic axes, then onnx.checker.
+
+Uses the torch.export-based exporter (the default since torch 2.9). An operator without an
+ONNX conversion becomes one BuildError naming the operator and the opset.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import pathlib
+import re
+import warnings
+
+from deployment_spec.manifest import TensorSpec
+from model_build.errors import BuildError
+from model_build.recipes import ExportableModel
+
+OPSET = 18  # TensorRT 8.6+ and ONNX Runtime 1.16+ (every supported Triton image) read opset 18
+
+ONNX_TO_TRITON = {1: "TYPE_FP32", 2: "TYPE_UINT8", 3: "TYPE_INT8", 4: "TYPE_UINT16", 5: "TYPE_INT16",
+                  6: "TYPE_INT32", 7: "TYPE_INT64", 8: "TYPE_STRING", 9: "TYPE_BOOL", 10: "TYPE_FP16",
+                  11: "TYPE_FP64", 12: "TYPE_UINT32", 13: "TYPE_UINT64", 16: "TYPE_BF16"}
+_OP_PATTERNS = (re.compile(r"No ONNX function found for <OpOverload\(op='([^']+)'"),
+                re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"),
+                re.compile(r"target=torch\.ops\.([\w.]+?)(?:\.default)?\]"))
+
+
+def export(name: str, made: ExportableModel, target: pathlib.Path, optimize: bool = True) -> None:
+    """Writes ``target`` (model.onnx, weights inline); raises BuildError for unsupported operators or a bad graph."""
+    import tempfile
+
+    from model_build.onnx_graph import weights as onnx_weights
+
+    with tempfile.TemporaryDirectory(prefix="export-", dir=target.parent) as scratch:
+        graph = pathlib.Path(scratch) / target.name
+        export_graph(name, made, graph, optimize)
+        onnx_weights.inline(graph, target)
+
+
+def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool = True) -> None:
+    """Writes ``graph`` with its weights in ``graph``.data beside it (onnx_weights): the exporter then writes
+    the weights one by one instead of serializing the whole model in memory (4.7 x BERT-base's weights
+    at its peak). Raises BuildError for unsupported operators or a bad graph."""
+    import onnx
+    import torch
+
+    kwargs = {k: made.example_inputs[k] for k in made.input_names}
+    with _quiet():
+        try:
+            torch.onnx.export(made.module, (), str(graph), kwargs=kwargs, input_names=list(made.input_names),
+                              output_names=list(made.output_names), dynamic_axes=dict(made.dynamic_axes) or None,
+                              opset_version=OPSET, dynamo=True, external_data=True, optimize=optimize,
+                              verbose=False)
+        except Exception as exc:  # the exporter raises many types; each becomes one clear message
+            raise BuildError(_explain(name, exc)) from None
+    try:
+        # Given the path, the checker reads the graph and checks that every weight file is there.
+        onnx.checker.check_model(str(graph), full_check=True)
+    except onnx.checker.ValidationError as exc:
+        raise BuildError(f"model {name}: the exported ONNX graph fails onnx.checker: {str(exc).splitlines()[0]}")
+
+
+def check_file(path: pathlib.Path, where: str) -> None:
+    """A user-supplied .onnx file: parseable, then valid for onnx.checker."""
+    import onnx
+
+    try:
+        onnx.load(str(path), load_external_data=False)
+    except Exception:  # protobuf's DecodeError and friends: the bytes are not a ModelProto
+        raise BuildError(f"{where}: {path} is not an ONNX model (it does not parse as an ONNX protobuf); export it "
+                         "with torch.onnx.export or give the right file") from None
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except onnx.checker.ValidationError as exc:
+        raise BuildError(f"{where}: {path} fails onnx.checker: {str(exc).splitlines()[0]}") from None
+
+
+def _explain(name: str, exc: BaseException) -> str:
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 10:
+        chain.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    text = "\n".join(chain)
+    for pattern in _OP_PATTERNS:
+        found = pattern.search(text)
+        if found:
+            return (f"model {name}: cannot export to ONNX: operator {found.group(1)} has no ONNX conversion at "
+                    f"opset {OPSET}; replace it with supported torch ops, register a translation "
+                    "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
+    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return f"model {name}: torch.onnx.export failed ({type(exc).__name__}: {first})"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The exporter prints progress lines and warnings meant for debugging; keep the build log short."""
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def graph_io(path: pathlib.Path, max_batch_size: int, name: str) -> tuple[tuple[TensorSpec, ...], ...]:
+    """Inputs and outputs of an ONNX file as config tensors (batch axis dropped when batching)."""
+    from model_build.onnx_graph import weights as onnx_weights
+
+    model = onnx_weights.load_graph(path)  # the graph only: a model's weights are not needed here
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [v for v in model.graph.input if v.name not in initializers]
+    return (tuple(_tensor(v, max_batch_size, name) for v in inputs),
+            tuple(_tensor(v, max_batch_size, name) for v in model.graph.output))
+
+
+def _tensor(value, max_batch_size: int, name: str) -> TensorSpec:
+    ttype = value.type.tensor_type
+    dtype = ONNX_TO_TRITON.get(ttype.elem_type)
+    if dtype is None:
+        raise BuildError(f"model {name}: tensor {value.name} has ONNX element type {ttype.elem_type}, "
+                         "which Triton cannot serve")
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in ttype.shape.dim]
+    if max_batch_size > 0:
+        if not dims or dims[0] not in (-1, 1):
+            first = dims[0] if dims else "none"
+            raise BuildError(f"model {name}: tensor {value.name} has shape {dims} with first dimension {first}, "
+                             f"but max_batch_size {max_batch_size} needs a variable batch axis first; export with "
+                             "a dynamic axis 0, or set max_batch_size: 0")
+        if dims[0] == 1 and max_batch_size > 1:
+            raise BuildError(f"model {name}: tensor {value.name} has a fixed batch dimension 1 (shape {dims}) but "
+                             f"max_batch_size is {max_batch_size}; export with a dynamic axis 0, or set "
+                             "max_batch_size: 1 or 0")
+        dims = dims[1:]
+    return TensorSpec(value.name, dtype, tuple(dims))
