@@ -25,7 +25,6 @@ class BuildContext:
 
 def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:
     """The devices the model's instances run on ("cuda", "cpu") over every endpoint and environment serving it."""
-    from deployment_spec import instances
     from deployment_spec.model import InstanceKind
 
     endpoints = list(spec.endpoints.values()) + [ep for env in spec.environments.values()
@@ -35,7 +34,7 @@ def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:
     for endpoint in endpoints:
         if model.name not in {m.name for m in spec.served_models(endpoint)}:
             continue
-        itype = instances.lookup(endpoint.instance_type)
+        itype = endpoint.instance  # the table's facts, or those the spec declares (instance_facts)
         gpu = bool(itype and itype.is_gpu)
         for kind in kinds:
             out.add("cpu" if kind is InstanceKind.CPU or (kind is InstanceKind.AUTO and not gpu) else "cuda")

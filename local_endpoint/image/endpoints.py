@@ -20,7 +20,6 @@ import subprocess
 import sys
 from typing import Callable, Optional
 
-from deployment_spec import instances
 from deployment_spec.served import LocalEndpoint
 from local_endpoint import archive, backends, disk_space, ports, work_dirs
 from local_endpoint.errors import LocalEndpointError
@@ -201,7 +200,7 @@ def for_spec_endpoint(local: LocalEndpoint, kind: str, *, region: Optional[str] 
     """
     region = region or (registry_login.configured_region() if kind == images.SAGEMAKER else None) or local.region
     image = images.resolve(kind, local.triton_version, region)
-    instance = instances.lookup(local.endpoint.instance_type) if local.endpoint else None
+    instance = local.endpoint.instance if local.endpoint else None
     common = dict(env=local.env, port=port, log_file=log_file, gpu_count=instance.gpu_count if instance else 1,
                   startup_timeout=startup_timeout or (local.endpoint.startup_timeout_s if local.endpoint else 600.0),
                   label=local.endpoint.name if local.endpoint else "endpoint")

@@ -1,7 +1,7 @@
 """Which GPU architecture a TensorRT plan is for: the serving endpoints' instance families (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation)."""
 from __future__ import annotations
 
-from deployment_spec import Spec, instances
+from deployment_spec import Spec
 from deployment_spec.model import HardwareCompatibility, ModelSpec, TensorRTSettings
 from model_build.errors import BuildError, ToolUnavailable
 
@@ -12,7 +12,7 @@ def check_target_gpus(spec: Spec, model: ModelSpec, local_cc: str) -> None:
     for ep in spec.endpoints.values():
         if model.name not in {m.name for m in spec.served_models(ep)}:
             continue
-        itype = instances.lookup(ep.instance_type)
+        itype = ep.instance  # the table's facts, or those the spec declares (instance_facts)
         target = itype.family.compute_capability if itype else None
         if target is None:
             continue
