@@ -76,8 +76,9 @@ def announce(endpoint, mode: str, url: str) -> None:
     for note in endpoint.stand_in_notes:
         print(note, flush=True)
     print(f"server log: {endpoint.log_path}", flush=True)
-    if endpoint.metrics_url:
-        print(f"Triton metrics (Prometheus): {endpoint.metrics_url}", flush=True)
+    metrics = getattr(endpoint, "metrics_url", None)  # an endpoint in its own image keeps them in the container
+    if metrics:
+        print(f"Triton metrics (Prometheus): {metrics}", flush=True)
 
 
 def invoke_main(argv: list[str]) -> int:

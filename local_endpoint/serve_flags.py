@@ -141,11 +141,12 @@ def sagemaker_server_launch(
         gpu_count: GPUs visible to the server; SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT
             adds one flag per GPU. Defaults to none (this is a CPU machine).
     """
+    # The script passes --allow-grpc / --allow-metrics from their variables, =false only when they are unset.
     args = [
         "--allow-sagemaker=true",
-        "--allow-grpc=false",
+        *(["--allow-grpc=false"] if "SAGEMAKER_TRITON_ALLOW_GRPC" not in env else []),
         "--allow-http=false",
-        "--allow-metrics=false",
+        *(["--allow-metrics=false"] if "SAGEMAKER_TRITON_ALLOW_METRICS" not in env else []),
         "--model-control-mode=explicit",
         f"--model-repository={model_repository}",
         f"--model-namespacing={env.get('SAGEMAKER_TRITON_DISABLE_MODEL_NAMESPACING', 'true')}",

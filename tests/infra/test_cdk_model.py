@@ -30,6 +30,10 @@ def test_single_model_endpoint_reads_its_content_versioned_tarball(default_synth
     assert artifact["file"].endswith(f"-{artifact['sha256'][:12]}.tar.gz")
 
 
+# Triton's metrics, on by default at a port in SageMaker's safe range (deployment_spec.triton_metrics).
+METRICS = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true", "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
+
+
 def test_ensemble_endpoint_names_its_default_model_and_shm(default_synth):
     env = Capture()
     default_synth.template("prod", "classifier").has_resource_properties(
@@ -37,6 +41,7 @@ def test_ensemble_endpoint_names_its_default_model_and_shm(default_synth):
     # Several model directories (ensemble + steps): the ensemble answers /invocations; the Python
     # backend gets the spec's shared memory; no verbose logs in prod; ping mode exported (the Triton server's docker/sagemaker/serve script, r25.09).
     assert env.as_object() == {
+        **METRICS,
         "SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "text-classifier",
         "SAGEMAKER_TRITON_LOG_VERBOSE": "false",
         "SAGEMAKER_TRITON_PING_MODE": "ready",
@@ -51,7 +56,8 @@ def test_verbose_logging_only_in_the_throw_away_environment(default_synth):
         default_synth.template(environment, "vision-nlp").has_resource_properties(
             "AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({"Environment": env})})
         # MME: live ping, no default model; verbose logs where removal_policy is destroy.
-        assert env.as_object() == {"SAGEMAKER_TRITON_LOG_VERBOSE": expected, "SAGEMAKER_TRITON_PING_MODE": "live"}
+        assert env.as_object() == {**METRICS, "SAGEMAKER_TRITON_LOG_VERBOSE": expected,
+                                   "SAGEMAKER_TRITON_PING_MODE": "live"}
 
 
 def test_container_settings_from_the_spec(variety_synth):
@@ -59,14 +65,14 @@ def test_container_settings_from_the_spec(variety_synth):
     variety_synth.template("dev", "cpu").has_resource_properties(
         "AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({"Environment": env})})
     # Explicit log_verbose wins over the environment default; thread count is passed through.
-    assert env.as_object() == {"SAGEMAKER_TRITON_LOG_VERBOSE": "true", "SAGEMAKER_TRITON_PING_MODE": "ready",
+    assert env.as_object() == {**METRICS, "SAGEMAKER_TRITON_LOG_VERBOSE": "true", "SAGEMAKER_TRITON_PING_MODE": "ready",
                                "SAGEMAKER_TRITON_THREAD_COUNT": "16"}
     env = Capture()
     variety_synth.template("dev", "embeddings").has_resource_properties(
         "AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({"Environment": env})})
     # An explicit ping mode is both exported and set as the serve script's override.
     assert env.as_object() == {
-        "SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--log-info=true", "SAGEMAKER_TRITON_LOG_VERBOSE": "true",
+        **METRICS, "SAGEMAKER_TRITON_ADDITIONAL_ARGS": "--log-info=true", "SAGEMAKER_TRITON_LOG_VERBOSE": "true",
         "SAGEMAKER_TRITON_OVERRIDE_PING_MODE": "ready", "SAGEMAKER_TRITON_PING_MODE": "ready",
         "SAGEMAKER_TRITON_SHM_DEFAULT_BYTE_SIZE": "33554432"}
 

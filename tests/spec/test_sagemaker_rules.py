@@ -15,6 +15,14 @@ def _t(name: str) -> instances.InstanceType:
 
 
 CASES = {
+    "fallback_instance_types": (lambda: rules.fallback_instance_types("ml.g5.xlarge", ["ml.g6.xlarge"], multi_model=False,
+                                                                      triton_version="25.09", volume_size_gb=None),
+                                lambda: rules.fallback_instance_types("ml.g5.xlarge", ["ml.g5.12xlarge"],
+                                                                      multi_model=False, triton_version="25.09",
+                                                                      volume_size_gb=None),
+                                "fallback_instance_types[0]: got ml.g5.12xlarge (4 GPU(s)); allowed: a type with the 1 "
+                                "GPU(s) of instance_type ml.g5.xlarge: scaling targets and alarms are per GPU x GPUs; "
+                                "fix: pick a size with 1 GPU(s)"),
     "concurrency_single_model_only": (lambda: rules.concurrency_single_model_only(False, 4.0),
                                       lambda: rules.concurrency_single_model_only(True, 4.0),
                                       "scaling.concurrent_requests_per_model: got 4 on a multi-model endpoint; "
