@@ -223,7 +223,10 @@ def _fuse_transformer(src: pathlib.Path, model_type: str, num_heads: int, hidden
         return fused, "onnxruntime.transformers"
     # Attention not matched: a torch.export (dynamo) graph; onnxscript knows its patterns.
     staged = src.with_name("onnxscript.onnx")
-    _onnxscript_fusion(src, staged)
+    try:
+        _onnxscript_fusion(src, staged)
+    except Exception as exc:  # a rewriter that meets a graph it does not know raises anything
+        raise OrtOptimizeError(f"onnxscript fusion failed: {type(exc).__name__}: {exc}") from None
     fused, _ = _ort_transformer_fusion(staged, model_type, num_heads, hidden_size, use_gpu)
     return fused, "onnxscript+onnxruntime.transformers"
 
@@ -247,7 +250,8 @@ def _ort_transformer_fusion(src: pathlib.Path, model_type: str, num_heads: int, 
                                              hidden_size=hidden_size, opt_level=0, use_gpu=use_gpu)
             model.save_model_to_file(str(fused))  # new tensors inline, the others still refer to their files
     except Exception as exc:
-        raise OrtOptimizeError(f"onnxruntime.transformers fusion of {src} failed: {type(exc).__name__}: {exc}") from None
+        # No path in the message: src is a temporary copy, and the message goes into the manifest.
+        raise OrtOptimizeError(f"onnxruntime.transformers fusion failed: {type(exc).__name__}: {exc}") from None
     return fused, {k: v for k, v in model.get_fused_operator_statistics().items() if v}
 
 
