@@ -19,7 +19,7 @@ FUSION_FAILED = "no transformer-fused graph: onnxruntime.transformers fusion fai
 @pytest.fixture(scope="module")
 def gpt2_build(module_tmp):
     from transformers import (DistilBertConfig, DistilBertForSequenceClassification, GPT2Config,
-                              GPT2ForSequenceClassification)
+                              GPT2ForSequenceClassification, SegformerConfig, SegformerForImageClassification)
 
     root = module_tmp.mktemp("architectures")
     torch.manual_seed(0)
@@ -29,11 +29,16 @@ def gpt2_build(module_tmp):
     DistilBertForSequenceClassification(DistilBertConfig(
         vocab_size=256, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64,
         num_labels=3)).save_pretrained(root / "distilbert")
+    # Attention heads per stage (a list) and no hidden_size: no single geometry for the transformer fuser.
+    SegformerForImageClassification(SegformerConfig(
+        num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3], strides=[4, 2],
+        num_attention_heads=[1, 2], mlp_ratios=[2, 2], num_labels=3, image_size=32)).save_pretrained(root / "segformer")
     spec = make_spec(root, """\
 decoder: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: gpt2, sequence_length: 16,
           max_batch_size: 2}
 encoder: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: distilbert,
           sequence_length: 16, max_batch_size: 2}
+vision: {backend: onnxruntime, source: {recipe: hf-image-classification}, weights: segformer, max_batch_size: 2}
 """, version="25.09")
     lines: list[str] = []
     report = build.run(spec, root / "assets", root / "work", log=lines.append)
@@ -59,5 +64,13 @@ def test_the_decoder_is_refused_with_the_measured_difference_and_the_other_model
         "graph as exported differs, the export froze a data-dependent branch or a shape: check the recipe's "
         "forward(); else pick a triton_version whose runtime runs it, or raise models.decoder.tolerance if that "
         "error is acceptable")
-    assert report.built == ["encoder"]
+    assert report.built == ["encoder", "vision"]
     assert load_manifest(root / "assets" / "manifest.json").models["encoder"].verification.ran
+
+
+def test_a_vision_config_with_attention_heads_per_stage_builds_with_the_plain_optimizations(gpt2_build):
+    # Before: int() of SegFormer's list of heads ended `tritonsm build` with a TypeError traceback.
+    root, _, lines = gpt2_build
+    check = load_manifest(root / "assets" / "manifest.json").models["vision"].verification
+    assert (check.ran, check.graph, check.cases) == (True, "graph with basic optimizations", 2)
+    assert not any(line.startswith("  vision: transformer fusions") for line in lines)

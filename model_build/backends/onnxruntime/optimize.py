@@ -81,11 +81,14 @@ def transformer_hints(module: Any) -> dict[str, Any]:
     for candidate in (module, getattr(module, "model", None)):
         config = getattr(candidate, "config", None)
         heads = getattr(config, "num_attention_heads", None)
-        if heads:
+        hidden = getattr(config, "hidden_size", None)
+        # One attention geometry for the whole model, as the fuser takes it: configs with one per stage
+        # (SegFormer's and Swin's lists) or without hidden_size get the graph optimizations only.
+        if isinstance(heads, int) and heads > 0 and isinstance(hidden, int):
             family = getattr(config, "model_type", "")
             # RoBERTa, DistilBERT, ALBERT... share BERT's encoder layout for the fuser.
             model_type = family if family in TRANSFORMER_TYPES else "bert"
-            return {"model_type": model_type, "num_heads": int(heads), "hidden_size": int(config.hidden_size)}
+            return {"model_type": model_type, "num_heads": heads, "hidden_size": hidden}
     return {"model_type": None, "num_heads": 0, "hidden_size": 0}
 
 
