@@ -18,8 +18,9 @@ FUSION_FAILED = "no transformer-fused graph: onnxruntime.transformers fusion fai
 
 @pytest.fixture(scope="module")
 def gpt2_build(module_tmp):
-    from transformers import (DistilBertConfig, DistilBertForSequenceClassification, GPT2Config,
-                              GPT2ForSequenceClassification, SegformerConfig, SegformerForImageClassification)
+    from transformers import (DistilBertConfig, DistilBertForSequenceClassification, FunnelConfig,
+                              FunnelForSequenceClassification, GPT2Config, GPT2ForSequenceClassification,
+                              SegformerConfig, SegformerForImageClassification)
 
     root = module_tmp.mktemp("architectures")
     torch.manual_seed(0)
@@ -33,12 +34,17 @@ def gpt2_build(module_tmp):
     SegformerForImageClassification(SegformerConfig(
         num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3], strides=[4, 2],
         num_attention_heads=[1, 2], mlp_ratios=[2, 2], num_labels=3, image_size=32)).save_pretrained(root / "segformer")
+    # Its pooling fixes the sequence length while tracing: torch.export refuses the dynamic axis.
+    FunnelForSequenceClassification(FunnelConfig(vocab_size=256, block_sizes=[1, 1], d_model=32, n_head=2, d_head=16,
+                                                 d_inner=64, num_labels=2)).save_pretrained(root / "funnel")
     spec = make_spec(root, """\
 decoder: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: gpt2, sequence_length: 16,
           max_batch_size: 2}
 encoder: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: distilbert,
           sequence_length: 16, max_batch_size: 2}
 vision: {backend: onnxruntime, source: {recipe: hf-image-classification}, weights: segformer, max_batch_size: 2}
+pooled: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: funnel, sequence_length: 16,
+         max_batch_size: 2}
 """, version="25.09")
     lines: list[str] = []
     report = build.run(spec, root / "assets", root / "work", log=lines.append)
@@ -74,3 +80,15 @@ def test_a_vision_config_with_attention_heads_per_stage_builds_with_the_plain_op
     check = load_manifest(root / "assets" / "manifest.json").models["vision"].verification
     assert (check.ran, check.graph, check.cases) == (True, "graph with basic optimizations", 2)
     assert not any(line.startswith("  vision: transformer fusions") for line in lines)
+
+
+def test_an_export_failure_names_the_exporter_s_own_error_without_its_banner(gpt2_build):
+    # Before: "torch.onnx.export failed (TorchExportError: Failed to export the model with torch.export.
+    # \x1b[96mThis is step 1/3\x1b[0m of exporting the model to ONNX. Next steps:)".
+    _, report, _ = gpt2_build
+    assert report.failed["pooled"] == (
+        "model pooled: torch.onnx.export failed (ValueError: Found the following conflicts between user-specified "
+        "ranges and inferred ranges from model tracing: Received user-specified dim hint Dim.DYNAMIC(min=None, "
+        "max=None), but tracing inferred a static shape of 16 for dimension inputs['input_ids'].shape[1].); serve "
+        "the model with backend: pytorch (a TorchScript trace) if it traces, or change its forward() so "
+        "torch.export takes it")
