@@ -24,6 +24,7 @@ ONNX_TO_TRITON = {1: "TYPE_FP32", 2: "TYPE_UINT8", 3: "TYPE_INT8", 4: "TYPE_UINT
 _OP_PATTERNS = (re.compile(r"No ONNX function found for <OpOverload\(op='([^']+)'"),
                 re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"),
                 re.compile(r"target=torch\.ops\.([\w.]+?)(?:\.default)?\]"))
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colour codes
 
 
 def export(name: str, made: ExportableModel, target: pathlib.Path, optimize: bool = True) -> None:
@@ -77,19 +78,27 @@ def check_file(path: pathlib.Path, where: str) -> None:
 
 
 def _explain(name: str, exc: BaseException) -> str:
-    chain, seen = [], exc
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
     while seen is not None and len(chain) < 10:
-        chain.append(str(seen))
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    text = "\n".join(chain)
+    text = "\n".join(str(e) for e in chain)
     for pattern in _OP_PATTERNS:
         found = pattern.search(text)
         if found:
             return (f"model {name}: cannot export to ONNX: operator {found.group(1)} has no ONNX conversion at "
                     f"opset {OPSET}; replace it with supported torch ops, register a translation "
                     "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
-    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    return f"model {name}: torch.onnx.export failed ({type(exc).__name__}: {first})"
+    # torch.onnx wraps the exporter's own error in a coloured banner ("This is step 1/3 of exporting the
+    # model to ONNX. Next steps: ..."): the cause is the innermost error of the chain.
+    cause = chain[-1]
+    lines = [line.strip().removeprefix("- ") for line in _ANSI.sub("", str(cause)).splitlines() if line.strip()]
+    first = lines[0] if lines else type(cause).__name__
+    if first.endswith(":") and len(lines) > 1:  # a heading: the first item says what went wrong
+        first = f"{first} {lines[1]}"
+    return (f"model {name}: torch.onnx.export failed ({type(cause).__name__}: {first}); serve the model with "
+            "backend: pytorch (a TorchScript trace) if it traces, or change its forward() so torch.export takes it")
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ class Candidate:
     label: str          # short, used in messages: "transformer-fused graph"
     path: pathlib.Path
     report: Any = None  # ort_optimize.OptimizeReport of the rewrite that made it, if any
+    fallback: str = ""  # why it stands where a better candidate could not be made ("" when none failed)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -242,10 +242,10 @@ def test_t5_runs_inside_the_execution_environment_the_build_made(built: Built, t
     env = built.manifest.models["t5"].execution_environment
     assert env.built_for == "local" and {"torch==2.13.0+cpu", "transformers==5.23.0"} <= set(env.packages)
     with tarfile.open(built.tarball("t5-mme", "t5")) as archive:
-        assert f"t5/{env['file']}" in archive.getnames()
+        assert f"t5/{env.file}" in archive.getnames()
     invoke_url(t5_mme.url, text_request(TEXTS[:1]), target_model=built.target_model("t5-mme", "t5"))
     log = t5_mme.log_path.read_text()
-    assert f"Using Python execution env " in log and f"/t5/{env['file']}" in log
+    assert f"Using Python execution env " in log and f"/t5/{env.file}" in log
 
 
 def test_json_and_binary_payloads_give_the_same_generation(built: Built, t5_mme: Served) -> None:

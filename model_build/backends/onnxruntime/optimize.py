@@ -81,11 +81,14 @@ def transformer_hints(module: Any) -> dict[str, Any]:
     for candidate in (module, getattr(module, "model", None)):
         config = getattr(candidate, "config", None)
         heads = getattr(config, "num_attention_heads", None)
-        if heads:
+        hidden = getattr(config, "hidden_size", None)
+        # One attention geometry for the whole model, as the fuser takes it: configs with one per stage
+        # (SegFormer's and Swin's lists) or without hidden_size get the graph optimizations only.
+        if isinstance(heads, int) and heads > 0 and isinstance(hidden, int):
             family = getattr(config, "model_type", "")
             # RoBERTa, DistilBERT, ALBERT... share BERT's encoder layout for the fuser.
             model_type = family if family in TRANSFORMER_TYPES else "bert"
-            return {"model_type": model_type, "num_heads": int(heads), "hidden_size": int(config.hidden_size)}
+            return {"model_type": model_type, "num_heads": heads, "hidden_size": hidden}
     return {"model_type": None, "num_heads": 0, "hidden_size": 0}
 
 
@@ -223,7 +226,10 @@ def _fuse_transformer(src: pathlib.Path, model_type: str, num_heads: int, hidden
         return fused, "onnxruntime.transformers"
     # Attention not matched: a torch.export (dynamo) graph; onnxscript knows its patterns.
     staged = src.with_name("onnxscript.onnx")
-    _onnxscript_fusion(src, staged)
+    try:
+        _onnxscript_fusion(src, staged)
+    except Exception as exc:  # a rewriter that meets a graph it does not know raises anything
+        raise OrtOptimizeError(f"onnxscript fusion failed: {type(exc).__name__}: {exc}") from None
     fused, _ = _ort_transformer_fusion(staged, model_type, num_heads, hidden_size, use_gpu)
     return fused, "onnxscript+onnxruntime.transformers"
 
@@ -247,7 +253,8 @@ def _ort_transformer_fusion(src: pathlib.Path, model_type: str, num_heads: int, 
                                              hidden_size=hidden_size, opt_level=0, use_gpu=use_gpu)
             model.save_model_to_file(str(fused))  # new tensors inline, the others still refer to their files
     except Exception as exc:
-        raise OrtOptimizeError(f"onnxruntime.transformers fusion of {src} failed: {type(exc).__name__}: {exc}") from None
+        # No path in the message: src is a temporary copy, and the message goes into the manifest.
+        raise OrtOptimizeError(f"onnxruntime.transformers fusion failed: {type(exc).__name__}: {exc}") from None
     return fused, {k: v for k, v in model.get_fused_operator_statistics().items() if v}
 
 

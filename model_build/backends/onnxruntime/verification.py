@@ -31,19 +31,27 @@ def candidates(settings: OnnxRuntimeBuild, hints: dict[str, Any], exported: path
     inline or in a file beside it (model_build/onnx_graph/weights.py).
     """
     from model_build.backends.onnxruntime import optimize_worker
+    from model_build.backends.onnxruntime.optimize import OrtOptimizeError
 
     out: list[verify.Candidate] = []
     if settings.optimize_at_build:
+        fallback = ""
         if settings.fuse_transformers and hints["model_type"]:
             fused = scratch / "fused.onnx"
-            report = optimize_worker.make("fused", exported, fused, hints, log)
-            log(f"  {settings.name}: transformer fusions ({report.fuser}): "
-                f"{dict(report.fused_ops) or 'nothing fused'}")
-            if report.fused_ops:
-                out.append(verify.Candidate("transformer-fused graph", fused, report))
+            try:
+                report = optimize_worker.make("fused", exported, fused, hints, log)
+            except OrtOptimizeError as exc:
+                # The fusions only make the graph faster: the unfused graph serves the same answers.
+                fallback = f"no transformer-fused graph: {exc}"
+                log(f"  {settings.name}: {fallback}; trying the graph with basic optimizations instead")
+            else:
+                log(f"  {settings.name}: transformer fusions ({report.fuser}): "
+                    f"{dict(report.fused_ops) or 'nothing fused'}")
+                if report.fused_ops:
+                    out.append(verify.Candidate("transformer-fused graph", fused, report))
         optimized = scratch / "optimized.onnx"
         report = optimize_worker.make("basic", exported, optimized, {}, log)
-        out.append(verify.Candidate("graph with basic optimizations", optimized, report))
+        out.append(verify.Candidate("graph with basic optimizations", optimized, report, fallback))
     as_exported = scratch / "exported.onnx"
     optimize_worker.make("as-exported", exported, as_exported, {}, log)
     out.append(verify.Candidate("graph as exported", as_exported))
@@ -78,6 +86,9 @@ def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: 
     shutil.copyfile(chosen.path, target)
     result = verify.record(runtime, "onnxruntime", runtime.onnxruntime_wheel, DEVICE, verdicts[-1], verdicts,
                            len(plan.cases))
+    fallbacks = [candidate.fallback for candidate in found if candidate.fallback]
+    if fallbacks:
+        result["fallbacks"] = fallbacks
     if settings.int8 is not None:
         result.update(int8_gate(settings, settings.int8, made, env, plan, target, scratch, log))
     return result
