@@ -73,8 +73,10 @@ class EndpointAlarms(Construct):
                                   "more for a model to load (microseconds)"))
             self.all.append(alarm("CacheHit", metrics.invocation("ModelCacheHit", "Average"), t.cache_hit_ratio_min,
                                   f"model cache hit ratio below {t.cache_hit_ratio_min:g}", below=True, periods=5))
+        self.triton_queue: Optional[cloudwatch.PromQLAlarm] = None
         if triton_metrics:
-            self.all.append(queue_alarm(self, metrics.endpoint_name, t))
+            self.triton_queue = queue_alarm(self, metrics.endpoint_name, t)
+            self.all.append(self.triton_queue)
         self.topic: Optional[sns.ITopic] = topic
         if notify and topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")

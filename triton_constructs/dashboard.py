@@ -1,7 +1,7 @@
 """A CloudWatch dashboard for one endpoint variant."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -28,17 +28,22 @@ class EndpointDashboard(Construct):
         gpu_count: GPUs per instance; 0 hides the GPU graph.
         gpu_target: The GPUUtilization scaling target, drawn on the GPU graph. Defaults to none.
         multi_model: Add loaded-model count, cache hit ratio and loading wait. Defaults to False.
+        triton_queries: Triton's own metrics as PromQL (title: query), shown for CloudWatch Query Studio:
+            a dashboard widget cannot draw PromQL in this aws-cdk-lib. Defaults to none.
+        triton_alarm: The PromQL alarm on Triton's queue time, shown by its state. Defaults to none.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
     """
 
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, latency_sla_ms: float,
-                 gpu_count: int, gpu_target: Optional[float] = None, multi_model: bool = False) -> None:
+                 gpu_count: int, gpu_target: Optional[float] = None, multi_model: bool = False,
+                 triton_queries: Optional[Mapping[str, str]] = None,
+                 triton_alarm: Optional[cloudwatch.IAlarm] = None) -> None:
         super().__init__(scope, id_)
         metric, per_instance = metrics.invocation, metrics.instance
 
-        widgets = [
+        widgets: list[cloudwatch.IWidget] = [
             graph("Latency (microseconds): model vs overhead", [
                 metric("ModelLatency", "Average", "model (avg)"), metric("ModelLatency", "p99", "model (p99)"),
                 metric("OverheadLatency", "Average", "SageMaker overhead (avg)")],
@@ -69,7 +74,16 @@ class EndpointDashboard(Construct):
                 graph("Model cache hit ratio", [metric("ModelCacheHit", "Average", "hit ratio")]),
                 graph("Model loading (microseconds)", [
                     metric("ModelLoadingWaitTime", "Average", "wait"), metric("ModelLoadingTime", "Average", "load"),
-                    metric("ModelDownloadingTime", "Average", "download")]),
+                    metric("ModelDownloadingTime", "Average", "download"),
+                    metric("ModelUnloadingTime", "Average", "unload")]),
             ]
+        if triton_queries:
+            lines = [f"**{title}**\n```\n{query}\n```" for title, query in triton_queries.items()]
+            widgets.append(cloudwatch.TextWidget(width=16, height=6, markdown=(
+                "### Triton's own metrics (PromQL, CloudWatch Query Studio)\nPer model, from Triton's Prometheus "
+                "counters through SageMaker detailed observability:\n\n" + "\n\n".join(lines))))
+        if triton_alarm is not None:
+            widgets.append(cloudwatch.AlarmStatusWidget(alarms=[triton_alarm], title="Triton queue time",
+                                                        width=8, height=6))
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=metrics.endpoint_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])

@@ -208,7 +208,13 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
-                                           multi_model=multi_model)
+                                           multi_model=multi_model,
+                                           triton_queries={
+                                               "queue ms per request": self.promql_queue_ms(),
+                                               "compute ms per request": self.promql_compute_ms(),
+                                               "average batch formed": self.promql_average_batch(),
+                                           } if self.alarms.triton_queue is not None else None,
+                                           triton_alarm=self.alarms.triton_queue)
 
     @classmethod
     def from_endpoint_name(cls, scope: Construct, id_: str, endpoint_name: str, *,

@@ -1,4 +1,6 @@
 """Triton's own metrics on, on a port SageMaker allows, and MetricsConfig explicit on every kind of endpoint."""
+import json
+
 import pytest
 from aws_cdk.assertions import Template
 
@@ -115,3 +117,18 @@ def test_promql_queries_for_query_studio_name_the_endpoint_and_component(tmp_pat
     assert single.promql_compute_ms().startswith(
         '(sum by (model) (rate({"nv_inference_compute_infer_duration_us", "aws.sagemaker.endpoint.name"="single"}')
     assert f'"aws.sagemaker.inference_component.name"="{shared.component_name("bert")}"' in shared.promql_queue_ms("bert")
+
+
+def test_the_dashboard_shows_tritons_queries_and_the_queue_alarm(tmp_path):
+    stack = user_stack()
+    single = TritonSageMakerEndpoint(stack, "Single", models=_models(tmp_path, "resnet50"),
+                                     instance_type="ml.g5.xlarge", endpoint_name="single")
+    [dashboard] = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+    # The body is a Fn::Join of JSON text and tokens (the alarm's ARN).
+    text = "".join(part if isinstance(part, str) else "<token>" for part in dashboard["Properties"]["DashboardBody"][
+        "Fn::Join"][1])
+    # The queries in a text widget (for Query Studio), the PromQL alarm's state in an alarm widget.
+    assert "### Triton's own metrics (PromQL, CloudWatch Query Studio)" in text
+    assert json.dumps(f"**average batch formed**\n```\n{single.promql_average_batch()}\n```")[1:-1] in text
+    assert '{"type":"alarm","width":8,"height":6,"x":0,"y":18,"properties":{"title":"Triton queue time",' \
+           '"alarms":["<token>"]}}' in text
