@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import urllib.request
+from typing import Mapping
 
 _SAMPLE = re.compile(r'^(?P<name>nv_inference_[a-z_]+)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$')
 _MODEL = re.compile(r'model="(?P<model>[^"]+)"')
@@ -84,10 +85,22 @@ def since(after: dict[str, ModelCounters], before: dict[str, ModelCounters]) -> 
     return {model: counters for model, counters in out.items() if counters.requests}
 
 
+def figures(counters: ModelCounters) -> dict[str, float]:
+    """What a person tuning dynamic batching reads: average batch, queue share, queue and compute ms per request."""
+    return {"average_batch": round(counters.average_batch, 2), "queue_share": round(counters.queue_share, 3),
+            "queue_ms": round(counters.per_request_ms(counters.queue_us), 2),
+            "compute_ms": round(counters.per_request_ms(counters.compute_us), 2)}
+
+
+def meaning(figures: Mapping[str, float]) -> str:
+    """The figures in words a person tuning dynamic batching and instance counts can act on."""
+    batch = figures["average_batch"]
+    batching = (f"dynamic batching formed batches of {batch:.1f} on average" if batch > 1.05
+                else "no batches formed (one request per execution)")
+    return (f"{batching}; {figures['queue_share']:.0%} of the server's request time was queue "
+            f"({figures['queue_ms']:.1f} ms per request), compute {figures['compute_ms']:.1f} ms per request")
+
+
 def explain(model: str, counters: ModelCounters) -> str:
-    """One sentence a person tuning dynamic batching and instance counts can act on."""
-    batching = (f"dynamic batching formed batches of {counters.average_batch:.1f} on average"
-                if counters.average_batch > 1.05 else "no batches formed (one request per execution)")
-    return (f"{model}: {int(counters.requests)} requests, {batching}; {counters.queue_share:.0%} of the server's "
-            f"request time was queue ({counters.per_request_ms(counters.queue_us):.2f} ms per request), compute "
-            f"{counters.per_request_ms(counters.compute_us):.2f} ms per request")
+    """One sentence on one model between two readings."""
+    return f"{model}: {int(counters.requests)} requests, {meaning(figures(counters))}"

@@ -9,6 +9,7 @@ from aws_cdk import aws_applicationautoscaling as autoscaling, aws_iam as iam, a
 from constructs import Construct
 
 from triton_constructs import checkov
+from triton_constructs import endpoint_reference
 from triton_constructs.custom_resource import custom_resource_function
 from triton_constructs.network import FunctionPlacement
 from triton_constructs.escape_hatch import default_child
@@ -77,7 +78,7 @@ class ScalingHandover(Construct):
             description="Deregisters / registers a SageMaker variant's auto-scaling around an instance-type change",
             reserved_concurrency=2,  # Before and After; CloudFormation runs them one after the other
             timeout=cdk.Duration.minutes(2), log_key=log_key, placement=placement)
-        endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower())
+        endpoint_arn = endpoint_reference.endpoint_arn(self, endpoint_name)
         # RegisterScalableTarget checks the variant with the caller's DescribeEndpoint and
         # UpdateEndpointWeightsAndCapacities (Application Auto Scaling, "Permissions for SageMaker AI").
         role.add_to_policy(iam.PolicyStatement(

@@ -17,6 +17,7 @@ import pathlib
 import time
 from typing import TYPE_CHECKING, Callable, Optional
 
+from deployment_spec.triton_metrics import DEFAULT_METRICS_PORT
 from tritonsm.benchmarking import stats
 from tritonsm.benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
 from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase
@@ -28,7 +29,7 @@ WARMUP_REQUESTS = 20
 # Quiet server log: verbose logging costs CPU that the model needs on a small machine. Triton's metrics on,
 # as the spec's container turns them on (the local launcher gives each server a free metrics port).
 SERVER_ENV = {"SAGEMAKER_TRITON_LOG_VERBOSE": "false", "SAGEMAKER_TRITON_ALLOW_METRICS": "true",
-              "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
+              "SAGEMAKER_TRITON_METRICS_PORT": str(DEFAULT_METRICS_PORT)}
 TRITON_FIGURES = ("average_batch", "queue_share", "queue_ms", "compute_ms")
 GAIN_CONCURRENCY = 16
 
@@ -121,21 +122,17 @@ def median_phase(runs: list[PhaseResult]) -> PhaseResult:
 
 def triton_figures(counters: dict[str, "ModelCounters"]) -> Optional[dict[str, float]]:
     """The load model's figures for one phase, from Triton's counters (None when it saw no request)."""
+    from local_endpoint import triton_metrics
+
     model = counters.get(MODEL_NAME)
-    if model is None:
-        return None
-    return {"average_batch": round(model.average_batch, 2), "queue_share": round(model.queue_share, 3),
-            "queue_ms": round(model.per_request_ms(model.queue_us), 2),
-            "compute_ms": round(model.per_request_ms(model.compute_us), 2)}
+    return triton_metrics.figures(model) if model is not None else None
 
 
 def explain(figures: dict[str, float], concurrency: int) -> str:
     """What the figures mean for the configuration, in one sentence."""
-    batch = figures["average_batch"]
-    batching = (f"dynamic batching formed batches of {batch:.1f} on average" if batch > 1.05
-                else "no batches formed (one request per execution)")
-    return (f"at concurrency {concurrency}: {batching}; {figures['queue_share']:.0%} of the server's request time was "
-            f"queue ({figures['queue_ms']:.1f} ms per request), compute {figures['compute_ms']:.1f} ms per request")
+    from local_endpoint import triton_metrics
+
+    return f"at concurrency {concurrency}: {triton_metrics.meaning(figures)}"
 
 
 def _triton_text(figures: Optional[dict[str, float]]) -> str:
