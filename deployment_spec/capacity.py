@@ -3,7 +3,9 @@
 `tritonsm bench load --record` writes ``capacity.json`` (commit it: it is reviewed like
 code, and `cdk diff` shows the scaling target it moves). The CDK app derives the
 SageMakerVariantInvocationsPerInstance target from it when the spec gives neither
-``scaling.invocations_target`` nor ``scaling.max_rps_per_instance``.
+``scaling.invocations_target`` nor ``scaling.max_rps_per_instance``, and with
+``scaling.load_metric: concurrency`` the high-resolution concurrency target when the spec gives
+no ``scaling.concurrent_requests_per_model``.
 """
 from __future__ import annotations
 
@@ -29,12 +31,20 @@ class Measurement:
     p99_ms: float
     measured_on: str          # where the load test ran, e.g. "local CPU (2 cores)" or "ml.g5.xlarge"
     command: str              # how to repeat it
+    # Requests in flight per instance in that phase (the load test's concurrency): the concurrency policy's
+    # basis. Absent in files recorded before it was measured.
+    max_concurrency: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
     value: float
     source: str               # "spec: invocations_target", "spec: max_rps_per_instance", "capacity.json: ..."
+    metric: str = "invocations"  # or "concurrency" (deployment_spec.endpoint.LoadMetric)
+
+    @property
+    def measured(self) -> bool:
+        return self.source.startswith("capacity.json")
 
 
 def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Measurement]:
@@ -66,7 +76,7 @@ def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path
 def invocations_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Optional[Target]:
     """The invocations-per-instance target: the spec wins, then the measurement, else none."""
     sc = endpoint.scaling
-    if sc is None:
+    if sc is None or sc.on_concurrency:
         return None
     if sc.invocations_target is not None:
         return Target(sc.invocations_target, "spec: scaling.invocations_target")
@@ -78,3 +88,28 @@ def invocations_target(endpoint: EndpointSpec, capacity: dict[str, Measurement])
         return None
     return Target(sc.target_for_rps(m.max_rps_per_instance),
                   f"capacity.json: {m.max_rps_per_instance} rps measured on {m.measured_on} x 60 x {sc.safety_factor}")
+
+
+def concurrency_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Optional[Target]:
+    """The concurrent-requests-per-model target: the spec wins, then the measured concurrency x safety factor."""
+    sc = endpoint.scaling
+    if sc is None or not sc.on_concurrency:
+        return None
+    if sc.concurrent_requests_per_model is not None:
+        return Target(sc.concurrent_requests_per_model, "spec: scaling.concurrent_requests_per_model", "concurrency")
+    m = capacity.get(endpoint.name)
+    if m is None or m.max_concurrency is None:
+        return None
+    # Below 0.1 the policy could not be created (the spec's own minimum); one request in flight is the floor
+    # a load test can show anyway.
+    value = max(0.1, round(m.max_concurrency * sc.safety_factor, 2))
+    return Target(value, f"capacity.json: concurrency {m.max_concurrency:g} within the SLA measured on "
+                         f"{m.measured_on} x {sc.safety_factor}", "concurrency")
+
+
+def load_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Optional[Target]:
+    """The load policy's target, on the metric the spec's scaling tracks."""
+    sc = endpoint.scaling
+    if sc is not None and sc.on_concurrency:
+        return concurrency_target(endpoint, capacity)
+    return invocations_target(endpoint, capacity)

@@ -7,6 +7,7 @@ import re
 from typing import Mapping, Optional
 
 from deployment_spec import instances, network_rules, triton_metrics
+from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
@@ -37,6 +38,13 @@ class CaptureMode(str, enum.Enum):
 DEFAULT_GPU_TARGET = 70.0
 
 
+class LoadMetric(str, enum.Enum):
+    """What the variant's load policy tracks."""
+
+    INVOCATIONS = "invocations"  # SageMakerVariantInvocationsPerInstance, a one-minute metric
+    CONCURRENCY = "concurrency"  # SageMakerVariantConcurrentRequestsPerModelHighResolution, every 10 s
+
+
 @dataclasses.dataclass(frozen=True)
 class Scaling(Validated):
     """Target tracking on one scalable target per variant (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling.html)."""
@@ -55,7 +63,15 @@ class Scaling(Validated):
     # SageMakerVariantConcurrentRequestsPerModelHighResolution: in-flight requests per model, sampled every
     # 10 s, so a scale-out starts within a minute (SageMaker developer guide, "Define a scaling policy").
     concurrent_requests_per_model: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.1))
+    # concurrency without concurrent_requests_per_model: the target is capacity.json's measured concurrency x
+    # safety_factor (deployment_spec.capacity.load_target).
+    load_metric: LoadMetric = LoadMetric.INVOCATIONS
     schedules: tuple[ScheduledScaling, ...] = ()
+
+    @property
+    def on_concurrency(self) -> bool:
+        """The load policy tracks concurrency: asked for, or a concurrency target given."""
+        return self.load_metric is LoadMetric.CONCURRENCY or self.concurrent_requests_per_model is not None
 
     def invocations_per_instance_target(self) -> Optional[float]:
         """SageMakerVariantInvocationsPerInstance target: explicit, or max RPS x 60 x safety factor."""
@@ -78,6 +94,10 @@ class Scaling(Validated):
             return [Problem(join(path, "invocations_target"), describe(self.invocations_target),
                             "either invocations_target or max_rps_per_instance, not both",
                             "keep one: the target is derived as max_rps_per_instance x 60 x safety_factor")]
+        if self.load_metric is LoadMetric.CONCURRENCY and self.invocations_per_instance_target() is not None:
+            field = "invocations_target" if self.invocations_target is not None else "max_rps_per_instance"
+            return [Problem(join(path, field), f"{getattr(self, field):g}", "no invocations target with "
+                            "load_metric: concurrency", f"remove {field}, or set load_metric: invocations")]
         if self.concurrent_requests_per_model is not None and self.invocations_per_instance_target() is not None:
             # Two load targets on one variant: each policy scales out on its own reading and in only when both
             # agree, so the instance count follows whichever is tighter and the other never matters.
@@ -248,6 +268,8 @@ class EndpointSpec(Validated):
     instance_facts: Optional[instances.InstanceFacts] = None
     # Instance pools: where SageMaker finds no capacity of instance_type, these in order (priorities 2-5).
     fallback_instance_types: tuple[str, ...] = ()
+    # An ML capacity reservation the instances launch into (deployment_spec.capacity_reservation).
+    capacity_reservation: Optional[CapacityReservation] = None
     initial_instances: int = dataclasses.field(default=1, metadata=meta(minimum=1, maximum=100))
     variant_name: str = dataclasses.field(default="AllTraffic", metadata=meta(
         pattern=r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", pattern_help="1-63 letters, digits or '-'"))

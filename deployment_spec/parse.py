@@ -22,13 +22,15 @@ _MISSING = object()
 
 
 def meta(*, help: str = "", minimum: float | None = None, maximum: float | None = None,
-         pattern: str | None = None, pattern_help: str = "", yaml: bool = True) -> dict[str, Any]:
-    """Field metadata: a help text for missing keys, numeric bounds, a regex for strings.
+         pattern: str | None = None, pattern_help: str = "", pattern_fix: str = "rename it to match",
+         yaml: bool = True) -> dict[str, Any]:
+    """Field metadata: a help text for missing keys, numeric bounds, a regex for strings (with what it means
+    and what to do when a value misses it).
 
     ``yaml=False`` marks a field the loader fills in (never read from the file).
     """
     return {"help": help, "minimum": minimum, "maximum": maximum, "pattern": pattern,
-            "pattern_help": pattern_help, "yaml": yaml}
+            "pattern_help": pattern_help, "pattern_fix": pattern_fix, "yaml": yaml}
 
 
 def yaml_fields(cls: type) -> list[dataclasses.Field[Any]]:
@@ -178,7 +180,7 @@ def value_problems(path: str, value: Any, md: Mapping[str, Any], *, integer: boo
     pattern = md.get("pattern")
     if isinstance(value, str) and pattern and not re.fullmatch(pattern, value):
         return [Problem(path, describe(value), md.get("pattern_help") or f"text matching {pattern}",
-                        "rename it to match")]
+                        md.get("pattern_fix") or "rename it to match")]
     return []
 
 

@@ -5,6 +5,7 @@ import dataclasses
 from typing import Mapping
 
 from deployment_spec import component_endpoint, instances, sagemaker_rules, serving_runtimes
+from deployment_spec.capacity_reservation import reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -153,6 +154,12 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
     out += sagemaker_rules.prefixed(path, sagemaker_rules.fallback_instance_types(
         ep.instance_type, ep.fallback_instance_types, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
         triton_version=triton_version, volume_size_gb=ep.volume_size_gb, instance_facts=ep.instance_facts))
+    ceiling = (ep.scaling.max_instances if variant and ep.scaling else
+               None if variant else ep.instance_bounds.max_instances)
+    out += sagemaker_rules.prefixed(path, reservation_problems(
+        ep.capacity_reservation, instance_type=ep.instance_type, fallbacks=ep.fallback_instance_types,
+        initial_instances=ep.initial_instances, max_instances=ceiling,
+        max_field="scaling.max_instances" if variant else "managed_instances.max_instances"))
     itype = ep.instance
     if itype is None or itype.is_gpu:
         return out

@@ -19,7 +19,7 @@ import re
 from typing import Mapping, Optional, Sequence
 
 from deployment_spec import images, instances, serving_runtimes
-from deployment_spec.endpoint import Deployment, Scaling, Strategy
+from deployment_spec.endpoint import Deployment, LoadMetric, Scaling, Strategy
 from deployment_spec.errors import Problem, describe
 from deployment_spec.errors import prefixed as prefixed  # re-exported: its home is errors
 
@@ -249,12 +249,18 @@ def fallback_instance_types(primary: str, fallbacks: Sequence[str], *, multi_mod
     return out
 
 
-def concurrency_single_model_only(multi_model: bool, concurrent_requests: Optional[float]) -> list[Problem]:
+def concurrency_single_model_only(multi_model: bool, concurrent_requests: Optional[float],
+                                  load_metric: LoadMetric = LoadMetric.INVOCATIONS) -> list[Problem]:
     """The high-resolution concurrency metric is documented per model of a single-model variant (and per copy of
     an inference component); for a multi-model endpoint, whose instances hold many models, nothing says what it
     counts (SageMaker developer guide, "Define a scaling policy")."""
-    if not (multi_model and concurrent_requests is not None):
+    if not multi_model:
         return []
+    if concurrent_requests is None:
+        if load_metric is not LoadMetric.CONCURRENCY:
+            return []
+        return [Problem("scaling.load_metric", "concurrency on a multi-model endpoint", "invocations (the "
+                        "concurrency metric is per model of a single-model endpoint)", "remove scaling.load_metric")]
     return [Problem("scaling.concurrent_requests_per_model", f"{concurrent_requests:g} on a multi-model endpoint",
                     "single-model endpoints (inference components: concurrent_requests_per_copy)",
                     "scale the multi-model endpoint on max_rps_per_instance or invocations_target")]
@@ -286,7 +292,8 @@ def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: 
     out += volume_size_without_nvme(found, volume_size_gb)
     if scaling is not None:
         out += zero_instances_need_components(scaling.min_instances)
-        out += concurrency_single_model_only(multi_model, scaling.concurrent_requests_per_model)
+        out += concurrency_single_model_only(multi_model, scaling.concurrent_requests_per_model,
+                                              scaling.load_metric)
         for i, schedule in enumerate(scaling.schedules):
             if schedule.min_instances is not None:
                 out += zero_instances_need_components(schedule.min_instances, f"scaling.schedules[{i}].min_instances")

@@ -10,7 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.capacity import Measurement, invocations_target
+from deployment_spec.capacity import Measurement, load_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
@@ -49,6 +49,7 @@ class EndpointStack(cdk.Stack):
         self.endpoint = TritonSageMakerEndpoint(
             self, "Default", models=models, instance_type=endpoint.instance_type, triton_version=spec.triton_version,
             fallback_instance_types=endpoint.fallback_instance_types,
+            capacity_reservation=endpoint.capacity_reservation,
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
             alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,
@@ -72,11 +73,22 @@ class EndpointStack(cdk.Stack):
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
 
     def _scaling(self, endpoint: EndpointSpec, capacity: Mapping[str, Measurement]) -> Any:
-        """The spec's scaling, with the invocations target capacity.json measured when the spec gives none."""
-        target = invocations_target(endpoint, dict(capacity))
-        if endpoint.scaling is None or target is None or not target.source.startswith("capacity.json"):
+        """The spec's scaling, with the load target capacity.json measured when the spec gives none."""
+        target = load_target(endpoint, dict(capacity))
+        if endpoint.scaling is not None and endpoint.scaling.on_concurrency and target is None:
+            cdk.Annotations.of(self).add_warning_v2(
+                "tritonsm:noConcurrencyTarget",
+                f"endpoints.{endpoint.name}.scaling.load_metric is concurrency but no target is known: no "
+                "concurrency policy; set scaling.concurrent_requests_per_model, or record a load test "
+                f"(tritonsm bench load --endpoint {endpoint.name} --record {endpoint.name}) in capacity.json")
+        if endpoint.scaling is None or target is None or not target.measured:
             return endpoint.scaling
         # A measured number steers production scaling: show where it came from on every synth and diff.
+        if target.metric == "concurrency":
+            cdk.Annotations.of(self).add_warning_v2(
+                "tritonsm:concurrencyTargetFromCapacity",
+                f"concurrency target {target.value:g} requests in flight per model comes from {target.source}")
+            return dataclasses.replace(endpoint.scaling, concurrent_requests_per_model=target.value)
         cdk.Annotations.of(self).add_warning_v2(
             "tritonsm:invocationsTargetFromCapacity",
             f"invocations target {target.value:g} per instance per minute comes from {target.source}")

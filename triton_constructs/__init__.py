@@ -23,9 +23,11 @@ with the same words as the YAML spec's validator. The building blocks (``TritonM
 ``TritonEndpoint``, ``VariantScaling``, ...) live in their own modules. Nothing here imports torch
 or model_build.
 """
+from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
 from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Scaling, Strategy
 from deployment_spec.errors import Problem, PropsError
+from deployment_spec.scheduled_scaling import ScheduledScaling
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.components_endpoint import TritonComponentsEndpoint
 from triton_constructs.endpoint_reference import ImportedTritonEndpoint
@@ -35,7 +37,7 @@ from triton_constructs.model_store import ModelStore
 from triton_constructs.network import NetworkProps
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
-__all__ = ["Alarms", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
+__all__ = ["Alarms", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
            "ImportedTritonEndpoint", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
-           "Reservation", "RollingUpdate", "Scaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
+           "Reservation", "RollingUpdate", "Scaling", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

@@ -9,6 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.component_endpoint import archive_default_model, capacity
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.container_env import container_environment
@@ -67,6 +68,7 @@ class TritonComponentsEndpoint(Construct):
         download_timeout_s: Each copy's model download timeout (60-3600). Defaults to 600.
         instance_facts: As ``TritonSageMakerEndpoint``'s: the facts of a real type the table lacks.
         observability: As ``TritonSageMakerEndpoint``'s (enhanced metrics per component).
+        capacity_reservation: As ``TritonSageMakerEndpoint``'s; the managed instance ceiling stays within it.
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -86,7 +88,8 @@ class TritonComponentsEndpoint(Construct):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  startup_timeout_s: int = 600, download_timeout_s: int = 600,
                  instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability()) -> None:
+                 observability: Observability = Observability(),
+                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -116,6 +119,11 @@ class TritonComponentsEndpoint(Construct):
         # One archive per component, read by one role: the archives' rules are a multi-model endpoint's.
         problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
+        region = cdk.Stack.of(self).region
+        problems += reservation_problems(
+            capacity_reservation, instance_type=instance_type, fallbacks=(), initial_instances=initial_instances,
+            max_instances=(managed_instances or ManagedInstances(1, max(1, initial_instances))).max_instances,
+            max_field="managed_instances.max_instances", region=None if cdk.Token.is_unresolved(region) else region)
         raise_problems(f"TritonComponentsEndpoint {self.node.path}", problems)
 
         self.models = models
@@ -161,7 +169,8 @@ class TritonComponentsEndpoint(Construct):
                 security_group_ids=network.security_group_ids(
                     self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
                 network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
-                log_key=self.key, removal_policy=kept, observability=observability)
+                log_key=self.key, removal_policy=kept, observability=observability,
+                capacity_reservation=capacity_reservation)
         except PropsError as caught:
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None

@@ -9,6 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as lo
 from constructs import Construct
 
 from deployment_spec import instances
+from deployment_spec.capacity_reservation import PREFERENCE, CapacityReservation
 from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
@@ -85,6 +86,7 @@ class TritonEndpoint(Construct):
         multi_model: The model is multi-model (no enhanced metrics). Defaults to False.
         fallback_instance_types: Instance pools after ``instance_type`` (``sagemaker_rules.fallback_instance_types``
             checks them). Defaults to none.
+        capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
@@ -112,7 +114,8 @@ class TritonEndpoint(Construct):
                  deploy_instances: Optional[int] = None,
                  instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(), multi_model: bool = False,
-                 fallback_instance_types: Sequence[str] = ()) -> None:
+                 fallback_instance_types: Sequence[str] = (),
+                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
@@ -139,7 +142,8 @@ class TritonEndpoint(Construct):
             inference_ami_version=inference_ami_version if itype and itype.is_gpu else None,
             volume_size_in_gb=None if nvme else volume_size_gb,
             container_startup_health_check_timeout_in_seconds=int(startup_timeout.to_seconds()),
-            model_data_download_timeout_in_seconds=int(download_timeout.to_seconds()))
+            model_data_download_timeout_in_seconds=int(download_timeout.to_seconds()),
+            capacity_reservation_config=reservation_config(capacity_reservation))
         capture = None
         if data_capture is not None:
             capture = sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
@@ -209,3 +213,12 @@ def metrics_config(observability: Observability, multi_model: bool) -> sagemaker
         enable_detailed_observability=observability.detailed,
         enable_enhanced_metrics=observability.enhanced_for(multi_model),
         metric_publish_frequency_in_seconds=observability.publish_frequency_s)
+
+
+def reservation_config(reservation: Optional[CapacityReservation]) -> Optional[
+        sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty]:
+    """The variant's ``CapacityReservationConfig``: launch only into the reservation (its one preference)."""
+    if reservation is None:
+        return None
+    return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+        capacity_reservation_preference=PREFERENCE, ml_reservation_arn=reservation.arn)

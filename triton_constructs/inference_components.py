@@ -24,13 +24,14 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from deployment_spec import component_endpoint, component_rules as rules
+from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
 from deployment_spec.endpoint import Alarms, Observability
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
-from triton_constructs.endpoint import metrics_config
+from triton_constructs.endpoint import metrics_config, reservation_config
 from triton_constructs.endpoint_reference import endpoint_arn
 from triton_constructs.errors import SynthError
 from triton_constructs.execution_role import TritonExecutionRole
@@ -125,6 +126,7 @@ class TritonInferenceComponents(Construct):
         removal_policy: What happens to the endpoint configuration and the models when they leave the template
             or the stack is deleted (``DeletionPolicy``); a replaced one is always kept (a rolled-back update may
             still use it). Defaults to ``RETAIN_ON_UPDATE_OR_DELETE``; ``DESTROY`` suits throw-away environments.
+        capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
 
     Attributes:
         config: The ``CfnEndpointConfig``.
@@ -149,7 +151,8 @@ class TritonInferenceComponents(Construct):
                  log_removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  log_key: Optional[kms.IKey] = None,
                  removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-                 observability: Observability = Observability()) -> None:
+                 observability: Observability = Observability(),
+                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
         super().__init__(scope, id_)
         capacity = capacity or component_endpoint.capacity(instance_type)
         if capacity is None:
@@ -177,7 +180,8 @@ class TritonInferenceComponents(Construct):
             # Each request goes to the copy with the fewest requests in flight (ProductionVariantRoutingConfig).
             routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
                 routing_strategy="LEAST_OUTSTANDING_REQUESTS"),
-            inference_ami_version=inference_ami_version if gpu else None)
+            inference_ami_version=inference_ami_version if gpu else None,
+            capacity_reservation_config=reservation_config(capacity_reservation))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], execution_role_arn=role.role_arn,
             kms_key_id=volume_key.key_arn if volume_key is not None else None,

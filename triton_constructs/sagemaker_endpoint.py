@@ -8,6 +8,7 @@ from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec, Scaling
 from deployment_spec.errors import raise_problems
@@ -87,6 +88,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             does, with its GPU count; a TensorRT plan must run on each). Defaults to none.
         observability: What SageMaker publishes (the configuration's ``MetricsConfig``): detailed observability
             on, enhanced metrics on single-model endpoints, every 60 s. Defaults to ``Observability()``.
+        capacity_reservation: An ML capacity reservation (a training plan for inference) the instances launch
+            into, and only into (``CapacityReservation``: its ARN, instance type and instance count, which synth
+            holds the endpoint to). Defaults to none: on-demand capacity.
 
     Attributes:
         models: What it serves.
@@ -108,7 +112,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
                  download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability(), fallback_instance_types: Sequence[str] = ()) -> None:
+                 observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
+                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -143,6 +148,11 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         for i, fallback in enumerate(fallback_instance_types):  # a TensorRT plan must run on every pool's GPU
             problems += sagemaker_rules.prefixed(f"fallback_instance_types[{i}]", models.problems(
                 multi_model=multi_model, triton_version=triton_version, instance_type=fallback))
+        region = cdk.Stack.of(self).region
+        problems += reservation_problems(capacity_reservation, instance_type=instance_type,
+                                         fallbacks=tuple(fallback_instance_types), initial_instances=initial_instances,
+                                         max_instances=scaling.max_instances if scaling else None,
+                                         region=None if cdk.Token.is_unresolved(region) else region)
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
         self.models = models
@@ -198,7 +208,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
             log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
             observability=observability, multi_model=multi_model,
-            fallback_instance_types=tuple(fallback_instance_types))
+            fallback_instance_types=tuple(fallback_instance_types), capacity_reservation=capacity_reservation)
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:

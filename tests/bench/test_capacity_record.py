@@ -39,6 +39,24 @@ def test_a_spec_value_wins_and_the_note_says_so(tiny_spec, tmp_path):
                     "remove scaling.invocations_target / scaling.max_rps_per_instance to use it")
 
 
+def test_an_endpoint_scaling_on_concurrency_gets_the_concurrency_target_noted(tiny_spec, tmp_path):
+    import dataclasses
+
+    from deployment_spec.endpoint import LoadMetric
+
+    ep = tiny_spec.endpoints["tiny-sme"]
+    on_concurrency = dataclasses.replace(tiny_spec, endpoints={**tiny_spec.endpoints, "tiny-sme": dataclasses.replace(
+        ep, scaling=dataclasses.replace(ep.scaling, load_metric=LoadMetric.CONCURRENCY))})
+    target, note = capacity_record.record(on_concurrency, "tiny-sme", dataclasses.replace(MEASURED, max_concurrency=6),
+                                          tmp_path / "capacity.json")
+    assert note == ("concurrency target 3 requests in flight per model (capacity.json: concurrency 6 within the SLA "
+                    "measured on local CPU (2 cores), pt-ig-db x 0.5)")
+    # A measurement without concurrency (a recommender import) cannot set it: the note says what can.
+    _, note = capacity_record.record(on_concurrency, "tiny-sme", MEASURED, tmp_path / "capacity.json")
+    assert note == ("endpoint tiny-sme scales on concurrency and this measurement has none; set "
+                    "scaling.concurrent_requests_per_model, or record a load test (tritonsm bench load --record)")
+
+
 @pytest.mark.triton
 def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path, capsys):
     # One short configuration on the real local Triton server, then the capacity file.
@@ -59,6 +77,8 @@ def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path
     measured = load_capacity(path)["tiny-sme"]
     assert measured.latency_sla_ms == 300.0  # the endpoint's alarms.latency_sla_ms
     assert measured.max_rps_per_instance > 0
+    # The concurrency of the phase that gave the best throughput, for scaling.load_metric: concurrency.
+    assert measured.max_concurrency in (1, 2)
     target = invocations_target(tiny_spec.endpoints["tiny-sme"], {"tiny-sme": measured})
     assert target.value == round(measured.max_rps_per_instance * 60 * 0.5, 2)
     assert (tmp_path / "load" / "load.md").read_text().startswith("Model: encoder")

@@ -255,3 +255,24 @@ def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path
     Annotations.from_stack(after.stack("dev", "classifier")).has_warning("*", Match.string_like_regexp(
         r"invocations target 900 per instance per minute comes from capacity\.json: 30(\.0)? rps measured on "
         r"ml\.g5\.xlarge load test x 60 x 0\.5"))
+
+
+def test_a_measured_concurrency_becomes_the_high_resolution_policy_and_synth_says_where_from(tmp_path):
+    from aws_cdk.assertions import Annotations
+    from deployment_spec.capacity import Measurement
+
+    spec = tmp_path / "triton.yaml"
+    spec.write_text((ROOT / "triton.yaml").read_text().replace(
+        "max_instances: 3, max_rps_per_instance: 30}", "max_instances: 3, load_metric: concurrency}"))
+    measured = {"classifier": Measurement(20.0, 500, 400.0, "ml.g5.xlarge load test", "tritonsm bench load",
+                                          max_concurrency=8)}
+    synth = synth_spec(spec, tmp_path / "out", capacity=measured)
+    policies = synth.template("dev", "classifier").find_resources("AWS::ApplicationAutoScaling::ScalingPolicy")
+    tracked = {p["Properties"]["TargetTrackingScalingPolicyConfiguration"].get("PredefinedMetricSpecification", {})
+               .get("PredefinedMetricType", "custom"): p["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+               ["TargetValue"] for p in policies.values()}
+    # 8 requests in flight within the SLA x 0.5; GPU utilization beside it, no invocations policy.
+    assert tracked == {"SageMakerVariantConcurrentRequestsPerModelHighResolution": 4, "custom": 70}
+    Annotations.from_stack(synth.stack("dev", "classifier")).has_warning("*", Match.string_like_regexp(
+        r"concurrency target 4 requests in flight per model comes from capacity\.json: concurrency 8 within the "
+        r"SLA measured on ml\.g5\.xlarge load test x 0\.5"))

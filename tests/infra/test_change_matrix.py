@@ -151,6 +151,21 @@ def test_adding_a_fallback_instance_pool_to_a_scaled_endpoint(tmp_path):
     assert service_problems(before, after, change) == []
 
 
+def test_adding_a_capacity_reservation(tmp_path):
+    reservation = {"arn": "arn:aws:sagemaker:us-east-1:123456789012:ml-reservation/plan-1",
+                   "instance_type": "ml.g5.xlarge", "instances": 6}
+    before, after, change = _change(
+        tmp_path, lambda raw: raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"]
+        .__setitem__("capacity_reservation", reservation))
+    # A new config (CapacityReservationConfig) and a blue/green update onto it; the instance type is the same,
+    # so the scaling registration stays where it is.
+    assert _types(change.replaced) == {CONFIG}
+    assert _updated_types(after, change) == {ENDPOINT: {"EndpointConfigName"}}
+    variant = resource(after, CONFIG)[1]["Properties"]["ProductionVariants"][0]
+    assert variant["CapacityReservationConfig"]["MlReservationArn"] == reservation["arn"]
+    assert service_problems(before, after, change) == []
+
+
 def test_adding_a_schedule(tmp_path):
     before, after, change = _change(
         tmp_path, lambda raw: raw["environments"]["prod"]["overrides"]["endpoints"]["classifier"]["scaling"]

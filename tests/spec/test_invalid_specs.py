@@ -35,6 +35,21 @@ CASES = {
         "endpoints.classifier.fallback_instance_types[0]: got ml.g6.12xlarge (4 GPU(s)); allowed: a type with the 1 "
         "GPU(s) of instance_type ml.g5.xlarge: scaling targets and alarms are per GPU x GPUs; fix: pick a size with 1 "
         "GPU(s)"),
+    "a capacity reservation of another instance type": (
+        _set("endpoints.classifier.capacity_reservation", {
+            "arn": "arn:aws:sagemaker:us-east-1:123456789012:ml-reservation/plan-1", "instance_type": "ml.g6.xlarge",
+            "instances": 8}),
+        "endpoints.classifier.capacity_reservation.instance_type: got 'ml.g6.xlarge'; allowed: the endpoint's "
+        "instance_type ml.g5.xlarge: instances launch only into the reservation (capacity-reservations-only); fix: run "
+        "the endpoint on the reserved type, or name the reservation that holds its type"),
+    "scaling on concurrency with an invocations target": (
+        _set("endpoints.classifier.scaling.load_metric", "concurrency"),
+        "endpoints.classifier.scaling.max_rps_per_instance: got 30; allowed: no invocations target with load_metric: "
+        "concurrency; fix: remove max_rps_per_instance, or set load_metric: invocations"),
+    "scaling on concurrency on a multi-model endpoint": (
+        _set("endpoints.vision-nlp.scaling", {"max_instances": 2, "load_metric": "concurrency"}),
+        "endpoints.vision-nlp.scaling.load_metric: got concurrency on a multi-model endpoint; allowed: invocations "
+        "(the concurrency metric is per model of a single-model endpoint); fix: remove scaling.load_metric"),
     "a schedule that lifts the minimum above the scaling ceiling": (
         _set("endpoints.classifier.scaling.schedules", [{"name": "office", "schedule": "cron(0 8 ? * MON-FRI *)",
                                                          "time_zone": "Europe/Berlin", "min_instances": 5}]),

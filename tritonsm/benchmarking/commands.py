@@ -179,7 +179,7 @@ def run_load(args: argparse.Namespace) -> int:
             p99_ms=summary["p99_ms_at_max"],
             measured_on=f"local CPU ({os.cpu_count()} cores), {chosen} ({summary['description']}), "
                         f"{result['model']}",
-            command=command)
+            command=command, max_concurrency=summary["at_concurrency"])
         _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
         # The phases drive the load test's own Python-backend model on this CPU, not the endpoint's model on
         # its GPU instance: say so every time, so nobody mistakes it for the endpoint's real capacity.
@@ -231,7 +231,7 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
         raise UserError(f"--record {args.record}: no phase met p99 <= {threshold:g} ms; nothing recorded")
     measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
                               p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
-                              command=_command(args, "load"))
+                              command=_command(args, "load"), max_concurrency=result.best_concurrency)
     _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
     return 0
 

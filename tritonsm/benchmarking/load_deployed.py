@@ -46,5 +46,6 @@ def measure(endpoint: str, endpoint_name: str, instance_type: str, instances: in
     phases = phases_until_stop(plan, lambda concurrency: run_users(lambda: one, concurrency, plan), log)
     best = best_within_threshold(phases)
     what = f"{instance_type}, deployed endpoint {endpoint_name} ({instances} {per}(s); req/s divided by {instances})"
-    return EndpointLoad(endpoint, what, phases, best.rps / instances if best else None, best.p99_ms if best else None)
+    return EndpointLoad(endpoint, what, phases, best.rps / instances if best else None, best.p99_ms if best else None,
+                        best.concurrency / instances if best else None)
 

@@ -23,6 +23,7 @@ class EndpointLoad:
     phases: list               # PhaseResult, in order
     best_rps: Optional[float]  # highest req/s of a phase within the threshold
     best_p99_ms: Optional[float]
+    best_concurrency: Optional[float] = None  # requests in flight per instance in that phase
 
 
 def measure(spec_path: pathlib.Path, endpoint: str, *, environment: Optional[str], manifest: pathlib.Path,
@@ -44,7 +45,8 @@ def measure(spec_path: pathlib.Path, endpoint: str, *, environment: Optional[str
     best = best_within_threshold(phases)
     what = (f"local CPU ({os.cpu_count()} cores), endpoint {endpoint}'s own model {served.default_model}"
             + (" as a CPU stand-in" if cpu_stand_in else ""))
-    return EndpointLoad(endpoint, what, phases, best.rps if best else None, best.p99_ms if best else None)
+    return EndpointLoad(endpoint, what, phases, best.rps if best else None, best.p99_ms if best else None,
+                        best.concurrency if best else None)
 
 
 def markdown(result: EndpointLoad) -> str:
