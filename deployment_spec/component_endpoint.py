@@ -87,10 +87,15 @@ def endpoint_problems(path: str, endpoint: EndpointSpec, models: Mapping[str, Mo
         gpu_groups = any(g.kind is InstanceKind.GPU for m in served.get(name, []) for g in m.instance_groups)
         out += prefixed(f"{path}.components.{name}", rules.gpu_models_need_gpus(
             demand(endpoint, name).gpus, instance.gpus > 0, gpu_groups))
-    out += prefixed(path, rules.placement_problems(
-        [demand(endpoint, m) for m in listed], [demand(endpoint, m, endpoint.component(m).max_copies) for m in listed],
-        instance, bounds.max_instances))
-    return out
+    initial = [demand(endpoint, m) for m in listed]
+    most = [demand(endpoint, m, endpoint.component(m).max_copies) for m in listed]
+    placed = rules.placement_problems(initial, most, instance, bounds.max_instances)
+    for i, fallback in enumerate(endpoint.fallback_instance_types):  # whichever pool SageMaker takes
+        pool = capacity(fallback)
+        if pool is not None and not placed:  # one root cause, one problem; an unknown type: rules._instance_rules
+            placed += prefixed(f"fallback_instance_types[{i}]",
+                               rules.placement_problems(initial, most, pool, bounds.max_instances))
+    return out + prefixed(path, placed)
 
 
 def _only_for_components(path: str, endpoint: EndpointSpec) -> list[Problem]:

@@ -66,7 +66,8 @@ class ComponentsEndpointStack(cdk.Stack):
             network=network_props(self, endpoint.network),
             # Triton's own default is verbose logging; only throw-away environments keep it.
             container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
-            capacity_reservation=endpoint.capacity_reservation, bucket=bucket, encryption_key=key, storage_name=endpoint.name,
+            capacity_reservation=endpoint.capacity_reservation,
+            fallback_instance_types=endpoint.fallback_instance_types, bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
             startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s)

@@ -2,7 +2,7 @@
 with its own reservation, copies and scaling, for any CDK app."""
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
@@ -69,6 +69,8 @@ class TritonComponentsEndpoint(Construct):
         instance_facts: As ``TritonSageMakerEndpoint``'s: the facts of a real type the table lacks.
         observability: As ``TritonSageMakerEndpoint``'s (enhanced metrics per component).
         capacity_reservation: As ``TritonSageMakerEndpoint``'s; the managed instance ceiling stays within it.
+        fallback_instance_types: Instance pools, as ``TritonSageMakerEndpoint``'s; every component's copies must
+            fit each pool's instances as they fit ``instance_type``'s. Defaults to none.
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -89,7 +91,8 @@ class TritonComponentsEndpoint(Construct):
                  startup_timeout_s: int = 600, download_timeout_s: int = 600,
                  instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(),
-                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
+                 capacity_reservation: Optional[CapacityReservation] = None,
+                 fallback_instance_types: Sequence[str] = ()) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -119,9 +122,16 @@ class TritonComponentsEndpoint(Construct):
         # One archive per component, read by one role: the archives' rules are a multi-model endpoint's.
         problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
+        problems += sagemaker_rules.fallback_instance_types(
+            instance_type, fallback_instance_types, multi_model=False, triton_version=triton_version,
+            volume_size_gb=None, instance_facts=instance_facts)
+        for i, fallback in enumerate(fallback_instance_types):  # a TensorRT plan must run on every pool's GPU
+            problems += sagemaker_rules.prefixed(f"fallback_instance_types[{i}]", models.problems(
+                multi_model=True, triton_version=triton_version, instance_type=fallback))
         region = cdk.Stack.of(self).region
         problems += reservation_problems(
-            capacity_reservation, instance_type=instance_type, fallbacks=(), initial_instances=initial_instances,
+            capacity_reservation, instance_type=instance_type, fallbacks=tuple(fallback_instance_types),
+            initial_instances=initial_instances,
             max_instances=(managed_instances or ManagedInstances(1, max(1, initial_instances))).max_instances,
             max_field="managed_instances.max_instances", region=None if cdk.Token.is_unresolved(region) else region)
         raise_problems(f"TritonComponentsEndpoint {self.node.path}", problems)
@@ -170,7 +180,7 @@ class TritonComponentsEndpoint(Construct):
                     self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
                 network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
                 log_key=self.key, removal_policy=kept, observability=observability,
-                capacity_reservation=capacity_reservation)
+                capacity_reservation=capacity_reservation, fallback_instance_types=tuple(fallback_instance_types))
         except PropsError as caught:
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None

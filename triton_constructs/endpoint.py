@@ -131,9 +131,7 @@ class TritonEndpoint(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
-        # Instance pools replace InstanceType (realtime-endpoints-heterogeneous.html): the type first, then the fallbacks.
-        pools = [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1)
-                 for i, name in enumerate([instance_type, *fallback_instance_types])] if fallback_instance_types else None
+        pools = instance_pools(instance_type, fallback_instance_types)
         self.instance_types = (instance_type, *fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant_name, model_name=model.model_name,
@@ -222,3 +220,13 @@ def reservation_config(reservation: Optional[CapacityReservation]) -> Optional[
         return None
     return sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
         capacity_reservation_preference=PREFERENCE, ml_reservation_arn=reservation.arn)
+
+
+def instance_pools(instance_type: str, fallbacks: Sequence[str]) -> Optional[
+        list[sagemaker.CfnEndpointConfig.InstancePoolProperty]]:
+    """The variant's ``InstancePools``, which replace its ``InstanceType`` (realtime-endpoints-heterogeneous.html):
+    the type first (priority 1), then the fallbacks in order; None without fallbacks."""
+    if not fallbacks:
+        return None
+    return [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1)
+            for i, name in enumerate([instance_type, *fallbacks])]

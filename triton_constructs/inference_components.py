@@ -31,7 +31,7 @@ from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
-from triton_constructs.endpoint import metrics_config, reservation_config
+from triton_constructs.endpoint import instance_pools, metrics_config, reservation_config
 from triton_constructs.endpoint_reference import endpoint_arn
 from triton_constructs.errors import SynthError
 from triton_constructs.execution_role import TritonExecutionRole
@@ -127,6 +127,7 @@ class TritonInferenceComponents(Construct):
             or the stack is deleted (``DeletionPolicy``); a replaced one is always kept (a rolled-back update may
             still use it). Defaults to ``RETAIN_ON_UPDATE_OR_DELETE``; ``DESTROY`` suits throw-away environments.
         capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
+        fallback_instance_types: Instance pools after ``instance_type``; every copy must fit each. Defaults to none.
 
     Attributes:
         config: The ``CfnEndpointConfig``.
@@ -152,7 +153,8 @@ class TritonInferenceComponents(Construct):
                  log_key: Optional[kms.IKey] = None,
                  removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  observability: Observability = Observability(),
-                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
+                 capacity_reservation: Optional[CapacityReservation] = None,
+                 fallback_instance_types: Sequence[str] = ()) -> None:
         super().__init__(scope, id_)
         capacity = capacity or component_endpoint.capacity(instance_type)
         if capacity is None:
@@ -161,8 +163,15 @@ class TritonInferenceComponents(Construct):
                 "use a known type, or give capacity=InstanceCapacity(...)")])
         bounds = managed_instances or ManagedInstances(1, max(1, initial_instances))
         copy_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
-        raise_problems(f"TritonInferenceComponents {endpoint_name}",
-                       self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s))
+        problems = self._problems(components, capacity, initial_instances, bounds, rolling_update, copy_start_s)
+        for i, fallback in enumerate(fallback_instance_types):  # the copies must fit whichever pool SageMaker takes
+            pool = component_endpoint.capacity(fallback)
+            if pool is not None and not problems:  # one root cause, one problem
+                problems += prefixed(f"fallback_instance_types[{i}]", rules.placement_problems(
+                    [c.demand for c in components],
+                    [dataclasses.replace(c.demand, copies=c.max_copies) for c in components], pool,
+                    bounds.max_instances))
+        raise_problems(f"TritonInferenceComponents {endpoint_name}", problems)
         self.endpoint_name = endpoint_name
         self.endpoint_arn = endpoint_arn(self, endpoint_name)
         self.variant_name = variant_name
@@ -173,8 +182,10 @@ class TritonInferenceComponents(Construct):
                                        **log_args)
         execution_role.grant_logs(self.log_group)
         gpu = capacity.gpus > 0
+        pools = instance_pools(instance_type, fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=variant_name, instance_type=instance_type, initial_instance_count=initial_instances,
+            variant_name=variant_name, instance_type=None if pools else instance_type, instance_pools=pools,
+            initial_instance_count=initial_instances,
             managed_instance_scaling=sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                 status="ENABLED", min_instance_count=bounds.min_instances, max_instance_count=bounds.max_instances),
             # Each request goes to the copy with the fewest requests in flight (ProductionVariantRoutingConfig).

@@ -1,5 +1,6 @@
-"""An ML capacity reservation behind a variant: the template's CapacityReservationConfig, and what synth refuses
-(a reservation of another type, fallback pools it would never use, more instances than it holds, another region)."""
+"""Where the GPUs come from: an ML capacity reservation behind a variant (the template's CapacityReservationConfig,
+and what synth refuses: a reservation of another type, fallback pools it would never use, more instances than it
+holds, another region), and instance pools on inference-component endpoints."""
 import json
 
 import aws_cdk as cdk
@@ -9,8 +10,8 @@ from cfnlint.api import ManualArgs, lint_file
 
 from api_model_check import check_template
 from user_app import model_archive, user_stack
-from triton_constructs import (CapacityReservation, ManagedInstances, ModelArchive, ModelRepositories, PropsError,
-                               Scaling, TritonComponentsEndpoint, TritonSageMakerEndpoint)
+from triton_constructs import (CapacityReservation, ComponentSpec, ManagedInstances, ModelArchive, ModelRepositories,
+                               PropsError, Reservation, Scaling, TritonComponentsEndpoint, TritonSageMakerEndpoint)
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:ml-reservation/inference-plan-1"
 P5 = CapacityReservation(arn=ARN, instance_type="ml.p5.48xlarge", instances=2)
@@ -82,3 +83,29 @@ def test_inference_components_take_the_reservation_within_their_managed_ceiling(
     assert str(caught.value).endswith(
         "  - managed_instances.max_instances: got 3; allowed: at most the 2 instance(s) the reservation holds: more fail to "
         "launch; fix: lower max_instances, or reserve more instances")
+
+
+def test_inference_components_take_instance_pools_their_copies_fit(tmp_path):
+    stack = user_stack()
+    copy = {"resnet50": ComponentSpec(reservation=Reservation(memory_mb=12_000))}
+    TritonComponentsEndpoint(stack, "Shared", models=_models(tmp_path), instance_type="ml.g5.2xlarge",
+                             endpoint_name="shared", components=copy, fallback_instance_types=("ml.g6.xlarge",))
+    template = Template.from_stack(stack)
+    [config] = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    [variant] = config["Properties"]["ProductionVariants"]
+    assert variant["InstancePools"] == [{"InstanceType": "ml.g5.2xlarge", "Priority": 1},
+                                        {"InstanceType": "ml.g6.xlarge", "Priority": 2}]
+    assert "InstanceType" not in variant
+    assert check_template(template.to_json()).findings == []
+
+
+def test_a_pool_whose_instances_cannot_hold_a_copy_is_refused_naming_the_pool(tmp_path):
+    # 20 000 MB per copy fits the 32 GiB of ml.g5.2xlarge, not the 16 GiB of the ml.g6.xlarge pool.
+    copy = {"resnet50": ComponentSpec(reservation=Reservation(memory_mb=20_000))}
+    with pytest.raises(PropsError) as caught:
+        TritonComponentsEndpoint(user_stack(), "Shared", models=_models(tmp_path), instance_type="ml.g5.2xlarge",
+                                 endpoint_name="shared", components=copy, fallback_instance_types=("ml.g6.xlarge",))
+    assert str(caught.value) == (
+        "TritonComponentsEndpoint UserApp/Shared: 1 problem\n"
+        "  - fallback_instance_types[0].components.resnet50.reservation.memory_mb: got 20000; allowed: at most the "
+        "16384 MB (16 GiB) of one ml.g6.xlarge; fix: reserve less memory per copy or choose a larger instance type")

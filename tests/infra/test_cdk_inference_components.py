@@ -32,11 +32,14 @@ def test_the_variant_has_no_model_and_managed_instance_scaling(synth):
     role = resource_id(template, "AWS::IAM::Role", {"AssumeRolePolicyDocument": Match.object_like({
         "Statement": [Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]})})
     # The configuration runs as the endpoint's own role; its only variant names no model, and SageMaker may
-    # release every instance of the dev endpoint (min 0) and add one when a copy needs it.
+    # release every instance of the dev endpoint (min 0) and add one when a copy needs it. Its instances come
+    # from the g5 pool, or from the g6 pool when SageMaker finds no g5 capacity (the example's fallback).
     template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
         "ExecutionRoleArn": {"Fn::GetAtt": [role, "Arn"]},
         "ProductionVariants": [{
-            "VariantName": "AllTraffic", "InstanceType": "ml.g5.12xlarge", "InitialInstanceCount": 1,
+            "VariantName": "AllTraffic", "InitialInstanceCount": 1,
+            "InstancePools": [{"InstanceType": "ml.g5.12xlarge", "Priority": 1},
+                              {"InstanceType": "ml.g6.12xlarge", "Priority": 2}],
             "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 1},
             "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
             "InferenceAmiVersion": Match.any_value()}]})

@@ -51,6 +51,10 @@ CASES = {
         f"{EP}.components.*.scaling.max_copies: got resnet50 3 x 1 + bert 5 x 1 + text-classifier 2 x 1 = 10 GPUs; "
         "allowed: at most 8 GPUs: managed_instances.max_instances (2) x 4 per ml.g5.12xlarge; fix: lower max_copies "
         "or the reservations, or raise managed_instances.max_instances"),
+    "a fallback pool whose instances cannot hold a copy": (
+        _both(_set(f"{EP}.instance_type", "ml.g5.24xlarge"), _component("bert", "reservation.cpu_cores", 64)),
+        f"{EP}.fallback_instance_types[0].components.bert.reservation.cpu_cores: got 64; allowed: at most the 48 "
+        "vCPUs of one ml.g6.12xlarge; fix: reserve fewer cores per copy or choose a larger instance type"),
     "zero instances while a component keeps a copy": (
         _set(f"{EP}.managed_instances.min_instances", 0),
         f"{EP}.managed_instances.min_instances: got 0; allowed: 0 only when every component may reach zero copies "
