@@ -4,7 +4,9 @@
 Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
 picks the spec (default ``triton.yaml``), the build manifest (default
 ``assets/manifest.json``, written by ``tritonsm build``) and the measured
-capacity (default ``capacity.json``, optional); ``-c endpoints=a,b`` puts only
+capacity (default ``capacity.json``, optional); ``-c pool_manifests=a.json,b.json`` adds
+builds made on other GPUs for the fallback instance pools the main build's TensorRT plans do
+not run on; ``-c endpoints=a,b`` puts only
 those endpoints' stacks in the assembly (the storage stacks always), and says
 which it leaves out. A user mistake prints one error and exits 2, without a
 traceback.
@@ -66,7 +68,7 @@ def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
 def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
               capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
               endpoints: list[str] | None = None, spec_file: str | None = None,
-              pipeline_only: bool = False) -> cdk.App:
+              pipeline_only: bool = False, pool_manifests: dict[pathlib.Path, Manifest] | None = None) -> cdk.App:
     """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default).
 
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
@@ -80,7 +82,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     def make_stage(scope: Construct, name: str) -> TritonStage:
         return TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
                            manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
-                           endpoints=endpoints)
+                           endpoints=endpoints, pool_manifests=pool_manifests)
 
     if pipeline_only and spec.pipeline is None:
         raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
@@ -116,8 +118,10 @@ def main() -> int:
         pipeline_only = str(app.node.try_get_context("pipeline_only") or "").lower() in ("1", "true", "yes")
         # The stages are what needs the built models; without them no manifest is read.
         manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
+        pools = {pathlib.Path(p.strip()): load_manifest(pathlib.Path(p.strip()))
+                 for p in str(app.node.try_get_context("pool_manifests") or "").split(",") if p.strip()}
         build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints,
-                  pipeline_only=pipeline_only)
+                  pipeline_only=pipeline_only, pool_manifests=pools)
     # ProblemsError: the spec's (SpecError) and the constructs' props (PropsError, e.g. a stale build).
     except (ProblemsError, ManifestError, CapacityError, SynthError) as exc:
         print(f"error: {exc}", file=sys.stderr)

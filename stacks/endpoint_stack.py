@@ -15,6 +15,7 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
 from stacks.network_props import network_props
+from stacks.pool_builds import pool_models
 from stacks.storage_stack import StorageStack
 from triton_constructs import ModelRepositories, TritonSageMakerEndpoint, checks
 
@@ -30,13 +31,15 @@ class EndpointStack(cdk.Stack):
         endpoint: The endpoint with this environment's overrides. endpoint_name: Its SageMaker name.
         manifest, manifest_path: The build manifest and where it was read from.
         storage: The environment's storage stack (model bucket and key).
-        capacity: Measured capacity per endpoint, for the invocations target the spec leaves out.
+        capacity: Measured capacity per endpoint, for the load target the spec leaves out.
+        pool_manifests: Builds made on other GPUs, for the fallback pools the endpoint's own plans do not run on.
         **kwargs: ``cdk.Stack`` arguments.
     """
 
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec,
                  endpoint: EndpointSpec, endpoint_name: str, manifest: Manifest, manifest_path: pathlib.Path,
-                 storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None, **kwargs: Any) -> None:
+                 storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None,
+                 pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
         models = ModelRepositories.from_built(
@@ -50,6 +53,7 @@ class EndpointStack(cdk.Stack):
             self, "Default", models=models, instance_type=endpoint.instance_type, triton_version=spec.triton_version,
             fallback_instance_types=endpoint.fallback_instance_types,
             capacity_reservation=endpoint.capacity_reservation,
+            pool_models=pool_models(spec, endpoint, models, pool_manifests or {}) if not multi else None,
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
             alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,

@@ -34,6 +34,7 @@ class TritonStage(cdk.Stage):
         manifest_path: Where it was read from (for messages).
         capacity: Measured capacity per endpoint (capacity.json). Defaults to none.
         endpoints: Only these endpoints get a stack (``cdk synth -c endpoints=...``). Defaults to all.
+        pool_manifests: Builds made on other GPUs, for fallback pools (``cdk synth -c pool_manifests=...``).
 
     Attributes:
         storage: The storage stack.
@@ -42,7 +43,8 @@ class TritonStage(cdk.Stage):
 
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec, manifest: Manifest,
                  manifest_path: pathlib.Path, capacity: Optional[Mapping[str, Measurement]] = None,
-                 endpoints: Optional[Collection[str]] = None) -> None:
+                 endpoints: Optional[Collection[str]] = None,
+                 pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None) -> None:
         super().__init__(scope, id_, env=cdk.Environment(account=environment.account, region=environment.region))
         prefix = f"{spec.project}-{environment.name}"
         protect = environment.termination_protection
@@ -66,4 +68,4 @@ class TritonStage(cdk.Stage):
                 self, name, stack_name=endpoint_name, termination_protection=protect, spec=spec,
                 environment=environment, endpoint=endpoint, endpoint_name=endpoint_name, manifest=manifest,
                 manifest_path=manifest_path, storage=self.storage,
-                capacity=dict(capacity or {}))
+                capacity=dict(capacity or {}), pool_manifests=dict(pool_manifests or {}))

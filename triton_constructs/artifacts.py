@@ -95,8 +95,12 @@ class ModelArtifacts(Construct):
             actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"s3.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}"}}))
         sources = []
+        stems: set[str] = set()
         for file in files:
-            group = Construct(self, file.stem)
+            # The stem keeps an archive's ID across rebuilds; a second archive of that name (an instance pool's
+            # build for its GPU) is told apart by its content.
+            group = Construct(self, file.stem if file.stem not in stems else f"{file.stem}-{file.sha256[:12]}")
+            stems.add(file.stem)
             asset = s3_assets.Asset(group, "Asset", path=str(file.path), asset_hash=file.sha256,
                                     asset_hash_type=cdk.AssetHashType.CUSTOM)
             sources.append((asset.bucket, asset.s3_object_key))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as logs, aws_sagemaker as sagemaker
@@ -87,6 +87,8 @@ class TritonEndpoint(Construct):
         fallback_instance_types: Instance pools after ``instance_type`` (``sagemaker_rules.fallback_instance_types``
             checks them). Defaults to none.
         capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
+        pool_model_names: The model each fallback pool serves instead of ``model`` (by instance type). Defaults to
+            none.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
@@ -115,7 +117,8 @@ class TritonEndpoint(Construct):
                  instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(), multi_model: bool = False,
                  fallback_instance_types: Sequence[str] = (),
-                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
+                 capacity_reservation: Optional[CapacityReservation] = None,
+                 pool_model_names: Optional[Mapping[str, str]] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
@@ -131,7 +134,7 @@ class TritonEndpoint(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
-        pools = instance_pools(instance_type, fallback_instance_types)
+        pools = instance_pools(instance_type, fallback_instance_types, pool_model_names or {})
         self.instance_types = (instance_type, *fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant_name, model_name=model.model_name,
@@ -222,11 +225,14 @@ def reservation_config(reservation: Optional[CapacityReservation]) -> Optional[
         capacity_reservation_preference=PREFERENCE, ml_reservation_arn=reservation.arn)
 
 
-def instance_pools(instance_type: str, fallbacks: Sequence[str]) -> Optional[
+def instance_pools(instance_type: str, fallbacks: Sequence[str],
+                   model_names: Optional[Mapping[str, str]] = None) -> Optional[
         list[sagemaker.CfnEndpointConfig.InstancePoolProperty]]:
     """The variant's ``InstancePools``, which replace its ``InstanceType`` (realtime-endpoints-heterogeneous.html):
-    the type first (priority 1), then the fallbacks in order; None without fallbacks."""
+    the type first (priority 1), then the fallbacks in order, each with its own model where ``model_names`` has
+    one (``ModelNameOverride``); None without fallbacks."""
     if not fallbacks:
         return None
-    return [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1)
+    return [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1,
+                                                             model_name_override=(model_names or {}).get(name))
             for i, name in enumerate([instance_type, *fallbacks])]

@@ -1,7 +1,7 @@
 """``TritonSageMakerEndpoint``: one NVIDIA Triton endpoint on SageMaker, secure and autoscaled, for any CDK app."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
@@ -26,6 +26,7 @@ from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow_logs
 from triton_constructs.network import NetworkProps
+from triton_constructs.pool_models import pools_problems, with_pool_archives
 from triton_constructs.props import checked_props
 from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
@@ -91,12 +92,16 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         capacity_reservation: An ML capacity reservation (a training plan for inference) the instances launch
             into, and only into (``CapacityReservation``: its ARN, instance type and instance count, which synth
             holds the endpoint to). Defaults to none: on-demand capacity.
+        pool_models: A build of the same models per fallback pool whose GPU the endpoint's TensorRT plans do not
+            run on (key: the pool's instance type): that pool serves it (``ModelNameOverride``). Defaults to none:
+            every pool serves ``models``.
 
     Attributes:
         models: What it serves.
         endpoint_name, endpoint_arn, variant_name: The endpoint.
         bucket, key: Where the model data lives, and its key (None when nothing is stored).
         role: The execution role. model, endpoint: The model and endpoint constructs.
+        pool_models: The ``TritonModel`` of each pool with a build of its own, by instance type.
         alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
     """
 
@@ -113,7 +118,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
                  download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
-                 capacity_reservation: Optional[CapacityReservation] = None) -> None:
+                 capacity_reservation: Optional[CapacityReservation] = None,
+                 pool_models: Optional[Mapping[str, ModelRepositories]] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -145,9 +151,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += sagemaker_rules.fallback_instance_types(
             instance_type, fallback_instance_types, multi_model=multi_model, triton_version=triton_version,
             volume_size_gb=volume_size_gb, instance_facts=instance_facts)
-        for i, fallback in enumerate(fallback_instance_types):  # a TensorRT plan must run on every pool's GPU
-            problems += sagemaker_rules.prefixed(f"fallback_instance_types[{i}]", models.problems(
-                multi_model=multi_model, triton_version=triton_version, instance_type=fallback))
+        pool_models = dict(pool_models or {})
+        if not multi_model:  # what serves each pool runs on its GPU (pools on multi-model endpoints are refused)
+            problems += pools_problems(models, fallback_instance_types, pool_models, triton_version=triton_version)
         region = cdk.Stack.of(self).region
         problems += reservation_problems(capacity_reservation, instance_type=instance_type,
                                          fallbacks=tuple(fallback_instance_types), initial_instances=initial_instances,
@@ -167,7 +173,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
         image = TritonImage(self, "Image", version=triton_version)
         placement = network.function_placement(self)
-        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name, placement)
+        data = endpoint_storage.model_data(self, with_pool_archives(models, pool_models), self.bucket, self.key,
+                                           storage_name, placement)
         capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, capture_bucket=self.bucket,
@@ -184,8 +191,18 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             environment=environment, subnet_ids=subnet_ids,
             security_group_ids=security_group_ids, network_isolation=network.isolation,
             removal_policy=kept)
-        if data.artifacts is not None:
-            self.model.node.add_dependency(data.artifacts)  # the objects must be in place before CreateModel checks them
+        # Each pool with a build of its own (a plan for its GPU) serves it as a second model of the same kind.
+        self.pool_models: dict[str, TritonModel] = {}
+        for fallback, own in pool_models.items():
+            self.pool_models[fallback] = TritonModel(
+                self, f"Model-{fallback}", image=image, role=self.role.role, multi_model=False,
+                model_cache=model_cache, model_data_url=data.urls[own.archives[0].object_name],
+                environment=container_environment(container, multi_model=False, default_model=own.served_default()),
+                subnet_ids=subnet_ids, security_group_ids=security_group_ids, network_isolation=network.isolation,
+                removal_policy=kept)
+        if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
+            for model in (self.model, *self.pool_models.values()):
+                model.node.add_dependency(data.artifacts)
 
         itype = instances.lookup(instance_type, instance_facts)
         gpus = itype.gpu_count if itype else 0
@@ -208,7 +225,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
             log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
             observability=observability, multi_model=multi_model,
-            fallback_instance_types=tuple(fallback_instance_types), capacity_reservation=capacity_reservation)
+            fallback_instance_types=tuple(fallback_instance_types), capacity_reservation=capacity_reservation,
+            pool_model_names={t: m.model_name for t, m in self.pool_models.items()})
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:

@@ -109,3 +109,18 @@ def test_a_pool_whose_instances_cannot_hold_a_copy_is_refused_naming_the_pool(tm
         "TritonComponentsEndpoint UserApp/Shared: 1 problem\n"
         "  - fallback_instance_types[0].components.resnet50.reservation.memory_mb: got 20000; allowed: at most the "
         "16384 MB (16 GiB) of one ml.g6.xlarge; fix: reserve less memory per copy or choose a larger instance type")
+
+
+def test_a_pool_build_for_no_pool_or_of_other_models_is_refused(tmp_path):
+    (tmp_path / "b").mkdir()
+    other = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path / "b", "bert"))])
+    with pytest.raises(PropsError) as caught:
+        TritonSageMakerEndpoint(user_stack(), "Endpoint", models=_models(tmp_path), instance_type="ml.g5.xlarge",
+                                endpoint_name="e", fallback_instance_types=("ml.g6.xlarge",),
+                                pool_models={"ml.g6.xlarge": other, "ml.g4dn.xlarge": other})
+    assert str(caught.value) == (
+        "TritonSageMakerEndpoint UserApp/Endpoint: 2 problems\n"
+        "  - pool_models.ml.g4dn.xlarge: got 'ml.g4dn.xlarge'; allowed: one of fallback_instance_types "
+        "(ml.g6.xlarge); fix: key each build by the instance type of its pool\n"
+        "  - pool_models.ml.g6.xlarge: got models bert; allowed: the endpoint's models (resnet50): callers name them "
+        "whichever pool serves; fix: build the same spec models on that pool's GPU")

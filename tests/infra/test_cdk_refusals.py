@@ -10,6 +10,7 @@ import app as app_module
 from deployment_spec import images, load_spec
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import load_manifest
+from api_model_check import check_template
 from fake_build import fake_build
 from synth_helpers import ROOT, SPECS
 from triton_constructs import PropsError, SynthError
@@ -45,9 +46,10 @@ def _build(spec, tmp_path, **fake_args):
     return manifest_path
 
 
-def _app(spec, manifest_path):
+def _app(spec, manifest_path, pool_manifests=()):
     return app_module.build_app(spec, load_manifest(manifest_path), manifest_path,
-                                app=cdk.App(context=app_module.cdk_json_context()))
+                                app=cdk.App(context=app_module.cdk_json_context()),
+                                pool_manifests={p: load_manifest(p) for p in pool_manifests})
 
 
 def test_manifest_without_the_endpoint(tmp_path):
@@ -183,7 +185,8 @@ def test_a_fallback_pool_whose_gpu_the_plan_does_not_run_on_is_refused_naming_th
         "TritonSageMakerEndpoint TrtDev/plans/Default: 1 problem\n  - fallback_instance_types[0].models.bert-trt: got "
         "a TensorRT plan built for compute capability 8.6 (A10G); allowed: a plan that runs on ml.g6.xlarge (L4, "
         "compute capability 8.9); fix: build it on a 8.9 device or choose an instance family with compute capability "
-        "8.6 (ml.g5)")
+        "8.6 (ml.g5), or build the models on that GPU and give the pool that build (construct: pool_models; app: "
+        "tritonsm build --out DIR on that GPU, then cdk synth -c pool_manifests=DIR/manifest.json)")
     compatible = _with_endpoint(spec, "plans", models=("bert-any",))
     app = _app(compatible, _build(compatible, tmp_path / "any", compute_capability="8.6"))
     template = Template.from_stack(app.node.find_child("TrtDev").endpoints["plans"])
@@ -191,6 +194,33 @@ def test_a_fallback_pool_whose_gpu_the_plan_does_not_run_on_is_refused_naming_th
     [variant] = config["Properties"]["ProductionVariants"]
     assert "InstanceType" not in variant and variant["InstancePools"] == [
         {"InstanceType": "ml.g5.xlarge", "Priority": 1}, {"InstanceType": "ml.g6.xlarge", "Priority": 2}]
+
+
+def test_a_pool_serves_the_plan_built_for_its_gpu_through_model_name_override(tmp_path):
+    # The same spec built twice, on an A10G (8.6, the main build) and on an L4 (8.9, for the g6 pool).
+    spec = _with_endpoint(load_spec(SPECS / "tensorrt.yaml"), "plans", kind=EndpointKind.SINGLE_MODEL,
+                          models=("bert-trt",), fallback_instance_types=("ml.g6.xlarge",))
+    main = _build(spec, tmp_path / "g5", compute_capability="8.6")
+    l4 = _build(spec, tmp_path / "g6", compute_capability="8.9")
+    template = Template.from_stack(_app(spec, main, pool_manifests=[l4]).node.find_child("TrtDev").endpoints["plans"])
+    models = {lid: r for lid, r in template.find_resources("AWS::SageMaker::Model").items()}
+    assert len(models) == 2  # the endpoint's model and the g6 pool's
+    [config] = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    [variant] = config["Properties"]["ProductionVariants"]
+    pool_model = variant["InstancePools"][1]["ModelNameOverride"]["Fn::GetAtt"][0]
+    assert variant["InstancePools"][0] == {"InstanceType": "ml.g5.xlarge", "Priority": 1}
+    assert variant["InstancePools"][1]["InstanceType"] == "ml.g6.xlarge"
+    assert variant["ModelName"]["Fn::GetAtt"][0] != pool_model and pool_model in models
+    # Each model reads its own tarball: the L4 build's object for the pool, both under the endpoint's prefix.
+    urls = {lid: json.dumps(m["Properties"]["PrimaryContainer"]["ModelDataUrl"]) for lid, m in models.items()}
+    l4_object = load_manifest(l4).endpoints["plans"].artifacts[0].object_name
+    assert l4_object in urls[pool_model] and l4_object not in urls[variant["ModelName"]["Fn::GetAtt"][0]]
+    assert check_template(template.to_json()).findings == []  # ModelNameOverride as SageMaker's API model has it
+    # A pool build for another GPU again (a second A10G build) does not fit the pool: refused as before.
+    with pytest.raises(PropsError) as caught:
+        _app(spec, main, pool_manifests=[_build(spec, tmp_path / "again", compute_capability="8.6")])
+    assert "fallback_instance_types[0].models.bert-trt: got a TensorRT plan built for compute capability 8.6" in str(
+        caught.value)
 
 
 def test_tensorrt_plan_built_for_the_right_gpu_synthesizes(tmp_path):
