@@ -20,7 +20,8 @@ from typing import Optional
 
 from deployment_spec import component_rules as rules
 from deployment_spec.errors import Problem, prefixed
-from deployment_spec.parse import Validated, meta
+from deployment_spec.parse import Validated, join, meta
+from deployment_spec.scheduled_scaling import ScheduledCopies, schedules_problems
 
 # The documented wake-up step policy's cooldown (endpoint-auto-scaling-zero-instances: "Cooldown": 60).
 WAKE_COOLDOWN_S = 60
@@ -70,10 +71,23 @@ class CopyScaling(Validated):
     concurrent_requests_per_copy: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.001))
     scale_in_cooldown_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=86400))
     scale_out_cooldown_s: int = dataclasses.field(default=300, metadata=meta(minimum=0, maximum=86400))
+    # Scheduled actions on the component's scalable target (office hours up, nights down).
+    schedules: tuple[ScheduledCopies, ...] = ()
 
     def problems(self, path: str) -> list[Problem]:
-        return prefixed(path, rules.copy_bounds(self.min_copies, self.max_copies)
-                        + rules.one_per_copy_target(self.invocations_per_copy, self.concurrent_requests_per_copy))
+        bounds = rules.copy_bounds(self.min_copies, self.max_copies)
+        out = prefixed(path, bounds + rules.one_per_copy_target(self.invocations_per_copy,
+                                                                self.concurrent_requests_per_copy))
+        if bounds:
+            return out
+        out += schedules_problems(path, self.schedules, self.min_copies, self.max_copies, "scaling.max_copies")
+        for i, schedule in enumerate(self.schedules):
+            if schedule.min_copies == 0 and not self.scales_to_zero:
+                # At zero copies only the wake-up policy (made for min_copies: 0) brings a copy back.
+                out.append(Problem(join(path, f"schedules[{i}].min_copies"), "0", "0 only where scaling.min_copies "
+                                   "is 0 (that adds the policy that starts a copy when a request finds none)",
+                                   "set scaling.min_copies: 0 too, or keep the schedule at 1 or more"))
+        return out
 
     @property
     def scales_to_zero(self) -> bool:

@@ -11,7 +11,7 @@ from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
-from deployment_spec.scheduled_scaling import ScheduledScaling
+from deployment_spec.scheduled_scaling import ScheduledScaling, schedules_problems
 
 ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"
 
@@ -105,15 +105,8 @@ class Scaling(Validated):
                             "one load target: concurrent_requests_per_model, or invocations_target / "
                             "max_rps_per_instance", "keep one; concurrency reacts within a minute, invocations "
                             "per instance within several")]
-        out: list[Problem] = []
-        names = [s.name for s in self.schedules]
-        for i, schedule in enumerate(self.schedules):
-            where = join(path, f"schedules[{i}]")
-            if names.count(schedule.name) > 1 and names.index(schedule.name) != i:
-                out.append(Problem(join(where, "name"), repr(schedule.name), "a name no other schedule has",
-                                   "rename it"))
-            out += schedule.bounds_problems(where, self.min_instances, self.max_instances)
-        return out
+        return schedules_problems(path, self.schedules, self.min_instances, self.max_instances,
+                                  "scaling.max_instances")
 
 
 @dataclasses.dataclass(frozen=True)

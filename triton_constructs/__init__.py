@@ -27,7 +27,7 @@ from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
 from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Scaling, Strategy
 from deployment_spec.errors import Problem, PropsError
-from deployment_spec.scheduled_scaling import ScheduledScaling
+from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.components_endpoint import TritonComponentsEndpoint
 from triton_constructs.endpoint_reference import ImportedTritonEndpoint
@@ -39,5 +39,5 @@ from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
 __all__ = ["Alarms", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
            "ImportedTritonEndpoint", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
-           "Reservation", "RollingUpdate", "Scaling", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
+           "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

@@ -74,6 +74,11 @@ class ComponentScaling(Construct):
             "PerCopy", target_value=value, predefined_metric=metric,
             scale_in_cooldown=cdk.Duration.seconds(scaling.scale_in_cooldown_s),
             scale_out_cooldown=cdk.Duration.seconds(scaling.scale_out_cooldown_s))
+        for schedule in scaling.schedules:
+            self.target.scale_on_schedule(
+                f"Schedule-{schedule.name}", schedule=autoscaling.Schedule.expression(schedule.schedule),
+                time_zone=cdk.TimeZone.of(schedule.time_zone), min_capacity=schedule.min_copies,
+                max_capacity=schedule.max_copies)
         self.wake_up = None
         self.no_capacity_alarm = None
         if scaling.scales_to_zero:

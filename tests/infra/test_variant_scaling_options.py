@@ -1,4 +1,5 @@
-"""High-resolution concurrency scaling and scheduled bounds on single- and multi-model endpoints."""
+"""High-resolution concurrency scaling and scheduled bounds on single-model, multi-model and inference-component
+endpoints."""
 import json
 
 import pytest
@@ -7,8 +8,9 @@ from cfnlint.api import ManualArgs, lint_file
 
 from api_model_check import check_template
 from user_app import model_archive, user_stack
-from deployment_spec.scheduled_scaling import ScheduledScaling
-from triton_constructs import ModelArchive, ModelRepositories, PropsError, Scaling, TritonSageMakerEndpoint
+from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
+from triton_constructs import (ComponentSpec, CopyScaling, ModelArchive, ModelRepositories, PropsError, Scaling,
+                               TritonComponentsEndpoint, TritonSageMakerEndpoint)
 
 OFFICE = ScheduledScaling(name="office", schedule="cron(0 8 ? * MON-FRI *)", time_zone="Europe/Berlin",
                           min_instances=2)
@@ -89,3 +91,33 @@ def test_a_malformed_schedule_and_time_zone_are_refused():
         "  - schedule: got '0 8 * * *'; allowed: cron(m h dom mon dow year) with six fields, rate(N minutes|hours|days) "
         "or at(yyyy-mm-ddThh:mm:ss); fix: e.g. 'cron(0 8 ? * MON-FRI *)' for weekdays at 08:00\n"
         "  - time_zone: got 'Berlin'; allowed: an IANA time zone name; fix: e.g. 'Europe/Berlin' or 'UTC'")
+
+
+def test_a_component_s_copy_schedules_reach_its_scalable_target(tmp_path):
+    stack = user_stack()
+    nights = ScheduledCopies(name="nights", schedule="cron(0 22 ? * * *)", time_zone="Europe/Berlin", max_copies=1)
+    scaling = CopyScaling(min_copies=1, max_copies=3, invocations_per_copy=600, schedules=(nights,))
+    models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path, "resnet50"))])
+    TritonComponentsEndpoint(stack, "Shared", models=models, instance_type="ml.g5.12xlarge", endpoint_name="shared",
+                             components={"resnet50": ComponentSpec(scaling=scaling)})
+    template = Template.from_stack(stack)
+    [target] = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert target["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
+    assert target["Properties"]["ScheduledActions"] == [
+        {"ScheduledActionName": "Schedule-nights", "Schedule": "cron(0 22 ? * * *)", "Timezone": "Europe/Berlin",
+         "ScalableTargetAction": {"MaxCapacity": 1}}]
+    assert check_template(template.to_json()).findings == []
+
+
+def test_copy_schedules_outside_the_bounds_or_to_zero_without_the_wake_up_are_refused():
+    with pytest.raises(PropsError) as caught:
+        CopyScaling(min_copies=1, max_copies=3, invocations_per_copy=600, schedules=(
+            ScheduledCopies(name="peak", schedule="cron(0 8 ? * MON-FRI *)", min_copies=5),
+            ScheduledCopies(name="weekend", schedule="cron(0 0 ? * SAT *)", min_copies=0)))
+    assert str(caught.value) == (
+        "CopyScaling: 2 problems\n"
+        "  - schedules[0]: got bounds 5..3 from then on; allowed: min_copies <= max_copies <= the component's "
+        "scaling.max_copies (3); fix: lower the schedule's bounds, or raise scaling.max_copies\n"
+        "  - schedules[1].min_copies: got 0; allowed: 0 only where scaling.min_copies is 0 (that adds the policy "
+        "that starts a copy when a request finds none); fix: set scaling.min_copies: 0 too, or keep the schedule at 1 "
+        "or more")

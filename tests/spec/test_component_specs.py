@@ -55,6 +55,12 @@ CASES = {
         _both(_set(f"{EP}.instance_type", "ml.g5.24xlarge"), _component("bert", "reservation.cpu_cores", 64)),
         f"{EP}.fallback_instance_types[0].components.bert.reservation.cpu_cores: got 64; allowed: at most the 48 "
         "vCPUs of one ml.g6.12xlarge; fix: reserve fewer cores per copy or choose a larger instance type"),
+    "a copy schedule above the component's scaling ceiling": (
+        _component("resnet50", "scaling.schedules", [{"name": "peak", "schedule": "cron(0 8 ? * MON-FRI *)",
+                                                     "min_copies": 4}]),
+        f"{EP}.components.resnet50.scaling.schedules[0]: got bounds 4..3 from then on; allowed: min_copies <= "
+        "max_copies <= the component's scaling.max_copies (3); fix: lower the schedule's bounds, or raise "
+        "scaling.max_copies"),
     "zero instances while a component keeps a copy": (
         _set(f"{EP}.managed_instances.min_instances", 0),
         f"{EP}.managed_instances.min_instances: got 0; allowed: 0 only when every component may reach zero copies "
