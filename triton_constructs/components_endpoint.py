@@ -231,6 +231,10 @@ class TritonComponentsEndpoint(Construct):
         """PromQL: the batch size dynamic batching formed in ``model``'s component."""
         return triton_promql.average_batch(self.endpoint_name, self.component_name(model))
 
+    def promql_pending_requests(self, model: str) -> str:
+        """PromQL: requests ``model``'s component holds and has not started computing."""
+        return triton_promql.pending_requests(self.endpoint_name, self.component_name(model))
+
     def metric_gpu_memory_utilization(self, model: str,
                                       props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU memory of ``model``'s copies against what they reserve, 0-100 % (Average)."""

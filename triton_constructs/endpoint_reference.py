@@ -82,6 +82,10 @@ class EndpointReference:
         """PromQL: the batch size dynamic batching formed (inferences per execution), per model."""
         return triton_promql.average_batch(self.endpoint_name)
 
+    def promql_pending_requests(self) -> str:
+        """PromQL: requests Triton holds and has not started computing, per model."""
+        return triton_promql.pending_requests(self.endpoint_name)
+
 
 class ImportedTritonEndpoint(Construct, EndpointReference):
     """An endpoint deployed elsewhere (another app, another team), by name: ``grant_invoke`` and the metrics.

@@ -241,6 +241,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                                "queue ms per request": self.promql_queue_ms(),
                                                "compute ms per request": self.promql_compute_ms(),
                                                "average batch formed": self.promql_average_batch(),
+                                               "pending requests": self.promql_pending_requests(),
                                            } if self.alarms.triton_queue is not None else None,
                                            triton_alarm=self.alarms.triton_queue)
 

@@ -1,4 +1,5 @@
-"""Triton's own metrics in CloudWatch, as PromQL: queue time, compute time and batch sizes per model.
+"""Triton's own metrics in CloudWatch, as PromQL: queue time, compute time, batch sizes and pending requests per
+model.
 
 With detailed observability (``MetricsConfig.EnableDetailedObservability``) SageMaker publishes the metrics
 it scrapes from the container as OpenTelemetry metrics, queried with PromQL in CloudWatch (SageMaker
@@ -52,6 +53,12 @@ def average_batch(endpoint_name: str, component_name: Optional[str] = None) -> s
     """Inferences per execution: the batch size dynamic batching actually formed, per model."""
     return (f"{_per_model_rate('nv_inference_count', endpoint_name, component_name)} / "
             f"{_per_model_rate('nv_inference_exec_count', endpoint_name, component_name)}")
+
+
+def pending_requests(endpoint_name: str, component_name: Optional[str] = None) -> str:
+    """Requests Triton holds and has not started computing (a gauge), per model: a queue that grows here
+    while queue time rises asks for instances, not a longer batching delay."""
+    return f"sum by (model) ({_series('nv_inference_pending_request_count', endpoint_name, component_name)})"
 
 
 def queue_over_sla(endpoint_name: str, latency_sla_ms: float, share: float,

@@ -117,6 +117,11 @@ def test_promql_queries_for_query_studio_name_the_endpoint_and_component(tmp_pat
     assert single.promql_compute_ms().startswith(
         '(sum by (model) (rate({"nv_inference_compute_infer_duration_us", "aws.sagemaker.endpoint.name"="single"}')
     assert f'"aws.sagemaker.inference_component.name"="{shared.component_name("bert")}"' in shared.promql_queue_ms("bert")
+    # Pending requests is a gauge: summed per model, no rate.
+    assert single.promql_pending_requests() == (
+        'sum by (model) ({"nv_inference_pending_request_count", "aws.sagemaker.endpoint.name"="single"})')
+    assert shared.promql_pending_requests("bert").endswith(
+        f'"aws.sagemaker.inference_component.name"="{shared.component_name("bert")}"}})')
 
 
 def test_the_dashboard_shows_tritons_queries_and_the_queue_alarm(tmp_path):
@@ -130,5 +135,6 @@ def test_the_dashboard_shows_tritons_queries_and_the_queue_alarm(tmp_path):
     # The queries in a text widget (for Query Studio), the PromQL alarm's state in an alarm widget.
     assert "### Triton's own metrics (PromQL, CloudWatch Query Studio)" in text
     assert json.dumps(f"**average batch formed**\n```\n{single.promql_average_batch()}\n```")[1:-1] in text
+    assert json.dumps(f"**pending requests**\n```\n{single.promql_pending_requests()}\n```")[1:-1] in text
     assert '{"type":"alarm","width":8,"height":6,"x":0,"y":18,"properties":{"title":"Triton queue time",' \
            '"alarms":["<token>"]}}' in text
