@@ -336,8 +336,10 @@ def test_components_changing_scaling(tmp_path):
 
 
 def test_components_changing_the_instance_type(tmp_path):
-    before, after, change = _ic_change(
-        tmp_path, lambda raw: raw["endpoints"]["shared-gpu"].__setitem__("instance_type", "ml.g6.12xlarge"))
+    def to_g6(raw):  # the example's fallback pool becomes its one type
+        raw["endpoints"]["shared-gpu"].update(instance_type="ml.g6.12xlarge", fallback_instance_types=[])
+
+    before, after, change = _ic_change(tmp_path, to_g6)
     # A new endpoint configuration and UpdateEndpoint; the components are not touched by CloudFormation (same
     # endpoint name). Their copies' scaling targets are not the variant's, so SageMaker's refusal to change a
     # scaled variant's instance type does not apply. What SageMaker does with the running copies during that
