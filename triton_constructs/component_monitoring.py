@@ -19,7 +19,8 @@ from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
-from triton_constructs.dashboard import graph
+from triton_constructs import triton_promql
+from triton_constructs.dashboard import graph, triton_widgets
 from triton_constructs.alarms import queue_alarm
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 
@@ -51,6 +52,7 @@ class ComponentAlarms(Construct):
 
     Attributes:
         latency, errors: The alarms that roll a guarded (rolling) update back.
+        triton_queue: The PromQL queue alarm, or None.
         all: Every alarm.
     """
 
@@ -79,8 +81,10 @@ class ComponentAlarms(Construct):
                                               namespace=COMPONENT_NAMESPACE),
                 t.gpu_memory_percent, f"GPU memory of a copy at or above {t.gpu_memory_percent:g} % of its "
                                       f"{gpus} reserved GPU(s)", periods=3))
+        self.triton_queue: Optional[cloudwatch.PromQLAlarm] = None
         if endpoint_name is not None:
-            self.all.append(queue_alarm(self, endpoint_name, t, component_name))
+            self.triton_queue = queue_alarm(self, endpoint_name, t, component_name)
+            self.all.append(self.triton_queue)
 
 
 class ComponentDashboard(Construct):
@@ -95,13 +99,16 @@ class ComponentDashboard(Construct):
         latency_sla_ms: Drawn on the latency graph.
         per_copy_target: (metric name, target) of the scaling policy, drawn on the per-copy graph. Defaults to
             none (fixed copies).
+        triton_alarm: The component's PromQL queue alarm: with it, Triton's queries and the alarm's state are
+            shown too. Defaults to none.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
     """
 
     def __init__(self, scope: Construct, id_: str, *, component_name: str, endpoint_name: str, variant_name: str,
-                 latency_sla_ms: float, per_copy_target: Optional[tuple[str, float]] = None) -> None:
+                 latency_sla_ms: float, per_copy_target: Optional[tuple[str, float]] = None,
+                 triton_alarm: Optional[cloudwatch.IAlarm] = None) -> None:
         super().__init__(scope, id_)
 
         def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
@@ -109,7 +116,7 @@ class ComponentDashboard(Construct):
 
         target_line = (per_copy_target[1], f"scaling target ({per_copy_target[0]})") if per_copy_target else None
         endpoint = {"EndpointName": endpoint_name, "VariantName": variant_name}
-        widgets = [
+        widgets: list[cloudwatch.IWidget] = [
             graph("Latency (microseconds)", [
                 metric("ModelLatency", "Average", "model (avg)"), metric("ModelLatency", "p99", "model (p99)"),
                 metric("OverheadLatency", "Average", "SageMaker overhead (avg)")],
@@ -131,5 +138,8 @@ class ComponentDashboard(Construct):
                 for name, label in (("CPUReservation", "CPU"), ("MemoryReservation", "memory"),
                                     ("GPUReservation", "GPU"))]),
         ]
+        # Triton's own metrics where they are published (the queue alarm exists exactly then).
+        widgets += triton_widgets(triton_promql.dashboard_queries(endpoint_name, component_name)
+                                  if triton_alarm is not None else None, triton_alarm)
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=component_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])

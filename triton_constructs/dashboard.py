@@ -77,13 +77,20 @@ class EndpointDashboard(Construct):
                     metric("ModelDownloadingTime", "Average", "download"),
                     metric("ModelUnloadingTime", "Average", "unload")]),
             ]
-        if triton_queries:
-            lines = [f"**{title}**\n```\n{query}\n```" for title, query in triton_queries.items()]
-            widgets.append(cloudwatch.TextWidget(width=16, height=6, markdown=(
-                "### Triton's own metrics (PromQL, CloudWatch Query Studio)\nPer model, from Triton's Prometheus "
-                "counters through SageMaker detailed observability:\n\n" + "\n\n".join(lines))))
-        if triton_alarm is not None:
-            widgets.append(cloudwatch.AlarmStatusWidget(alarms=[triton_alarm], title="Triton queue time",
-                                                        width=8, height=6))
+        widgets += triton_widgets(triton_queries, triton_alarm)
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=metrics.endpoint_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])
+
+
+def triton_widgets(queries: Optional[Mapping[str, str]], alarm: Optional[cloudwatch.IAlarm]) -> list[cloudwatch.IWidget]:
+    """Triton's own metrics on a dashboard: the PromQL queries as text (for Query Studio: no widget of this
+    aws-cdk-lib draws PromQL) and the queue alarm's state."""
+    widgets: list[cloudwatch.IWidget] = []
+    if queries:
+        lines = [f"**{title}**\n```\n{query}\n```" for title, query in queries.items()]
+        widgets.append(cloudwatch.TextWidget(width=16, height=6, markdown=(
+            "### Triton's own metrics (PromQL, CloudWatch Query Studio)\nPer model, from Triton's Prometheus "
+            "counters through SageMaker detailed observability:\n\n" + "\n\n".join(lines))))
+    if alarm is not None:
+        widgets.append(cloudwatch.AlarmStatusWidget(alarms=[alarm], title="Triton queue time", width=8, height=6))
+    return widgets

@@ -238,7 +238,8 @@ class TritonInferenceComponents(Construct):
                                                              component_name=props.name, scaling=props.scaling)
             ComponentDashboard(group, "Dashboard", component_name=props.name, endpoint_name=endpoint_name,
                                variant_name=variant_name, latency_sla_ms=thresholds.latency_sla_ms,
-                               per_copy_target=props.scaling.per_copy_target if props.scaling else None)
+                               per_copy_target=props.scaling.per_copy_target if props.scaling else None,
+                               triton_alarm=alarms.triton_queue)
         if rollback:
             execution_role.grant_describe_alarms(rollback)
 

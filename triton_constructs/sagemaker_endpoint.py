@@ -17,7 +17,7 @@ from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs import endpoint_storage
+from triton_constructs import endpoint_storage, triton_promql
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
 from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
@@ -237,12 +237,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
                                            multi_model=multi_model,
-                                           triton_queries={
-                                               "queue ms per request": self.promql_queue_ms(),
-                                               "compute ms per request": self.promql_compute_ms(),
-                                               "average batch formed": self.promql_average_batch(),
-                                               "pending requests": self.promql_pending_requests(),
-                                           } if self.alarms.triton_queue is not None else None,
+                                           triton_queries=triton_promql.dashboard_queries(name)
+                                           if self.alarms.triton_queue is not None else None,
                                            triton_alarm=self.alarms.triton_queue)
 
     @classmethod

@@ -65,3 +65,11 @@ def queue_over_sla(endpoint_name: str, latency_sla_ms: float, share: float,
                    component_name: Optional[str] = None) -> str:
     """The models whose queue time exceeds ``share`` of the latency SLA (each model one contributor)."""
     return f"{queue_ms(endpoint_name, component_name)} > {latency_sla_ms * share:g}"
+
+
+def dashboard_queries(endpoint_name: str, component_name: Optional[str] = None) -> dict[str, str]:
+    """The queries a dashboard lists (title: query), for an endpoint or one of its inference components."""
+    return {"queue ms per request": queue_ms(endpoint_name, component_name),
+            "compute ms per request": compute_ms(endpoint_name, component_name),
+            "average batch formed": average_batch(endpoint_name, component_name),
+            "pending requests": pending_requests(endpoint_name, component_name)}

@@ -138,3 +138,15 @@ def test_the_dashboard_shows_tritons_queries_and_the_queue_alarm(tmp_path):
     assert json.dumps(f"**pending requests**\n```\n{single.promql_pending_requests()}\n```")[1:-1] in text
     assert '{"type":"alarm","width":8,"height":6,"x":0,"y":18,"properties":{"title":"Triton queue time",' \
            '"alarms":["<token>"]}}' in text
+
+
+def test_each_component_dashboard_shows_its_own_triton_queries_and_queue_alarm(tmp_path):
+    stack = user_stack()
+    shared = TritonComponentsEndpoint(stack, "Shared", models=_models(tmp_path, "bert"),
+                                      instance_type="ml.g5.12xlarge", endpoint_name="shared")
+    [dashboard] = [d for d in Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+                   if d["Properties"]["DashboardName"] == shared.component_name("bert")]
+    text = "".join(part if isinstance(part, str) else "<token>" for part in dashboard["Properties"]["DashboardBody"][
+        "Fn::Join"][1])
+    assert json.dumps(f"**pending requests**\n```\n{shared.promql_pending_requests('bert')}\n```")[1:-1] in text
+    assert '"properties":{"title":"Triton queue time","alarms":["<token>"]}}' in text
