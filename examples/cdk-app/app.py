@@ -26,8 +26,9 @@ from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3, aws_s
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct, IConstruct
 
-from triton_constructs import (Alarms, ComponentSpec, Deployment, ModelArchive, ModelRepositories, NetworkProps,
-                               Scaling, TritonComponentsEndpoint, TritonSageMakerEndpoint)
+from triton_constructs import (Alarms, ComponentSpec, CopyScaling, Deployment, ModelArchive, ModelRepositories,
+                               NetworkProps, Scaling, ScheduledCopies, ScheduledScaling, TritonComponentsEndpoint,
+                               TritonSageMakerEndpoint)
 
 HERE = pathlib.Path(__file__).resolve().parent
 CALLER_CODE = """
@@ -98,7 +99,14 @@ class TeamInference(cdk.Stack):
             self, "Classifier", models=ModelRepositories.from_manifest(manifest, ["text-classifier"]),
             instance_type="ml.g5.xlarge", bucket=platform.models, encryption_key=platform.key, network=network,
             initial_instances=2, alarms=alarms, deployment=Deployment(),
-            scaling=Scaling(min_instances=2, max_instances=4, max_rps_per_instance=30))
+            # L4 instances when SageMaker finds no A10G (the ONNX models run on both), and a third instance
+            # through the working day.
+            fallback_instance_types=("ml.g6.xlarge",),
+            scaling=Scaling(min_instances=2, max_instances=4, max_rps_per_instance=30, schedules=(
+                ScheduledScaling(name="workday", schedule="cron(0 7 ? * MON-FRI *)", time_zone="Europe/Berlin",
+                                 min_instances=3),
+                ScheduledScaling(name="evening", schedule="cron(0 19 ? * MON-FRI *)", time_zone="Europe/Berlin",
+                                 min_instances=2))))
         # 2. A multi-model endpoint from tarballs the team uploaded itself, read where they are.
         self.vision = TritonSageMakerEndpoint(
             self, "Vision", multi_model=True, instance_type="ml.g5.xlarge", encryption_key=platform.key,
@@ -112,7 +120,9 @@ class TeamInference(cdk.Stack):
             self, "Shared", instance_type="ml.g5.12xlarge", bucket=platform.models, encryption_key=platform.key,
             network=network, storage_name="shared",
             models=ModelRepositories.from_manifest(manifest, ["resnet50", "text-classifier"]),
-            components={"resnet50": ComponentSpec(copies=2)})
+            components={"resnet50": ComponentSpec(copies=2, scaling=CopyScaling(
+                min_copies=1, max_copies=3, concurrent_requests_per_copy=4,
+                schedules=(ScheduledCopies(name="nights", schedule="cron(0 22 ? * * *)", max_copies=1),)))})
 
 
 class TeamCallers(cdk.Stack):

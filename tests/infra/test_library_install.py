@@ -89,6 +89,14 @@ def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
     assert kinds == ["AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::InferenceComponent",
                      "AWS::SageMaker::Model"]
     assert sum(r["Type"] == "AWS::SageMaker::Endpoint" for r in resources.values()) == 3
+    # Instance pools and scheduled bounds, for the variant's instances and a component's copies.
+    pools = [v["InstancePools"] for r in resources.values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
+             for v in r["Properties"]["ProductionVariants"] if "InstancePools" in v]
+    assert pools == [[{"InstanceType": "ml.g5.xlarge", "Priority": 1}, {"InstanceType": "ml.g6.xlarge", "Priority": 2}]]
+    scheduled = sorted(a["ScheduledActionName"] for r in resources.values()
+                       if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+                       for a in r["Properties"].get("ScheduledActions", []))
+    assert scheduled == ["Schedule-evening", "Schedule-nights", "Schedule-workday"]
     # The library's functions run in the platform's VPC (functions_in_vpc).
     functions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
     assert functions and all("VpcConfig" in f["Properties"] for f in functions)
