@@ -25,7 +25,8 @@ or model_build.
 """
 from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
-from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Scaling, Strategy
+from deployment_spec.endpoint import (CaptureMode, Container, DataCapture, Deployment, LoadMetric, Observability, Scaling,
+                                     Strategy)
 from deployment_spec.errors import Problem, PropsError
 from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
 from triton_constructs.alarm_props import Alarms
@@ -38,6 +39,6 @@ from triton_constructs.network import NetworkProps
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
 __all__ = ["Alarms", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
-           "ImportedTritonEndpoint", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
+           "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
            "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]
