@@ -16,7 +16,7 @@ from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
-from triton_constructs import ModelRepositories, TritonSageMakerEndpoint, checks
+from triton_constructs import Alarms, ModelRepositories, TritonSageMakerEndpoint, checks
 
 
 class EndpointStack(cdk.Stack):
@@ -51,13 +51,15 @@ class EndpointStack(cdk.Stack):
             fallback_instance_types=endpoint.fallback_instance_types,
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
-            alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,
+            alarms=Alarms.notifying(endpoint.alarms, storage.alarm_topic_into(self)),
+            deployment=endpoint.deployment if environment.guardrails else None,
             network=network_props(self, endpoint.network), model_cache=endpoint.model_cache, data_capture=endpoint.data_capture,
             # Triton's own default is verbose logging; only throw-away environments keep it.
             container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
             bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
-            log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
+            # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
+            log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
             download_timeout_s=endpoint.download_timeout_s)
 

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from deployment_spec import instances
 from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
+from triton_constructs import control_tower
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
 
@@ -128,6 +129,8 @@ class TritonEndpoint(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
+        if log_key is not None:
+            control_tower.acknowledge_imported_key(self.log_group, log_key)
         # Instance pools replace InstanceType (realtime-endpoints-heterogeneous.html): the type first, then the fallbacks.
         pools = [sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=name, priority=i + 1)
                  for i, name in enumerate([instance_type, *fallback_instance_types])] if fallback_instance_types else None

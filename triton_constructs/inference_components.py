@@ -28,6 +28,7 @@ from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances,
 from deployment_spec.endpoint import Alarms, Observability
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
+from triton_constructs import control_tower
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
 from triton_constructs.endpoint import metrics_config
@@ -169,6 +170,8 @@ class TritonInferenceComponents(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"{ENDPOINT_LOG_GROUPS}{endpoint_name}",
                                        **log_args)
         execution_role.grant_logs(self.log_group)
+        if log_key is not None:
+            control_tower.acknowledge_imported_key(self.log_group, log_key)
         gpu = capacity.gpus > 0
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant_name, instance_type=instance_type, initial_instance_count=initial_instances,
@@ -201,11 +204,14 @@ class TritonInferenceComponents(Construct):
                                 environment=props.environment, subnet_ids=subnet_ids,
                                 security_group_ids=security_group_ids, network_isolation=network_isolation)
             _keep_when_replaced(model.resource, removal_policy)
-            execution_role.grant_logs(logs.LogGroup(
-                group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args))
+            component_logs = logs.LogGroup(group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args)
+            execution_role.grant_logs(component_logs)
+            if log_key is not None:
+                control_tower.acknowledge_imported_key(component_logs, log_key)
             triton_metrics = observability.detailed and props.environment.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true"
             alarms = ComponentAlarms(group, "Alarms", component_name=props.name, thresholds=thresholds,
-                                     gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None)
+                                     gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None,
+                                     topic=getattr(thresholds, "topic", None))
             if rolling_update is not None and rolling_update.auto_rollback:
                 rollback += [alarms.errors, alarms.latency]
             component = sagemaker.CfnInferenceComponent(
