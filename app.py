@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag and AWS Control Tower's rules.
+"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag, AWS Control Tower's
+rules and Security Hub's SageMaker controls.
 
 Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
 picks the spec (default ``triton.yaml``), the build manifest (default
@@ -33,7 +34,7 @@ from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measuremen
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
-from triton_constructs import SynthError, control_tower  # noqa: E402
+from triton_constructs import SynthError, control_tower, security_hub  # noqa: E402
 
 EXIT_BAD_INPUT = 2
 
@@ -67,7 +68,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
               capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
               endpoints: list[str] | None = None, spec_file: str | None = None,
               pipeline_only: bool = False) -> cdk.App:
-    """Adds one stage per environment, cdk-nag's AwsSolutions checks and the Control Tower rules to ``app``.
+    """Adds one stage per environment and the checks (cdk-nag, Control Tower, Security Hub) to ``app``.
 
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
     ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
@@ -92,9 +93,10 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
         PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
                       spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage,
                       with_stages=not pipeline_only)
-    # cdk-nag's AwsSolutions pack, and AWS Control Tower's proactive controls as cfn-guard rules (what a landing
-    # zone's hooks refuse at deploy): synth fails on any finding not acknowledged with a reason.
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), control_tower.validator())
+    # cdk-nag's AwsSolutions pack, AWS Control Tower's proactive controls as cfn-guard rules (what a landing
+    # zone's hooks refuse at deploy) and Security Hub's SageMaker controls: synth fails on any finding not
+    # acknowledged with a reason.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), control_tower.validator(), security_hub.checks())
     return app
 
 

@@ -16,7 +16,7 @@ from deployment_spec.endpoint import Alarms, Container, EndpointSpec, Observabil
 from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from triton_constructs import endpoint_storage, triton_promql
+from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
 from triton_constructs.endpoint_reference import endpoint_arn, with_options
 from triton_constructs.execution_role import TritonExecutionRole
@@ -166,6 +166,9 @@ class TritonComponentsEndpoint(Construct):
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None
         self.node.default_child = self.serving.endpoint  # the CfnEndpoint, for escape hatches
+        # Every component's model: the opt-out's reason (NetworkProps requires one).
+        security_hub.acknowledge(self.serving, security_hub.NETWORK_ISOLATION, network.isolation_opt_out_reason or "",
+                                 when=not network.isolation)
         if data.artifacts is not None:
             for component in self.serving.components.values():
                 component.node.add_dependency(data.artifacts)  # the archives must be in place before copies start

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from deployment_spec import instances
 from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
-from triton_constructs import control_tower
+from triton_constructs import control_tower, security_hub
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
 
@@ -157,6 +157,8 @@ class TritonEndpoint(Construct):
             self, "Config", production_variants=[variant], data_capture_config=capture,
             metrics_config=metrics_config(observability, multi_model),
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
+        security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,
+                                 when=initial_instances < 2)
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
         # the endpoint on a deleted config. Configs cost nothing; README says how to prune them.

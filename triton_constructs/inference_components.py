@@ -28,7 +28,7 @@ from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances,
 from deployment_spec.endpoint import Alarms, Observability
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
-from triton_constructs import control_tower
+from triton_constructs import control_tower, security_hub
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
 from triton_constructs.endpoint import metrics_config
@@ -185,6 +185,8 @@ class TritonInferenceComponents(Construct):
             self, "Config", production_variants=[variant], execution_role_arn=role.role_arn,
             kms_key_id=volume_key.key_arn if volume_key is not None else None,
             metrics_config=metrics_config(observability, multi_model=False))
+        security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,
+                                 when=initial_instances < 2)
         # Kept when replaced, as TritonEndpoint's: a rolled-back endpoint may still use it.
         _keep_when_replaced(self.config, removal_policy)
         if inference_ami_reason and variant.inference_ami_version:

@@ -16,7 +16,7 @@ from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs import endpoint_storage
+from triton_constructs import endpoint_storage, security_hub
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
 from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
@@ -174,6 +174,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             environment=environment, subnet_ids=subnet_ids,
             security_group_ids=security_group_ids, network_isolation=network.isolation,
             removal_policy=kept)
+        security_hub.acknowledge(self.model, security_hub.NETWORK_ISOLATION, network.isolation_opt_out_reason or "",
+                                 when=not network.isolation)
         if data.artifacts is not None:
             self.model.node.add_dependency(data.artifacts)  # the objects must be in place before CreateModel checks them
 
