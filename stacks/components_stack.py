@@ -13,6 +13,7 @@ from deployment_spec.component_endpoint import component_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
+from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
 from triton_constructs import Alarms, ModelRepositories, TritonComponentsEndpoint, checks
@@ -71,7 +72,8 @@ class ComponentsEndpointStack(cdk.Stack):
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
             # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
             log_retention=logs.RetentionDays.ONE_YEAR,
-            startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s)
+            startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s,
+            image_repository=image_repository(self, endpoint))
 
         names = [self.endpoint.component_name(m) for m in endpoint.models]
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")

@@ -14,6 +14,7 @@ from deployment_spec.capacity import Measurement, invocations_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
 from triton_constructs import Alarms, ModelRepositories, TritonSageMakerEndpoint, checks
@@ -61,7 +62,7 @@ class EndpointStack(cdk.Stack):
             # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
             log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
-            download_timeout_s=endpoint.download_timeout_s)
+            download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint))
 
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]

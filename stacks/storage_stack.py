@@ -24,16 +24,18 @@ class StorageStack(cdk.Stack):
         id_: Construct ID.
         removal_policy: ``RETAIN`` keeps bucket, objects and key when the stack is deleted;
             ``DESTROY`` deletes them.
+        object_lock: S3 Object Lock on both buckets (``ModelStore``). Defaults to False.
         **kwargs: ``cdk.Stack`` arguments (stack name, termination protection, ...).
 
     Attributes:
         store: The model store.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy, object_lock: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(scope, id_, description="Triton model bucket, its KMS key and access logs", **kwargs)
         # The stage's log groups (endpoint logs, custom-resource functions) are named <project>-<env>-...
-        self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy,
+        self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy, object_lock=object_lock,
                                 log_group_prefix=self.stack_name.removesuffix("Storage"))
         # Every endpoint's alarms notify this topic (CT.CLOUDWATCH.PR.1: an alarm has an action); subscribe the
         # on-call address or chat channel to it. Encrypted with the stage key, which CloudWatch may use for it.

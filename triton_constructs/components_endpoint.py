@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
@@ -67,6 +68,7 @@ class TritonComponentsEndpoint(Construct):
         download_timeout_s: Each copy's model download timeout (60-3600). Defaults to 600.
         instance_facts: As ``TritonSageMakerEndpoint``'s: the facts of a real type the table lacks.
         observability: As ``TritonSageMakerEndpoint``'s (enhanced metrics per component).
+        image_repository: As ``TritonSageMakerEndpoint``'s: the Triton image from your ECR repository.
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -86,7 +88,8 @@ class TritonComponentsEndpoint(Construct):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  startup_timeout_s: int = 600, download_timeout_s: int = 600,
                  instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability()) -> None:
+                 observability: Observability = Observability(),
+                 image_repository: Optional[ecr.IRepository] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -127,7 +130,7 @@ class TritonComponentsEndpoint(Construct):
             self, bucket, encryption_key, removal_policy, needed=any(a.path is not None for a in models.archives))
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
                               f"{COMPONENT_LOG_GROUPS}{name}-*"])
-        image = TritonImage(self, "Image", version=triton_version)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name,
                                            network.function_placement(self))
         subnet_ids = network.subnet_ids()

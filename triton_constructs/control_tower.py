@@ -69,7 +69,7 @@ def validator() -> cdk.IPolicyValidationPlugin:
             f"install it: pip install {PACKAGE}==0.0.62 (in a checkout of the repository, `make` installs it)"
         ) from missing
 
-    class FailingValidator(CfnGuardValidator):  # type: ignore[misc]  (jsii class, untyped base for mypy)
+    class FailingValidator(CfnGuardValidator):
         """Every finding is an error. The plugin leaves a violation's severity unset, and once any finding of
         the app is acknowledged aws-cdk-lib 2.275 counts only "error" and "fatal" ones as failing the synth."""
 
@@ -90,7 +90,7 @@ def acknowledge(scope: IConstruct, control: Control, reason: str) -> None:
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=control.finding, reason=f"{control.id}: {reason}"))
 
 
-def acknowledge_if_imported(resource: IConstruct, value: str, control: Control, reason: str) -> None:
+def acknowledge_if_imported(resource: IConstruct, value: object, control: Control, reason: str) -> None:
     """Acknowledges ``control`` on ``resource`` only if ``value`` (a property of it, e.g. the log group's key
     ARN) resolves to an ``Fn::ImportValue`` in its template: the static rule accepts only a string or a
     reference to a resource of the same template, while the hook sees the resolved value. Decided once
@@ -101,7 +101,7 @@ def acknowledge_if_imported(resource: IConstruct, value: str, control: Control, 
 
 @jsii.implements(IValidation)
 class _AcknowledgeImported:
-    def __init__(self, resource: IConstruct, value: str, control: Control, reason: str) -> None:
+    def __init__(self, resource: IConstruct, value: object, control: Control, reason: str) -> None:
         self.resource, self.value, self.control, self.reason = resource, value, control, reason
 
     def validate(self) -> list[str]:
@@ -122,8 +122,9 @@ def deny_grants_for_non_aws_resources(key: kms.IKey) -> None:
 
 
 # Why a library function runs outside a VPC when none is given (NetworkProps.functions_in_vpc places them).
-NO_VPC_GIVEN = ("no VPC was given for the library's functions (NetworkProps(vpc=..., functions_in_vpc=True), or the "
-                "spec's network.vpc_id); in an account that enables this control, give one")
+NO_VPC_GIVEN = ("the library's functions got no VPC placement: no NetworkProps(vpc=...) (the YAML spec names subnets "
+                "only), functions_in_vpc=False, or public subnets; in an account that enables this control, give the "
+                "library a VPC with private subnets")
 
 
 def acknowledge_imported_key(log_group: IConstruct, key: kms.IKey) -> None:

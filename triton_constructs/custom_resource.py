@@ -51,6 +51,11 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
         control_tower.acknowledge(function, control_tower.LAMBDA_IN_VPC, control_tower.NO_VPC_GIVEN)
     if placement is not None:
         _allow_network_interfaces(role)
+        # Subnets of a VPC in another stack arrive as imports, which the static rule cannot judge.
+        vpc_config = default_child(function, lambda_.CfnFunction).vpc_config
+        control_tower.acknowledge_if_imported(function, vpc_config, control_tower.LAMBDA_IN_VPC, (
+            "runs in the VPC's subnets, whose IDs this template imports (Fn::ImportValue); the rule's static form "
+            "accepts only literal IDs or subnets of the same template, the hook checks the resolved IDs"))
     # Escape hatch: Function depends on its role and the role's policy; the role is already ordered by the
     # Role reference, so keep only the policy (cfn-lint W3005 flags the redundant one).
     policy = find(role, "DefaultPolicy/Resource", iam.CfnPolicy)

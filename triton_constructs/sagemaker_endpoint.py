@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_ecr as ecr, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
@@ -87,6 +87,10 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             does, with its GPU count; a TensorRT plan must run on each). Defaults to none.
         observability: What SageMaker publishes (the configuration's ``MetricsConfig``): detailed observability
             on, enhanced metrics on single-model endpoints, every 60 s. Defaults to ``Observability()``.
+        image_repository: Pull the Triton image from this ECR repository of yours, under AWS's tag for
+            ``triton_version`` (copy it there first): for accounts that allow only their own registries. Still an
+            ECR pull (``RepositoryAccessMode: Platform``), so Security Hub's SageMaker.16 stays acknowledged.
+            Defaults to AWS's ``sagemaker-tritonserver`` repository.
 
     Attributes:
         models: What it serves.
@@ -108,7 +112,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
                  volume_size_gb: Optional[int] = None, startup_timeout_s: int = 600,
                  download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
-                 observability: Observability = Observability(), fallback_instance_types: Sequence[str] = ()) -> None:
+                 observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
+                 image_repository: Optional[ecr.IRepository] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -155,7 +160,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         self.bucket, self.key = endpoint_storage.storage(self, bucket, encryption_key, removal_policy,
                                                          needed=bool(local) or data_capture is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
-        image = TritonImage(self, "Image", version=triton_version)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         placement = network.function_placement(self)
         data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name, placement)
         capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None

@@ -143,3 +143,6 @@ AWS_IMAGE = ("the Triton image is AWS's sagemaker-tritonserver in AWS's own ECR 
              "latest/APIReference/API_ImageConfig.html); the rule passes only for a Docker registry inside your VPC")
 ONE_INSTANCE = ("one instance, as asked (initial_instances=1): the spec's production: true environments keep 2+ "
                 "instances unless an endpoint gives single_instance_reason")
+OWN_ECR_IMAGE = ("the Triton image is a copy in your own ECR repository, which SageMaker pulls with "
+                 "RepositoryAccessMode Platform like any ECR image; the rule passes only for a Docker registry inside "
+                 "your VPC (RepositoryAccessMode Vpc)")

@@ -72,4 +72,5 @@ class TritonModel(Construct):
         policy = role.node.try_find_child("DefaultPolicy")
         self.resource.node.add_dependency(policy if policy is not None else role)
         self.model_name: str = self.resource.attr_model_name
-        security_hub.acknowledge(self.resource, security_hub.PRIVATE_REGISTRY, security_hub.AWS_IMAGE)
+        security_hub.acknowledge(self.resource, security_hub.PRIVATE_REGISTRY,
+                                 security_hub.OWN_ECR_IMAGE if image.own_repository else security_hub.AWS_IMAGE)

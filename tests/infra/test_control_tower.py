@@ -5,11 +5,15 @@ fails on any finding not acknowledged, and the acknowledged ones are exactly the
 import json
 import pathlib
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 
+from deployment_spec import load_spec
+from deployment_spec.errors import SpecError
 from guard import VERSION, Guard
 from synth_helpers import ROOT, synth_spec
+from triton_constructs import ModelStore, control_tower
 
 LOG_GROUP, FUNCTION, BUCKET = "AWS::Logs::LogGroup", "AWS::Lambda::Function", "AWS::S3::Bucket"
 
@@ -120,3 +124,33 @@ def test_log_groups_with_the_imported_key_pass_the_hook_form(default_synth, guar
     # 18 log groups (3 per endpoint stack); resolved they pass, and the twin without a key fails.
     assert len(documents) == 2 * 18
     assert statuses == {"resolved": {"PASS"}, "none": {"FAIL"}}
+
+
+def test_object_lock_is_a_choice_of_the_model_store(guard, tmp_path):
+    # ModelStore(object_lock=True) meets CT.S3.PR.9 on both buckets; the default leaves it off, acknowledged.
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    for name, lock in (("Locked", True), ("Default", False)):
+        ModelStore(cdk.Stack(app, name), "ModelStore", object_lock=lock)
+    cdk.Validations.of(app).add_plugins(control_tower.validator())
+    templates = sorted(pathlib.Path(app.synth().directory).glob("*.template.json"))
+    _, failed = guard.judge(templates)
+    by_stack = {(name.split(".")[0], control) for control, name, _ in failed}
+    assert ("Locked", "CT.S3.PR.9") not in by_stack and ("Default", "CT.S3.PR.9") in by_stack
+    locked = json.loads((tmp_path / "cdk.out" / "Locked.template.json").read_text())["Resources"]
+    assert [r["Properties"].get("ObjectLockEnabled") for r in locked.values() if r["Type"] == BUCKET] == [True, True]
+
+
+def test_the_spec_turns_object_lock_on_per_environment(tmp_path):
+    text = (ROOT / "triton.yaml").read_text().replace("    termination_protection: true\n",
+                                                      "    termination_protection: true\n    object_lock: true\n")
+    path = tmp_path / "locked.yaml"
+    path.write_text(text)
+    spec = load_spec(path)
+    # Only prod asked for it.
+    assert {name: env.object_lock for name, env in spec.environments.items()} == {
+        "dev": False, "staging": False, "prod": True}
+    path.write_text(text.replace("object_lock: true", "object_lock: yes-please"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert str(caught.value) == (f"{path}: 1 problem\n  - environments.prod.object_lock: got 'yes-please'; allowed: "
+                                 "true or false; fix: write true or false without quotes")

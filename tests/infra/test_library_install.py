@@ -45,9 +45,9 @@ def installed(module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
     created = _run([sys.executable, "-m", "venv", venv])
     assert created.returncode == 0, created.stderr
     python = venv / "bin" / "python"
-    # The user's app needs the library and, as its own choice, cdk-nag.
+    # The user's app needs the library and, as its own choices, cdk-nag and the Control Tower rules.
     done = _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", ROOT / "requirements.lock",
-                 wheel, "cdk-nag"])
+                 wheel, "cdk-nag", "cdklabs-cdk-validator-cfnguard"])
     assert done.returncode == 0, done.stderr[-3000:]
     return python, wheel
 
@@ -80,8 +80,13 @@ def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
            "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "cdk.out"), "JSII_NODE": str(NODE)}
     # Run from the example's folder, so nothing of this checkout is importable but the installed wheel.
     done = _run([python, "app.py"], cwd=EXAMPLE, env=env)
-    # app.synth() with the cdk-nag plugin registered fails on any unacknowledged finding, and on a cycle.
+    # app.synth() with the cdk-nag, Control Tower and Security Hub plugins registered fails on any unacknowledged
+    # finding, and on a cycle.
     assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
+    # The Control Tower and Security Hub plugins ran and found nothing unacknowledged (cdk-nag reports apart).
+    assert {(r["pluginName"], r["conclusion"]) for r in report["pluginReports"]} == {
+        ("cdk-validator-cfnguard", "success"), ("triton-security-hub", "success")}, report
     templates = {name: tmp_path / "cdk.out" / f"{name}.template.json"
                  for name in ("TeamPlatform", "TeamInference", "TeamCallers")}
     resources = json.loads(templates["TeamInference"].read_text())["Resources"]
