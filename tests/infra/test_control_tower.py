@@ -7,13 +7,15 @@ import pathlib
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 
 from deployment_spec import load_spec
 from deployment_spec.errors import SpecError
 from guard import VERSION, Guard
 from synth_helpers import ROOT, synth_spec
-from triton_constructs import ModelStore, control_tower
+from triton_constructs import (ModelArchive, ModelRepositories, ModelStore, NetworkProps, Scaling,
+                               TritonSageMakerEndpoint, control_tower)
+from user_app import model_archive
 
 LOG_GROUP, FUNCTION, BUCKET = "AWS::Logs::LogGroup", "AWS::Lambda::Function", "AWS::S3::Bucket"
 
@@ -154,3 +156,37 @@ def test_the_spec_turns_object_lock_on_per_environment(tmp_path):
         load_spec(path)
     assert str(caught.value) == (f"{path}: 1 problem\n  - environments.prod.object_lock: got 'yes-please'; allowed: "
                                  "true or false; fix: write true or false without quotes")
+
+
+def test_functions_in_a_vpc_of_another_stack_pass_the_hook_form(guard, tmp_path):
+    # A team's VPC in its own stack: the library's functions get its subnets as imports, which CT.LAMBDA.PR.3's
+    # static form cannot judge (acknowledged, so synth passes); the hook sees the resolved IDs.
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    env = cdk.Environment(account="111122223333", region="us-east-1")
+    network = cdk.Stack(app, "Network", env=env)
+    vpc = ec2.Vpc(network, "Vpc", max_azs=2, nat_gateways=0, subnet_configuration=[
+        ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
+    stack = cdk.Stack(app, "Inference", env=env)
+    models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path, "resnet50"))])
+    TritonSageMakerEndpoint(stack, "Endpoint", models=models, instance_type="ml.g5.xlarge",
+                            network=NetworkProps(vpc=vpc), scaling=Scaling(max_instances=2))
+    cdk.Validations.of(app).add_plugins(control_tower.validator())
+    template = pathlib.Path(app.synth().directory) / "Inference.template.json"
+    _, failed = guard.judge([template])
+    functions = {lid: r for lid, r in json.loads(template.read_text())["Resources"].items() if r["Type"] == FUNCTION}
+    assert len(functions) == 2 and {(c, lid) for c, _, lid in failed if c == "CT.LAMBDA.PR.3"} == {
+        ("CT.LAMBDA.PR.3", lid) for lid in functions}
+    documents = []
+    for lid, function in functions.items():
+        properties = dict(function["Properties"])
+        resolved = {"SubnetIds": ["subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"],
+                    "SecurityGroupIds": ["sg-0123456789abcdef0"]}
+        assert "Fn::ImportValue" in json.dumps(properties.pop("VpcConfig")["SubnetIds"])
+        for name, value in (("resolved", {**properties, "VpcConfig": resolved}), ("none", properties)):
+            path = tmp_path / f"{lid}-{name}.json"
+            path.write_text(_hook(FUNCTION, value))
+            documents.append(path)
+    statuses: dict[str, set] = {}
+    for result in guard.run(documents, guard.rule_file("CT.LAMBDA.PR.3")):
+        statuses.setdefault(pathlib.Path(result["name"]).stem.rsplit("-", 1)[1], set()).add(result["status"])
+    assert statuses == {"resolved": {"PASS"}, "none": {"FAIL"}}
