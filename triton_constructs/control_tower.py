@@ -51,9 +51,6 @@ BUCKET_EVENTS = Control("CT.S3.PR.4", "s3_event_notifications_enabled_check")
 OBJECT_LOCK = Control("CT.S3.PR.9", "s3_bucket_object_lock_enabled_check")
 BUCKET_SSE_KMS = Control("CT.S3.PR.10", "s3_bucket_default_encryption_kms_check")
 
-# CT.CLOUDWATCH.PR.2's minimum (MINIMUM_RETENTION_IN_DAYS in ct-cloudwatch-pr-2.guard).
-MIN_LOG_RETENTION_DAYS = 365
-
 
 def validator() -> cdk.IPolicyValidationPlugin:
     """The Control Tower rule set as a policy-validation plugin: ``Validations.of(app).add_plugins(validator())``.

@@ -13,7 +13,7 @@ from deployment_spec import load_spec
 from deployment_spec.errors import SpecError
 from guard import VERSION, Guard
 from synth_helpers import ROOT, synth_spec
-from triton_constructs import (ModelArchive, ModelRepositories, ModelStore, NetworkProps, Scaling,
+from triton_constructs import (Alarms, ModelArchive, ModelRepositories, ModelStore, NetworkProps, Scaling,
                                TritonSageMakerEndpoint, control_tower)
 from user_app import model_archive
 
@@ -56,10 +56,9 @@ def test_default_spec_meets_every_control_but_the_documented_choices(default_syn
     # The rules really judged the stages: 20 rules on 9 templates when this was written.
     assert len(evaluated) >= 20 and len(templates) == 9, (sorted(evaluated), len(templates))
     # Fixed by default: alarm actions, retention, event notifications, CreateGrant only for AWS resources.
-    fixed = {"cloudwatch_alarm_action_check", "cloudwatch_log_group_retention_period_check",
-             "s3_event_notifications_enabled_check", "kms_create_grant_aws_service_check"}
-    assert fixed <= evaluated and not {c for c, _, _ in failed} & {"CT.CLOUDWATCH.PR.1", "CT.CLOUDWATCH.PR.2",
-                                                                     "CT.S3.PR.4", "CT.KMS.PR.3"}
+    fixed = (control_tower.ALARM_ACTION, control_tower.LOG_RETENTION, control_tower.BUCKET_EVENTS,
+             control_tower.GRANTS_FOR_AWS)
+    assert {c.rule for c in fixed} <= evaluated and not {c for c, _, _ in failed} & {c.id for c in fixed}
 
 
 def test_every_stage_and_example_passes_the_plugin(every_synth, guard):
@@ -169,7 +168,8 @@ def test_functions_in_a_vpc_of_another_stack_pass_the_hook_form(guard, tmp_path)
     stack = cdk.Stack(app, "Inference", env=env)
     models = ModelRepositories.from_archives([ModelArchive.from_file(model_archive(tmp_path, "resnet50"))])
     TritonSageMakerEndpoint(stack, "Endpoint", models=models, instance_type="ml.g5.xlarge",
-                            network=NetworkProps(vpc=vpc), scaling=Scaling(max_instances=2))
+                            network=NetworkProps(vpc=vpc), scaling=Scaling(max_instances=2),
+                            alarms=Alarms(sns_topic=True))  # without a topic CT.CLOUDWATCH.PR.1 would fail
     cdk.Validations.of(app).add_plugins(control_tower.validator())
     template = pathlib.Path(app.synth().directory) / "Inference.template.json"
     _, failed = guard.judge([template])
