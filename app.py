@@ -79,9 +79,14 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     PipelineStack.check(spec)
 
     def make_stage(scope: Construct, name: str) -> TritonStage:
-        return TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
-                           manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
-                           endpoints=endpoints)
+        stage = TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
+                            manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
+                            endpoints=endpoints)
+        # AWS Control Tower's proactive controls as cfn-guard rules (what a landing zone's hooks refuse at deploy),
+        # on what a stage deploys into the workload accounts; the delivery pipeline's own stack (CDK Pipelines'
+        # generated resources, in the tooling account) is not checked against them.
+        cdk.Validations.of(stage).add_plugins(control_tower.validator())
+        return stage
 
     if pipeline_only and spec.pipeline is None:
         raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
@@ -93,10 +98,9 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
         PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
                       spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage,
                       with_stages=not pipeline_only)
-    # cdk-nag's AwsSolutions pack, AWS Control Tower's proactive controls as cfn-guard rules (what a landing
-    # zone's hooks refuse at deploy) and Security Hub's SageMaker controls: synth fails on any finding not
-    # acknowledged with a reason.
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), control_tower.validator(), security_hub.checks())
+    # cdk-nag's AwsSolutions pack and Security Hub's SageMaker controls (and the stages' Control Tower rules,
+    # above): synth fails on any finding not acknowledged with a reason.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), security_hub.checks())
     return app
 
 
