@@ -6,6 +6,7 @@ Installs from the package index with requirements.lock as constraints (pip's cac
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -97,10 +98,12 @@ def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
     # The library's functions run in the platform's VPC (functions_in_vpc).
     functions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
     assert functions and all("VpcConfig" in f["Properties"] for f in functions)
-    # The bucket, key and subnets come from the platform stack; the callers' grants name the endpoints' ARNs.
+    # The bucket, key and subnets come from the platform stack; the callers' grants name the endpoints' ARNs, and
+    # the callers import only the on-call topic (their alarm's action).
     assert "Fn::ImportValue" in templates["TeamInference"].read_text()
     callers = templates["TeamCallers"].read_text()
-    assert "endpoint/search-prod" in callers and "Fn::ImportValue" not in callers
+    imports = re.findall(r'"Fn::ImportValue": "([^"]+)"', callers)
+    assert "endpoint/search-prod" in callers and imports and all("OnCall" in name for name in imports), imports
     for name, template in templates.items():
         # cfn-lint with AWS's resource schemas: nothing.
         assert [str(m) for m in lint_file(template, config=ManualArgs(regions=["us-east-1"]))] == [], name
