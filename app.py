@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag.
+"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag, AWS Control Tower's
+rules and Security Hub's SageMaker controls.
 
 Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
 picks the spec (default ``triton.yaml``), the build manifest (default
@@ -35,7 +36,7 @@ from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measuremen
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
-from triton_constructs import SynthError  # noqa: E402
+from triton_constructs import SynthError, control_tower, security_hub  # noqa: E402
 
 EXIT_BAD_INPUT = 2
 
@@ -69,7 +70,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
               capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
               endpoints: list[str] | None = None, spec_file: str | None = None,
               pipeline_only: bool = False, pool_manifests: dict[pathlib.Path, Manifest] | None = None) -> cdk.App:
-    """Adds one stage per environment and the cdk-nag AwsSolutions checks to ``app`` (a new one by default).
+    """Adds one stage per environment and the checks (cdk-nag, Control Tower, Security Hub) to ``app``.
 
     ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
     ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
@@ -80,9 +81,14 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     PipelineStack.check(spec)
 
     def make_stage(scope: Construct, name: str) -> TritonStage:
-        return TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
-                           manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
-                           endpoints=endpoints, pool_manifests=pool_manifests)
+        stage = TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
+                            manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
+                            endpoints=endpoints, pool_manifests=pool_manifests)
+        # AWS Control Tower's proactive controls as cfn-guard rules (what a landing zone's hooks refuse at deploy),
+        # on what a stage deploys into the workload accounts; the delivery pipeline's own stack (CDK Pipelines'
+        # generated resources, in the tooling account) is not checked against them.
+        cdk.Validations.of(stage).add_plugins(control_tower.validator())
+        return stage
 
     if pipeline_only and spec.pipeline is None:
         raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
@@ -94,7 +100,9 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
         PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
                       spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage,
                       with_stages=not pipeline_only)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # cdk-nag's AwsSolutions pack and Security Hub's SageMaker controls (and the stages' Control Tower rules,
+    # above): synth fails on any finding not acknowledged with a reason.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), security_hub.checks())
     return app
 
 

@@ -257,6 +257,11 @@ class EndpointSpec(Validated):
     models: tuple[str, ...] = dataclasses.field(metadata=meta(help="the names of the models served here"))
     default_model: Optional[str] = None
     instance_type: str = "ml.g5.xlarge"
+    # Serve AWS's Triton image from this ECR repository of the stage's account and region (a copy under the
+    # same tag), for accounts that allow only their own registries. Defaults to AWS's repository.
+    image_repository: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        pattern=r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*",
+        pattern_help="an ECR repository name such as ml/tritonserver (lowercase letters, digits, . _ - and /)"))
     # The type's facts when this library's instance table lacks it (instances.InstanceFacts).
     instance_facts: Optional[instances.InstanceFacts] = None
     # Instance pools: where SageMaker finds no capacity of instance_type, these in order (priorities 2-5).

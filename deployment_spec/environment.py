@@ -27,6 +27,9 @@ class EnvironmentSpec:
     # Availability Zones (AWS Config rule SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT), unless the
     # endpoint gives single_instance_reason.
     production: bool = False
+    # S3 Object Lock on the model and access-log buckets (AWS Control Tower's CT.S3.PR.9), without a default
+    # retention. Off by default: SageMaker does not need it, and once on it can never be turned off.
+    object_lock: bool = False
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The endpoints as deployed here: the spec's endpoints with this environment's overrides applied.
     endpoints: Mapping[str, EndpointSpec] = dataclasses.field(default_factory=dict, metadata=meta(yaml=False))

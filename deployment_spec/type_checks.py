@@ -32,6 +32,7 @@ _IMPORTS = {
     "ITopic": "sns.Topic.from_topic_arn(self, 'Topic', ARN)",
     "IRole": "iam.Role.from_role_arn(self, 'Role', ARN)",
     "ISubnet": "ec2.Subnet.from_subnet_id(self, 'Subnet', ID)",
+    "IRepository": "ecr.Repository.from_repository_name(self, 'Triton', NAME)",
 }
 
 

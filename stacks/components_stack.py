@@ -13,9 +13,10 @@ from deployment_spec.component_endpoint import component_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
+from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
-from triton_constructs import ModelRepositories, TritonComponentsEndpoint, checks
+from triton_constructs import Alarms, ModelRepositories, TritonComponentsEndpoint, checks
 from triton_constructs.errors import SynthError
 
 
@@ -62,15 +63,18 @@ class ComponentsEndpointStack(cdk.Stack):
                              for m in endpoint.models},
             initial_instances=endpoint.initial_instances, managed_instances=endpoint.instance_bounds,
             variant_name=endpoint.variant_name,
-            rolling_update=endpoint.rolling_update if environment.guardrails else None, alarms=endpoint.alarms,
+            rolling_update=endpoint.rolling_update if environment.guardrails else None,
+            alarms=Alarms.notifying(endpoint.alarms, storage.alarm_topic_into(self)),
             network=network_props(self, endpoint.network),
             # Triton's own default is verbose logging; only throw-away environments keep it.
             container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
             capacity_reservation=endpoint.capacity_reservation,
             fallback_instance_types=endpoint.fallback_instance_types, bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
-            log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
-            startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s)
+            # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
+            log_retention=logs.RetentionDays.ONE_YEAR,
+            startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s,
+            image_repository=image_repository(self, endpoint))
 
         names = [self.endpoint.component_name(m) for m in endpoint.models]
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")

@@ -14,10 +14,11 @@ from deployment_spec.capacity import Measurement, load_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.pool_builds import pool_models
 from stacks.storage_stack import StorageStack
-from triton_constructs import ModelRepositories, TritonSageMakerEndpoint, checks
+from triton_constructs import Alarms, ModelRepositories, TritonSageMakerEndpoint, checks
 
 
 class EndpointStack(cdk.Stack):
@@ -56,15 +57,17 @@ class EndpointStack(cdk.Stack):
             pool_models=pool_models(spec, endpoint, models, pool_manifests or {}) if not multi else None,
             multi_model=multi, endpoint_name=endpoint_name, initial_instances=endpoint.initial_instances,
             variant_name=endpoint.variant_name, scaling=self._scaling(endpoint, capacity or {}),
-            alarms=endpoint.alarms, deployment=endpoint.deployment if environment.guardrails else None,
+            alarms=Alarms.notifying(endpoint.alarms, storage.alarm_topic_into(self)),
+            deployment=endpoint.deployment if environment.guardrails else None,
             network=network_props(self, endpoint.network), model_cache=endpoint.model_cache, data_capture=endpoint.data_capture,
             # Triton's own default is verbose logging; only throw-away environments keep it.
             container=endpoint.container.verbose_unless_set(disposable), observability=endpoint.observability,
             bucket=bucket, encryption_key=key, storage_name=endpoint.name,
             removal_policy=cdk.RemovalPolicy.DESTROY if disposable else cdk.RemovalPolicy.RETAIN,
-            log_retention=logs.RetentionDays.ONE_MONTH if disposable else logs.RetentionDays.ONE_YEAR,
+            # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
+            log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
-            download_timeout_s=endpoint.download_timeout_s)
+            download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint))
 
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]

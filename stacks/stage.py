@@ -51,7 +51,7 @@ class TritonStage(cdk.Stage):
         self.storage = StorageStack(
             self, "Storage", stack_name=f"{prefix}-Storage", termination_protection=protect,
             removal_policy=cdk.RemovalPolicy.DESTROY if environment.removal_policy is RemovalPolicy.DESTROY
-            else cdk.RemovalPolicy.RETAIN)
+            else cdk.RemovalPolicy.RETAIN, object_lock=environment.object_lock)
         self.endpoints: dict[str, EndpointStack | ComponentsEndpointStack] = {}
         for name, endpoint in environment.endpoints.items():
             if endpoints is not None and name not in endpoints:

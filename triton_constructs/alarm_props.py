@@ -22,6 +22,14 @@ class Alarms(SpecAlarms):
 
     topic: Optional[sns.ITopic] = None
 
+    @classmethod
+    def notifying(cls, thresholds: SpecAlarms, topic: Optional[sns.ITopic]) -> SpecAlarms:
+        """The spec's thresholds, notifying ``topic`` unless they ask for an endpoint topic of their own
+        (``sns_topic``) or ``topic`` is None."""
+        if topic is None or thresholds.sns_topic:
+            return thresholds
+        return cls(**{f.name: getattr(thresholds, f.name) for f in dataclasses.fields(SpecAlarms)}, topic=topic)
+
     def problems(self, path: str) -> list[Problem]:
         if self.topic is not None and self.sns_topic:
             return [Problem("topic", "a topic together with sns_topic=True", "one of them",

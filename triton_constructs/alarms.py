@@ -1,7 +1,7 @@
 """Alarms of one endpoint variant, optionally notifying an encrypted SNS topic."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_iam as iam,
@@ -9,7 +9,7 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as act
 from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
-from triton_constructs import triton_promql
+from triton_constructs import control_tower, triton_promql
 from triton_constructs.metrics import EndpointMetrics
 
 
@@ -80,17 +80,27 @@ class EndpointAlarms(Construct):
         self.topic: Optional[sns.ITopic] = topic
         if notify and topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")
-            # CloudWatch publishes to the encrypted topic with this key.
-            key.add_to_resource_policy(iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}))
+            allow_alarms(key)
+            control_tower.deny_grants_for_non_aws_resources(key)
             self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True,
                                    display_name=f"{endpoint_name} alarms")
         if self.topic is not None:
-            for each in self.all:
-                each.add_alarm_action(actions.SnsAction(self.topic))
-                each.add_ok_action(actions.SnsAction(self.topic))
+            notify_topic(self.all, self.topic)
+
+
+def allow_alarms(key: kms.IKey) -> None:
+    """CloudWatch publishes alarms to a topic encrypted with ``key``: it needs the key, for this account only."""
+    key.add_to_resource_policy(iam.PolicyStatement(
+        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+        conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}))
+
+
+def notify_topic(alarms: Sequence[cloudwatch.AlarmBase], topic: sns.ITopic) -> None:
+    """Each alarm notifies ``topic`` on ALARM and on OK: an alarm with an action (CT.CLOUDWATCH.PR.1)."""
+    for each in alarms:
+        each.add_alarm_action(actions.SnsAction(topic))
+        each.add_ok_action(actions.SnsAction(topic))
 
 
 def queue_alarm(scope: Construct, endpoint_name: str, thresholds: Alarms,

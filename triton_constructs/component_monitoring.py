@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import Optional
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_sns as sns
 from constructs import Construct
 
 from deployment_spec.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
 from triton_constructs import triton_promql
 from triton_constructs.dashboard import graph, triton_widgets
-from triton_constructs.alarms import queue_alarm
+from triton_constructs.alarms import notify_topic, queue_alarm
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 
 COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
@@ -49,6 +49,7 @@ class ComponentAlarms(Construct):
         gpus: GPUs one copy reserves (0: no GPU memory alarm).
         endpoint_name: With Triton's metrics published: the endpoint, for the PromQL queue alarm
             (``alarms.queue_alarm``). Defaults to none (no queue alarm).
+        topic: Every alarm notifies it on ALARM and OK (``Alarms.topic``). Defaults to none: no action.
 
     Attributes:
         latency, errors: The alarms that roll a guarded (rolling) update back.
@@ -57,7 +58,7 @@ class ComponentAlarms(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, component_name: str, thresholds: Alarms, gpus: int,
-                 endpoint_name: Optional[str] = None) -> None:
+                 endpoint_name: Optional[str] = None, topic: Optional[sns.ITopic] = None) -> None:
         super().__init__(scope, id_)
 
         def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
@@ -85,6 +86,8 @@ class ComponentAlarms(Construct):
         if endpoint_name is not None:
             self.triton_queue = queue_alarm(self, endpoint_name, t, component_name)
             self.all.append(self.triton_queue)
+        if topic is not None:
+            notify_topic(self.all, topic)
 
 
 class ComponentDashboard(Construct):

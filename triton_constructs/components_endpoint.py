@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
@@ -17,7 +18,7 @@ from deployment_spec.endpoint import Alarms, Container, EndpointSpec, Observabil
 from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from triton_constructs import endpoint_storage, triton_promql
+from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
 from triton_constructs.endpoint_reference import endpoint_arn, with_options
 from triton_constructs.execution_role import TritonExecutionRole
@@ -71,6 +72,7 @@ class TritonComponentsEndpoint(Construct):
         capacity_reservation: As ``TritonSageMakerEndpoint``'s; the managed instance ceiling stays within it.
         fallback_instance_types: Instance pools, as ``TritonSageMakerEndpoint``'s; every component's copies must
             fit each pool's instances as they fit ``instance_type``'s. Defaults to none.
+        image_repository: As ``TritonSageMakerEndpoint``'s: the Triton image from your ECR repository.
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -92,7 +94,8 @@ class TritonComponentsEndpoint(Construct):
                  instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(),
                  capacity_reservation: Optional[CapacityReservation] = None,
-                 fallback_instance_types: Sequence[str] = ()) -> None:
+                 fallback_instance_types: Sequence[str] = (),
+                 image_repository: Optional[ecr.IRepository] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -145,7 +148,7 @@ class TritonComponentsEndpoint(Construct):
             self, bucket, encryption_key, removal_policy, needed=any(a.path is not None for a in models.archives))
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
                               f"{COMPONENT_LOG_GROUPS}{name}-*"])
-        image = TritonImage(self, "Image", version=triton_version)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name,
                                            network.function_placement(self))
         subnet_ids = network.subnet_ids()
@@ -185,6 +188,9 @@ class TritonComponentsEndpoint(Construct):
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None
         self.node.default_child = self.serving.endpoint  # the CfnEndpoint, for escape hatches
+        # Every component's model: the opt-out's reason (NetworkProps requires one).
+        security_hub.acknowledge(self.serving, security_hub.NETWORK_ISOLATION, network.isolation_opt_out_reason or "",
+                                 when=not network.isolation)
         if data.artifacts is not None:
             for component in self.serving.components.values():
                 component.node.add_dependency(data.artifacts)  # the archives must be in place before copies start

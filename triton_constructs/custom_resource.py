@@ -12,7 +12,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
 
-from triton_constructs import checkov
+from triton_constructs import checkov, control_tower
 from triton_constructs.escape_hatch import default_child, find
 from triton_constructs.nag import acknowledge
 from triton_constructs.network import FunctionPlacement
@@ -30,8 +30,11 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
     the role's policy, not only the role: CloudFormation must not invoke it before its permissions exist.
     With ``placement`` it runs in that VPC (``NetworkProps.functions_in_vpc``).
     """
-    log_group = logs.LogGroup(scope, f"{id_prefix}Logs", retention=logs.RetentionDays.ONE_MONTH,
+    # One year: the shortest retention AWS Control Tower's CT.CLOUDWATCH.PR.2 accepts.
+    log_group = logs.LogGroup(scope, f"{id_prefix}Logs", retention=logs.RetentionDays.ONE_YEAR,
                               encryption_key=log_key, removal_policy=cdk.RemovalPolicy.DESTROY)
+    if log_key is not None:
+        control_tower.acknowledge_imported_key(log_group, log_key)
     role = iam.Role(scope, f"{id_prefix}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                     description=role_description)
     role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -44,8 +47,15 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
         vpc=placement.vpc if placement else None, vpc_subnets=placement.subnets if placement else None,
         security_groups=list(placement.security_groups) if placement else None)
     checkov.skip_custom_resource_function(function)
+    if placement is None:
+        control_tower.acknowledge(function, control_tower.LAMBDA_IN_VPC, control_tower.NO_VPC_GIVEN)
     if placement is not None:
         _allow_network_interfaces(role)
+        # Subnets of a VPC in another stack arrive as imports, which the static rule cannot judge.
+        vpc_config = default_child(function, lambda_.CfnFunction).vpc_config
+        control_tower.acknowledge_if_imported(function, vpc_config, control_tower.LAMBDA_IN_VPC, (
+            "runs in the VPC's subnets, whose IDs this template imports (Fn::ImportValue); the rule's static form "
+            "accepts only literal IDs or subnets of the same template, the hook checks the resolved IDs"))
     # Escape hatch: Function depends on its role and the role's policy; the role is already ordered by the
     # Role reference, so keep only the policy (cfn-lint W3005 flags the redundant one).
     policy = find(role, "DefaultPolicy/Resource", iam.CfnPolicy)

@@ -11,6 +11,7 @@ from constructs import Construct
 from deployment_spec import instances
 from deployment_spec.capacity_reservation import PREFERENCE, CapacityReservation
 from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
+from triton_constructs import control_tower, security_hub
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
 
@@ -134,6 +135,8 @@ class TritonEndpoint(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
+        if log_key is not None:
+            control_tower.acknowledge_imported_key(self.log_group, log_key)
         pools = instance_pools(instance_type, fallback_instance_types, pool_model_names or {})
         self.instance_types = (instance_type, *fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -159,6 +162,8 @@ class TritonEndpoint(Construct):
             self, "Config", production_variants=[variant], data_capture_config=capture,
             metrics_config=metrics_config(observability, multi_model),
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
+        security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,
+                                 when=initial_instances < 2)
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
         # the endpoint on a deleted config. Configs cost nothing; README says how to prune them.

@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_kms as kms, aws_s3 as s3
 from constructs import Construct
 
+from triton_constructs import control_tower
 from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ModelStore
@@ -39,10 +40,13 @@ def storage(scope: Construct, bucket: Optional[s3.IBucket], key: Optional[kms.IK
     if bucket is None and needed:
         store = ModelStore(scope, "ModelStore", removal_policy=removal_policy, key=key)
         return store.bucket, store.key
-    key = key or (bucket.encryption_key if bucket is not None else None) or kms.Key(
-        scope, "Key", enable_key_rotation=True, removal_policy=removal_policy,
-        description="Triton endpoint: storage volume, logs and model data")
-    return bucket, key
+    given = key or (bucket.encryption_key if bucket is not None else None)
+    if given is not None:
+        return bucket, given
+    new = kms.Key(scope, "Key", enable_key_rotation=True, removal_policy=removal_policy,
+                  description="Triton endpoint: storage volume, logs and model data")
+    control_tower.deny_grants_for_non_aws_resources(new)
+    return bucket, new
 
 
 def model_data(scope: Construct, models: ModelRepositories, bucket: Optional[s3.IBucket], key: kms.IKey,

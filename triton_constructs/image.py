@@ -1,7 +1,10 @@
 """The SageMaker Triton image of one release, resolved for the stack's region."""
 from __future__ import annotations
 
+from typing import Optional
+
 import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
 from deployment_spec import images, sagemaker_rules, serving_runtimes, triton_images
@@ -22,10 +25,14 @@ class TritonImage(Construct):
         scope: Parent construct.
         id_: Construct ID.
         version: The image tag's release, e.g. ``"25.04"``; must be in the SDK's registry.
+        repository: Serve the image from this ECR repository of yours instead: a copy of AWS's image under the
+            same tag (``docker pull`` the AWS URI, ``docker push`` it here), for accounts whose policy allows
+            only their own registries. Defaults to AWS's ``sagemaker-tritonserver`` repository.
 
     Attributes:
         image_uri: The image URI (a literal, or a token in an environment-agnostic stack).
-        repository_arn: ARN of the ``sagemaker-tritonserver`` repository the URI points into.
+        repository_arn: ARN of the repository the URI points into (AWS's ``sagemaker-tritonserver``, or yours).
+        own_repository: True when the image comes from your repository.
         runtime: The runtimes inside the image (``deployment_spec.serving_runtimes``).
         inference_ami_version: The ``InferenceAmiVersion`` whose driver meets the image's minimum driver
             (the hosts' default driver, 470 on ml.g4dn/g5, is too old for every supported release).
@@ -34,23 +41,28 @@ class TritonImage(Construct):
         PropsError: the version is not in the registry, or the stack's region has no such image.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, version: str) -> None:
+    def __init__(self, scope: Construct, id_: str, *, version: str, repository: Optional[ecr.IRepository] = None) -> None:
         super().__init__(scope, id_)
         stack = cdk.Stack.of(self)
+        own = repository is not None
         raise_problems("Triton image", sagemaker_rules.triton_version_known(version) + (
-            [] if cdk.Token.is_unresolved(stack.region) else sagemaker_rules.image_in_region(version, stack.region)))
+            [] if own or cdk.Token.is_unresolved(stack.region) else sagemaker_rules.image_in_region(version, stack.region)))
         regions = images.regions(version)
-        if cdk.Token.is_unresolved(stack.region):
+        self.own_repository = own
+        if repository is not None:
+            # The same tag as AWS's image, so the runtime facts below hold for the copy too.
+            self.image_uri: str = repository.repository_uri_for_tag(triton_images.TAG_PREFIX[version])
+            self.repository_arn: str = repository.repository_arn
+        elif cdk.Token.is_unresolved(stack.region):
             registry = cdk.CfnMapping(self, "Registry", mapping={
                 region: {"Uri": images.image_uri(version, region), "Account": images.account(version, region)}
                 for region in regions})
-            self.image_uri: str = registry.find_in_map(cdk.Aws.REGION, "Uri")
-            account = registry.find_in_map(cdk.Aws.REGION, "Account")
+            self.image_uri = registry.find_in_map(cdk.Aws.REGION, "Uri")
+            self.repository_arn = self._aws_repository(registry.find_in_map(cdk.Aws.REGION, "Account"))
         else:
             self.image_uri = images.image_uri(version, stack.region)
-            account = images.account(version, stack.region) or ""  # present: image_in_region checked it above
-        self.repository_arn: str = stack.format_arn(
-            service="ecr", account=account, resource="repository", resource_name=triton_images.REPOSITORY)
+            # present: image_in_region checked it above
+            self.repository_arn = self._aws_repository(images.account(version, stack.region) or "")
         self.version = version
         self.runtime = serving_runtimes.runtime(version)
         ami = serving_runtimes.inference_ami(self.runtime)
@@ -59,3 +71,7 @@ class TritonImage(Construct):
         self.inference_ami_reason: str = (
             f"sagemaker-tritonserver:{version} is built on CUDA {self.runtime.cuda}, which needs NVIDIA driver "
             f">= {self.runtime.min_driver}; {ami.name} has driver {ami.driver} (the instances' default AMI has 470)")
+
+    def _aws_repository(self, account: str) -> str:
+        return cdk.Stack.of(self).format_arn(service="ecr", account=account, resource="repository",
+                                             resource_name=triton_images.REPOSITORY)

@@ -29,6 +29,7 @@ from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances,
 from deployment_spec.endpoint import Alarms, Observability
 from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
+from triton_constructs import control_tower, security_hub
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.component_scaling import ComponentScaling
 from triton_constructs.endpoint import instance_pools, metrics_config, reservation_config
@@ -181,6 +182,8 @@ class TritonInferenceComponents(Construct):
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"{ENDPOINT_LOG_GROUPS}{endpoint_name}",
                                        **log_args)
         execution_role.grant_logs(self.log_group)
+        if log_key is not None:
+            control_tower.acknowledge_imported_key(self.log_group, log_key)
         gpu = capacity.gpus > 0
         pools = instance_pools(instance_type, fallback_instance_types)
         variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -197,6 +200,8 @@ class TritonInferenceComponents(Construct):
             self, "Config", production_variants=[variant], execution_role_arn=role.role_arn,
             kms_key_id=volume_key.key_arn if volume_key is not None else None,
             metrics_config=metrics_config(observability, multi_model=False))
+        security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,
+                                 when=initial_instances < 2)
         # Kept when replaced, as TritonEndpoint's: a rolled-back endpoint may still use it.
         _keep_when_replaced(self.config, removal_policy)
         if inference_ami_reason and variant.inference_ami_version:
@@ -216,11 +221,14 @@ class TritonInferenceComponents(Construct):
                                 environment=props.environment, subnet_ids=subnet_ids,
                                 security_group_ids=security_group_ids, network_isolation=network_isolation)
             _keep_when_replaced(model.resource, removal_policy)
-            execution_role.grant_logs(logs.LogGroup(
-                group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args))
+            component_logs = logs.LogGroup(group, "Logs", log_group_name=f"{COMPONENT_LOG_GROUPS}{props.name}", **log_args)
+            execution_role.grant_logs(component_logs)
+            if log_key is not None:
+                control_tower.acknowledge_imported_key(component_logs, log_key)
             triton_metrics = observability.detailed and props.environment.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true"
             alarms = ComponentAlarms(group, "Alarms", component_name=props.name, thresholds=thresholds,
-                                     gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None)
+                                     gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None,
+                                     topic=getattr(thresholds, "topic", None))
             if rolling_update is not None and rolling_update.auto_rollback:
                 rollback += [alarms.errors, alarms.latency]
             component = sagemaker.CfnInferenceComponent(

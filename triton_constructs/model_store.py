@@ -7,7 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3
 from constructs import Construct
 
-from triton_constructs import checkov
+from triton_constructs import checkov, control_tower
 from triton_constructs.access_logs import USE_BUCKET_POLICY, access_log_bucket
 
 
@@ -29,7 +29,10 @@ class ModelStore(Construct):
         log_group_prefix: The names of the log groups the key may encrypt start with this (after
             ``/aws/sagemaker/Endpoints/`` for endpoint logs), e.g. ``Triton-prod-``. Defaults to none:
             CloudWatch Logs may not use the key.
-        key: Encrypts the bucket. Defaults to a new customer-managed key with rotation.
+        key: Encrypts the bucket. Defaults to a new customer-managed key with rotation, whose policy lets
+            AWS services alone create grants (AWS Control Tower's CT.KMS.PR.3).
+        object_lock: Turn S3 Object Lock on for both buckets, without a default retention (CT.S3.PR.9). It
+            can never be turned off again. Defaults to False: SageMaker does not need it.
 
     Attributes:
         bucket: The model bucket.
@@ -38,7 +41,8 @@ class ModelStore(Construct):
     """
 
     def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
-                 access_log_days: int = 365, log_group_prefix: str = "", key: Optional[kms.IKey] = None) -> None:
+                 access_log_days: int = 365, log_group_prefix: str = "", key: Optional[kms.IKey] = None,
+                 object_lock: bool = False) -> None:
         super().__init__(scope, id_)
         # Grant log delivery with a bucket policy, not the legacy LogDeliveryWrite ACL (which needs ACLs
         # enabled); set here so the construct does not depend on the app's cdk.json.
@@ -47,12 +51,14 @@ class ModelStore(Construct):
         self.key: kms.IKey = key or kms.Key(
             self, "Key", description="Triton model tarballs and captured endpoint data", enable_key_rotation=True,
             removal_policy=removal_policy, pending_window=cdk.Duration.days(7) if destroy else None)
+        if key is None:
+            control_tower.deny_grants_for_non_aws_resources(self.key)
         if log_group_prefix:
             allow_logs(self.key, [f"{log_group_prefix}*", f"{ENDPOINT_LOG_GROUPS}{log_group_prefix}*",
                                   f"{COMPONENT_LOG_GROUPS}{log_group_prefix}*"])
         self.access_logs = access_log_bucket(self, "AccessLogs", logged="the model bucket",
                                              removal_policy=removal_policy, auto_delete_objects=destroy,
-                                             retention_days=access_log_days)
+                                             retention_days=access_log_days, object_lock=object_lock)
         self.bucket = s3.Bucket(
             self, "Bucket", encryption=s3.BucketEncryption.KMS, encryption_key=self.key, bucket_key_enabled=True,
             versioned=True, enforce_ssl=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -60,7 +66,8 @@ class ModelStore(Construct):
             server_access_logs_bucket=self.access_logs, server_access_logs_prefix="model-bucket/",
             lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=cdk.Duration.days(90),
                                               abort_incomplete_multipart_upload_after=cdk.Duration.days(7))],
-            removal_policy=removal_policy, auto_delete_objects=destroy)
+            removal_policy=removal_policy, auto_delete_objects=destroy, object_lock_enabled=object_lock or None)
+        control_tower.bucket_events(self.bucket, object_lock)
         if destroy:
             # Escape hatch: CDK's auto-delete provider handler names its role both by reference and in
             # DependsOn (cfn-lint W3005); the reference alone orders them.
@@ -72,6 +79,9 @@ class ModelStore(Construct):
                           "stack is deleted; invoked once by CloudFormation")
                 checkov.skip(handler, "CKV_AWS_115", reason + ", so it needs no concurrency limit")
                 checkov.skip_custom_resource_function(handler)
+                control_tower.acknowledge(handler, control_tower.LAMBDA_IN_VPC, reason + "; CDK gives it no VPC "
+                                          "setting, so a stage in an account with this control uses removal_policy: "
+                                          "retain")
 
     @staticmethod
     def model_prefix(endpoint_name: str) -> str:

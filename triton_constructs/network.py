@@ -48,8 +48,10 @@ class NetworkProps:
             no network.
         isolation_opt_out_reason: Why the container needs the network; required with ``isolation=False``.
         functions_in_vpc: Run the library's own Lambda functions (the model copy, the scaling handover) in
-            ``vpc`` too, in the same subnets (an organisation rule may require every function in a VPC).
-            Without a NAT the VPC then needs ``FUNCTION_ENDPOINTS``. Defaults to False: Lambda's network.
+            ``vpc`` too, in the same subnets (AWS Control Tower's CT.LAMBDA.PR.3 requires every function in a
+            VPC). Without a NAT the VPC then needs ``FUNCTION_ENDPOINTS``. Defaults to None: in ``vpc`` when one
+            is given (unless its public subnets are chosen), else Lambda's network; False keeps them on Lambda's
+            network beside a VPC.
         function_security_groups: The functions' security groups. Defaults to one new group with no
             inbound rule and outbound HTTPS (443) only.
     """
@@ -60,7 +62,7 @@ class NetworkProps:
     security_groups: Sequence[ec2.ISecurityGroup] = ()
     isolation: bool = True
     isolation_opt_out_reason: Optional[str] = None
-    functions_in_vpc: bool = False
+    functions_in_vpc: Optional[bool] = None
     function_security_groups: Sequence[ec2.ISecurityGroup] = ()
 
     def __post_init__(self) -> None:
@@ -77,7 +79,7 @@ class NetworkProps:
             problems.append(Problem("functions_in_vpc", "a function placement without a vpc",
                                     "functions_in_vpc and function_security_groups together with vpc",
                                     "pass vpc=, or leave the functions on Lambda's network"))
-        if self.function_security_groups and not self.functions_in_vpc:
+        if self.function_security_groups and self.functions_in_vpc is False:
             problems.append(Problem("function_security_groups", f"{len(self.function_security_groups)} groups "
                                     "with functions_in_vpc=False", "groups only for functions in the VPC",
                                     "set functions_in_vpc=True, or remove them"))
@@ -134,7 +136,9 @@ class NetworkProps:
     def function_placement(self, scope: Construct) -> Optional[FunctionPlacement]:
         """Where the library's functions run: None (Lambda's network), or the VPC's chosen subnets with
         your groups or one new ``FunctionSecurityGroup`` (no inbound; outbound HTTPS only)."""
-        if not self.functions_in_vpc or self.vpc is None:
+        # By default not into public subnets (chosen with a reason): Lambda gives a function there no internet.
+        if self.functions_in_vpc is False or self.vpc is None or (self.functions_in_vpc is None
+                                                                 and self.public_subnets_reason):
             return None
         groups = tuple(self.function_security_groups)
         if not groups:

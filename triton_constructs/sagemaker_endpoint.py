@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_ecr as ecr, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec import instances, network_rules, sagemaker_rules
@@ -17,7 +17,7 @@ from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs import endpoint_storage, triton_promql
+from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
 from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
@@ -95,6 +95,10 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         pool_models: A build of the same models per fallback pool whose GPU the endpoint's TensorRT plans do not
             run on (key: the pool's instance type): that pool serves it (``ModelNameOverride``). Defaults to none:
             every pool serves ``models``.
+        image_repository: Pull the Triton image from this ECR repository of yours, under AWS's tag for
+            ``triton_version`` (copy it there first): for accounts that allow only their own registries. Still an
+            ECR pull (``RepositoryAccessMode: Platform``), so Security Hub's SageMaker.16 stays acknowledged.
+            Defaults to AWS's ``sagemaker-tritonserver`` repository.
 
     Attributes:
         models: What it serves.
@@ -119,7 +123,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  download_timeout_s: int = 600, instance_facts: Optional[instances.InstanceFacts] = None,
                  observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
                  capacity_reservation: Optional[CapacityReservation] = None,
-                 pool_models: Optional[Mapping[str, ModelRepositories]] = None) -> None:
+                 pool_models: Optional[Mapping[str, ModelRepositories]] = None,
+                 image_repository: Optional[ecr.IRepository] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -171,7 +176,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         self.bucket, self.key = endpoint_storage.storage(self, bucket, encryption_key, removal_policy,
                                                          needed=bool(local) or data_capture is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
-        image = TritonImage(self, "Image", version=triton_version)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         placement = network.function_placement(self)
         data = endpoint_storage.model_data(self, with_pool_archives(models, pool_models), self.bucket, self.key,
                                            storage_name, placement)
@@ -200,8 +205,10 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                 environment=container_environment(container, multi_model=False, default_model=own.served_default()),
                 subnet_ids=subnet_ids, security_group_ids=security_group_ids, network_isolation=network.isolation,
                 removal_policy=kept)
-        if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
-            for model in (self.model, *self.pool_models.values()):
+        for model in (self.model, *self.pool_models.values()):
+            security_hub.acknowledge(model, security_hub.NETWORK_ISOLATION, network.isolation_opt_out_reason or "",
+                                     when=not network.isolation)
+            if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
                 model.node.add_dependency(data.artifacts)
 
         itype = instances.lookup(instance_type, instance_facts)

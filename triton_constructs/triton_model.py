@@ -7,6 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
 from constructs import Construct
 
+from triton_constructs import security_hub
 from triton_constructs.image import TritonImage
 
 class TritonModel(Construct):
@@ -71,3 +72,5 @@ class TritonModel(Construct):
         policy = role.node.try_find_child("DefaultPolicy")
         self.resource.node.add_dependency(policy if policy is not None else role)
         self.model_name: str = self.resource.attr_model_name
+        security_hub.acknowledge(self.resource, security_hub.PRIVATE_REGISTRY,
+                                 security_hub.OWN_ECR_IMAGE if image.own_repository else security_hub.AWS_IMAGE)

@@ -21,14 +21,15 @@ from __future__ import annotations
 import pathlib
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam, aws_kms as kms
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as cw_actions, aws_ec2 as ec2
+from aws_cdk import aws_iam as iam, aws_kms as kms
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3, aws_sns as sns
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct, IConstruct
 
 from triton_constructs import (Alarms, ComponentSpec, CopyScaling, Deployment, ModelArchive, ModelRepositories,
                                NetworkProps, Scaling, ScheduledCopies, ScheduledScaling, TritonComponentsEndpoint,
-                               TritonSageMakerEndpoint)
+                               TritonSageMakerEndpoint, control_tower, security_hub)
 
 HERE = pathlib.Path(__file__).resolve().parent
 CALLER_CODE = """
@@ -58,6 +59,7 @@ class TeamPlatform(cdk.Stack):
     def __init__(self, scope: Construct, id_: str, **kwargs) -> None:
         super().__init__(scope, id_, **kwargs)
         self.key = kms.Key(self, "TeamKey", enable_key_rotation=True, description="The team's data key")
+        control_tower.deny_grants_for_non_aws_resources(self.key)  # CT.KMS.PR.3
         self.vpc = ec2.Vpc(self, "Vpc", max_azs=2, nat_gateways=0, subnet_configuration=[
             ec2.SubnetConfiguration(name="private", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)})
@@ -69,15 +71,23 @@ class TeamPlatform(cdk.Stack):
                 id="AwsSolutions-EC23", reason="HTTPS from the VPC's own CIDR block only (CDK's endpoint default)"))
         self.access_logs = s3.Bucket(self, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
                                      versioned=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                                     object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED)
+                                     object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                                     lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(365))])
         cdk.Validations.of(self.access_logs).acknowledge(cdk.Acknowledgment(
             id="AwsSolutions-S1", reason="The access-log bucket itself; logging it would loop."))
         skip_checkov(self.access_logs,
                      ("CKV_AWS_18", "The access-log bucket itself; logging its own access would loop."))
+        control_tower.acknowledge(self.access_logs, control_tower.BUCKET_LOGGING, "the access-log bucket itself")
+        control_tower.acknowledge(self.access_logs, control_tower.BUCKET_SSE_KMS,
+                                  "S3 delivers server access logs only to an SSE-S3 bucket")
         self.vpc.add_flow_log("FlowLogs", destination=ec2.FlowLogDestination.to_s3(self.access_logs, "vpc-flow-logs/"))
         self.models = s3.Bucket(self, "Models", encryption_key=self.key, enforce_ssl=True, versioned=True,
                                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                                server_access_logs_bucket=self.access_logs)
+                                server_access_logs_bucket=self.access_logs,
+                                # Old versions go after 90 days (CT.S3.PR.3 and PR.6: versioning with a lifecycle).
+                                lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=cdk.Duration.days(90))])
+        for bucket in (self.access_logs, self.models):
+            control_tower.bucket_events(bucket, object_lock=False)  # CT.S3.PR.4; CT.S3.PR.9 acknowledged
         self.on_call = sns.Topic(self, "OnCall", master_key=self.key, enforce_ssl=True, display_name="ML on-call")
         # CloudWatch publishes the endpoints' alarms to the encrypted topic with the team's key.
         self.key.add_to_resource_policy(iam.PolicyStatement(
@@ -93,7 +103,7 @@ class TeamInference(cdk.Stack):
                  **kwargs) -> None:
         super().__init__(scope, id_, **kwargs)
         network = NetworkProps(vpc=platform.vpc, functions_in_vpc=True)
-        alarms = Alarms(topic=platform.on_call)
+        alarms = Alarms(topic=platform.on_call)  # every endpoint alarm has an action (CT.CLOUDWATCH.PR.1)
         # 1. A single-model endpoint from `tritonsm build`: the ensemble (tokenizer + BERT), in the VPC.
         self.classifier = TritonSageMakerEndpoint(
             self, "Classifier", models=ModelRepositories.from_manifest(manifest, ["text-classifier"]),
@@ -122,13 +132,15 @@ class TeamInference(cdk.Stack):
             models=ModelRepositories.from_manifest(manifest, ["resnet50", "text-classifier"]),
             components={"resnet50": ComponentSpec(copies=2, scaling=CopyScaling(
                 min_copies=1, max_copies=3, concurrent_requests_per_copy=4,
-                schedules=(ScheduledCopies(name="nights", schedule="cron(0 22 ? * * *)", max_copies=1),)))})
+                schedules=(ScheduledCopies(name="nights", schedule="cron(0 22 ? * * *)", max_copies=1),)))},
+            alarms=alarms)
 
 
 class TeamCallers(cdk.Stack):
     """The application: a function that calls the endpoints, and an alarm on one deployed elsewhere."""
 
-    def __init__(self, scope: Construct, id_: str, *, inference: TeamInference, **kwargs) -> None:
+    def __init__(self, scope: Construct, id_: str, *, inference: TeamInference, on_call: sns.ITopic,
+                 **kwargs) -> None:
         super().__init__(scope, id_, **kwargs)
         caller = self._caller()
         for endpoint in (inference.classifier, inference.vision, inference.shared):
@@ -137,14 +149,15 @@ class TeamCallers(cdk.Stack):
         # An endpoint another team deployed: the same grant and metrics, by name.
         search = TritonSageMakerEndpoint.from_endpoint_name(self, "Search", "search-prod")
         search.grant_invoke(caller)
-        cloudwatch.Alarm(self, "SearchLatency", threshold=250_000, evaluation_periods=3,
-                         metric=search.metric_model_latency(cloudwatch.MetricOptions(
-                             statistic="p99", period=cdk.Duration.minutes(5))),
-                         alarm_description="search-prod p99 model latency at or above 250 ms")
+        latency = cloudwatch.Alarm(self, "SearchLatency", threshold=250_000, evaluation_periods=3,
+                                   metric=search.metric_model_latency(cloudwatch.MetricOptions(
+                                       statistic="p99", period=cdk.Duration.minutes(5))),
+                                   alarm_description="search-prod p99 model latency at or above 250 ms")
+        latency.add_alarm_action(cw_actions.SnsAction(on_call))  # CT.CLOUDWATCH.PR.1
 
     def _caller(self) -> lambda_.Function:
         """The team's function, with its own role and log group."""
-        log_group = logs.LogGroup(self, "CallerLogs", retention=logs.RetentionDays.ONE_MONTH)
+        log_group = logs.LogGroup(self, "CallerLogs", retention=logs.RetentionDays.ONE_YEAR)  # CT.CLOUDWATCH.PR.2
         role = iam.Role(self, "CallerRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                                                resources=[log_group.log_group_arn]))
@@ -159,7 +172,13 @@ class TeamCallers(cdk.Stack):
         policy = cfn(role.node.find_child("DefaultPolicy"))
         cfn(function).add_override("DependsOn", [cdk.Stack.of(self).get_logical_id(policy)])
         skip_checkov(log_group, ("CKV_AWS_158", (
-            "The function's own log, kept a month with CloudWatch Logs' default encryption; it holds no payloads")))
+            "The function's own log, kept a year with CloudWatch Logs' default encryption; it holds no payloads")))
+        # The team's own choices for its own function, where an account enables these controls: a VPC with a
+        # sagemaker.runtime interface endpoint, and a key of its own for the log.
+        control_tower.acknowledge(function, control_tower.LAMBDA_IN_VPC,
+                                  "calls the SageMaker runtime over the internet; no VPC needed for that")
+        control_tower.acknowledge(log_group, control_tower.LOG_ENCRYPTED,
+                                  "CloudWatch Logs' default encryption; the log holds no payloads")
         return function
 
 
@@ -170,6 +189,7 @@ inference = TeamInference(
     app, "TeamInference", platform=platform,
     manifest=app.node.try_get_context("manifest") or str(HERE.parents[1] / "assets" / "manifest.json"),
     archive_bucket=app.node.try_get_context("archive_bucket") or "team-model-archive")
-TeamCallers(app, "TeamCallers", inference=inference)
-cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+TeamCallers(app, "TeamCallers", inference=inference, on_call=platform.on_call)
+# cdk-nag, AWS Control Tower's proactive controls (cfn-guard rules) and Security Hub's SageMaker controls.
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), control_tower.validator(), security_hub.checks())
 app.synth()

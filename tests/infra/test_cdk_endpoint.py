@@ -122,8 +122,8 @@ def test_guarded_role_may_read_its_rollback_alarms(default_synth):
 
 def test_endpoint_log_group_retention_per_environment(default_synth):
     # Kept on update and delete, but removed when a first create rolls back: the fixed name would make
-    # the retry fail with "already exists".
-    for environment, days, policy, on_replace in (("dev", 30, "Delete", "Delete"),
+    # the retry fail with "already exists". A year everywhere: AWS Control Tower's CT.CLOUDWATCH.PR.2 minimum.
+    for environment, days, policy, on_replace in (("dev", 365, "Delete", "Delete"),
                                                   ("prod", 365, "RetainExceptOnCreate", "Retain")):
         template = default_synth.template(environment, "classifier")
         template.has_resource("AWS::Logs::LogGroup", {

@@ -72,6 +72,21 @@ def test_dev_destroys_buckets_with_their_objects(default_synth):
 
 def test_exports_are_named_for_the_endpoint_stacks(default_synth):
     outputs = default_synth.template("staging").find_outputs("*")
-    # The endpoint stacks import the bucket and key by these fixed names.
+    # The endpoint stacks import the alarm topic, bucket and key by these fixed names.
     assert sorted(o["Export"]["Name"] for o in outputs.values()) == [
-        "Triton-staging-Storage-BucketArn", "Triton-staging-Storage-BucketName", "Triton-staging-Storage-KeyArn"]
+        "Triton-staging-Storage-AlarmTopicArn", "Triton-staging-Storage-BucketArn", "Triton-staging-Storage-BucketName",
+        "Triton-staging-Storage-KeyArn"]
+
+
+def test_every_endpoint_alarm_notifies_the_stage_topic(default_synth):
+    storage = default_synth.template("staging")
+    key_id = storage.get_resource_id("AWS::KMS::Key")
+    # The stage's topic, encrypted with the stage key (CloudWatch may use it: the key policy says so).
+    storage.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}})
+    storage.has_resource_properties("AWS::KMS::Key", {"KeyPolicy": {"Statement": Match.array_with([Match.object_like(
+        {"Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": ["kms:Decrypt", "kms:GenerateDataKey*"]})])}})
+    # Every alarm of an endpoint stack notifies it on ALARM and OK (AWS Control Tower's CT.CLOUDWATCH.PR.1).
+    topic = {"Fn::ImportValue": "Triton-staging-Storage-AlarmTopicArn"}
+    alarms = default_synth.template("staging", "classifier").find_resources("AWS::CloudWatch::Alarm")
+    assert alarms and all(a["Properties"]["AlarmActions"] == [topic] and a["Properties"]["OKActions"] == [topic]
+                          for a in alarms.values())

@@ -10,9 +10,10 @@ import subprocess
 import pytest
 
 from synth_helpers import ROOT
+from triton_constructs import security_hub as hub
 
 CHECKOV = ROOT / ".venv" / "bin" / "checkov"
-MODEL, CONFIG = "AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"
+MODEL, CONFIG = hub.MODEL, hub.ENDPOINT_CONFIG
 
 
 def _templates(*synths) -> list[pathlib.Path]:
@@ -77,25 +78,13 @@ def test_every_skip_names_its_reason(default_synth, example_synths, variety_synt
 
 
 def _config_rule_findings(resources: dict[str, dict], production: bool) -> tuple[list[str], int]:
-    """What the AWS Config managed rules a Security Hub / Config conformance pack applies to these resources
-    would flag (``<rule> <logical ID>``), and how many resources they judged: SAGEMAKER_MODEL_ISOLATION_ENABLED,
-    SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED and, for production, SAGEMAKER_ENDPOINT_CONFIG_PROD_
-    INSTANCE_COUNT (InitialInstanceCount > 1) (https://docs.aws.amazon.com/config/latest/developerguide/
-    managed-rules-by-aws-config.html)."""
-    found, judged = [], 0
-    for logical_id, resource in resources.items():
-        properties = resource.get("Properties", {})
-        if resource["Type"] == MODEL:
-            judged += 1
-            if properties.get("EnableNetworkIsolation") is not True:
-                found.append(f"SAGEMAKER_MODEL_ISOLATION_ENABLED {logical_id}")
-        if resource["Type"] == CONFIG:
-            judged += 1
-            if "KmsKeyId" not in properties:
-                found.append(f"SAGEMAKER_ENDPOINT_CONFIGURATION_KMS_KEY_CONFIGURED {logical_id}")
-            if production and any(v["InitialInstanceCount"] <= 1 for v in properties["ProductionVariants"]):
-                found.append(f"SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT {logical_id}")
-    return found, judged
+    """What the AWS Config managed rules behind Security Hub's SageMaker controls would flag here (``<rule>
+    <logical ID>``) and how many resources they judged: model isolation and the endpoint config's KMS key
+    everywhere, the instance count in production (triton_constructs.security_hub holds each rule's logic)."""
+    controls = (hub.NETWORK_ISOLATION, hub.VOLUME_KEY) + ((hub.INSTANCE_COUNT,) if production else ())
+    found, _ = hub.evaluate({"Resources": resources}, controls)
+    judged = sum(r["Type"] in (MODEL, CONFIG) for r in resources.values())
+    return [f"{control.config_rule} {logical_id}" for control, logical_id in found], judged
 
 
 def test_aws_config_sagemaker_rules_hold(default_synth, example_synths):
@@ -118,4 +107,4 @@ def test_aws_config_rules_report_a_planted_single_instance_production_config(def
     [(config_id, config)] = [(k, r) for k, r in resources.items() if r["Type"] == CONFIG]
     config["Properties"]["ProductionVariants"][0]["InitialInstanceCount"] = 1
     assert _config_rule_findings(resources, production=True) == (
-        [f"SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT {config_id}"], 2)
+        [f"sagemaker-endpoint-config-prod-instance-count {config_id}"], 2)

@@ -6,6 +6,7 @@ Installs from the package index with requirements.lock as constraints (pip's cac
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -45,9 +46,9 @@ def installed(module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
     created = _run([sys.executable, "-m", "venv", venv])
     assert created.returncode == 0, created.stderr
     python = venv / "bin" / "python"
-    # The user's app needs the library and, as its own choice, cdk-nag.
+    # The user's app needs the library and, as its own choices, cdk-nag and the Control Tower rules.
     done = _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", ROOT / "requirements.lock",
-                 wheel, "cdk-nag"])
+                 wheel, "cdk-nag", "cdklabs-cdk-validator-cfnguard"])
     assert done.returncode == 0, done.stderr[-3000:]
     return python, wheel
 
@@ -80,8 +81,13 @@ def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
            "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "cdk.out"), "JSII_NODE": str(NODE)}
     # Run from the example's folder, so nothing of this checkout is importable but the installed wheel.
     done = _run([python, "app.py"], cwd=EXAMPLE, env=env)
-    # app.synth() with the cdk-nag plugin registered fails on any unacknowledged finding, and on a cycle.
+    # app.synth() with the cdk-nag, Control Tower and Security Hub plugins registered fails on any unacknowledged
+    # finding, and on a cycle.
     assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
+    # The Control Tower and Security Hub plugins ran and found nothing unacknowledged (cdk-nag reports apart).
+    assert {(r["pluginName"], r["conclusion"]) for r in report["pluginReports"]} == {
+        ("cdk-validator-cfnguard", "success"), ("triton-security-hub", "success")}, report
     templates = {name: tmp_path / "cdk.out" / f"{name}.template.json"
                  for name in ("TeamPlatform", "TeamInference", "TeamCallers")}
     resources = json.loads(templates["TeamInference"].read_text())["Resources"]
@@ -100,10 +106,12 @@ def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):
     # The library's functions run in the platform's VPC (functions_in_vpc).
     functions = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
     assert functions and all("VpcConfig" in f["Properties"] for f in functions)
-    # The bucket, key and subnets come from the platform stack; the callers' grants name the endpoints' ARNs.
+    # The bucket, key and subnets come from the platform stack; the callers' grants name the endpoints' ARNs, and
+    # the callers import only the on-call topic (their alarm's action).
     assert "Fn::ImportValue" in templates["TeamInference"].read_text()
     callers = templates["TeamCallers"].read_text()
-    assert "endpoint/search-prod" in callers and "Fn::ImportValue" not in callers
+    imports = re.findall(r'"Fn::ImportValue": "([^"]+)"', callers)
+    assert "endpoint/search-prod" in callers and imports and all("OnCall" in name for name in imports), imports
     for name, template in templates.items():
         # cfn-lint with AWS's resource schemas: nothing.
         assert [str(m) for m in lint_file(template, config=ManualArgs(regions=["us-east-1"]))] == [], name

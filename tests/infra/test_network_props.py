@@ -56,10 +56,10 @@ def test_private_subnets_are_chosen_over_public_ones(tmp_path):
     assert chosen == [stack.resolve(s.subnet_id) for s in vpc.isolated_subnets]
 
 
-def test_the_library_s_functions_run_in_the_vpc_when_asked(tmp_path):
+def test_the_library_s_functions_run_in_the_vpc_by_default(tmp_path):
+    # No functions_in_vpc: a VPC given is where they run (AWS Control Tower's CT.LAMBDA.PR.3).
     stack = user_stack()
-    _endpoint(tmp_path, stack, NetworkProps(vpc=_private(stack), functions_in_vpc=True),
-              scaling=Scaling(max_instances=2))
+    _endpoint(tmp_path, stack, NetworkProps(vpc=_private(stack)), scaling=Scaling(max_instances=2))
     template = Template.from_stack(stack)
     functions = template.find_resources("AWS::Lambda::Function")
     assert len(functions) == 2  # the model copy and the scaling handover
@@ -70,6 +70,18 @@ def test_the_library_s_functions_run_in_the_vpc_when_asked(tmp_path):
         "SecurityGroupEgress": [Match.object_like({"FromPort": 443, "ToPort": 443, "IpProtocol": "tcp"})]})
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
         Match.object_like({"Action": Match.array_with(["ec2:CreateNetworkInterface"]), "Resource": "*"})])}})
+
+
+def test_functions_stay_on_lambda_s_network_when_asked(tmp_path):
+    # functions_in_vpc=False beside a VPC: no VpcConfig, and the Control Tower finding is acknowledged as a choice.
+    stack = user_stack()
+    endpoint = _endpoint(tmp_path, stack, NetworkProps(vpc=_private(stack), functions_in_vpc=False),
+                         scaling=Scaling(max_instances=2))
+    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+    assert len(functions) == 2 and not any("VpcConfig" in f["Properties"] for f in functions.values())
+    acknowledged = [str(entry.data) for c in endpoint.node.find_all() for entry in c.node.metadata
+                    if "lambda_inside_vpc_check" in str(entry.data)]
+    assert len(acknowledged) == 2, acknowledged
 
 
 def test_functions_in_a_vpc_need_a_vpc():
