@@ -188,9 +188,11 @@ def choose(model_name: str, runtime: ServingRuntime, runtime_label: str, verdict
     raise BuildError(
         f"model {model_name}: no graph of it serves the eager PyTorch answers in {runtime_label} (the runtime "
         f"of Triton {runtime.triton_version}; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): {details}. If "
-        "even the graph as exported differs, the export froze a data-dependent branch or a shape: check the "
-        f"recipe's forward(); else pick a triton_version whose runtime runs it, or raise models.{model_name}."
-        "tolerance if that error is acceptable")
+        "even the graph as exported differs, the export froze a data-dependent branch or a shape: serve the "
+        f"model with models.{model_name}.backend: pytorch (the build traces it with torch.jit.trace and checks "
+        "the trace on the same serving cases; a model that does not trace is refused there with the tracer's "
+        "error), or change the recipe's forward(); else pick a triton_version whose runtime runs it. Raise "
+        f"models.{model_name}.tolerance only if you accept the measured difference as the model's answer")
 
 
 def record(runtime: ServingRuntime, package: str, version: str, device: str, shipped: Optional[Verdict],
