@@ -189,9 +189,10 @@ def unexpected(name: str, step: str, exc: Exception) -> str:
     """One model's failure from an error nothing anticipated (a library's IndexError, a recipe's AttributeError)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     first = lines[0] if lines else "(no message)"
-    return (f"model {name}: step \"{step}\" raised {type(exc).__name__}: {first}; the spec is not at fault: rerun "
-            f"`tritonsm build --model {name}` to see it alone, and report it with the build log if it persists "
-            "(the other models were built)")
+    return (f"model {name}: step \"{step}\" failed with {type(exc).__name__}: {first}; no check of the build "
+            "anticipated it: make sure the model loads and runs in PyTorch as given (its recipe, its weights "
+            f"directory's config.json), rerun `tritonsm build --model {name}` to see it alone, and report it with "
+            "the build log if it persists; the other models build regardless")
 
 
 def _check_memory(spec: Spec, to_build: list[ModelSpec], toolchain: Callable, log: Callable[[str], None]) -> None:

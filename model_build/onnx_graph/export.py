@@ -51,10 +51,12 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
     """
     import onnx
 
-    fallback = ""
+    fallback, first = "", None
     try:
         _export(made, graph, dynamo=True, optimize=optimize)
-    except Exception as first:  # the exporters raise many types; each becomes one clear message
+    except Exception as exc:  # the exporters raise many types; each becomes one clear message
+        first = exc
+    if first is not None:  # outside the handler: the second error's context is not the first one
         _remove(graph)
         try:
             _export(made, graph, dynamo=False, optimize=optimize)
@@ -114,9 +116,10 @@ def _explain(name: str, dynamo_error: BaseException, torchscript_error: BaseExce
                         f"opset {OPSET}; replace it with supported torch ops, register a translation "
                         "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
     return (f"model {name}: torch.onnx.export failed with both exporters: the torch.export-based one "
-            f"({_cause(dynamo_error)}) and the TorchScript-based one ({_cause(torchscript_error)}); serve the model "
-            "with backend: pytorch (a TorchScript trace) if it traces, or change its forward() so torch.export "
-            "takes it")
+            f"({_cause(dynamo_error)}) and the TorchScript-based one ({_cause(torchscript_error)}); change its "
+            "forward() so one of them takes it, or serve the model with backend: pytorch if torch.jit.trace takes "
+            "it (the TorchScript-based exporter traces it the same way before converting: its error says which "
+            "failed)")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -136,6 +139,12 @@ def _cause(exc: BaseException) -> str:
     first = lines[0] if lines else "(no message)"
     if first.endswith(":") and len(lines) > 1:  # a heading: the first item says what went wrong
         first = f"{first} {lines[1]}"
+    # A printed tensor breaks the sentence over lines ("output 1 (1\n 1\n[ CPULongType{2} ]) of traced region
+    # did not ..."): its lines join until the brackets close.
+    for line in lines[1:12]:
+        if first.count("(") + first.count("[") <= first.count(")") + first.count("]"):
+            break
+        first = f"{first} {line}"
     return f"{type(cause).__name__}: {first}"
 
 
@@ -147,7 +156,8 @@ def _quiet():
     for lg in loggers:
         lg.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:

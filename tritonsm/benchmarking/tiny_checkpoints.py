@@ -1,0 +1,99 @@
+"""Tiny random checkpoints of any transformers architecture, made offline from its own config class.
+
+The architecture's default config (``AutoConfig.for_model``) is made again with its documented size
+fields shrunk (layers, widths, heads, vocabulary, image size), so every field the config derives
+from them (``layer_types``, ``head_dim`` ...) stays consistent; the model class the Auto mapping
+names is instantiated from it with random weights (seed 0) and saved with ``save_pretrained``.
+Nothing is downloaded. Used by benchmarks/hf_coverage.py and the architecture tests.
+"""
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+LAYERS = 2
+WIDTH = 32          # hidden width: 2 heads of 16
+HEADS = 2
+HEAD_DIM = WIDTH // HEADS
+FFN = 64
+VOCABULARY = 1024
+IMAGE = 64          # pixels: divisible by the patch sizes (4, 8, 14 are padded; 16, 32 divide)
+NUM_LABELS = 3
+SEED = 0
+
+# field -> tiny value, for the size fields configs document (the same fact under each family's name)
+SCALARS = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers", "decoder_layers",
+                     "num_encoder_layers", "num_decoder_layers"), LAYERS),
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size", "d_embed",
+                     "word_embed_proj_dim", "projection_dim"), WIDTH),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
+                     "decoder_attention_heads", "num_key_value_heads"), HEADS),
+    **dict.fromkeys(("head_dim", "d_head", "d_kv", "attention_head_size"), HEAD_DIM),
+    **dict.fromkeys(("intermediate_size", "d_ff", "d_inner", "n_inner", "ffn_dim", "encoder_ffn_dim",
+                     "decoder_ffn_dim", "hidden_dim"), FFN),
+    "vocab_size": VOCABULARY,
+    "image_size": IMAGE,
+}
+# list fields, one entry per stage: tiny values keep the number of stages
+LISTS = {
+    "depths": lambda i, v: 1, "num_heads": lambda i, v: 1, "num_attention_heads": lambda i, v: 1,
+    "hidden_sizes": lambda i, v: 8 * (i + 1), "embed_dim": lambda i, v: 8 * (i + 1),
+    "embed_dims": lambda i, v: 8 * (i + 1), "neck_hidden_sizes": lambda i, v: 8 * (i + 1),
+}
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id", "unk_token_id",
+             "mask_token_id", "decoder_start_token_id")
+
+
+class NotInstantiable(Exception):
+    """The architecture does not instantiate offline from its config; the message says why."""
+
+
+def shrunk_config(model_type: str) -> Any:
+    """The architecture's config with its size fields made tiny, ``num_labels`` 3 and a pad token."""
+    from transformers import AutoConfig
+
+    try:
+        default = AutoConfig.for_model(model_type)
+    except Exception as exc:  # configs raise what they like; the caller reports it
+        raise NotInstantiable(f"{model_type}: its config does not construct: {_first(exc)}") from None
+    sizes = {}
+    for name, value in vars(default).items():
+        if name in SCALARS and isinstance(value, int) and not isinstance(value, bool) and value > SCALARS[name]:
+            sizes[name] = SCALARS[name]
+        elif name in LISTS and isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+            sizes[name] = [min(v, LISTS[name](i, v)) for i, v in enumerate(value)]
+    for name in TOKEN_IDS:  # ids past the shrunk vocabulary would index outside the embedding table
+        value = getattr(default, name, None)
+        if isinstance(value, int) and value >= VOCABULARY:
+            sizes[name] = TOKEN_IDS.index(name) + 1
+    # A classifier batches rows of different lengths only with a pad token (decoders have none by default).
+    if getattr(default, "pad_token_id", None) is None:
+        sizes["pad_token_id"] = 0
+    try:
+        return AutoConfig.for_model(model_type, **sizes, num_labels=NUM_LABELS)
+    except Exception as exc:
+        raise NotInstantiable(f"{model_type}: its config refuses the tiny sizes {sizes}: {_first(exc)}") from None
+
+
+def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
+    """Saves a tiny random ``class_name`` checkpoint into ``folder``; returns its parameter count as text."""
+    import torch
+    import transformers
+
+    config = shrunk_config(model_type)
+    model_class = getattr(transformers, class_name, None)
+    if model_class is None:
+        raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
+    torch.manual_seed(SEED)
+    try:
+        net = model_class(config)
+        net.save_pretrained(folder)
+    except Exception as exc:
+        raise NotInstantiable(f"{model_type}: {class_name}(config) fails: {_first(exc)}") from None
+    return f"{sum(p.numel() for p in net.parameters()):,} parameters"
+
+
+def _first(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
