@@ -44,17 +44,18 @@ BIN = pathlib.Path(sys.executable).parent
 
 
 def architectures() -> list[dict[str, str]]:
-    """(task, model_type, class name) for every mapped architecture, text first, each sorted."""
+    """(task, model_type, class name) for every mapped architecture, both tasks interleaved in proportion (each
+    sorted by name), so that a run stopped early has covered text and vision alike."""
     from transformers.models.auto import modeling_auto
 
     out = []
     for task, mapping in (("text", modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES),
                           ("vision", modeling_auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES)):
-        for model_type, names in sorted(mapping.items()):
+        for index, (model_type, names) in enumerate(sorted(mapping.items())):
             class_name = names if isinstance(names, str) else names[0]  # a tuple lists variants, the first is default
             out.append({"task": task, "model_type": model_type, "class": class_name,
-                        "key": f"{task}:{model_type}"})
-    return out
+                        "key": f"{task}:{model_type}", "place": (index + 0.5) / len(mapping)})
+    return sorted(out, key=lambda arch: arch["place"])
 
 
 def spec_name(model_type: str) -> str:
@@ -181,7 +182,7 @@ def _cell(text: str) -> str:
 
 
 def _results_section(results_md: pathlib.Path, head: str) -> None:
-    text = results_md.read_text()
+    text = results_md.read_text() if results_md.is_file() else "# Benchmark results\n"
     section = (f"{SECTION}\n\nTiny random checkpoints of every architecture the pinned transformers maps for "
                "sequence and image classification, each built by `tritonsm build` and served on the local Triton "
                f"server with one request. {head} The table, with every refusal's reason, the fallbacks and the "
@@ -203,11 +204,15 @@ def main() -> int:
     parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path("/tmp/hf_coverage"))
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     parser.add_argument("--fresh", action="store_true", help="forget earlier results")
+    parser.add_argument("--retry", action="store_true", help="run again the architectures not built+served")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     store = args.work / "results.json"
     saved = json.loads(store.read_text()) if store.is_file() and not args.fresh else {}
-    results, started = saved.get("results", {}), saved.get("started") or datetime.datetime.now(
+    results = {key: row for key, row in saved.get("results", {}).items()
+               if not args.retry or row["outcome"] == "built+served"}
+    started = saved.get("started") or datetime.datetime.now(
         datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     only = {name for item in args.only for name in item.split(",") if name}
     todo = [a for a in architectures() if (not only or a["model_type"] in only) and a["key"] not in results]

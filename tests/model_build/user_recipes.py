@@ -76,3 +76,14 @@ def mismatched_names(model):
 
 def broken(model):
     raise ValueError("checkpoint has 3 labels, expected 2")
+
+
+class PythonList(torch.nn.Module):
+    """Returns its input as a Python list: neither ONNX exporter can make a graph of that."""
+
+    def forward(self, x: torch.Tensor) -> dict:
+        return {"y": x.tolist()}
+
+
+def python_list(model):
+    return ExportableModel(PythonList(), _examples(2, 0), ("x",), ("y",), {"x": {0: "batch"}, "y": {0: "batch"}})
