@@ -98,6 +98,7 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     vocab = model_facts.vocabulary_size(net)
     names = ("input_ids", "attention_mask") if model_facts.takes(net, "attention_mask") else ("input_ids",)
     seq = model.sequence_length or DEFAULT_SEQUENCE
+    end = model_facts.end_id(net, vocab)
     id_dtype = torch.int32 if model.backend is Backend.TENSORRT else torch.int64
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
@@ -105,6 +106,9 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         ids = torch.randint(5, vocab, (batch, seq), generator=gen, dtype=torch.int64)
         mask = torch.ones(batch, seq, dtype=torch.int64)
         mask[0, seq // 2:] = 0  # one padded row, so the mask path is compared too
+        if end is not None:  # each row ends as the tokenizer ends it: some classifiers pool there
+            ids[1:, -1] = end
+            ids[0, seq // 2 - 1] = end
         return {name: tensor.to(id_dtype) for name, tensor in (("input_ids", ids), ("attention_mask", mask))
                 if name in names}
 
@@ -114,7 +118,7 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     if real is not None:
         real = {name: real[name] for name in names}
     return ExportableModel(TextClassifier(net.eval()), sample(2, 0), names, ("logits",), axes, sample, note,
-                           agreement_inputs=real)
+                           agreement_inputs=real, end_id=end)
 
 
 def _text_config(recipe: str):

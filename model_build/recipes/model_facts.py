@@ -8,7 +8,7 @@ documented field, searched in the sub-configs too, with a fallback otherwise.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Optional
 
 SUB_CONFIGS = ("vision_config", "backbone_config", "encoder_config")  # where composite configs keep the facts
 
@@ -19,6 +19,17 @@ def vocabulary_size(net: Any) -> int:
         return int(net.get_input_embeddings().num_embeddings)
     except (AttributeError, NotImplementedError, TypeError):  # hashed or character embeddings: no single table
         return int(config_field(net.config, "vocab_size", 256))
+
+
+def end_id(net: Any, vocabulary: int) -> Optional[int]:
+    """The id the model's tokenizer ends a row with: the config's ``eos_token_id`` (the first, where it lists
+    several), else its ``sep_token_id``; None when neither is an id of the vocabulary."""
+    for name in ("eos_token_id", "sep_token_id"):
+        value = config_field(net.config, name, None)
+        value = value[0] if isinstance(value, (list, tuple)) and value else value
+        if isinstance(value, int) and 0 <= value < vocabulary:
+            return value
+    return None
 
 
 def takes(net: Any, argument: str) -> bool:

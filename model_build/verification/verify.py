@@ -130,22 +130,33 @@ def judge(label: str, got: Any, want: Mapping[str, list], plan: Plan, output_nam
                 problems.append(Finding(f"differs from {against} beyond the tolerance",
                                         f"case {case.name}: {name} off by {abs_err:.3g}, max rel {rel_err:.3g}"))
     for inv in plan.invariances:
-        for name, base, other in zip(output_names, got[inv.base], got[inv.other]):
-            error, ok = 0.0, True
-            for position, (row, length) in enumerate(zip(inv.rows, inv.lengths)):
-                want_row, got_row = base[row], other[position]
-                if name in plan.seq_outputs:  # past a row's own length lies padding, on one side only
-                    want_row, got_row = want_row[:length], got_row[:length]
-                row_error = _max_diff(got_row, want_row)
-                scale = float(abs(want_row).max()) if want_row.size else 0.0
-                ok = ok and row_error <= INVARIANCE_RTOL * scale + INVARIANCE_FLOOR
-                error = max(error, row_error)
+        for index, name in enumerate(output_names):
+            if not _invariant(want, inv, index, name in plan.seq_outputs)[1]:
+                # The reference itself answers differently (a decoder classifier reads the last token that is not
+                # the pad id, whatever the mask): the graph is held to its answers case by case, above.
+                continue
+            error, ok = _invariant(got, inv, index, name in plan.seq_outputs)
             worst_inv = max(worst_inv, error)
             if not ok:
                 problems.append(_invariance_problem(inv, name, error))
     # The mask checks explain the eager mismatches they cause, so they come first.
     problems.sort(key=lambda p: p.reason.startswith("differs"))
     return Verdict(label, tuple(problems), worst_abs, worst_rel, worst_inv)
+
+
+def _invariant(outputs: Mapping[str, list], inv: Invariance, index: int, per_token: bool) -> tuple[float, bool]:
+    """(largest difference, within bounds) between ``inv``'s two cases in output ``index`` of ``outputs``."""
+    error, ok = 0.0, True
+    base, other = outputs[inv.base][index], outputs[inv.other][index]
+    for position, (row, length) in enumerate(zip(inv.rows, inv.lengths)):
+        want_row, got_row = base[row], other[position]
+        if per_token:  # past a row's own length lies padding, on one side only
+            want_row, got_row = want_row[:length], got_row[:length]
+        row_error = _max_diff(got_row, want_row)
+        scale = float(abs(want_row).max()) if want_row.size else 0.0
+        ok = ok and row_error <= INVARIANCE_RTOL * scale + INVARIANCE_FLOOR
+        error = max(error, row_error)
+    return error, ok
 
 
 def _max_diff(a, b) -> float:

@@ -87,11 +87,33 @@ def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
         raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
     torch.manual_seed(SEED)
     try:
-        net = model_class(config)
-        net.save_pretrained(folder)
+        net = model_class(config).eval()
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: {class_name}(config) fails: {_first(exc)}") from None
+    try:  # the shrunk sizes must make a model that runs, else a refusal would be this module's fault
+        with torch.no_grad():
+            net(**_inputs(net, text=model_class.__name__.endswith("SequenceClassification")))
+    except Exception as exc:
+        raise NotInstantiable(f"{model_type}: eager {class_name} at the tiny sizes fails: {_first(exc)}") from None
+    net.save_pretrained(folder)
     return f"{sum(p.numel() for p in net.parameters()):,} parameters"
+
+
+def _inputs(net: Any, text: bool) -> dict[str, Any]:
+    import torch
+
+    from model_build.recipes import model_facts
+
+    if text:
+        vocabulary = model_facts.vocabulary_size(net)
+        ids = torch.randint(5, vocabulary, (2, 16))
+        end = model_facts.end_id(net, vocabulary)
+        if end is not None:  # as the tokenizer ends a row (BART's classifier pools there)
+            ids[:, -1] = end
+        return {"input_ids": ids}
+    height, width = model_facts.image_size(net.config, IMAGE)
+    channels = int(model_facts.config_field(net.config, "num_channels", 3))
+    return {"pixel_values": torch.randn(2, channels, height, width)}
 
 
 def _first(exc: BaseException) -> str:
