@@ -65,7 +65,8 @@ def spec_name(model_type: str) -> str:
 def spec_text(batch: list[dict], served: list[str]) -> str:
     models = []
     for arch in batch:
-        extra = f", sequence_length: {SEQUENCE}" if arch["task"] == "text" else ""
+        extra = (f", sequence_length: {SEQUENCE}, samples: checkpoints/{arch['name']}.npz" if arch["task"] == "text"
+                 else "")
         models.append(f"  {arch['name']}: {{backend: onnxruntime, source: {{recipe: {RECIPES[arch['task']]}}}, "
                       f"weights: checkpoints/{arch['name']}, max_batch_size: 2{extra}}}")
     endpoint = (f"  coverage: {{kind: multi-model, models: [{', '.join(served)}], instance_type: ml.g5.xlarge}}"

@@ -96,7 +96,23 @@ def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: eager {class_name} at the tiny sizes fails: {_first(exc)}") from None
     net.save_pretrained(folder)
+    if model_class.__name__.endswith("SequenceClassification"):
+        _save_samples(net, folder.parent / f"{folder.name}.npz")
     return f"{sum(p.numel() for p in net.parameters()):,} parameters"
+
+
+def _save_samples(net: Any, path: pathlib.Path) -> None:
+    """Two rows as the model's tokenizer would give them (ending with its end token, unpadded), for the spec's
+    ``samples``: `tritonsm smoke` sends the first, where it would otherwise send ids no tokenizer makes."""
+    import numpy as np
+
+    from model_build.recipes import model_facts
+
+    ids = _inputs(net, text=True)["input_ids"].numpy()
+    arrays = {"input_ids": ids}
+    if model_facts.takes(net, "attention_mask"):
+        arrays["attention_mask"] = np.ones_like(ids)
+    np.savez(path, **arrays)
 
 
 def _inputs(net: Any, text: bool) -> dict[str, Any]:
