@@ -22,9 +22,12 @@ OPSET = 18  # TensorRT 8.6+ and ONNX Runtime 1.16+ (every supported Triton image
 ONNX_TO_TRITON = {1: "TYPE_FP32", 2: "TYPE_UINT8", 3: "TYPE_INT8", 4: "TYPE_UINT16", 5: "TYPE_INT16",
                   6: "TYPE_INT32", 7: "TYPE_INT64", 8: "TYPE_STRING", 9: "TYPE_BOOL", 10: "TYPE_FP16",
                   11: "TYPE_FP64", 12: "TYPE_UINT32", 13: "TYPE_UINT64", 16: "TYPE_BF16"}
+# How each exporter says it has no conversion for an operator (torch 2.13: torch/onnx/_internal/exporter/_core.py
+# "No ONNX function found for {node.target!r}"; the TorchScript-based one's UnsupportedOperatorError). Nothing
+# else names an operator: "Error when translating node ... target=torch.ops.aten.sub.Tensor" wraps any failure
+# inside that node's translation, whose own error is the cause.
 _OP_PATTERNS = (re.compile(r"No ONNX function found for <OpOverload\(op='([^']+)'"),
-                re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"),
-                re.compile(r"target=torch\.ops\.([\w.]+?)(?:\.default)?\]"))
+                re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colour codes
 
 
