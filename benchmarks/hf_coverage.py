@@ -164,11 +164,13 @@ def write_reports(results: dict[str, dict], out: pathlib.Path, skipped: dict[str
             "and are listed, not counted.")
     if skipped:
         head += f" Not run yet: {len(skipped)} ({', '.join(sorted(skipped))})."
-    table = ["| task | architecture | outcome | reason / graph | fallbacks | build s |", "|---|---|---|---|---|---:|"]
+    table = ["| task | architecture | checkpoint | outcome | reason / graph shipped | fallbacks | build s |",
+             "|---|---|---|---|---|---|---:|"]
     for r in rows:
         what = r.get("reason") or r.get("graph") or ""
         fallbacks = "; ".join(r.get("fallbacks", []))
-        table.append(f"| {r['task']} | {r['model_type']} ({r['class']}) | {r['outcome']} | {_cell(what)} | "
+        table.append(f"| {r['task']} | {r['model_type']} ({r['class']}) | {r.get('parameters', '')} | {r['outcome']} | "
+                     f"{_cell(what)} | "
                      f"{_cell(fallbacks)} | {r.get('build_seconds', '')} |")
     (out / "hf_coverage.md").write_text(
         f"# Architecture coverage of hf-sequence-classification / hf-image-classification\n\n"
@@ -205,14 +207,17 @@ def main() -> int:
     parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path("/tmp/hf_coverage"))
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     parser.add_argument("--fresh", action="store_true", help="forget earlier results")
-    parser.add_argument("--retry", action="store_true", help="run again the architectures not built+served")
+    parser.add_argument("--retry", nargs="*", metavar="OUTCOME",
+                        help="run again the architectures not built+served (or only those with these outcomes, "
+                             "e.g. 'not instantiable')")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.work / "results.json"
     saved = json.loads(store.read_text()) if store.is_file() and not args.fresh else {}
     results = {key: row for key, row in saved.get("results", {}).items()
-               if not args.retry or row["outcome"] == "built+served"}
+               if args.retry is None or row["outcome"] == "built+served"
+               or (args.retry and row["outcome"] not in args.retry)}
     started = saved.get("started") or datetime.datetime.now(
         datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     only = {name for item in args.only for name in item.split(",") if name}

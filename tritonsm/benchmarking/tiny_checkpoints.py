@@ -49,8 +49,16 @@ class NotInstantiable(Exception):
     """The architecture does not instantiate offline from its config; the message says why."""
 
 
-def shrunk_config(model_type: str) -> Any:
-    """The architecture's config with its size fields made tiny, ``num_labels`` 3 and a pad token."""
+# Where the tiny widths break an architecture's own rules (a group norm of 32 groups over 8 channels), only
+# these shrink: depth, vocabulary and image size; the widths stay the config's.
+GENTLE = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers", "decoder_layers",
+          "num_encoder_layers", "num_decoder_layers", "depths", "vocab_size", "image_size")
+MAX_GENTLE_PARAMETERS = 60_000_000  # beyond this a gentle checkpoint costs the run more than it tells
+
+
+def shrunk_config(model_type: str, gentle: bool = False) -> Any:
+    """The architecture's config with its size fields made tiny (``gentle``: only those of GENTLE),
+    ``num_labels`` 3 and a pad token."""
     from transformers import AutoConfig
 
     try:
@@ -63,6 +71,8 @@ def shrunk_config(model_type: str) -> Any:
             sizes[name] = SCALARS[name]
         elif name in LISTS and isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
             sizes[name] = [min(v, LISTS[name](i, v)) for i, v in enumerate(value)]
+    if gentle:
+        sizes = {name: value for name, value in sizes.items() if name in GENTLE}
     for name in TOKEN_IDS:  # ids past the shrunk vocabulary would index outside the embedding table
         value = getattr(default, name, None)
         if isinstance(value, int) and value >= VOCABULARY:
@@ -77,11 +87,22 @@ def shrunk_config(model_type: str) -> Any:
 
 
 def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
-    """Saves a tiny random ``class_name`` checkpoint into ``folder``; returns its parameter count as text."""
+    """Saves a tiny random ``class_name`` checkpoint into ``folder``; returns its parameter count (and
+    whether only the gentle sizes made one) as text."""
+    try:
+        return _save(model_type, class_name, folder, gentle=False)
+    except NotInstantiable as tiny:
+        try:
+            return _save(model_type, class_name, folder, gentle=True) + " (depth, vocabulary and image size shrunk)"
+        except NotInstantiable:
+            raise tiny from None
+
+
+def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) -> str:
     import torch
     import transformers
 
-    config = shrunk_config(model_type)
+    config = shrunk_config(model_type, gentle)
     model_class = getattr(transformers, class_name, None)
     if model_class is None:
         raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
@@ -90,6 +111,9 @@ def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
         net = model_class(config).eval()
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: {class_name}(config) fails: {_first(exc)}") from None
+    count = sum(p.numel() for p in net.parameters())
+    if gentle and count > MAX_GENTLE_PARAMETERS:
+        raise NotInstantiable(f"{model_type}: {count:,} parameters at the gentle sizes")
     try:  # the shrunk sizes must make a model that runs, else a refusal would be this module's fault
         with torch.no_grad():
             net(**_inputs(net, text=model_class.__name__.endswith("SequenceClassification")))
@@ -98,7 +122,7 @@ def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
     net.save_pretrained(folder)
     if model_class.__name__.endswith("SequenceClassification"):
         _save_samples(net, folder.parent / f"{folder.name}.npz")
-    return f"{sum(p.numel() for p in net.parameters()):,} parameters"
+    return f"{count:,} parameters"
 
 
 def _save_samples(net: Any, path: pathlib.Path) -> None:
