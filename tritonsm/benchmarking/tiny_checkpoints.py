@@ -106,14 +106,17 @@ def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) 
     model_class = getattr(transformers, class_name, None)
     if model_class is None:
         raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
-    torch.manual_seed(SEED)
     try:
+        with torch.device("meta"):  # shapes only: a config's default widths may need gigabytes
+            count = sum(p.numel() for p in model_class(config).parameters())
+        if gentle and count > MAX_GENTLE_PARAMETERS:
+            raise NotInstantiable(f"{model_type}: {count:,} parameters at the gentle sizes")
+        torch.manual_seed(SEED)
         net = model_class(config).eval()
+    except NotInstantiable:
+        raise
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: {class_name}(config) fails: {_first(exc)}") from None
-    count = sum(p.numel() for p in net.parameters())
-    if gentle and count > MAX_GENTLE_PARAMETERS:
-        raise NotInstantiable(f"{model_type}: {count:,} parameters at the gentle sizes")
     try:  # the shrunk sizes must make a model that runs, else a refusal would be this module's fault
         with torch.no_grad():
             net(**_inputs(net, text=model_class.__name__.endswith("SequenceClassification")))
