@@ -102,7 +102,7 @@ def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[i
         widest = max(with_rows, key=lambda c: (len(c.lengths), max(c.lengths)))
         longest = max(with_rows, key=lambda c: (max(c.lengths), len(c.lengths)))
         for anchor in [widest] + ([longest] if longest is not widest else []):
-            invariances += _mask_checks(anchor, mask, seq_inputs, cases)
+            invariances += _mask_checks(anchor, mask, seq_inputs, cases, made.end_id)
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
 
 
@@ -151,9 +151,10 @@ def _token_inputs(inputs: Mapping[str, Any], mask: str, seq_inputs: list[str]) -
             if name != mask and name in seq_inputs and not value.is_floating_point()]
 
 
-def _mask_checks(widest: Case, mask: str, seq_inputs: list[str], cases: list[Case]) -> list[Invariance]:
+def _mask_checks(widest: Case, mask: str, seq_inputs: list[str], cases: list[Case],
+                 end_id: Optional[int] = None) -> list[Invariance]:
     """Appends to ``cases`` the masked-tokens-changed copy of ``widest`` and some of its padded rows alone."""
-    cases.append(_masked_changed(widest, mask, seq_inputs))
+    cases.append(_masked_changed(widest, mask, seq_inputs, end_id))
     out = [Invariance("masked tokens changed", widest.name, cases[-1].name, tuple(range(len(widest.lengths))),
                       widest.lengths)]
     if mask in seq_inputs:
@@ -189,17 +190,17 @@ def _mask(rows: tuple[int, ...], length: int, dtype) -> Any:
     return (positions < torch.tensor(rows).unsqueeze(1)).to(dtype)
 
 
-def _masked_changed(case: Case, mask: str, seq_inputs: list[str]) -> Case:
-    """The same batch with the token ids under the 0s of the mask rolled among themselves, row by row: the
-    ids stay the row's own (a valid vocabulary, the same special tokens, none taken from the valid part)."""
+def _masked_changed(case: Case, mask: str, seq_inputs: list[str], end_id: Optional[int] = None) -> Case:
+    """The same batch with every token id under a 0 of the mask replaced by another id of the same row
+    (never ``end_id``: a row keeps its one end token, which some classifiers require)."""
     import torch
 
     hidden = case.inputs[mask] == 0
     changed = dict(case.inputs)
     for name in _token_inputs(case.inputs, mask, seq_inputs):
-        value = case.inputs[name].clone()
-        for row in range(value.shape[0]):
-            where = hidden[row].nonzero().flatten()
-            value[row, where] = torch.roll(value[row, where], shifts=1)
-        changed[name] = value
+        value = case.inputs[name]
+        # Rolling along the sequence keeps every value a valid id of this vocabulary.
+        rolled = torch.roll(value, shifts=1, dims=1)
+        keep = ~hidden if end_id is None else ~hidden | (rolled == end_id)
+        changed[name] = torch.where(keep, value, rolled)
     return Case(f"{case.name}, masked tokens changed", changed, case.lengths)

@@ -81,7 +81,7 @@ def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: 
         got = verify.run_candidates(env, "onnx", [candidate], plan, made.input_names, made.output_names, scratch,
                                     graph_level=settings.graph_level)
         verdicts.append(verify.judge(candidate.label, got[candidate.label], want, plan, made.output_names,
-                                     settings.tolerance))
+                                     settings.tolerance, model_reference=True))
         if verdicts[-1].ok:
             break
     chosen = verify.choose(settings.name, runtime, label, verdicts, found, settings.tolerance, log)
