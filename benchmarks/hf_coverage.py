@@ -117,8 +117,10 @@ def build_batch(batch: list[dict], folder: pathlib.Path) -> None:
             built.append(arch["name"])
         else:
             why = (manifest.not_built.get(f"models.{arch['name']}") if manifest else None)
-            arch["outcome"] = "traceback" if traceback and not why else "refused"
-            arch["reason"] = why or f"tritonsm build exited {status} without a manifest entry (see {log_file})"
+            error = next((line for _, line in reversed(lines) if line.startswith("error: ")), "")
+            # A build refused as a whole (e.g. a batch mate too large for the memory) did not judge this model.
+            arch["outcome"] = "refused" if why else ("traceback" if traceback else "not judged")
+            arch["reason"] = why or f"tritonsm build exited {status} before building it: {error} (see {log_file})"
     if not built:
         return
     spec.write_text(spec_text(batch, built))  # the built models are cached: this build only packs them

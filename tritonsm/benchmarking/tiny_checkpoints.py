@@ -8,6 +8,7 @@ Nothing is downloaded. Used by benchmarks/hf_coverage.py and the architecture te
 """
 from __future__ import annotations
 
+import inspect
 import pathlib
 from typing import Any
 
@@ -34,6 +35,7 @@ SCALARS = {
                      "decoder_ffn_dim", "hidden_dim"), FFN),
     "vocab_size": VOCABULARY,
     "image_size": IMAGE,
+    "window_size": 2,   # Swin's attention windows: 2 x 2 patches tile every stage's grid (16, 8, 4, 2 patches)
 }
 # list fields, one entry per stage: tiny values keep the number of stages
 LISTS = {
@@ -65,18 +67,7 @@ def shrunk_config(model_type: str, gentle: bool = False) -> Any:
         default = AutoConfig.for_model(model_type)
     except Exception as exc:  # configs raise what they like; the caller reports it
         raise NotInstantiable(f"{model_type}: its config does not construct: {_first(exc)}") from None
-    sizes = {}
-    for name, value in vars(default).items():
-        if name in SCALARS and isinstance(value, int) and not isinstance(value, bool) and value > SCALARS[name]:
-            sizes[name] = SCALARS[name]
-        elif name in LISTS and isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
-            sizes[name] = [min(v, LISTS[name](i, v)) for i, v in enumerate(value)]
-    if gentle:
-        sizes = {name: value for name, value in sizes.items() if name in GENTLE}
-    for name in TOKEN_IDS:  # ids past the shrunk vocabulary would index outside the embedding table
-        value = getattr(default, name, None)
-        if isinstance(value, int) and value >= VOCABULARY:
-            sizes[name] = TOKEN_IDS.index(name) + 1
+    sizes = _shrunk_sizes(default, gentle)
     # A classifier batches rows of different lengths only with a pad token (decoders have none by default).
     if getattr(default, "pad_token_id", None) is None:
         sizes["pad_token_id"] = 0
@@ -84,6 +75,33 @@ def shrunk_config(model_type: str, gentle: bool = False) -> Any:
         return AutoConfig.for_model(model_type, **sizes, num_labels=NUM_LABELS)
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: its config refuses the tiny sizes {sizes}: {_first(exc)}") from None
+
+
+def _shrunk_sizes(config: Any, gentle: bool) -> dict[str, Any]:
+    """The size fields of ``config`` to change, sub-configs (``text_config``, ``vision_config`` ...) as dicts."""
+    from transformers import PretrainedConfig
+
+    sizes: dict[str, Any] = {}
+    # The config's documented fields are its constructor's parameters; others are derived from them (Swin's
+    # hidden_size from embed_dim and the stages) and must not be set.
+    documented = set(inspect.signature(type(config).__init__).parameters) - {"self", "kwargs"} or set(vars(config))
+    for name, value in vars(config).items():
+        if name not in documented:
+            continue
+        if isinstance(value, PretrainedConfig):  # given as a dict, the sub-config derives the rest again
+            sizes[name] = _shrunk_sizes(value, gentle)
+            continue
+        if name in SCALARS and isinstance(value, int) and not isinstance(value, bool) and value > SCALARS[name]:
+            sizes[name] = SCALARS[name]
+        elif name in LISTS and isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+            sizes[name] = [min(v, LISTS[name](i, v)) for i, v in enumerate(value)]
+    if gentle:
+        sizes = {name: value for name, value in sizes.items() if name in GENTLE or isinstance(value, dict)}
+    for name in TOKEN_IDS:  # ids past the shrunk vocabulary would index outside the embedding table
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value >= VOCABULARY:
+            sizes[name] = TOKEN_IDS.index(name) + 1
+    return sizes
 
 
 def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
@@ -109,8 +127,9 @@ def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) 
     try:
         with torch.device("meta"):  # shapes only: a config's default widths may need gigabytes
             count = sum(p.numel() for p in model_class(config).parameters())
-        if gentle and count > MAX_GENTLE_PARAMETERS:
-            raise NotInstantiable(f"{model_type}: {count:,} parameters at the gentle sizes")
+        if count > MAX_GENTLE_PARAMETERS:
+            raise NotInstantiable(f"{model_type}: {count:,} parameters at the {'gentle' if gentle else 'tiny'} "
+                                  "sizes (the config keeps its widths where this module does not know the field)")
         torch.manual_seed(SEED)
         net = model_class(config).eval()
     except NotInstantiable:
