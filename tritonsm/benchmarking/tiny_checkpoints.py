@@ -55,7 +55,7 @@ class NotInstantiable(Exception):
 # these shrink: depth, vocabulary and image size; the widths stay the config's.
 GENTLE = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers", "decoder_layers",
           "num_encoder_layers", "num_decoder_layers", "depths", "vocab_size", "image_size")
-MAX_GENTLE_PARAMETERS = 60_000_000  # beyond this a gentle checkpoint costs the run more than it tells
+MAX_PARAMETERS = 60_000_000  # beyond this a checkpoint costs the run more than it tells (and may not fit)
 
 
 def shrunk_config(model_type: str, gentle: bool = False) -> Any:
@@ -127,7 +127,7 @@ def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) 
     try:
         with torch.device("meta"):  # shapes only: a config's default widths may need gigabytes
             count = sum(p.numel() for p in model_class(config).parameters())
-        if count > MAX_GENTLE_PARAMETERS:
+        if count > MAX_PARAMETERS:
             raise NotInstantiable(f"{model_type}: {count:,} parameters at the {'gentle' if gentle else 'tiny'} "
                                   "sizes (the config keeps its widths where this module does not know the field)")
         torch.manual_seed(SEED)
