@@ -163,7 +163,8 @@ def write_reports(results: dict[str, dict], out: pathlib.Path, skipped: dict[str
             f"({share}); {summary['refused']} refused with their cause, {summary['built_not_served']} built but not "
             f"served, {summary['tracebacks']} tracebacks; {summary['with_fallbacks']} of the served needed a "
             f"fallback. {len(rows) - len(counted)} mapped architectures do not instantiate offline from their config "
-            "and are listed, not counted.")
+            "(or not at sizes this benchmark can make: tiny, else only shallower, at most 60 M parameters) and are "
+            "listed with the reason, not counted.")
     if skipped:
         head += f" Not run yet: {len(skipped)} ({', '.join(sorted(skipped))})."
     table = ["| task | architecture | checkpoint | outcome | reason / graph shipped | fallbacks | build s |",
