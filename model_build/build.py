@@ -169,6 +169,10 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
             report.failed[name] = str(exc)
             log(f"[{i}/{len(order)}] {name}: FAILED: {exc}")
             continue
+        except Exception as exc:  # a third-party library's fault fails this model only, never the whole build
+            report.failed[name] = unexpected(name, ctx.steps.get(name, "prepare the build"), exc)
+            log(f"[{i}/{len(order)}] {name}: FAILED: {report.failed[name]}")
+            continue
         finally:
             gc.collect()  # the torch model of this step is garbage now; keep the peak at one model
         report.built.append(name)
@@ -179,6 +183,16 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
                                    unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
     return report
+
+
+def unexpected(name: str, step: str, exc: Exception) -> str:
+    """One model's failure from an error nothing anticipated (a library's IndexError, a recipe's AttributeError)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = lines[0] if lines else "(no message)"
+    return (f"model {name}: step \"{step}\" failed with {type(exc).__name__}: {first}; no check of the build "
+            "anticipated it: make sure the model loads and runs in PyTorch as given (its recipe, its weights "
+            f"directory's config.json), rerun `tritonsm build --model {name}` to see it alone, and report it with "
+            "the build log if it persists; the other models build regardless")
 
 
 def _check_memory(spec: Spec, to_build: list[ModelSpec], toolchain: Callable, log: Callable[[str], None]) -> None:

@@ -21,6 +21,8 @@ class BuildContext:
     toolchain: Callable[[], object]  # lazily probes GPU/Docker (model_build.backends.tensorrt.gpu.detect)
     serving_torch: bool = False      # opt-in: run TorchScript in the torch release nearest the image's libtorch
     python_env_for: str = "image"    # Python-backend environments for the image, or "local" (tritonsm serve only)
+    # model name -> the step in progress (progress.Step): an unexpected error names where it happened.
+    steps: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:

@@ -9,6 +9,7 @@ class Step:
 
     def __init__(self, ctx, name: str, what: str) -> None:
         self.ctx, self.name, self.what, self.start = ctx, name, what, time.monotonic()
+        ctx.steps[name] = what
         ctx.log(f"  {name}: {what} ...")
 
     def done(self, extra: str = "") -> None:

@@ -1,7 +1,8 @@
 """torch -> ONNX with a pinned opset, named tensors and dynamic axes, then onnx.checker.
 
-Uses the torch.export-based exporter (the default since torch 2.9). An operator without an
-ONNX conversion becomes one BuildError naming the operator and the opset.
+Uses the torch.export-based exporter (the default since torch 2.9), and the TorchScript-based one
+where that fails. An operator that an exporter names unsupported becomes one BuildError naming the
+operator and the opset; any other failure of both, one naming each exporter's own first error.
 """
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ OPSET = 18  # TensorRT 8.6+ and ONNX Runtime 1.16+ (every supported Triton image
 ONNX_TO_TRITON = {1: "TYPE_FP32", 2: "TYPE_UINT8", 3: "TYPE_INT8", 4: "TYPE_UINT16", 5: "TYPE_INT16",
                   6: "TYPE_INT32", 7: "TYPE_INT64", 8: "TYPE_STRING", 9: "TYPE_BOOL", 10: "TYPE_FP16",
                   11: "TYPE_FP64", 12: "TYPE_UINT32", 13: "TYPE_UINT64", 16: "TYPE_BF16"}
+# How each exporter says it has no conversion for an operator (torch 2.13: torch/onnx/_internal/exporter/_core.py
+# "No ONNX function found for {node.target!r}"; the TorchScript-based one's UnsupportedOperatorError). Nothing
+# else names an operator: "Error when translating node ... target=torch.ops.aten.sub.Tensor" wraps any failure
+# inside that node's translation, whose own error is the cause.
 _OP_PATTERNS = (re.compile(r"No ONNX function found for <OpOverload\(op='([^']+)'"),
-                re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"),
-                re.compile(r"target=torch\.ops\.([\w.]+?)(?:\.default)?\]"))
+                re.compile(r"Exporting the operator '([^']+)' to ONNX opset version"))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colour codes
 
 
@@ -39,27 +43,53 @@ def export(name: str, made: ExportableModel, target: pathlib.Path, optimize: boo
         onnx_weights.inline(graph, target)
 
 
-def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool = True) -> None:
+def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool = True) -> str:
     """Writes ``graph`` with its weights in ``graph``.data beside it (onnx_weights): the exporter then writes
     the weights one by one instead of serializing the whole model in memory (4.7 x BERT-base's weights
-    at its peak). Raises BuildError for unsupported operators or a bad graph."""
-    import onnx
-    import torch
+    at its peak). Raises BuildError for unsupported operators or a bad graph.
 
-    kwargs = {k: made.example_inputs[k] for k in made.input_names}
-    with _quiet():
+    The torch.export-based exporter goes first; where it fails, the TorchScript-based one (``dynamo=False``)
+    tries the same opset, names and dynamic axes. Returns why the fallback was taken ("" when it was not):
+    the caller logs it and the manifest records it; the serving-runtime verification judges either graph.
+    """
+    import onnx
+
+    fallback, first = "", None
+    try:
+        _export(made, graph, dynamo=True, optimize=optimize)
+    except Exception as exc:  # the exporters raise many types; each becomes one clear message
+        first = exc
+    if first is not None:  # outside the handler: the second error's context is not the first one
+        _remove(graph)
         try:
-            torch.onnx.export(made.module, (), str(graph), kwargs=kwargs, input_names=list(made.input_names),
-                              output_names=list(made.output_names), dynamic_axes=dict(made.dynamic_axes) or None,
-                              opset_version=OPSET, dynamo=True, external_data=True, optimize=optimize,
-                              verbose=False)
-        except Exception as exc:  # the exporter raises many types; each becomes one clear message
-            raise BuildError(_explain(name, exc)) from None
+            _export(made, graph, dynamo=False, optimize=optimize)
+        except Exception as second:
+            raise BuildError(_explain(name, first, second)) from None
+        fallback = (f"the torch.export-based exporter failed ({_cause(first)}); exported with the TorchScript-"
+                    "based exporter (torch.onnx.export dynamo=False) instead")
     try:
         # Given the path, the checker reads the graph and checks that every weight file is there.
         onnx.checker.check_model(str(graph), full_check=True)
     except onnx.checker.ValidationError as exc:
         raise BuildError(f"model {name}: the exported ONNX graph fails onnx.checker: {str(exc).splitlines()[0]}")
+    return fallback
+
+
+def _export(made: ExportableModel, graph: pathlib.Path, *, dynamo: bool, optimize: bool) -> None:
+    import torch
+
+    kwargs = {k: made.example_inputs[k] for k in made.input_names}
+    options = dict(external_data=True, optimize=optimize) if dynamo else {}
+    with _quiet():
+        torch.onnx.export(made.module, (), str(graph), kwargs=kwargs, input_names=list(made.input_names),
+                          output_names=list(made.output_names), dynamic_axes=dict(made.dynamic_axes) or None,
+                          opset_version=OPSET, dynamo=dynamo, verbose=False, **options)
+
+
+def _remove(graph: pathlib.Path) -> None:
+    """What a failed export left: the graph and its weight files beside it."""
+    for leftover in graph.parent.glob(f"{graph.name}*"):
+        leftover.unlink()
 
 
 def check_file(path: pathlib.Path, where: str) -> None:
@@ -77,28 +107,48 @@ def check_file(path: pathlib.Path, where: str) -> None:
         raise BuildError(f"{where}: {path} fails onnx.checker: {str(exc).splitlines()[0]}") from None
 
 
-def _explain(name: str, exc: BaseException) -> str:
+def _explain(name: str, dynamo_error: BaseException, torchscript_error: BaseException) -> str:
+    """Why neither exporter took the model: the operator only where an exporter named it unsupported,
+    else each exporter's own first error."""
+    for error in (dynamo_error, torchscript_error):
+        text = "\n".join(str(e) for e in _chain(error))
+        for pattern in _OP_PATTERNS:
+            found = pattern.search(text)
+            if found:
+                return (f"model {name}: cannot export to ONNX: operator {found.group(1)} has no ONNX conversion at "
+                        f"opset {OPSET}; replace it with supported torch ops, register a translation "
+                        "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
+    return (f"model {name}: torch.onnx.export failed with both exporters: the torch.export-based one "
+            f"({_cause(dynamo_error)}) and the TorchScript-based one ({_cause(torchscript_error)}); change its "
+            "forward() so one of them takes it, or serve the model with backend: pytorch if torch.jit.trace takes "
+            "it (the TorchScript-based exporter traces it the same way before converting: its error says which "
+            "failed)")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
     chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and len(chain) < 10:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    text = "\n".join(str(e) for e in chain)
-    for pattern in _OP_PATTERNS:
-        found = pattern.search(text)
-        if found:
-            return (f"model {name}: cannot export to ONNX: operator {found.group(1)} has no ONNX conversion at "
-                    f"opset {OPSET}; replace it with supported torch ops, register a translation "
-                    "(torch.onnx.export custom_translation_table), or serve the model with backend: pytorch")
-    # torch.onnx wraps the exporter's own error in a coloured banner ("This is step 1/3 of exporting the
-    # model to ONNX. Next steps: ..."): the cause is the innermost error of the chain.
-    cause = chain[-1]
+    return chain
+
+
+def _cause(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost error: torch.onnx wraps the exporter's own error in a coloured
+    banner ("This is step 1/3 of exporting the model to ONNX. Next steps: ...")."""
+    cause = _chain(exc)[-1]
     lines = [line.strip().removeprefix("- ") for line in _ANSI.sub("", str(cause)).splitlines() if line.strip()]
-    first = lines[0] if lines else type(cause).__name__
+    first = lines[0] if lines else "(no message)"
     if first.endswith(":") and len(lines) > 1:  # a heading: the first item says what went wrong
         first = f"{first} {lines[1]}"
-    return (f"model {name}: torch.onnx.export failed ({type(cause).__name__}: {first}); serve the model with "
-            "backend: pytorch (a TorchScript trace) if it traces, or change its forward() so torch.export takes it")
+    # A printed tensor breaks the sentence over lines ("output 1 (1\n 1\n[ CPULongType{2} ]) of traced region
+    # did not ..."): its lines join until the brackets close.
+    for line in lines[1:12]:
+        if first.count("(") + first.count("[") <= first.count(")") + first.count("]"):
+            break
+        first = f"{first} {line}"
+    return f"{type(cause).__name__}: {first}"
 
 
 @contextlib.contextmanager
@@ -109,7 +159,8 @@ def _quiet():
     for lg in loggers:
         lg.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:

@@ -15,9 +15,10 @@ from model_build.recipes.contract import ExportableModel
 
 
 def export_recipe(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, *, batch_axis_only: bool,
-                  optimize: bool) -> tuple[ExportableModel, pathlib.Path]:
-    """(the recipe's model, the exported graph). ``batch_axis_only``: only the batch axis varies (a
-    TensorRT plan's profile fixes the rest); ``optimize``: the exporter's own graph optimizations."""
+                  optimize: bool) -> tuple[ExportableModel, pathlib.Path, str]:
+    """(the recipe's model, the exported graph, why the fallback exporter made it or ""). ``batch_axis_only``:
+    only the batch axis varies (a TensorRT plan's profile fixes the rest); ``optimize``: the exporter's own
+    graph optimizations."""
     from model_build.recipes import load_exportable
 
     step = Step(ctx, model.name, "load recipe")
@@ -28,9 +29,11 @@ def export_recipe(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, *,
     exported = scratch / "export" / "exported.onnx"
     exported.parent.mkdir()
     step = Step(ctx, model.name, f"export ONNX (opset {onnx_export.OPSET})")
-    onnx_export.export_graph(model.name, made, exported, optimize=optimize)
+    fallback = onnx_export.export_graph(model.name, made, exported, optimize=optimize)
     step.done()
-    return made, exported
+    if fallback:
+        ctx.log(f"  {model.name}: {fallback}")
+    return made, exported, fallback
 
 
 def opset(path: pathlib.Path) -> str:

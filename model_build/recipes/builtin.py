@@ -11,11 +11,12 @@ and need no hub access.
 from __future__ import annotations
 
 import pathlib
+from typing import Optional
 
 import torch
 
 from deployment_spec.model import Backend, ModelSpec
-from model_build.recipes import sentences
+from model_build.recipes import model_facts, sentences
 from model_build.recipes.contract import ExportableModel, weights_dir
 
 DEFAULT_SEQUENCE = 128
@@ -56,9 +57,12 @@ class TextClassifier(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         # int32 ids (TensorRT engines) are widened here, inside the graph.
-        return self.model(input_ids=input_ids.long(), attention_mask=attention_mask.long()).logits
+        named = {"input_ids": input_ids.long()}
+        if attention_mask is not None:  # absent where the model's forward() takes no mask
+            named["attention_mask"] = attention_mask.long()
+        return model_facts.logits(self.model(**named))
 
 
 class ImageClassifier(torch.nn.Module):
@@ -67,7 +71,7 @@ class ImageClassifier(torch.nn.Module):
         self.model = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=pixel_values).logits
+        return model_facts.logits(self.model(pixel_values=pixel_values))
 
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
@@ -91,8 +95,10 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         net = AutoModelForSequenceClassification.from_config(_text_config(recipe))
         note = (f"no weights directory: {recipe} initialised with random weights from its architecture config "
                 f"({sizes['num_hidden_layers']} layers, hidden {sizes['hidden_size']}, seed 0)")
-    vocab = net.config.vocab_size
+    vocab = model_facts.vocabulary_size(net)
+    names = ("input_ids", "attention_mask") if model_facts.takes(net, "attention_mask") else ("input_ids",)
     seq = model.sequence_length or DEFAULT_SEQUENCE
+    end = model_facts.end_id(net, vocab)
     id_dtype = torch.int32 if model.backend is Backend.TENSORRT else torch.int64
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
@@ -100,14 +106,19 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         ids = torch.randint(5, vocab, (batch, seq), generator=gen, dtype=torch.int64)
         mask = torch.ones(batch, seq, dtype=torch.int64)
         mask[0, seq // 2:] = 0  # one padded row, so the mask path is compared too
-        return {"input_ids": ids.to(id_dtype), "attention_mask": mask.to(id_dtype)}
+        if end is not None:  # each row ends as the tokenizer ends it: some classifiers pool there
+            ids[1:, -1] = end
+            ids[0, seq // 2 - 1] = end
+        return {name: tensor.to(id_dtype) for name, tensor in (("input_ids", ids), ("attention_mask", mask))
+                if name in names}
 
-    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
-            "logits": {0: "batch"}}
+    axes = {**{name: {0: "batch", 1: "sequence"} for name in names}, "logits": {0: "batch"}}
     # A trained checkpoint with its tokenizer: the int8 gate measures on real sentences, not random ids.
     real = sentences.from_checkpoint(weights, seq, id_dtype, vocab) if weights is not None else None
-    return ExportableModel(TextClassifier(net.eval()), sample(2, 0), ("input_ids", "attention_mask"), ("logits",),
-                           axes, sample, note, agreement_inputs=real)
+    if real is not None:
+        real = {name: real[name] for name in names}
+    return ExportableModel(TextClassifier(net.eval()), sample(2, 0), names, ("logits",), axes, sample, note,
+                           agreement_inputs=real, end_id=end)
 
 
 def _text_config(recipe: str):
@@ -142,9 +153,8 @@ def _vision(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         net = ResNetForImageClassification(ResNetConfig(**VISION[recipe]))
         note = f"no weights directory: {recipe} initialised with random weights from its architecture config (seed 0)"
     # ViT's position embeddings fix the size; a convolutional net takes the size it was trained on.
-    size = getattr(net.config, "image_size", IMAGE_SIZE)
-    height, width = (size, size) if isinstance(size, int) else size
-    channels = int(getattr(net.config, "num_channels", 3))
+    height, width = model_facts.image_size(net.config, IMAGE_SIZE)
+    channels = int(model_facts.config_field(net.config, "num_channels", 3))
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)

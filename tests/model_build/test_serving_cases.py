@@ -109,8 +109,11 @@ def test_choose_fails_the_build_when_no_candidate_verifies():
     assert str(caught.value) == (
         "model bert: no graph of it serves the eager PyTorch answers in ONNX Runtime 1.19.2 (the runtime of Triton "
         "24.09; atol 0.001, rtol 0.001): the graph as exported fails to run (case batch 1: boom). If even the graph "
-        "as exported differs, the export froze a data-dependent branch or a shape: check the recipe's forward(); "
-        "else pick a triton_version whose runtime runs it, or raise models.bert.tolerance if that error is acceptable")
+        "as exported differs, the export froze a data-dependent branch or a shape: serve the model with "
+        "models.bert.backend: pytorch (the build traces it with torch.jit.trace and checks the trace on the same "
+        "serving cases; a model that does not trace is refused there with the tracer's error), or change the "
+        "recipe's forward(); else pick a triton_version whose runtime runs it. Raise models.bert.tolerance only if "
+        "you accept the measured difference as the model's answer")
 
 
 def test_a_token_budget_tries_every_batch_size_and_both_lengths_each_on_its_own():

@@ -76,3 +76,29 @@ def mismatched_names(model):
 
 def broken(model):
     raise ValueError("checkpoint has 3 labels, expected 2")
+
+
+class PythonList(torch.nn.Module):
+    """Returns its input as a Python list: neither ONNX exporter can make a graph of that."""
+
+    def forward(self, x: torch.Tensor) -> dict:
+        return {"y": x.tolist()}
+
+
+def python_list(model):
+    return ExportableModel(PythonList(), _examples(2, 0), ("x",), ("y",), {"x": {0: "batch"}, "y": {0: "batch"}})
+
+
+class Branching(torch.nn.Module):
+    """Branches on a value of its input: torch.export refuses the data-dependent branch, the TorchScript-based
+    exporter records the branch taken (every serving case takes the same one)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x * 2.0
+        return x * 3.0
+
+
+def branching(model):
+    return ExportableModel(Branching(), _examples(2, 0), ("x",), ("y",), {"x": {0: "batch"}, "y": {0: "batch"}},
+                           sample_inputs=_examples)

@@ -58,7 +58,8 @@ def _from_recipe(ctx: BuildContext, model: ModelSpec, settings: OnnxRuntimeBuild
                  scratch: pathlib.Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...], dict, dict]:
     from model_build.backends.onnxruntime import optimize
 
-    made, exported = export_recipe(ctx, model, scratch, batch_axis_only=False, optimize=settings.optimize_at_build)
+    made, exported, exporter_fallback = export_recipe(ctx, model, scratch, batch_axis_only=False,
+                                                      optimize=settings.optimize_at_build)
     serving_runtime = runtime(ctx.spec.triton_version)
     onnx_export.graph_io(exported, model.max_batch_size, model.name)  # a lost batch axis fails here, by name
     step = Step(ctx, model.name, "eager PyTorch on the serving cases")
@@ -73,7 +74,8 @@ def _from_recipe(ctx: BuildContext, model: ModelSpec, settings: OnnxRuntimeBuild
     step.done()
     step = Step(ctx, model.name, f"verify in ONNX Runtime {serving_runtime.onnxruntime_wheel} (Triton "
                                  f"{serving_runtime.triton_version}'s) against eager PyTorch")
-    check = verification.verify_and_pick(settings, made, serving_runtime, found, target, scratch, ctx.log, reference)
+    check = verification.verify_and_pick(settings, made, serving_runtime, found, target, scratch, ctx.log, reference,
+                                         [exporter_fallback] if exporter_fallback else [])
     step.done(f" ({check['graph']}, {check['cases']} cases, max abs error {check['max_abs_error']:.2e})")
     inputs, outputs = onnx_export.graph_io(target, model.max_batch_size, model.name)
     parity = {"max_abs_error": check["max_abs_error"], "max_rel_error": check["max_rel_error"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from deployment_spec.model import Int8Gate, ModelSpec
 from deployment_spec.serving_runtimes import ServingRuntime
@@ -66,10 +66,12 @@ def reference(made: ExportableModel, model: ModelSpec) -> tuple[cases.Plan, dict
 
 def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: ServingRuntime,
                     found: list[verify.Candidate], target: pathlib.Path, scratch: pathlib.Path,
-                    log: Callable[[str], None], eager: tuple[cases.Plan, dict[str, list]]) -> dict[str, Any]:
+                    log: Callable[[str], None], eager: tuple[cases.Plan, dict[str, list]],
+                    exported_by: Sequence[str] = ()) -> dict[str, Any]:
     """Copies the first candidate that verifies to ``target``; returns the manifest's verification record.
 
-    ``eager``: what ``reference`` returned (the caller may have let go of the torch module since).
+    ``eager``: what ``reference`` returned (the caller may have let go of the torch module since);
+    ``exported_by``: fallbacks taken before the candidates were made (the TorchScript-based exporter).
     """
     env = side_env.ensure("onnxruntime", runtime.onnxruntime_wheel, log)
     label = f"ONNX Runtime {runtime.onnxruntime_wheel}"
@@ -79,14 +81,14 @@ def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: 
         got = verify.run_candidates(env, "onnx", [candidate], plan, made.input_names, made.output_names, scratch,
                                     graph_level=settings.graph_level)
         verdicts.append(verify.judge(candidate.label, got[candidate.label], want, plan, made.output_names,
-                                     settings.tolerance))
+                                     settings.tolerance, model_reference=True))
         if verdicts[-1].ok:
             break
     chosen = verify.choose(settings.name, runtime, label, verdicts, found, settings.tolerance, log)
     shutil.copyfile(chosen.path, target)
     result = verify.record(runtime, "onnxruntime", runtime.onnxruntime_wheel, DEVICE, verdicts[-1], verdicts,
                            len(plan.cases))
-    fallbacks = [candidate.fallback for candidate in found if candidate.fallback]
+    fallbacks = [*exported_by, *(candidate.fallback for candidate in found if candidate.fallback)]
     if fallbacks:
         result["fallbacks"] = fallbacks
     if settings.int8 is not None:

@@ -60,7 +60,8 @@ def main(argv: list[str]) -> int:
         step("done")
         import torch
         build_torch = torch.__version__.split("+")[0]
-        verdict = verify.judge("traced graph", got, want, plan, made.output_names, model.tolerance)
+        verdict = verify.judge("traced graph", got, want, plan, made.output_names, model.tolerance,
+                               model_reference=True)
         if not verdict.ok:
             raise BuildError(f"model {model.name}: the TorchScript trace gives other answers than eager PyTorch "
                              f"(torch {build_torch}, CPU): it {verdict.problems[0]}; a data-dependent branch was "
@@ -105,7 +106,8 @@ def _serving_torch(model, made, plan, want, out_dir: pathlib.Path, serving_runti
     env = side_env.ensure("torch", version, lambda line: print(line, flush=True))
     candidate = verify.Candidate("traced graph", out_dir / "model.pt")
     got = verify.run_candidates(env, "torchscript", [candidate], plan, made.input_names, made.output_names, out_dir)
-    verdict = verify.judge(candidate.label, got[candidate.label], want, plan, made.output_names, model.tolerance)
+    verdict = verify.judge(candidate.label, got[candidate.label], want, plan, made.output_names, model.tolerance,
+                           model_reference=True)
     if not verdict.ok:
         raise BuildError(f"model {model.name}: model.pt is wrong in torch {version} (nearest the libtorch "
                          f"{serving_runtime.pytorch} of Triton {serving_runtime.triton_version}), CPU: it "

@@ -57,7 +57,7 @@ def _from_recipe(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, gra
     # The plan's optimization profile fixes every axis but the batch (trtexec.py): the export says so. The
     # exporter's own optimizations stay on: optimize_at_build belongs to the onnxruntime section, which the
     # spec refuses for backend tensorrt (deployment_spec/model.py).
-    made, exported = export_recipe(ctx, model, scratch, batch_axis_only=True, optimize=True)
+    made, exported, _ = export_recipe(ctx, model, scratch, batch_axis_only=True, optimize=True)  # fallback logged
     # The ONNX graph only feeds trtexec here; the plan itself is checked on the GPU host.
     reproducible.strip_onnx(exported)
     onnx_weights.inline(exported, graph)
