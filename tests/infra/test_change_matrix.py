@@ -349,6 +349,19 @@ def test_components_changing_the_instance_type(tmp_path):
     assert service_problems(before, after, change) == []
 
 
+def test_components_adding_a_fallback_pool(tmp_path):
+    base = copy.deepcopy(COMPONENTS)
+    base["endpoints"]["shared-gpu"]["fallback_instance_types"] = []
+    before, after, change = _change(
+        tmp_path, lambda raw: raw["endpoints"]["shared-gpu"].__setitem__("fallback_instance_types", ["ml.g6.12xlarge"]),
+        environment="staging", endpoint="shared-gpu", base=base)
+    # InstancePools replace InstanceType: a new configuration and UpdateEndpoint; the components and their copies'
+    # scaling targets are not touched (no handover: the variant itself is not a scaling target).
+    assert CONFIG in _types(change.replaced) and _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
+    assert not {IC, TARGET} & (_types(change.replaced) | set(_updated_types(after, change)))
+    assert service_problems(before, after, change) == []
+
+
 def test_components_an_instance_type_too_small_is_refused_at_synth(tmp_path):
     raw = copy.deepcopy(COMPONENTS)
     raw["endpoints"]["shared-gpu"]["instance_type"] = "ml.g5.2xlarge"
