@@ -67,7 +67,9 @@ def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Meas
 
 def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
     body = {"schema": SCHEMA_VERSION,
-            "endpoints": {k: dataclasses.asdict(v) for k, v in sorted(measurements.items())}}
+            # An unmeasured concurrency is left out: a recommender import writes what it wrote before.
+            "endpoints": {k: {f: x for f, x in dataclasses.asdict(v).items() if x is not None}
+                          for k, v in sorted(measurements.items())}}
     tmp = pathlib.Path(f"{path}.tmp")
     tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)

@@ -286,7 +286,10 @@ def test_in_your_vpc_with_a_security_group_of_its_own():
     TritonSageMakerEndpoint(stack, "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge",
                             network=NetworkProps(vpc=vpc))
     template = Template.from_stack(stack)
-    group_id = resource_id(template, "AWS::EC2::SecurityGroup")
+    # The model's group (the library's functions, in the VPC by default, have one of their own).
+    [group_id] = [lid for lid, group in template.find_resources("AWS::EC2::SecurityGroup").items()
+                  if group["Properties"]["GroupDescription"].startswith("Triton endpoint ")
+                  and "Lambda" not in group["Properties"]["GroupDescription"]]
     # The VPC's two isolated subnets and a group that admits nothing; isolation stays on.
     template.has_resource_properties("AWS::SageMaker::Model", {
         "VpcConfig": {"SecurityGroupIds": [{"Fn::GetAtt": [group_id, "GroupId"]}],
