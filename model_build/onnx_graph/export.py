@@ -49,30 +49,41 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
     at its peak). Raises BuildError for unsupported operators or a bad graph.
 
     The torch.export-based exporter goes first; where it fails, the TorchScript-based one (``dynamo=False``)
-    tries the same opset, names and dynamic axes. Returns why the fallback was taken ("" when it was not):
-    the caller logs it and the manifest records it; the serving-runtime verification judges either graph.
+    tries the same opset, names and dynamic axes; mixture-of-experts layers export in a form both take
+    (onnx_graph/experts.py). Returns what was done otherwise than by default ("" when nothing): the caller
+    logs it and the manifest records it; the serving-runtime verification judges either graph.
     """
     import onnx
 
-    fallback, first = "", None
-    try:
-        _export(made, graph, dynamo=True, optimize=optimize)
-    except Exception as exc:  # the exporters raise many types; each becomes one clear message
-        first = exc
-    if first is not None:  # outside the handler: the second error's context is not the first one
-        _remove(graph)
-        try:
-            _export(made, graph, dynamo=False, optimize=optimize)
-        except Exception as second:
-            raise BuildError(_explain(name, first, second)) from None
-        fallback = (f"the torch.export-based exporter failed ({_cause(first)}); exported with the TorchScript-"
-                    "based exporter (torch.onnx.export dynamo=False) instead")
+    from model_build.onnx_graph.experts import exportable_experts
+
+    with exportable_experts(made.module) as experts_note:
+        fallback = _export_either(name, made, graph, optimize)
+    fallback = "; ".join(note for note in (experts_note, fallback) if note)
     try:
         # Given the path, the checker reads the graph and checks that every weight file is there.
         onnx.checker.check_model(str(graph), full_check=True)
     except onnx.checker.ValidationError as exc:
         raise BuildError(f"model {name}: the exported ONNX graph fails onnx.checker: {str(exc).splitlines()[0]}")
     return fallback
+
+
+def _export_either(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool) -> str:
+    """The torch.export-based exporter, else the TorchScript-based one; returns why the second was taken."""
+    first = None
+    try:
+        _export(made, graph, dynamo=True, optimize=optimize)
+    except Exception as exc:  # the exporters raise many types; each becomes one clear message
+        first = exc
+    if first is None:
+        return ""
+    _remove(graph)  # outside the handler: the second error's context is not the first one
+    try:
+        _export(made, graph, dynamo=False, optimize=optimize)
+    except Exception as second:
+        raise BuildError(_explain(name, first, second)) from None
+    return (f"the torch.export-based exporter failed ({_cause(first)}); exported with the TorchScript-"
+            "based exporter (torch.onnx.export dynamo=False) instead")
 
 
 def _export(made: ExportableModel, graph: pathlib.Path, *, dynamo: bool, optimize: bool) -> None:

@@ -24,6 +24,8 @@ FUNNEL_FALLBACK = (
 BRANCH_FALLBACK = (
     "the torch.export-based exporter failed (GuardOnDataDependentSymNode: Could not guard on data-dependent "
     f"expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (Size-like symbols: none)); {TORCHSCRIPT}")
+EXPERTS = ("its mixture-of-experts layers were exported with transformers' batched_mm experts implementation (the "
+           "default grouped_mm is a custom operator no ONNX exporter converts)")
 GATHER = ("fails to run (RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned "
           "while running GatherElements node. Name:'/model/funnel/encoder/GatherElements' Status Message: [with Tin = "
           "long int; int64_t = long int] GatherElements op: Out of range value in index tensor)")
@@ -33,7 +35,8 @@ GATHER = ("fails to run (RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCE
 def architectures(module_tmp):
     from transformers import (ConvNextConfig, ConvNextForImageClassification, DistilBertConfig,
                               DistilBertForSequenceClassification, FunnelConfig, FunnelForSequenceClassification,
-                              GPT2Config, GPT2ForSequenceClassification, SegformerConfig,
+                              GPT2Config, GPT2ForSequenceClassification, MixtralConfig,
+                              MixtralForSequenceClassification, SegformerConfig,
                               SegformerForImageClassification, SwinConfig, SwinForImageClassification, ViTConfig,
                               ViTForImageClassification)
 
@@ -61,6 +64,11 @@ def architectures(module_tmp):
     ViTForImageClassification(ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
                                         num_attention_heads=2, intermediate_size=64,
                                         num_labels=3)).save_pretrained(root / "vit")
+    # Mixture of experts: transformers runs them with its own grouped_mm operator, which no exporter converts.
+    MixtralForSequenceClassification(MixtralConfig(
+        vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64, num_labels=2,
+        pad_token_id=0)).save_pretrained(root / "mixtral")
     # A checkpoint transformers itself cannot read: its config names an architecture it does not know.
     (root / "unknown").mkdir()
     (root / "unknown" / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
@@ -77,6 +85,8 @@ cnn: {backend: onnxruntime, source: {recipe: hf-image-classification}, weights: 
 vit: {backend: onnxruntime, source: {recipe: hf-image-classification}, weights: vit, max_batch_size: 2}
 unknown: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: unknown, max_batch_size: 2}
 branching: {backend: onnxruntime, source: {recipe: 'user_recipes:branching'}, max_batch_size: 2}
+experts: {backend: onnxruntime, source: {recipe: hf-sequence-classification}, weights: mixtral, sequence_length: 16,
+          max_batch_size: 2}
 """, version="25.09")
     lines: list[str] = []
     report = build.run(spec, root / "assets", root / "work", log=lines.append)
@@ -89,7 +99,7 @@ def verification(root, name: str):
 
 def test_what_builds_and_what_is_refused(architectures):
     _, report, _ = architectures
-    assert report.built == ["decoder", "encoder", "vision", "windowed", "cnn", "vit", "branching"]
+    assert report.built == ["decoder", "encoder", "vision", "windowed", "cnn", "vit", "branching", "experts"]
     assert sorted(report.failed) == ["pooled", "unknown"]
 
 
@@ -143,6 +153,14 @@ def test_a_torchscript_graph_that_froze_a_shape_is_refused_with_what_it_did_and_
         "refused there with the tracer's error), or change the recipe's forward(); else pick a triton_version whose "
         "runtime runs it. Raise models.pooled.tolerance only if you accept the measured difference as the model's "
         "answer")
+
+
+def test_mixture_of_experts_exports_with_batched_experts_and_is_verified_against_the_model_s_own(architectures):
+    # Before: refused with "operator transformers.grouped_mm_fallback has no ONNX conversion at opset 18".
+    root, _, lines = architectures
+    assert f"  experts: {EXPERTS}" in lines
+    check = verification(root, "experts")
+    assert (check.ran, check.details["fallbacks"][0]) == (True, EXPERTS)
 
 
 def test_windowed_attention_cnn_and_vit_build_and_verify(architectures):

@@ -132,6 +132,24 @@ def test_the_worker_reports_a_failed_optimization_with_its_mode_and_file(tmp_pat
     assert str(caught.value).startswith(f"the ONNX optimization process (basic) of {bad} failed (exit 1):\n")
 
 
+def test_the_worker_is_stopped_at_its_limit_and_the_step_fails_naming_it(tmp_path):
+    graph = tmp_path / "m.onnx"
+    onnx.save(_model_with_every_kind_of_tensor(), str(graph))
+    # Starting Python and importing onnx take longer than 0.01 s: the limit passes first.
+    with pytest.raises(ort_optimize.OrtOptimizeError) as caught:
+        optimize_worker.make("fused", graph, tmp_path / "out.onnx", {}, lambda line: None, limit=0.01)
+    assert str(caught.value) == f"the fused optimization of {graph} did not finish within 0 s and was stopped"
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_the_fusion_limit_grows_with_the_graph_and_its_weight_files(tmp_path):
+    graph = tmp_path / "m.onnx"
+    graph.write_bytes(b"x" * 2_000_000)
+    (tmp_path / "m.onnx.data").write_bytes(b"x" * 3_000_000)
+    (tmp_path / "other.onnx").write_bytes(b"x" * 9_000_000)  # another graph's file does not count
+    assert optimize_worker.fusion_limit(graph) == optimize_worker.FUSION_BASE_SECONDS + 5.0
+
+
 def test_load_graph_is_the_model_without_the_bytes_of_its_weights(tmp_path):
     model = _model_with_every_kind_of_tensor()
     onnx.save(model, str(tmp_path / "m.onnx"))

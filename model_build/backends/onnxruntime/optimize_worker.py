@@ -26,10 +26,23 @@ from typing import Callable, Optional
 FAILED = 3
 MARKER = "tritonsm-optimize-error: "
 MODES = ("fused", "basic", "as-exported")
+# The transformer fusions are optional (the unfused graph serves the same answers), and on graphs they do not
+# recognise some of their pattern searches run for many minutes (a 74 k-parameter Longformer: 10+ minutes on
+# 2 cores); past this limit the build goes on without them. Generous: BERT-base fuses in well under a minute.
+FUSION_BASE_SECONDS = 300
+FUSION_SECONDS_PER_MB = 1.0
 
 
-def make(mode: str, src: pathlib.Path, dst: pathlib.Path, hints: dict, log: Callable[[str], None]):
-    """Runs the worker; returns its ort_optimize.OptimizeReport (None for ``as-exported``)."""
+def fusion_limit(src: pathlib.Path) -> float:
+    """Seconds the fusions of ``src`` may take: a base plus a share per megabyte of graph and weight files."""
+    size = sum(f.stat().st_size for f in src.parent.glob(f"{src.name}*") if f.is_file())
+    return FUSION_BASE_SECONDS + FUSION_SECONDS_PER_MB * size / 1e6
+
+
+def make(mode: str, src: pathlib.Path, dst: pathlib.Path, hints: dict, log: Callable[[str], None],
+         limit: Optional[float] = None):
+    """Runs the worker; returns its ort_optimize.OptimizeReport (None for ``as-exported``). ``limit``: seconds
+    after which the worker is stopped and the step fails (OrtOptimizeError); None: no limit."""
     from model_build.backends.onnxruntime import optimize as ort_optimize
 
     report = dst.with_name(dst.name + ".report.json")
@@ -38,7 +51,12 @@ def make(mode: str, src: pathlib.Path, dst: pathlib.Path, hints: dict, log: Call
         if hints.get(key):
             cmd += [f"--{key.replace('_', '-')}", str(hints[key])]
     log("  $ " + " ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    try:
+        # subprocess.run kills the worker when the limit passes, and waits for it.
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise ort_optimize.OrtOptimizeError(f"the {mode} optimization of {src} did not finish within {limit:.0f} s "
+                                            "and was stopped") from None
     if proc.returncode == FAILED:
         raise ort_optimize.OrtOptimizeError(proc.stderr.rsplit(MARKER, 1)[-1].strip())
     if proc.returncode != 0:

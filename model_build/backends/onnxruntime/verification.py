@@ -39,7 +39,8 @@ def candidates(settings: OnnxRuntimeBuild, hints: dict[str, Any], exported: path
         if settings.fuse_transformers and hints["model_type"]:
             fused = scratch / "fused.onnx"
             try:
-                report = optimize_worker.make("fused", exported, fused, hints, log)
+                report = optimize_worker.make("fused", exported, fused, hints, log,
+                                              limit=optimize_worker.fusion_limit(exported))
             except OrtOptimizeError as exc:
                 # The fusions only make the graph faster: the unfused graph serves the same answers.
                 fallback = f"no transformer-fused graph: {exc}"
