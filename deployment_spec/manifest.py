@@ -22,7 +22,18 @@ class ManifestError(ValueError):
 class TensorSpec:
     name: str
     data_type: str            # Triton enum name, e.g. "TYPE_FP32"
-    dims: tuple[int, ...]     # without the batch dimension when max_batch_size > 0
+    dims: tuple[int, ...]     # the model's own, without the batch dimension when max_batch_size > 0
+
+    def served_dims(self, batched: bool) -> tuple[int, ...]:
+        """The dims clients send and receive, batch excluded. Triton refuses a tensor without dims ("must specify
+        'dims'", core src/model_config_utils.cc), so one value per batch row (model shape [batch]) is served as
+        [batch, 1] and config.pbtxt gives the model its own shape with ``reshape: { shape: [ ] }`` (Triton's
+        model_configuration.md, "Reshape")."""
+        return self.dims or ((1,) if batched else ())
+
+    def reshaped(self, batched: bool) -> bool:
+        """True where the served dims differ from the model's (config.pbtxt then carries ``reshape``)."""
+        return self.served_dims(batched) != self.dims
 
 
 @dataclasses.dataclass(frozen=True)

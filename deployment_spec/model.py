@@ -392,6 +392,17 @@ class ModelSpec:
                             "change the backend or the source")]
         return []
 
+    def local_files(self) -> list[tuple[str, str]]:
+        """(field under models.<name>, path relative to the spec) of every file or folder the build reads:
+        the source's file, then ``weights``, ``samples`` and the Python settings' files."""
+        src = self.source
+        fields = [(f"source.{key}", getattr(src, key, None) if src else None)
+                  for key in ("onnx", "torchscript", "python_dir")]
+        fields += [("weights", self.weights), ("samples", self.samples),
+                   ("python.execution_env", self.python.execution_env if self.python else None),
+                   ("python.requirements_file", self.python.requirements_file if self.python else None)]
+        return [(field, value) for field, value in fields if value]
+
     def triton_names(self) -> list[str]:
         """The Triton model names this entry produces: itself, or its renamed copies on an MME."""
         if self.copies == 1:

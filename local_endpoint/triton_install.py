@@ -21,6 +21,9 @@ from local_endpoint.errors import LocalEndpointError
 
 # Triton resolves these without a backend library of their own.
 BUILT_IN_BACKENDS = ("ensemble",)
+# The wheel the Triton server comes from, installed with --no-deps (its Python API's dependencies clash with
+# sagemaker's pins; only its tritonserver binary is used). scripts/bootstrap.sh reads this line.
+PYTRITON = "nvidia-pytriton==0.7.0"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +60,14 @@ def find_triton_install() -> TritonInstall:
     if spec is None or spec.origin is None:
         raise LocalEndpointError(
             "the Triton server comes from the PyPI package nvidia-pytriton, which is not installed "
-            f"in this Python ({sys.executable}); run scripts/bootstrap.sh (it installs "
-            "nvidia-pytriton==0.7.0) and try again"
+            f"in this Python ({sys.executable}); install it without its dependencies: {sys.executable} -m pip "
+            f"install --no-deps {PYTRITON} (in a checkout, scripts/bootstrap.sh does it) and try again"
         )
     install = TritonInstall(pathlib.Path(spec.origin).parent / "tritonserver")
     if not install.server_binary.is_file():
         raise LocalEndpointError(
             f"nvidia-pytriton is installed but {install.server_binary} is missing; "
-            "reinstall it (scripts/bootstrap.sh)"
+            f"reinstall it: {sys.executable} -m pip install --force-reinstall --no-deps {PYTRITON}"
         )
     return install
 

@@ -94,19 +94,11 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
 def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> dict[str, str]:
     out = {}
     src = model.source
-    for key in ("onnx", "torchscript", "python_dir"):
-        value = getattr(src, key, None) if src else None
-        if value:
-            path = (spec.root / value).resolve()
-            out[key] = hasher.tree(path) if path.exists() else "missing"
     if src and src.recipe and ":" in src.recipe:
         out["recipe_module"] = hasher.module(src.recipe.split(":", 1)[0])
-    for key, value in (("weights", model.weights), ("samples", model.samples),
-                       ("execution_env", model.python.execution_env if model.python else None),
-                       ("requirements_file", model.python.requirements_file if model.python else None)):
-        if value:
-            path = (spec.root / value).resolve()
-            out[key] = hasher.tree(path) if path.exists() else "missing"
+    for field, value in model.local_files():
+        path = (spec.root / value).resolve()
+        out[field.rsplit(".", 1)[-1]] = hasher.tree(path) if path.exists() else "missing"
     return out
 
 

@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 import pathlib
 from typing import Any, Iterable
@@ -90,14 +89,15 @@ class FileHasher:
         return digest_of(parts)
 
     def module(self, module: str) -> str:
-        """The source of a user recipe's module, found without importing (executing) it."""
-        try:
-            found = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            found = None
-        if found is None or not found.origin or not pathlib.Path(found.origin).is_file():
+        """The sources a user recipe's module runs (itself and the modules beside it that it imports,
+        recipe_sources), found without importing (executing) them."""
+        from model_build import recipe_sources
+
+        found = recipe_sources.files(module)
+        if found is None:
             return "unresolved"
-        return self.file(pathlib.Path(found.origin))
+        root, paths = found  # names relative to it: a clone elsewhere hashes the same
+        return digest_of([(path.relative_to(root).as_posix(), self.file(path)) for path in paths])
 
     def save(self) -> None:
         if self._dirty:

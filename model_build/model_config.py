@@ -34,7 +34,8 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
                  ensemble_steps: Sequence[Mapping] = ()) -> model_config_pb2.ModelConfig:
     """The ModelConfig for one model directory; ``name`` is the directory (Triton model) name."""
     body: dict = {"name": name, "max_batch_size": model.max_batch_size,
-                  "input": [_tensor(t) for t in inputs], "output": [_tensor(t) for t in outputs]}
+                  "input": [_tensor(t, model.max_batch_size > 0) for t in inputs],
+                  "output": [_tensor(t, model.max_batch_size > 0) for t in outputs]}
     if model.backend in (Backend.PYTHON, Backend.DALI):
         body["backend"] = model.backend.value
     else:
@@ -112,8 +113,11 @@ def _set_paths(message, prefix: str = "") -> set[str]:
     return out
 
 
-def _tensor(t: TensorSpec) -> dict:
-    return {"name": t.name, "data_type": t.data_type, "dims": list(t.dims)}
+def _tensor(t: TensorSpec, batched: bool) -> dict:
+    out: dict = {"name": t.name, "data_type": t.data_type, "dims": list(t.served_dims(batched))}
+    if t.reshaped(batched):
+        out["reshape"] = {"shape": list(t.dims)}
+    return out
 
 
 def _warmup(model: ModelSpec, inputs: Sequence[TensorSpec]) -> dict:
@@ -121,7 +125,7 @@ def _warmup(model: ModelSpec, inputs: Sequence[TensorSpec]) -> dict:
     # float inputs get random data, closer to real traffic.
     per_input = {}
     for t in inputs:
-        dims = [model.sequence_length or 1 if d < 0 else d for d in t.dims]
+        dims = [model.sequence_length or 1 if d < 0 else d for d in t.served_dims(model.max_batch_size > 0)]
         fill = {"random_data": True} if t.data_type in ("TYPE_FP32", "TYPE_FP16", "TYPE_BF16") else {"zero_data": True}
         per_input[t.name] = {"data_type": t.data_type, "dims": dims, **fill}
     return {"name": "warmup", "batch_size": 1, "inputs": per_input, "count": 1}

@@ -23,6 +23,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.spec}: valid ({_count(spec.models, 'model')}, {_count(spec.endpoints, 'endpoint')}, "
           f"{_count(spec.environments, 'environment')}: {', '.join(spec.environments)}; "
           f"Triton {spec.triton_version})")
+    # Not a spec problem (synth reads built assets, not these), but `tritonsm build` will refuse them.
+    for name, model in spec.models.items():
+        for field, value in model.local_files():
+            path = (spec.root / value).resolve()
+            if not path.exists():
+                print(f"note: models.{name}.{field}: {path} does not exist; tritonsm build needs it for this model")
     return 0
 
 

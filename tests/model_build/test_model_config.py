@@ -163,3 +163,13 @@ def test_renamed_copy_changes_only_the_name(spec):
     text = model_config.render(configs(spec)["tensorrt"])
     renamed = model_config.renamed(text, "bert-trt-3")
     assert renamed == text.replace('name: "bert-trt"', 'name: "bert-trt-3"', 1)
+
+
+def test_a_tensor_without_dims_in_a_given_config_is_refused_with_the_reshape_that_serves_it():
+    from model_build import checks
+
+    config = model_config.parse('name: "m"\nmax_batch_size: 4\noutput { name: "p" data_type: TYPE_FP32 }\n')
+    with pytest.raises(BuildError) as caught:
+        checks._check_dims("m", config)
+    assert str(caught.value) == ("model m: tensor p has no dims; Triton refuses to load a tensor without dims: for one "
+                                 "value per batch row write dims: [ 1 ] with reshape: { shape: [ ] }")

@@ -92,6 +92,19 @@ def test_cli_validate_ok():
                            "Triton 25.09)\n")
 
 
+def test_cli_validate_notes_a_weights_folder_the_build_will_not_find(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("project: P\ntriton_version: '25.09'\nmodels:\n  cls: {backend: onnxruntime, source: {recipe: "
+                    "hf-sequence-classification}, weights: ckpt}\nendpoints:\n  ep: {kind: single-model, models: "
+                    "[cls], instance_type: ml.g5.xlarge}\nenvironments:\n  dev: {region: us-east-1}\n")
+    done = _cli("validate", "--spec", str(spec))
+    assert done.returncode == 0  # synth reads built assets, not the weights: the spec itself is valid
+    assert done.stdout.splitlines()[1] == (f"note: models.cls.weights: {tmp_path.resolve() / 'ckpt'} does not exist; "
+                                           "tritonsm build needs it for this model")
+    (tmp_path / "ckpt").mkdir()
+    assert "note:" not in _cli("validate", "--spec", str(spec)).stdout
+
+
 def test_cli_validate_bad_spec_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text((ROOT / "triton.yaml").read_text().replace("max_batch_size: 16", "max_batch_sise: 16", 1))

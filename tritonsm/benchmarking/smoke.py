@@ -102,7 +102,7 @@ class SmokeCase:
                 encoded = np.frombuffer(jpeg(*SAMPLE_IMAGE), dtype=np.uint8)
                 out.append(NamedTensor(spec.name, "UINT8", encoded[None, :] if self.batched else encoded))
                 continue
-            dims = [d if d >= 0 else (self.sequence_length or 1) for d in spec.dims]
+            dims = [d if d >= 0 else (self.sequence_length or 1) for d in spec.served_dims(self.batched)]
             shape = ([1] if self.batched else []) + dims
             datatype = spec.data_type.removeprefix("TYPE_")
             if spec.data_type in ("TYPE_STRING", "TYPE_BYTES"):
@@ -197,7 +197,7 @@ def check(case: SmokeCase, response: DecodedResponse, expected: Optional[Mapping
         if tensor.datatype != datatype:
             problems.append(f"model {case.model}: output {spec.name} is {tensor.datatype}, the build recorded {datatype}")
         shape = list(tensor.array.shape)
-        want = ([1] if case.batched else []) + list(spec.dims)
+        want = ([1] if case.batched else []) + list(spec.served_dims(case.batched))
         if len(shape) != len(want) or any(w >= 0 and w != s for w, s in zip(want, shape)):
             problems.append(f"model {case.model}: output {spec.name} has shape {shape}, the build recorded {want} "
                             "(-1: any size)")

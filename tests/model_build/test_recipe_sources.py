@@ -1,0 +1,52 @@
+"""A user recipe's build hash covers the modules beside it that it imports: editing one rebuilds."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from model_build import hashing, recipe_sources
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    files = {
+        "scorer/__init__.py": "",
+        "scorer/recipe.py": "import json\nimport torch\nfrom scorer.net import Net\nfrom . import text\n"
+                            "from .layers import conv\n",
+        "scorer/net.py": "from scorer.layers.conv import Conv\n",
+        "scorer/text.py": "",
+        "scorer/layers/__init__.py": "",
+        "scorer/layers/conv.py": "from .. import shared\n",
+        "scorer/shared.py": "",
+        "scorer/unused.py": "",
+        "beside.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_the_files_are_the_recipe_its_packages_and_what_it_imports_beside_it_transitively(project):
+    root, found = recipe_sources.files("scorer.recipe")
+    assert root == project.resolve()
+    assert sorted(p.relative_to(root).as_posix() for p in found) == [
+        "scorer/__init__.py", "scorer/layers/__init__.py", "scorer/layers/conv.py", "scorer/net.py",
+        "scorer/recipe.py", "scorer/shared.py", "scorer/text.py"]  # not unused.py, beside.py, json or torch
+
+
+def test_editing_a_module_the_recipe_imports_changes_its_hash_and_an_unused_one_does_not(project, tmp_path):
+    hasher = hashing.FileHasher(tmp_path / "memo.json")
+    before = hasher.module("scorer.recipe")
+    (project / "scorer" / "unused.py").write_text("x = 1\n")
+    assert hashing.FileHasher(tmp_path / "memo2.json").module("scorer.recipe") == before
+    (project / "scorer" / "net.py").write_text("from scorer.layers.conv import Conv\nWIDTH = 2\n")
+    # Before, only scorer/recipe.py was hashed and this edit shipped the model built before it.
+    assert hashing.FileHasher(tmp_path / "memo3.json").module("scorer.recipe") != before
+
+
+def test_a_module_that_is_not_found_is_unresolved(project, tmp_path):
+    assert hashing.FileHasher(tmp_path / "memo.json").module("no_such_recipe_module") == "unresolved"
+    assert recipe_sources.files("scorer.missing") is None
