@@ -213,6 +213,8 @@ def main() -> int:
     parser.add_argument("--retry", nargs="*", metavar="OUTCOME",
                         help="run again the architectures not built+served (or only those with these outcomes, "
                              "e.g. 'not instantiable')")
+    parser.add_argument("--again", action="store_true",
+                        help="run the --only architectures again whatever their outcome (after a change to the build)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -224,6 +226,10 @@ def main() -> int:
     started = saved.get("started") or datetime.datetime.now(
         datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     only = {name for item in args.only for name in item.split(",") if name}
+    if args.again:
+        if not only:
+            parser.error("--again needs --only: name the architectures to run again")
+        results = {key: row for key, row in results.items() if row["model_type"] not in only}
     todo = [a for a in architectures() if (not only or a["model_type"] in only) and a["key"] not in results]
     if args.limit is not None:
         todo = todo[:args.limit]
