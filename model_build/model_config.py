@@ -34,8 +34,7 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
                  ensemble_steps: Sequence[Mapping] = ()) -> model_config_pb2.ModelConfig:
     """The ModelConfig for one model directory; ``name`` is the directory (Triton model) name."""
     body: dict = {"name": name, "max_batch_size": model.max_batch_size,
-                  "input": [_tensor(t, model.max_batch_size > 0) for t in inputs],
-                  "output": [_tensor(t, model.max_batch_size > 0) for t in outputs]}
+                  "input": [_tensor(t, model) for t in inputs], "output": [_tensor(t, model) for t in outputs]}
     if model.backend in (Backend.PYTHON, Backend.DALI):
         body["backend"] = model.backend.value
     else:
@@ -113,9 +112,11 @@ def _set_paths(message, prefix: str = "") -> set[str]:
     return out
 
 
-def _tensor(t: TensorSpec, batched: bool) -> dict:
+def _tensor(t: TensorSpec, model: ModelSpec) -> dict:
+    batched = model.max_batch_size > 0
     out: dict = {"name": t.name, "data_type": t.data_type, "dims": list(t.served_dims(batched))}
-    if t.reshaped(batched):
+    # An ensemble runs no model of its own: its tensors are its steps' served ones, nothing to reshape.
+    if t.reshaped(batched) and model.backend is not Backend.ENSEMBLE:
         out["reshape"] = {"shape": list(t.dims)}
     return out
 

@@ -173,3 +173,18 @@ def test_a_tensor_without_dims_in_a_given_config_is_refused_with_the_reshape_tha
         checks._check_dims("m", config)
     assert str(caught.value) == ("model m: tensor p has no dims; Triton refuses to load a tensor without dims: for one "
                                  "value per batch row write dims: [ 1 ] with reshape: { shape: [ ] }")
+
+
+def test_one_value_per_row_is_served_as_one_column_and_reshaped_for_the_model_but_not_for_an_ensemble():
+    from deployment_spec.model import Backend, ModelSpec
+
+    row = TensorSpec("confidence", "TYPE_FP32", ())
+    ids = TensorSpec("input_ids", "TYPE_INT64", (-1,))
+    onnx = model_config.build_config(ModelSpec(backend=Backend.ONNXRUNTIME, max_batch_size=4), name="m",
+                                     inputs=[ids], outputs=[row], triton_version="25.09")
+    assert (list(onnx.output[0].dims), onnx.output[0].HasField("reshape"), list(onnx.output[0].reshape.shape)) == (
+        [1], True, [])
+    assert not onnx.input[0].HasField("reshape")  # a tensor with dims of its own keeps them
+    ensemble = model_config.build_config(ModelSpec(backend=Backend.ENSEMBLE, max_batch_size=4), name="e",
+                                         inputs=[ids], outputs=[row], triton_version="25.09")
+    assert (list(ensemble.output[0].dims), ensemble.output[0].HasField("reshape")) == ([1], False)
