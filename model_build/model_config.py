@@ -112,6 +112,19 @@ def _set_paths(message, prefix: str = "") -> set[str]:
     return out
 
 
+def declared_tensor(t, where: str) -> TensorSpec:
+    """A tensor of a given config.pbtxt (ModelInput / ModelOutput) as the model sees it. The one reshape the
+    build writes back is dims [ 1 ] -> shape [ ] (one value per row); any other is refused, not dropped."""
+    data_type = model_config_pb2.DataType.Name(t.data_type)
+    if not t.HasField("reshape"):
+        return TensorSpec(t.name, data_type, tuple(t.dims))
+    if list(t.dims) == [1] and not t.reshape.shape:
+        return TensorSpec(t.name, data_type, ())
+    raise BuildError(f"{where}: tensor {t.name} has dims {list(t.dims)} with reshape {list(t.reshape.shape)}; "
+                     "allowed: reshape only from dims [ 1 ] to shape [ ] (one value per batch row); fix: give dims "
+                     "as the model sees them and reshape inside model.py")
+
+
 def _tensor(t: TensorSpec, model: ModelSpec) -> dict:
     batched = model.max_batch_size > 0
     out: dict = {"name": t.name, "data_type": t.data_type, "dims": list(t.served_dims(batched))}

@@ -188,3 +188,17 @@ def test_one_value_per_row_is_served_as_one_column_and_reshaped_for_the_model_bu
     ensemble = model_config.build_config(ModelSpec(backend=Backend.ENSEMBLE, max_batch_size=4), name="e",
                                          inputs=[ids], outputs=[row], triton_version="25.09")
     assert (list(ensemble.output[0].dims), ensemble.output[0].HasField("reshape")) == ([1], False)
+
+
+def test_a_given_config_keeps_its_one_value_per_row_reshape_and_refuses_any_other():
+    given = model_config.parse('name: "p"\nmax_batch_size: 4\n'
+                               'input { name: "a" data_type: TYPE_FP32 dims: 1 reshape { } }\n'
+                               'input { name: "b" data_type: TYPE_FP32 dims: 4 reshape { shape: [2, 2] } }\n'
+                               'output { name: "c" data_type: TYPE_FP32 dims: 3 }\n')
+    assert model_config.declared_tensor(given.input[0], "cfg") == TensorSpec("a", "TYPE_FP32", ())
+    assert model_config.declared_tensor(given.output[0], "cfg") == TensorSpec("c", "TYPE_FP32", (3,))
+    with pytest.raises(BuildError) as caught:
+        model_config.declared_tensor(given.input[1], "cfg")
+    assert str(caught.value) == ("cfg: tensor b has dims [4] with reshape [2, 2]; allowed: reshape only from dims [ 1 ] "
+                                 "to shape [ ] (one value per batch row); fix: give dims as the model sees them and "
+                                 "reshape inside model.py")

@@ -6,7 +6,7 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec import Spec, requirements
-from deployment_spec.manifest import ModelEntry, TensorSpec
+from deployment_spec.manifest import ModelEntry
 from deployment_spec.model import Backend, ModelSpec
 from model_build import layout, model_config
 from model_build.backends.python import execution_env
@@ -99,8 +99,8 @@ def _python_dir(ctx, model: ModelSpec):
     if not (src / layout.CONFIG).is_file():
         raise BuildError(f"{where}: {src} has no {layout.CONFIG} declaring the model's input and output tensors")
     declared = model_config.parse((src / layout.CONFIG).read_text(), f"{src / layout.CONFIG}")
-    tensors = [[TensorSpec(t.name, model_config.model_config_pb2.DataType.Name(t.data_type), tuple(t.dims))
-                for t in group] for group in (declared.input, declared.output)]
+    tensors = [[model_config.declared_tensor(t, f"{src / layout.CONFIG}") for t in group]
+               for group in (declared.input, declared.output)]
     params = {k: v.string_value for k, v in declared.parameters.items()}
     files = {p.name: p for p in sorted(src.iterdir()) if p.name != layout.CONFIG and p.name != "__pycache__"}
     return tensors[0], tensors[1], files, params
