@@ -39,7 +39,7 @@ def _check_dims(name: str, config) -> None:
         if not tensor.dims and config.max_batch_size == 0:
             raise BuildError(f"model {name}: tensor {tensor.name} has no dims while max_batch_size is 0; without "
                              "batching the dims are the full shape, give at least one dimension")
-        if not tensor.dims:  # Triton's core refuses it at load: "model output 'x' must specify 'dims'"
+        if not tensor.dims:  # also with batching: Triton's core refuses it at load ("must specify 'dims'")
             raise BuildError(f"model {name}: tensor {tensor.name} has no dims; Triton refuses to load a tensor "
                              "without dims: for one value per batch row write dims: [ 1 ] with reshape: "
                              "{ shape: [ ] }")

@@ -3,7 +3,8 @@ beside it that it imports (``from scorer.net import ConvScorer``). Found by read
 by importing: the build hash is computed before any recipe runs, and without torch.
 
 A module counts when it lies under the folder the recipe was found in; the standard library and installed
-packages do not (their versions are in the build hash already). Imports made by strings at run time
+packages do not (their versions are in the build hash already). A recipe that is itself an installed package
+counts only its own package's files: walking site-packages would read torch's thousands of modules. Imports made by strings at run time
 (importlib.import_module) are not seen: such a module is listed nowhere, so a change to it does not rebuild.
 """
 from __future__ import annotations
@@ -18,11 +19,9 @@ def files(module: str) -> Optional[tuple[pathlib.Path, list[pathlib.Path]]]:
     """(the folder the module was found in, its files: the packages above it, itself, then what they import,
     transitively); None where the module is not found."""
     root = _root(module)
-    if root is None:
+    if root is None or _local(root, module) is None:
         return None
-    first = _local(root, module)
-    if first is None:
-        return None
+    scope = root / module.split(".")[0] if root in _installed_roots() else root
     found: list[pathlib.Path] = []
     todo = [module]
     seen: set[str] = set()
@@ -34,8 +33,17 @@ def files(module: str) -> Optional[tuple[pathlib.Path, list[pathlib.Path]]]:
         for path in _with_packages(root, name):
             if path not in found:
                 found.append(path)
-                todo += [n for n in _imports(path, _package_of(root, path)) if _local(root, n) is not None]
+                todo += [n for n in _imports(path, _package_of(root, path))
+                         if (local := _local(root, n)) is not None and local.is_relative_to(scope)]
     return root, found
+
+
+def _installed_roots() -> set[pathlib.Path]:
+    """The folders installed packages live in (this interpreter's site-packages)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return {pathlib.Path(paths[key]).resolve() for key in ("purelib", "platlib")}
 
 
 def _root(module: str) -> Optional[pathlib.Path]:

@@ -50,3 +50,17 @@ def test_editing_a_module_the_recipe_imports_changes_its_hash_and_an_unused_one_
 def test_a_module_that_is_not_found_is_unresolved(project, tmp_path):
     assert hashing.FileHasher(tmp_path / "memo.json").module("no_such_recipe_module") == "unresolved"
     assert recipe_sources.files("scorer.missing") is None
+
+
+def test_a_recipe_in_an_installed_package_counts_only_its_own_package(project, monkeypatch):
+    # In site-packages, `import torch` resolves beside the recipe too: walking it would read all of torch.
+    monkeypatch.setattr(recipe_sources, "_installed_roots", lambda: {project.resolve()})
+    (project / "torchlike").mkdir()
+    (project / "torchlike" / "__init__.py").write_text("")
+    (project / "scorer" / "text.py").write_text("import torchlike\nimport beside\n")
+    root, found = recipe_sources.files("scorer.recipe")
+    names = {p.relative_to(root).as_posix() for p in found}
+    assert "scorer/text.py" in names and not {"torchlike/__init__.py", "beside.py"} & names
+    monkeypatch.setattr(recipe_sources, "_installed_roots", lambda: set())
+    assert {"torchlike/__init__.py", "beside.py"} <= {p.relative_to(root).as_posix()
+                                                      for p in recipe_sources.files("scorer.recipe")[1]}
