@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import urllib.parse
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
@@ -20,6 +21,7 @@ from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
+from local_endpoint.runtime_routes import endpoint_in_path
 from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
 from local_endpoint.serve_flags import MME, SME
 from local_endpoint.single_model import SingleModelEndpoint
@@ -94,12 +96,13 @@ def invoke_main(argv: list[str]) -> int:
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         request = encode_request(_tensors_from_args(parser, args), binary=args.binary)
-        name = args.endpoint_name
+        name, url = args.endpoint_name, None
         if args.url:
-            name = _local_endpoint_name(args.url, name)
+            url, named_in_url = runtime_address(args.url)
+            name = _local_endpoint_name(url, one_name(name, named_in_url, args.url))
         response = invoke_sagemaker_endpoint(
             name, request, region=args.region, target_model=args.target_model,
-            inference_component=args.inference_component, endpoint_url=args.url, timeout=args.timeout,
+            inference_component=args.inference_component, endpoint_url=url, timeout=args.timeout,
         )
         print(format_response(response))
         if args.output is not None:
@@ -202,6 +205,36 @@ def _invoke_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
 
     return parser
+
+
+def runtime_address(url: str) -> tuple[str, str | None]:
+    """The local runtime's address in ``--url`` and the EndpointName its path names, if any.
+
+    People paste the address `tritonsm serve` prints, or a path they know from SageMaker: the container's
+    ``/invocations`` or InvokeEndpoint's ``/endpoints/{EndpointName}/invocations``. Both mean the same
+    runtime; any other path would be passed on to the container and answered by Triton, not InvokeEndpoint.
+    """
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
+        raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    base = f"http://{parsed.netloc}"
+    path = parsed.path.rstrip("/")
+    name = None if path in ("", "/invocations") else endpoint_in_path(path)
+    if parsed.query or parsed.fragment or (name is None and path not in ("", "/invocations")):
+        raise InvokeError(
+            f"--url {url!r} has a path this command does not call ({url[len(base):]}); give the address "
+            f"`tritonsm serve` prints, e.g. {base} (the request goes to "
+            "/endpoints/<EndpointName>/invocations, as InvokeEndpoint's does)")
+    return base, name
+
+
+def one_name(given: str | None, in_url: str | None, url: str) -> str | None:
+    """The EndpointName given (--endpoint-name, or the spec's) and the one of the --url path, which must agree
+    when both are there."""
+    if given and in_url and given != in_url:
+        raise InvokeError(f"--url {url!r} names endpoint {in_url!r} but the request is for {given!r}; "
+                          "give one of them")
+    return given or in_url
 
 
 def _local_endpoint_name(url: str, name: str | None) -> str:

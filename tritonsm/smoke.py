@@ -113,7 +113,10 @@ def _target(args, spec, env_name: str, endpoint, client):
         yield smoke.DeployedClient(name, args.region or spec.environments[env_name].region, client), \
             f"deployed endpoint {name}"
     elif args.url:
-        yield smoke.DeployedClient(name, client=client, endpoint_url=args.url), f"{name} at {args.url}"
+        from local_endpoint.cli import one_name, runtime_address
+        url, named_in_url = runtime_address(args.url)
+        one_name(name, named_in_url, args.url)
+        yield smoke.DeployedClient(name, client=client, endpoint_url=url), f"{name} at {url}"
     elif args.image:
         from local_endpoint.image.endpoints import for_spec_endpoint
         from local_endpoint.stop_signals import interrupting

@@ -139,6 +139,38 @@ def test_invoke_reports_a_rejected_request(add_endpoint, tmp_path: pathlib.Path,
     )
 
 
+@pytest.mark.triton
+@pytest.mark.parametrize("path", ["/invocations", "/endpoints/Tests-dev-add/invocations", "/"])
+def test_invoke_takes_the_paths_people_paste_after_the_address(add_endpoint, path: str, tmp_path, capsys) -> None:
+    # Before, `--url http://127.0.0.1:PORT/invocations` sent boto3 to /invocations/endpoints/...: Triton's
+    # 400 came back as "rejected the request (400, HTTP 400): " with no reason.
+    np.savez(tmp_path / "in.npz", A=np.full((1, 4), 1.5, np.float32), B=np.ones((1, 4), np.float32))
+    assert invoke_main(["--url", add_endpoint.url + path, "--input", str(tmp_path / "in.npz")]) == 0
+    assert capsys.readouterr().out == "model: add\nSUM FP32 [1, 4]\n[[2.5 2.5 2.5 2.5]]\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--url", "http://127.0.0.1:9/v2/models/add/infer"],
+         "--url 'http://127.0.0.1:9/v2/models/add/infer' has a path this command does not call (/v2/models/add/infer); "
+         "give the address `tritonsm serve` prints, e.g. http://127.0.0.1:9 (the request goes to "
+         "/endpoints/<EndpointName>/invocations, as InvokeEndpoint's does)"),
+        (["--url", "http://127.0.0.1:9/invocations?x=1"],
+         "--url 'http://127.0.0.1:9/invocations?x=1' has a path this command does not call (/invocations?x=1); "
+         "give the address `tritonsm serve` prints, e.g. http://127.0.0.1:9 (the request goes to "
+         "/endpoints/<EndpointName>/invocations, as InvokeEndpoint's does)"),
+        (["--url", "http://127.0.0.1:9/endpoints/T-dev-a/invocations", "--endpoint-name", "T-dev-b"],
+         "--url 'http://127.0.0.1:9/endpoints/T-dev-a/invocations' names endpoint 'T-dev-a' but the request is "
+         "for 'T-dev-b'; give one of them"),
+    ],
+)
+def test_invoke_refuses_a_url_path_it_would_not_call(argv: list[str], message: str, tmp_path, capsys) -> None:
+    np.save(tmp_path / "a.npy", np.ones((1, 4), np.float32))
+    assert invoke_main([*argv, "--input", str(tmp_path / "a.npy"), "--input-name", "A"]) == 1
+    assert capsys.readouterr().err == f"error: {message}\n"
+
+
 def test_invoke_reports_nothing_listening(tmp_path: pathlib.Path, capsys) -> None:
     np.save(tmp_path / "a.npy", np.ones((1, 4), np.float32))
     port = free_port()
