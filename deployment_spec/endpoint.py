@@ -208,11 +208,15 @@ class Observability(Validated):
     ``enhanced``: ``EnableEnhancedMetrics``: invocation and utilization metrics per instance (and per
     container for inference components); single-model and inference-component endpoints only.
     Defaults to on where allowed. ``publish_frequency_s``: ``MetricPublishFrequencyInSeconds``.
+    ``graphs``: draw Triton's own metrics (queue and compute time, batch size, pending requests) on the
+    dashboard, through a custom widget's Lambda function that queries CloudWatch's PromQL API
+    (``triton_constructs.promql_graphs``); off: the dashboard lists the queries for Query Studio.
     """
 
     detailed: bool = True
     enhanced: Optional[bool] = None
     publish_frequency_s: int = 60
+    graphs: bool = False
 
     def problems(self, path: str) -> list[Problem]:
         return triton_metrics.publish_frequency_problems(self.publish_frequency_s, join(path, "publish_frequency_s"))

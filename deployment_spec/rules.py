@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from deployment_spec import component_endpoint, instances, sagemaker_rules, serving_runtimes
+from deployment_spec import component_endpoint, instances, sagemaker_rules, serving_runtimes, triton_metrics
 from deployment_spec.capacity_reservation import reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
@@ -151,6 +151,9 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         volume_size_gb=ep.volume_size_gb, model_cache=ep.model_cache or not variant,
         data_capture=ep.data_capture is not None and variant, instance_facts=ep.instance_facts,
         enhanced_metrics=ep.observability.enhanced))
+    out += triton_metrics.graphs_problems(
+        ep.observability.graphs, detailed=ep.observability.detailed, container_metrics=ep.container.metrics,
+        path=f"{path}.observability.graphs")
     out += sagemaker_rules.prefixed(path, sagemaker_rules.fallback_instance_types(
         ep.instance_type, ep.fallback_instance_types, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
         triton_version=triton_version, volume_size_gb=ep.volume_size_gb, instance_facts=ep.instance_facts))

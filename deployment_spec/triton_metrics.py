@@ -39,3 +39,14 @@ def publish_frequency_problems(seconds: int, path: str) -> list[Problem]:
     allowed = ", ".join(str(s) for s in PUBLISH_FREQUENCIES_S)
     return [Problem(path, str(seconds), f"one of {allowed} (MetricsConfig.MetricPublishFrequencyInSeconds)",
                     "pick the nearest of those")]
+
+
+def graphs_problems(graphs: bool, *, detailed: bool, container_metrics: bool, path: str) -> list[Problem]:
+    """Graphs of Triton's metrics need the metrics: Triton publishing them and SageMaker collecting them."""
+    if graphs and not detailed:
+        return [Problem(path, "true with detailed: false", "graphs with detailed: true (SageMaker publishes "
+                        "Triton's metrics only with detailed observability)", "set detailed: true or remove graphs")]
+    if graphs and not container_metrics:
+        return [Problem(path, "true with container.metrics: false", "graphs with container.metrics: true "
+                        "(Triton's metrics are what they draw)", "set container.metrics: true or remove graphs")]
+    return []

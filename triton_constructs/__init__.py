@@ -36,9 +36,10 @@ from triton_constructs.errors import SynthError
 from triton_constructs.model_repositories import ModelArchive, ModelRepositories
 from triton_constructs.model_store import ModelStore
 from triton_constructs.network import NetworkProps
+from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
 __all__ = ["Alarms", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
-           "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PropsError",
+           "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
            "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

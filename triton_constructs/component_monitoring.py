@@ -23,6 +23,7 @@ from triton_constructs import triton_promql
 from triton_constructs.dashboard import graph, triton_widgets
 from triton_constructs.alarms import notify_topic, queue_alarm
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
+from triton_constructs.promql_graphs import PromQLGraphs
 
 COMPONENT_NAMESPACE = "/aws/sagemaker/InferenceComponents"
 
@@ -104,6 +105,7 @@ class ComponentDashboard(Construct):
             none (fixed copies).
         triton_alarm: The component's PromQL queue alarm: with it, Triton's queries and the alarm's state are
             shown too. Defaults to none.
+        triton_graphs: Draws those queries (else listed as text). Defaults to none.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
@@ -111,7 +113,8 @@ class ComponentDashboard(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, component_name: str, endpoint_name: str, variant_name: str,
                  latency_sla_ms: float, per_copy_target: Optional[tuple[str, float]] = None,
-                 triton_alarm: Optional[cloudwatch.IAlarm] = None) -> None:
+                 triton_alarm: Optional[cloudwatch.IAlarm] = None,
+                 triton_graphs: Optional[PromQLGraphs] = None) -> None:
         super().__init__(scope, id_)
 
         def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
@@ -143,6 +146,6 @@ class ComponentDashboard(Construct):
         ]
         # Triton's own metrics where they are published (the queue alarm exists exactly then).
         widgets += triton_widgets(triton_promql.dashboard_queries(endpoint_name, component_name)
-                                  if triton_alarm is not None else None, triton_alarm)
+                                  if triton_alarm is not None else None, triton_alarm, triton_graphs)
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=component_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])

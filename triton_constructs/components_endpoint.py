@@ -9,7 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_ecr as ecr, aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec import instances, network_rules, sagemaker_rules, triton_metrics
 from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.component_endpoint import archive_default_model, capacity
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
@@ -28,6 +28,7 @@ from triton_constructs.inference_components import ComponentProps, TritonInferen
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import COMPONENT_LOG_GROUPS, ENDPOINT_LOG_GROUPS, allow_logs
 from triton_constructs.network import NetworkProps
+from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.props import checked_props
 
 
@@ -77,6 +78,8 @@ class TritonComponentsEndpoint(Construct):
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
         serving: The ``TritonInferenceComponents`` (endpoint, config, components, alarms, scaling by model).
+        graphs: ``PromQLGraphs`` drawing Triton's metrics on each component's dashboard
+            (``observability.graphs``), or None.
     """
 
     @checked_props
@@ -122,6 +125,9 @@ class TritonComponentsEndpoint(Construct):
                        for model, archive in served.items()}
         for env in environment.values():
             problems += sagemaker_rules.container_environment_limits(env)
+        problems += triton_metrics.graphs_problems(
+            observability.graphs, detailed=observability.detailed, container_metrics=container.metrics,
+            path="observability.graphs")
         # One archive per component, read by one role: the archives' rules are a multi-model endpoint's.
         problems += models.problems(multi_model=True, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
@@ -149,8 +155,10 @@ class TritonComponentsEndpoint(Construct):
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
                               f"{COMPONENT_LOG_GROUPS}{name}-*"])
         image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
-        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name,
-                                           network.function_placement(self))
+        placement = network.function_placement(self)
+        data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name, placement)
+        self.graphs = PromQLGraphs(self, "TritonGraphs", log_key=self.key, placement=placement) \
+            if observability.graphs else None
         subnet_ids = network.subnet_ids()
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, vpc=bool(subnet_ids))
@@ -183,7 +191,8 @@ class TritonComponentsEndpoint(Construct):
                     self, f"Triton endpoint {name}: no inbound; outbound for the model data download through the VPC"),
                 network_isolation=network.isolation, log_retention=log_retention, log_removal_policy=kept,
                 log_key=self.key, removal_policy=kept, observability=observability,
-                capacity_reservation=capacity_reservation, fallback_instance_types=tuple(fallback_instance_types))
+                capacity_reservation=capacity_reservation, fallback_instance_types=tuple(fallback_instance_types),
+                graphs=self.graphs)
         except PropsError as caught:
             # The building block checks what the copies need of the instances: report it as this construct's.
             raise PropsError(f"TritonComponentsEndpoint {self.node.path}", caught.problems) from None

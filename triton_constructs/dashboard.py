@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from triton_constructs.metrics import EndpointMetrics
-
+from triton_constructs.promql_graphs import PromQLGraphs
 
 
 def graph(title: str, left: list[cloudwatch.IMetric], annotation: Optional[tuple[float, str]] = None
@@ -28,9 +28,10 @@ class EndpointDashboard(Construct):
         gpu_count: GPUs per instance; 0 hides the GPU graph.
         gpu_target: The GPUUtilization scaling target, drawn on the GPU graph. Defaults to none.
         multi_model: Add loaded-model count, cache hit ratio and loading wait. Defaults to False.
-        triton_queries: Triton's own metrics as PromQL (title: query), shown for CloudWatch Query Studio:
-            a dashboard widget cannot draw PromQL in this aws-cdk-lib. Defaults to none.
+        triton_queries: Triton's own metrics as PromQL (title: query): listed for CloudWatch Query Studio,
+            or drawn by ``triton_graphs``. Defaults to none.
         triton_alarm: The PromQL alarm on Triton's queue time, shown by its state. Defaults to none.
+        triton_graphs: Draws ``triton_queries`` (a custom widget each). Defaults to none: listed as text.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
@@ -39,7 +40,8 @@ class EndpointDashboard(Construct):
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, latency_sla_ms: float,
                  gpu_count: int, gpu_target: Optional[float] = None, multi_model: bool = False,
                  triton_queries: Optional[Mapping[str, str]] = None,
-                 triton_alarm: Optional[cloudwatch.IAlarm] = None) -> None:
+                 triton_alarm: Optional[cloudwatch.IAlarm] = None,
+                 triton_graphs: Optional[PromQLGraphs] = None) -> None:
         super().__init__(scope, id_)
         metric, per_instance = metrics.invocation, metrics.instance
 
@@ -77,16 +79,19 @@ class EndpointDashboard(Construct):
                     metric("ModelDownloadingTime", "Average", "download"),
                     metric("ModelUnloadingTime", "Average", "unload")]),
             ]
-        widgets += triton_widgets(triton_queries, triton_alarm)
+        widgets += triton_widgets(triton_queries, triton_alarm, triton_graphs)
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=metrics.endpoint_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])
 
 
-def triton_widgets(queries: Optional[Mapping[str, str]], alarm: Optional[cloudwatch.IAlarm]) -> list[cloudwatch.IWidget]:
-    """Triton's own metrics on a dashboard: the PromQL queries as text (for Query Studio: no widget of this
-    aws-cdk-lib draws PromQL) and the queue alarm's state."""
+def triton_widgets(queries: Optional[Mapping[str, str]], alarm: Optional[cloudwatch.IAlarm],
+                   graphs: Optional[PromQLGraphs] = None) -> list[cloudwatch.IWidget]:
+    """Triton's own metrics on a dashboard: the PromQL queries drawn by ``graphs``, else as text (for Query
+    Studio: no built-in widget draws PromQL), and the queue alarm's state."""
     widgets: list[cloudwatch.IWidget] = []
-    if queries:
+    if queries and graphs is not None:
+        widgets += graphs.widgets({f"Triton: {title}": query for title, query in queries.items()})
+    elif queries:
         lines = [f"**{title}**\n```\n{query}\n```" for title, query in queries.items()]
         widgets.append(cloudwatch.TextWidget(width=16, height=6, markdown=(
             "### Triton's own metrics (PromQL, CloudWatch Query Studio)\nPer model, from Triton's Prometheus "

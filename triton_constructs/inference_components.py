@@ -31,6 +31,7 @@ from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parse import Validated
 from triton_constructs import control_tower, security_hub
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
+from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.component_scaling import ComponentScaling
 from triton_constructs.endpoint import instance_pools, metrics_config, reservation_config
 from triton_constructs.endpoint_reference import endpoint_arn
@@ -129,6 +130,7 @@ class TritonInferenceComponents(Construct):
             still use it). Defaults to ``RETAIN_ON_UPDATE_OR_DELETE``; ``DESTROY`` suits throw-away environments.
         capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
         fallback_instance_types: Instance pools after ``instance_type``; every copy must fit each. Defaults to none.
+        graphs: Draws Triton's metrics on each component's dashboard (``PromQLGraphs``). Defaults to none.
 
     Attributes:
         config: The ``CfnEndpointConfig``.
@@ -155,7 +157,7 @@ class TritonInferenceComponents(Construct):
                  removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
                  observability: Observability = Observability(),
                  capacity_reservation: Optional[CapacityReservation] = None,
-                 fallback_instance_types: Sequence[str] = ()) -> None:
+                 fallback_instance_types: Sequence[str] = (), graphs: Optional[PromQLGraphs] = None) -> None:
         super().__init__(scope, id_)
         capacity = capacity or component_endpoint.capacity(instance_type)
         if capacity is None:
@@ -247,7 +249,7 @@ class TritonInferenceComponents(Construct):
             ComponentDashboard(group, "Dashboard", component_name=props.name, endpoint_name=endpoint_name,
                                variant_name=variant_name, latency_sla_ms=thresholds.latency_sla_ms,
                                per_copy_target=props.scaling.per_copy_target if props.scaling else None,
-                               triton_alarm=alarms.triton_queue)
+                               triton_alarm=alarms.triton_queue, triton_graphs=graphs)
         if rollback:
             execution_role.grant_describe_alarms(rollback)
 

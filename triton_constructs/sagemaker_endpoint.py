@@ -7,7 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec import instances, network_rules, sagemaker_rules
+from deployment_spec import instances, network_rules, sagemaker_rules, triton_metrics
 from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec, Scaling
@@ -27,6 +27,7 @@ from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ENDPOINT_LOG_GROUPS, ModelStore, allow_logs
 from triton_constructs.network import NetworkProps
 from triton_constructs.pool_models import pools_problems, with_pool_archives
+from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.props import checked_props
 from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
@@ -107,6 +108,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         role: The execution role. model, endpoint: The model and endpoint constructs.
         pool_models: The ``TritonModel`` of each pool with a build of its own, by instance type.
         alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
+        graphs: ``PromQLGraphs`` (``observability.graphs``) or None.
     """
 
     @checked_props
@@ -151,6 +153,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets")
                                              + network.problems())
         problems += sagemaker_rules.container_environment_limits(environment)
+        problems += triton_metrics.graphs_problems(
+            observability.graphs, detailed=observability.detailed, container_metrics=container.metrics,
+            path="observability.graphs")
         problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
         problems += sagemaker_rules.fallback_instance_types(
@@ -240,13 +245,15 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             self.role.grant_describe_alarms(rollback)
         self.scaling = VariantScaling(self, "Scaling", endpoint=self.endpoint, scaling=scaling,
                                       log_key=self.key, placement=placement) if scaling else None
+        self.graphs = PromQLGraphs(self, "TritonGraphs", log_key=self.key, placement=placement) \
+            if observability.graphs else None
         self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
                                            multi_model=multi_model,
                                            triton_queries=triton_promql.dashboard_queries(name)
                                            if self.alarms.triton_queue is not None else None,
-                                           triton_alarm=self.alarms.triton_queue)
+                                           triton_alarm=self.alarms.triton_queue, triton_graphs=self.graphs)
 
     @classmethod
     def from_endpoint_name(cls, scope: Construct, id_: str, endpoint_name: str, *,

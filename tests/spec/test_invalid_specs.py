@@ -65,6 +65,17 @@ CASES = {
         _set("endpoints.classifier.observability", {"publish_frequency_s": 45}),
         "endpoints.classifier.observability.publish_frequency_s: got 45; allowed: one of 10, 30, 60, 120, 180, 240, "
         "300 (MetricsConfig.MetricPublishFrequencyInSeconds); fix: pick the nearest of those"),
+    "graphs of Triton's metrics without detailed observability": (
+        _set("endpoints.classifier.observability", {"graphs": True, "detailed": False}),
+        "endpoints.classifier.observability.graphs: got true with detailed: false; allowed: graphs with detailed: "
+        "true (SageMaker publishes Triton's metrics only with detailed observability); fix: set detailed: true or "
+        "remove graphs"),
+    "graphs of Triton's metrics with Triton's metrics off": (
+        _both(_set("endpoints.classifier.container", {"metrics": False}),
+              _set("endpoints.classifier.observability", {"graphs": True})),
+        "endpoints.classifier.observability.graphs: got true with container.metrics: false; allowed: graphs with "
+        "container.metrics: true (Triton's metrics are what they draw); fix: set container.metrics: true or remove "
+        "graphs"),
     "enhanced metrics on a multi-model endpoint": (
         _set("endpoints.vision-nlp.observability", {"enhanced": True}),
         "endpoints.vision-nlp.observability.enhanced: got true on a multi-model endpoint; allowed: single-model and "
