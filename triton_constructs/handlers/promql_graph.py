@@ -125,8 +125,8 @@ def nice_ceiling(value: float) -> float:
     """The smallest of 1, 2, 2.5, 5 x 10^k at or above ``value`` (1 for zero or less): round grid labels."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value)
+    power = 10.0 ** math.floor(math.log10(value))
+    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value))
 
 
 def _runs(points: list[tuple[float, float]], step_s: int) -> list[list[tuple[float, float]]]:
