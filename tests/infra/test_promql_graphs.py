@@ -202,6 +202,15 @@ def test_what_the_widget_says_when_there_is_nothing_to_draw(cloudwatch, answer, 
     assert _call(cloudwatch).startswith(message)
 
 
+def test_an_unreachable_api_is_said_not_raised(cloudwatch):
+    port = cloudwatch.server_port
+    cloudwatch.shutdown()
+    cloudwatch.server_close()
+    event = {"query": "q", "widgetContext": {"timeRange": {"start": START_MS, "end": END_MS}}}
+    said = graph.handler(event, None, endpoint=f"http://127.0.0.1:{port}")
+    assert said.startswith("<p>The query did not reach CloudWatch: [Errno ") and "] Connection refused</p>" in said
+
+
 def test_a_widget_without_a_query_says_which_parameter_is_missing(cloudwatch):
     assert _call(cloudwatch, query="") == "<p>This widget needs a PromQL query: set params.query on the widget.</p>"
     assert cloudwatch.requests == []
@@ -215,7 +224,7 @@ def test_no_credentials_is_said_not_raised(cloudwatch, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     assert _call(cloudwatch).startswith(
-        "<p>CloudWatch answered HTTP 0: the function found no AWS credentials to sign the query with</p>")
+        "<p>The query did not reach CloudWatch: the function found no AWS credentials to sign the query with</p>")
 
 
 @pytest.mark.parametrize(("value", "ceiling"), [(0, 1), (0.07, 0.1), (1.2, 2), (2.2, 2.5), (3, 5), (8, 10), (10, 10),

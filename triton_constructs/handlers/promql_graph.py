@@ -55,7 +55,8 @@ def handler(event: dict[str, Any], context: Any, endpoint: Optional[str] = None)
     answer = _json(body)
     if status != 200 or answer.get("status") != "success":
         reason = answer.get("error") or body.decode(errors="replace")[:500]
-        return _message(f"CloudWatch answered HTTP {status}: {reason}", query)
+        said = f"CloudWatch answered HTTP {status}" if status else "The query did not reach CloudWatch"
+        return _message(f"{said}: {reason}", query)
     series = parse_matrix(answer.get("data", {}).get("result", []))
     if not series:
         return _message(NO_DATA, query)
