@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import urllib.parse
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
@@ -16,7 +15,8 @@ from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
 from local_endpoint.errors import InvokeError
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint
+from local_endpoint.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
+                                   split_local_url)
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
 from local_endpoint.request_inputs import image_tensor, read_input_file, text_tensor, tokenize_text
@@ -214,9 +214,7 @@ def runtime_address(url: str) -> tuple[str, str | None]:
     ``/invocations`` or InvokeEndpoint's ``/endpoints/{EndpointName}/invocations``. Both mean the same
     runtime; any other path would be passed on to the container and answered by Triton, not InvokeEndpoint.
     """
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
-        raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    _, _, parsed = split_local_url(url)
     base = f"http://{parsed.netloc}"
     path = parsed.path.rstrip("/")
     name = None if path in ("", "/invocations") else endpoint_in_path(path)

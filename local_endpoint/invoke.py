@@ -27,9 +27,7 @@ def invoke_url(
 ) -> DecodedResponse:
     """POST to `<url>/invocations` (a local endpoint) and decode the answer; the target model or inference
     component goes in the header SageMaker's runtime uses for it."""
-    parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
-        raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    host, port, parsed = split_local_url(url if "://" in url else f"http://{url}")
     path = parsed.path.rstrip("/")
     path = path if path.endswith("/invocations") else f"{path}/invocations"
     headers = {"Content-Type": request.content_type}
@@ -38,7 +36,7 @@ def invoke_url(
     if inference_component:
         headers[INFERENCE_COMPONENT_HEADER] = inference_component
     try:
-        reply = call(parsed.hostname, parsed.port, "POST", path, body=request.body, headers=headers, timeout=timeout)
+        reply = call(host, port, "POST", path, body=request.body, headers=headers, timeout=timeout)
     except OSError as error:
         raise InvokeError(
             f"nothing answers at {url} ({error.strerror or error}); start the endpoint first "
@@ -125,13 +123,20 @@ def local_runtime_client(endpoint_url: str, region: str | None, timeout: float =
                         config=config)
 
 
-def endpoint_names_at(url: str, timeout: float = 5.0) -> list[str]:
-    """The EndpointNames the local runtime at ``url`` serves (its ``GET /endpoints``)."""
+def split_local_url(url: str) -> tuple[str, int, urllib.parse.SplitResult]:
+    """``url``'s host, port and parts, when it is http with a host and a port (what `tritonsm serve` prints);
+    else InvokeError."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
         raise InvokeError(f"--url {url!r} must look like http://127.0.0.1:8080 (host and port of `tritonsm serve`)")
+    return parsed.hostname, parsed.port, parsed
+
+
+def endpoint_names_at(url: str, timeout: float = 5.0) -> list[str]:
+    """The EndpointNames the local runtime at ``url`` serves (its ``GET /endpoints``)."""
+    host, port, _ = split_local_url(url)
     try:
-        reply = call(parsed.hostname, parsed.port, "GET", "/endpoints", timeout=timeout)
+        reply = call(host, port, "GET", "/endpoints", timeout=timeout)
         names = json.loads(reply.body)["endpoints"] if reply.status == 200 else None
     except OSError as error:
         raise InvokeError(f"nothing answers at {url} ({error.strerror or error}); start the endpoint first "

@@ -58,7 +58,6 @@ class PromQLGraphs(Construct):
         return cloudwatch.CustomWidget(function_arn=self.function.function_arn, title=title, width=width,
                                        height=height, params={"query": query, "unit": unit})
 
-    def widgets(self, queries: Mapping[str, str], units: Optional[Mapping[str, str]] = None
-                ) -> list[cloudwatch.IWidget]:
+    def widgets(self, queries: Mapping[str, str]) -> list[cloudwatch.IWidget]:
         """One graph per ``title: query``."""
-        return [self.widget(title, query, unit=(units or {}).get(title, "")) for title, query in queries.items()]
+        return [self.widget(title, query) for title, query in queries.items()]

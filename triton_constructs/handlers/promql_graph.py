@@ -22,7 +22,7 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 # CloudWatch's SigV4 name: botocore's cloudwatch model has no signingName, so its endpointPrefix signs.
 SIGNING_NAME = "monitoring"
@@ -34,7 +34,6 @@ NO_DATA = ("No series in this time range: the endpoint had no requests, or SageM
            "Triton's metrics (detailed observability on, and SAGEMAKER_TRITON_ALLOW_METRICS=true).")
 
 Series = tuple[str, list[tuple[float, float]]]
-Post = Callable[[str, bytes, dict[str, str]], tuple[int, bytes]]
 
 
 def handler(event: dict[str, Any], context: Any, endpoint: Optional[str] = None) -> str:
@@ -51,7 +50,7 @@ def handler(event: dict[str, Any], context: Any, endpoint: Optional[str] = None)
     url = (endpoint or _endpoint(region)) + "/api/v1/query_range"
     form = urllib.parse.urlencode({"query": query, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}",
                                    "step": str(step_s)}).encode()
-    status, body = _signed_post(region)(url, form, {"Content-Type": "application/x-www-form-urlencoded"})
+    status, body = _signed_post(region, url, form)
     answer = _json(body)
     if status != 200 or answer.get("status") != "success":
         reason = answer.get("error") or body.decode(errors="replace")[:500]
@@ -179,27 +178,25 @@ def _endpoint(region: str) -> str:
     return f"https://monitoring.{region}.{suffix}"
 
 
-def _signed_post(region: str) -> Post:
-    """POST signed with the function's credentials (SigV4, CloudWatch's signing name)."""
+def _signed_post(region: str, url: str, body: bytes) -> tuple[int, bytes]:
+    """POST a form signed with the function's credentials (SigV4, CloudWatch's signing name): (HTTP status,
+    body), status 0 when the request never got an answer."""
     import botocore.session
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
 
     credentials = botocore.session.get_session().get_credentials()
-
-    def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        if credentials is None:
-            return 0, b"the function found no AWS credentials to sign the query with"
-        request = AWSRequest(method="POST", url=url, data=body, headers=headers)
-        SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
-        prepared = request.prepare()
-        sent = urllib.request.Request(prepared.url, data=body, headers=dict(prepared.headers.items()), method="POST")
-        try:
-            with urllib.request.urlopen(sent, timeout=TIMEOUT_S) as reply:  # noqa: S310 (https URL built above)
-                return reply.status, reply.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-        except (urllib.error.URLError, TimeoutError) as error:
-            return 0, str(getattr(error, "reason", error)).encode()
-
-    return post
+    if credentials is None:
+        return 0, b"the function found no AWS credentials to sign the query with"
+    request = AWSRequest(method="POST", url=url, data=body,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+    SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
+    prepared = request.prepare()
+    sent = urllib.request.Request(prepared.url, data=body, headers=dict(prepared.headers.items()), method="POST")
+    try:
+        with urllib.request.urlopen(sent, timeout=TIMEOUT_S) as reply:  # noqa: S310 (https URL built above)
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except (urllib.error.URLError, TimeoutError) as error:
+        return 0, str(getattr(error, "reason", error)).encode()
