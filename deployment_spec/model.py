@@ -8,7 +8,8 @@ from typing import Mapping, Optional
 
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
-from deployment_spec import recipes, requirements, tensors
+from deployment_spec import recipes, requirements, tasks, tensors
+from deployment_spec.tasks import TextTask
 from deployment_spec.dali import DaliPipeline
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
@@ -79,6 +80,10 @@ class HardwareCompatibility(str, enum.Enum):
 
 def _capability(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
+
+
+# The backends a task's model step may have (the steps around it are Python-backend models).
+TASK_BACKENDS = (Backend.ONNXRUNTIME, Backend.TENSORRT, Backend.PYTORCH)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,6 +206,9 @@ class EnsembleStep:
 class EnsembleSettings:
     steps: tuple[EnsembleStep, ...] = dataclasses.field(default=(), metadata=meta(help="a list of steps"))
     outputs: tuple[str, ...] = ()
+    # A task's ensemble (deployment_spec/task_models.py): each step input takes the tensor of its own name,
+    # wired when the steps are built and their tensors known.
+    by_name: bool = dataclasses.field(default=False, metadata=meta(yaml=False))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,9 +260,14 @@ class ModelSpec:
     outputs: tuple[tensors.Tensor, ...] = ()
     samples: Optional[str] = dataclasses.field(default=None, metadata=meta(
         help="an .npz file of real inputs (arrays named like the inputs, batch first)"))
+    task: Optional[TextTask] = dataclasses.field(default=None, metadata=meta(
+        help="serve the weights checkpoint for raw text: {kind: text-classification | token-classification | "
+             "sentence-embedding | question-answering}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
+        if self.task is not None:
+            return self._task_problems(path)
         out: list[Problem] = []
         b = self.backend
         if b is Backend.ENSEMBLE:
@@ -323,6 +336,37 @@ class ModelSpec:
         if b is Backend.TENSORRT and self.max_batch_size == 0:
             out.append(Problem(f"{path}.max_batch_size", "0", "1 or more for tensorrt (shape profiles need a batch axis)",
                                "set max_batch_size to the largest batch you serve"))
+        return out
+
+    def _task_problems(self, path: str) -> list[Problem]:
+        """An entry with ``task`` is a checkpoint the loader expands into steps (deployment_spec/task_models.py)."""
+        out = []
+        if self.backend not in TASK_BACKENDS:
+            out.append(Problem(f"{path}.backend", describe(self.backend.value),
+                               f"{', '.join(b.value for b in TASK_BACKENDS)} with task (the model step's backend)",
+                               "set backend: onnxruntime"))
+        if not self.weights:
+            out.append(Problem(f"{path}.weights", "nothing", "the checkpoint directory with task (config.json, "
+                               "weights and tokenizer.json, as save_pretrained writes them)",
+                               "add weights: <directory>, relative to the spec's folder"))
+        for key in ("source", "ensemble", "python", "dali", "samples"):
+            if getattr(self, key) is not None:
+                out.append(Problem(f"{path}.{key}", f"{key} with task", "nothing: the task makes the steps from "
+                                   "the weights checkpoint", f"remove {key}"))
+        for key in ("inputs", "outputs"):
+            if getattr(self, key):
+                out.append(Problem(f"{path}.{key}", f"{key} with task", "nothing: the task decides the tensors",
+                                   f"remove {key}"))
+        if self.copies != 1:
+            out.append(Problem(f"{path}.copies", str(self.copies), "1 with task", "remove copies"))
+        if self.max_batch_size == 0:
+            out.append(Problem(f"{path}.max_batch_size", "0", "1 or more with task (the steps batch rows)",
+                               "set max_batch_size to the largest batch you serve"))
+        if self.task is not None:
+            out += self.task.problems(f"{path}.task")
+            if not out:  # the model step's own settings (precision, onnxruntime, tensorrt...) as for any model
+                step = dataclasses.replace(self, task=None, source=Source(recipe=tasks.MODEL_RECIPE[self.task.kind]))
+                out += step.problems(path)
         return out
 
     def _dali_problems(self, path: str) -> list[Problem]:

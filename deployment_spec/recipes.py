@@ -26,6 +26,13 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     # ViT, ConvNeXt... with no code of the user's.
     "hf-sequence-classification": EXPORTABLE,
     "hf-image-classification": EXPORTABLE,
+    # The model step of a ``task:`` (deployment_spec/tasks.py), usable on their own too: per-token logits,
+    # the sentence embedding (the checkpoint's pooling, Dense and Normalize modules inside the graph),
+    # start and end logits.
+    "hf-token-classification": EXPORTABLE,
+    "hf-sentence-embedding": EXPORTABLE,
+    "hf-question-answering": EXPORTABLE,
 }
 # Recipes that are nothing without a checkpoint: their architecture is the checkpoint's config.json.
-NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification")
+NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification", "hf-token-classification",
+                 "hf-sentence-embedding", "hf-question-answering")

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import component_endpoint, rules, sagemaker_rules, serving_runtimes
+from deployment_spec import component_endpoint, rules, sagemaker_rules, serving_runtimes, task_models
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -92,6 +92,10 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     # references are not checked (one "missing models" problem says it all).
     models_raw = raw.get("models")
     declared = set(models_raw) if isinstance(models_raw, dict) else None
+    models, task_problems = task_models.expand(models, declared or set())
+    problems += task_problems
+    if declared is not None:
+        declared |= set(models)  # a task's steps and ensemble
     endpoints = _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems)
     if declared is not None:
         problems += rules.model_rules(models, declared)

@@ -48,6 +48,8 @@ VISION = {
 IMAGE_SIZE = 224
 # The checkpoint recipes (deployment_spec.recipes.NEEDS_WEIGHTS): the task decides the wrapper.
 AUTO = {"hf-sequence-classification": "text", "hf-image-classification": "vision"}
+# The model steps of the other text tasks (model_build/recipes/text_tasks.py).
+TASK_RECIPES = ("hf-token-classification", "hf-sentence-embedding", "hf-question-answering")
 
 
 class TextClassifier(torch.nn.Module):
@@ -76,6 +78,9 @@ class ImageClassifier(torch.nn.Module):
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     recipe = model.source.recipe
+    if model.task is not None or recipe in TASK_RECIPES:
+        from model_build.recipes import text_tasks
+        return text_tasks.exportable(model, root)
     if recipe in TEXT or AUTO.get(recipe) == "text":
         return _text(model, root)
     return _vision(model, root)
@@ -95,11 +100,29 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         net = AutoModelForSequenceClassification.from_config(_text_config(recipe))
         note = (f"no weights directory: {recipe} initialised with random weights from its architecture config "
                 f"({sizes['num_hidden_layers']} layers, hidden {sizes['hidden_size']}, seed 0)")
-    vocab = model_facts.vocabulary_size(net)
     names = ("input_ids", "attention_mask") if model_facts.takes(net, "attention_mask") else ("input_ids",)
     seq = model.sequence_length or DEFAULT_SEQUENCE
+    vocab = model_facts.vocabulary_size(net)
+    sample, end = token_samples(net, names, seq, model.backend)
+    axes = {**{name: {0: "batch", 1: "sequence"} for name in names}, "logits": {0: "batch"}}
+    # A trained checkpoint with its tokenizer: the int8 gate measures on real sentences, not random ids.
+    real = sentences.from_checkpoint(weights, seq, id_type(model), vocab) if weights is not None else None
+    if real is not None:
+        real = {name: real[name] for name in names}
+    return ExportableModel(TextClassifier(net.eval()), sample(2, 0), names, ("logits",), axes, sample, note,
+                           agreement_inputs=real, end_id=end)
+
+
+def id_type(model: ModelSpec) -> torch.dtype:
+    """int32 token ids for TensorRT engines, int64 (transformers' own) otherwise."""
+    return torch.int32 if model.backend is Backend.TENSORRT else torch.int64
+
+
+def token_samples(net: torch.nn.Module, names: tuple[str, ...], seq: int, backend: Backend):
+    """The parity cases' token inputs: ``sample(batch, seed)``, and the id rows end with (or None)."""
+    vocab = model_facts.vocabulary_size(net)
     end = model_facts.end_id(net, vocab)
-    id_dtype = torch.int32 if model.backend is Backend.TENSORRT else torch.int64
+    dtype = torch.int32 if backend is Backend.TENSORRT else torch.int64
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)
@@ -109,16 +132,12 @@ def _text(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         if end is not None:  # each row ends as the tokenizer ends it: some classifiers pool there
             ids[1:, -1] = end
             ids[0, seq // 2 - 1] = end
-        return {name: tensor.to(id_dtype) for name, tensor in (("input_ids", ids), ("attention_mask", mask))
-                if name in names}
+        types = torch.zeros(batch, seq, dtype=torch.int64)
+        types[:, seq // 4:] = 1  # a second segment, as a text pair gives (token_type_ids only)
+        return {name: tensor.to(dtype) for name, tensor in
+                (("input_ids", ids), ("attention_mask", mask), ("token_type_ids", types)) if name in names}
 
-    axes = {**{name: {0: "batch", 1: "sequence"} for name in names}, "logits": {0: "batch"}}
-    # A trained checkpoint with its tokenizer: the int8 gate measures on real sentences, not random ids.
-    real = sentences.from_checkpoint(weights, seq, id_dtype, vocab) if weights is not None else None
-    if real is not None:
-        real = {name: real[name] for name in names}
-    return ExportableModel(TextClassifier(net.eval()), sample(2, 0), names, ("logits",), axes, sample, note,
-                           agreement_inputs=real, end_id=end)
+    return sample, end
 
 
 def _text_config(recipe: str):

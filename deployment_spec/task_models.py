@@ -1,0 +1,44 @@
+"""Expands each ``task:`` entry of ``models:`` into its steps and its ensemble (deployment_spec/tasks.py)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+from deployment_spec import tasks
+from deployment_spec.errors import Problem
+from deployment_spec.model import Backend, EnsembleSettings, EnsembleStep, ModelSpec, Source
+
+MAX_NAME = 63  # model.NAME_PATTERN
+
+
+def expand(models: Mapping[str, ModelSpec], declared: set[str]) -> tuple[dict[str, ModelSpec], list[Problem]]:
+    """The models with every task entry replaced by its ensemble (same name) and its steps after it."""
+    out: dict[str, ModelSpec] = {}
+    problems: list[Problem] = []
+    for name, model in models.items():
+        if model.task is None:
+            out[name] = model
+            continue
+        found = tasks.name_problems(name, model.task.kind, declared, MAX_NAME)
+        problems += found
+        if not found:
+            out.update(_expanded(model))
+    return out, problems
+
+
+def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
+    task = model.task
+    assert task is not None  # only task entries come here
+    names = tasks.step_names(model.name, task.kind)
+    # The Python steps batch like the model step (one tokenizer call per batch of rows).
+    python_step = ModelSpec(backend=Backend.PYTHON, weights=model.weights, max_batch_size=model.max_batch_size,
+                            sequence_length=model.sequence_length, dynamic_batching=model.dynamic_batching,
+                            task=task)
+    steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.TOKENIZE_RECIPE), name=names[0]),
+             dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1])]
+    if tasks.has_answer_step(task.kind):
+        steps.append(dataclasses.replace(python_step, source=Source(recipe=tasks.ANSWER_RECIPE), name=names[2]))
+    ensemble = ModelSpec(backend=Backend.ENSEMBLE, max_batch_size=model.max_batch_size, task=task, name=model.name,
+                         ensemble=EnsembleSettings(steps=tuple(EnsembleStep(model=s.name) for s in steps),
+                                                   outputs=tasks.OUTPUTS[task.kind], by_name=True))
+    return {model.name: ensemble, **{s.name: s for s in steps}}

@@ -1,0 +1,116 @@
+"""``task:`` on a model: a checkpoint served for what applications send (raw text) and want (answers).
+
+One spec entry with ``task`` and ``weights`` (a transformers ``save_pretrained`` or sentence-transformers
+``save`` folder) becomes one Triton ensemble under the entry's own name, whose steps the loader adds
+as models of their own, so endpoints, packaging, the local server and the CDK app treat them like any
+ensemble (``models.<name>`` in the spec, the ensemble in Triton):
+
+    <name>-tokenize   Python backend: the checkpoint's own ``tokenizer.json`` (Hugging Face tokenizers)
+    <name>-model      the entry's backend (onnxruntime, tensorrt or pytorch): the checkpoint for its task
+    <name>-answer     Python backend: labels and scores, entities, answer spans (not for embeddings,
+                      whose pooling and normalisation are part of the model's graph)
+    <name>            the ensemble: TEXT (and TEXT_PAIR) in, the task's answer tensors out
+
+Steps are wired by tensor name when the ensemble is built (the model step takes what its checkpoint
+takes: RoBERTa no token_type_ids, BERT all three). Image and audio tasks plug into the same shape: a
+decoding step from the checkpoint's processor files, the model, an answer step.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Mapping
+
+from deployment_spec.errors import Problem, describe
+from deployment_spec.parse import meta
+
+
+class TaskKind(str, enum.Enum):
+    TEXT_CLASSIFICATION = "text-classification"
+    TOKEN_CLASSIFICATION = "token-classification"
+    SENTENCE_EMBEDDING = "sentence-embedding"
+    QUESTION_ANSWERING = "question-answering"
+
+
+class Aggregation(str, enum.Enum):
+    """transformers' TokenClassificationPipeline aggregation strategies."""
+
+    NONE = "none"
+    SIMPLE = "simple"
+    FIRST = "first"
+    AVERAGE = "average"
+    MAX = "max"
+
+
+@dataclasses.dataclass(frozen=True)
+class TextTask:
+    """What the served ensemble takes and answers."""
+
+    kind: TaskKind = dataclasses.field(metadata=meta(help=", ".join(k.value for k in TaskKind)))
+    top_k: int = dataclasses.field(default=1, metadata=meta(
+        minimum=1, maximum=1000, help="labels (text-classification) or answers (question-answering) per row"))
+    text_pair: bool = dataclasses.field(default=False, metadata=meta(
+        help="text-classification: every request carries TEXT_PAIR too (NLI, cross-encoder rerankers)"))
+    aggregation: Aggregation = Aggregation.SIMPLE
+    max_answer_length: int = dataclasses.field(default=15, metadata=meta(
+        minimum=1, maximum=512, help="question-answering: the longest answer, in tokens"))
+
+    def takes_pair(self) -> bool:
+        return self.kind is TaskKind.QUESTION_ANSWERING or (
+            self.kind is TaskKind.TEXT_CLASSIFICATION and self.text_pair)
+
+    def problems(self, path: str) -> list[Problem]:
+        out = []
+        if self.text_pair and self.kind is not TaskKind.TEXT_CLASSIFICATION:
+            what = ("always takes TEXT (question) and TEXT_PAIR (context)"
+                    if self.kind is TaskKind.QUESTION_ANSWERING else "takes one text per row")
+            out.append(Problem(f"{path}.text_pair", "true", f"false for {self.kind.value} (it {what})",
+                               "remove text_pair"))
+        if self.top_k != 1 and self.kind not in (TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING):
+            out.append(Problem(f"{path}.top_k", str(self.top_k), "only with text-classification or "
+                               "question-answering", "remove top_k"))
+        return out
+
+
+# The ensemble's outputs per task (what an application reads), and whether an answer step makes them.
+OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
+    TaskKind.TEXT_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.TOKEN_CLASSIFICATION: ("entities",),
+    TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
+    TaskKind.QUESTION_ANSWERING: ("answers",),
+}
+TEXT, TEXT_PAIR = "TEXT", "TEXT_PAIR"
+STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
+# The recipe of each step (deployment_spec.recipes lists them; model_build implements them).
+TOKENIZE_RECIPE, ANSWER_RECIPE = "hf-tokenize", "hf-answer"
+MODEL_RECIPE: Mapping[TaskKind, str] = {
+    TaskKind.TEXT_CLASSIFICATION: "hf-sequence-classification",
+    TaskKind.TOKEN_CLASSIFICATION: "hf-token-classification",
+    TaskKind.SENTENCE_EMBEDDING: "hf-sentence-embedding",
+    TaskKind.QUESTION_ANSWERING: "hf-question-answering",
+}
+
+
+def has_answer_step(kind: TaskKind) -> bool:
+    return kind is not TaskKind.SENTENCE_EMBEDDING
+
+
+def step_names(name: str, kind: TaskKind) -> tuple[str, ...]:
+    suffixes = STEP_SUFFIXES if has_answer_step(kind) else STEP_SUFFIXES[:2]
+    return tuple(name + suffix for suffix in suffixes)
+
+
+def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int) -> list[Problem]:
+    """The step names must be free and valid Triton names too."""
+    out = []
+    longest = max(len(s) for s in STEP_SUFFIXES)
+    if len(name) + longest > max_length:
+        out.append(Problem(f"models.{name}", f"the name {describe(name)} ({len(name)} characters)",
+                           f"at most {max_length - longest} characters with task (its steps are named "
+                           f"{name}{STEP_SUFFIXES[0]} and so on)", "shorten the name"))
+    for step in step_names(name, kind):
+        if step in declared:
+            out.append(Problem(f"models.{step}", "a model declared by hand",
+                               f"no model of this name: models.{name}.task adds it as a step",
+                               f"rename models.{step}, or remove task from models.{name}"))
+    return out

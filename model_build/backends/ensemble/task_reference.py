@@ -1,0 +1,136 @@
+"""What a task's ensemble is verified on and against: raw inputs, and the answers of the library users trust.
+
+The reference for each task is what its users already run: ``transformers.pipeline`` of the task (5.23)
+or sentence-transformers' ``SentenceTransformer.encode``, on the same raw inputs, cut at the same
+sequence length. ``compare`` returns the worst difference and the problems, in words a build log can show.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from typing import Any, Optional, Sequence
+
+from deployment_spec.tasks import TaskKind, TextTask
+
+# Raw text a deployed model meets: accents, emoji, CJK, odd spacing, one character, and a text long
+# enough to be cut at any sequence length the spec allows (8192 tokens).
+TEXTS = (
+    "A fine film, truly moving.",
+    "Crème brûlée à la carte: naïve café, façade, Ångström.",
+    "I love it 😍🔥 so much!!! 👍🏽",
+    "東京は雨です。今日はとても寒いですね。北京欢迎你",
+    "x",
+    "Hello   WORLD\tspaced\nlines and UPPER case, numbers 3.14159 and 2,048.",
+    "Angela Merkel met Emmanuel Macron in Paris on Monday. " * 3,
+    " ".join(f"word{i % 97} and more" for i in range(3000)),
+)
+PAIRS = (
+    ("Who met Macron?", "Angela Merkel met Emmanuel Macron in Paris on Monday."),
+    ("Where is the café?", "The naïve café sits by the façade in Zürich, near the lake."),
+    ("What is the weather?", "東京は雨です。 The weather in Tokyo is rainy and cold today 🌧️."),
+    ("How many?", "There were 2,048 people and 3 dogs 🐕 at the event."),
+)
+EMBEDDING_COSINE = 0.9999
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    text: str
+    pair: Optional[str] = None
+
+
+def rows(task: TextTask) -> list[Row]:
+    if task.kind is TaskKind.QUESTION_ANSWERING:
+        return [Row(q, c) for q, c in PAIRS]
+    if task.takes_pair():
+        return [Row(a, b) for a, b in PAIRS] + [Row(TEXTS[1], TEXTS[3]), Row(TEXTS[7], TEXTS[2])]
+    return [Row(t) for t in TEXTS]
+
+
+def reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row]) -> tuple[str, list[Any]]:
+    """(what answered, its answer per row)."""
+    import transformers
+
+    if task.kind is TaskKind.SENTENCE_EMBEDDING:
+        import sentence_transformers
+
+        from model_build.recipes import checkpoint_text
+
+        encoder = checkpoint_text.sentence_transformer(folder)
+        encoder.max_seq_length = seq
+        vectors = encoder.encode([r.text for r in inputs], batch_size=32, convert_to_numpy=True)
+        return f"sentence-transformers {sentence_transformers.__version__} SentenceTransformer.encode", list(vectors)
+    where = f"transformers {transformers.__version__} pipeline('{task.kind.value}')"
+    pipe = transformers.pipeline(task.kind.value, model=str(folder), tokenizer=str(folder), device="cpu")
+    if task.kind is TaskKind.TEXT_CLASSIFICATION:
+        given = [{"text": r.text, "text_pair": r.pair} if r.pair is not None else r.text for r in inputs]
+        return where, [list(a) for a in pipe(given, top_k=task.top_k, truncation=True, max_length=seq)]
+    if task.kind is TaskKind.TOKEN_CLASSIFICATION:
+        pipe.tokenizer.model_max_length = seq  # the pipeline cuts at the tokenizer's limit
+        return where, [list(pipe(r.text, aggregation_strategy=task.aggregation.value)) for r in inputs]
+    answers = []
+    for r in inputs:
+        got = pipe(question=r.text, context=r.pair, top_k=task.top_k, max_seq_len=seq,
+                   max_answer_len=task.max_answer_length)
+        answers.append(got if isinstance(got, list) else [got])
+    return where, answers
+
+
+def compare(task: TextTask, ours: Sequence[Any], theirs: Sequence[Any], atol: float) -> tuple[float, list[str]]:
+    """(worst difference: score error, or 1 - cosine for embeddings; problems, one per row that differs)."""
+    worst, problems = 0.0, []
+    for index, (got, want) in enumerate(zip(ours, theirs)):
+        error, problem = _ROW[task.kind](got, want, atol)
+        worst = max(worst, error)
+        if problem:
+            problems.append(f"row {index}: {problem}")
+    return worst, problems
+
+
+def _embedding(got: Any, want: Any, atol: float) -> tuple[float, str]:
+    dot = sum(float(a) * float(b) for a, b in zip(got, want))
+    norms = math.sqrt(sum(float(a) ** 2 for a in got)) * math.sqrt(sum(float(b) ** 2 for b in want))
+    cosine = dot / norms if norms else 0.0
+    problem = f"cosine {cosine:.6f} < {EMBEDDING_COSINE}" if cosine < EMBEDDING_COSINE else ""
+    return 1.0 - cosine, problem
+
+
+def _labels(got: Any, want: Any, atol: float) -> tuple[float, str]:
+    """Same labels in the same order (a swap of two scores closer than atol is no difference), scores within atol."""
+    by_label = {w["label"]: w["score"] for w in want}
+    error = max((abs(g["score"] - by_label.get(g["label"], -1.0)) for g in got), default=0.0)
+    for position, (g, w) in enumerate(zip(got, want)):
+        if g["label"] != w["label"] and abs(by_label.get(g["label"], -1.0) - w["score"]) > atol:
+            return error, f"label {position + 1} is {g['label']!r}, the pipeline's {w['label']!r}"
+    if len(got) != len(want):
+        return error, f"{len(got)} labels, the pipeline {len(want)}"
+    return error, f"score off by {error:.3g} (atol {atol:g})" if error > atol else ""
+
+
+def _spans(key: str, fields: tuple[str, ...]):
+    def check(got: Any, want: Any, atol: float) -> tuple[float, str]:
+        if len(got) != len(want):
+            return 1.0, f"{len(got)} {key}, the pipeline {len(want)}: {_brief(got, fields)} vs {_brief(want, fields)}"
+        error = max((abs(float(g["score"]) - float(w["score"])) for g, w in zip(got, want)), default=0.0)
+        for g, w in zip(got, want):
+            if any(g.get(f) != w.get(f) for f in fields):
+                return error, f"{_brief([g], fields)} where the pipeline has {_brief([w], fields)}"
+        return error, f"score off by {error:.3g} (atol {atol:g})" if error > atol else ""
+    return check
+
+
+def _brief(items: Any, fields: tuple[str, ...]) -> str:
+    return "[" + ", ".join("(" + ", ".join(repr(i.get(f)) for f in fields) + ")" for i in items) + "]"
+
+
+def entity_label(entity: dict[str, Any]) -> str:
+    return entity.get("entity_group", entity.get("entity", ""))
+
+
+_ROW = {
+    TaskKind.SENTENCE_EMBEDDING: _embedding,
+    TaskKind.TEXT_CLASSIFICATION: _labels,
+    TaskKind.TOKEN_CLASSIFICATION: _spans("entities", ("entity_group", "entity", "start", "end")),
+    TaskKind.QUESTION_ANSWERING: _spans("answers", ("answer", "start", "end")),
+}

@@ -1,0 +1,100 @@
+"""Triton Python-backend model: the model's raw outputs -> what transformers' pipeline answers.
+
+The last step of a ``task:`` ensemble (deployment_spec/tasks.py). config.pbtxt parameters: ``task``
+and ``answer_params`` (JSON: id2label, top_k, the function to apply, aggregation...). numpy and the
+standard library only: it runs on the image's own Python.
+
+- text-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and ``scores``
+  (FP32), [rows, top_k], best first, as ``pipeline("text-classification", top_k=k)``.
+- token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``;
+  output ``entities``, one JSON list per row (``answer_token_classification.py``).
+- question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
+  ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``; output ``answers``, one JSON list per row
+  (``answer_question_answering.py``).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+try:  # absent when the build imports this file to verify the ensemble (model_build/backends/ensemble)
+    import triton_python_backend_utils as pb_utils
+except ImportError:
+    pb_utils = None
+
+
+def classify(logits, params):
+    """Labels and scores, best first: softmax over labels, or sigmoid for one label or multi-label
+    checkpoints (transformers' TextClassificationPipeline, ClassificationFunction)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if params["function"] == "sigmoid":
+        scores = 1.0 / (1.0 + np.exp(-logits))
+    elif params["function"] == "softmax":
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        scores = shifted / shifted.sum(axis=-1, keepdims=True)
+    else:
+        scores = logits
+    k = min(int(params["top_k"]), scores.shape[-1])
+    # A stable sort keeps the pipeline's order for equal scores (the lower label id first).
+    order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+    names = params["id2label"]
+    labels = np.array([[names[int(i)].encode() for i in row] for row in order], dtype=np.object_)
+    return {"labels": labels, "scores": np.take_along_axis(scores, order, axis=-1).astype(np.float32)}
+
+
+def answer(task, params, inputs):
+    """{input name: array} -> {output name: array} for one request."""
+    if task == "text-classification":
+        return classify(inputs["logits"], params)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:  # the task's module ships beside this file
+        sys.path.insert(0, here)
+    if task == "token-classification":
+        import answer_token_classification as module
+
+        rows = module.answer(_texts(inputs["TEXT"]), inputs["logits"], inputs["offsets"], inputs["word_ids"],
+                             params)
+        return {"entities": _json_rows(rows)}
+    import answer_question_answering as module
+
+    rows = module.answer(_texts(inputs["TEXT"]), _texts(inputs["TEXT_PAIR"]), inputs["start_logits"],
+                         inputs["end_logits"], inputs["offsets"], inputs["sequence_ids"], params,
+                         word_ids=inputs["word_ids"])
+    return {"answers": _json_rows(rows)}
+
+
+def load_params(text):
+    """``answer_params`` of config.pbtxt; JSON keys are strings, label ids are not."""
+    params = json.loads(text)
+    params["id2label"] = {int(k): v for k, v in params["id2label"].items()}
+    return params
+
+
+def _texts(array):
+    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in np.asarray(array).reshape(-1)]
+
+
+def _json_rows(rows):
+    return np.array([[json.dumps(row, ensure_ascii=False).encode()] for row in rows], dtype=np.object_)
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+        self.task = params["task"]
+        self.params = load_params(params["answer_params"])
+        self.inputs = [i["name"] for i in config["input"]]
+        self.outputs = {o["name"]: o["data_type"] for o in config["output"]}
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            inputs = {name: pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.inputs}
+            made = answer(self.task, self.params, inputs)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor(name, made[name] if dtype == "TYPE_STRING" else
+                                made[name].astype(pb_utils.triton_string_to_numpy(dtype)))
+                for name, dtype in self.outputs.items()]))
+        return responses

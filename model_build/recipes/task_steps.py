@@ -1,0 +1,66 @@
+"""The Python-backend steps of a ``task:`` ensemble: the tokenizer step and the answer step."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+from deployment_spec.manifest import TensorSpec
+from deployment_spec.model import ModelSpec
+from deployment_spec.tasks import TEXT, TEXT_PAIR, TaskKind
+from model_build.recipes import checkpoint_text
+from model_build.recipes.contract import PythonModel
+
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
+# What hf_tokenize.py imports beyond numpy, at the release the build runs (requirements.lock), so the
+# tokenizer verified at build time is the one that serves; wheels exist for CPython 3.9 and newer.
+TOKENIZE_REQUIREMENTS = ("tokenizers==0.23.3", "numpy==1.26.4")
+# The tokenizer step's outputs: [rows, tokens], offsets [rows, tokens, 2].
+TOKEN_OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "sequence_ids")
+
+
+def text_inputs(model: ModelSpec) -> tuple[TensorSpec, ...]:
+    pair = (TensorSpec(TEXT_PAIR, "TYPE_STRING", (1,)),) if checkpoint_text.task_of(model).takes_pair() else ()
+    return (TensorSpec(TEXT, "TYPE_STRING", (1,)), *pair)
+
+
+def tokenize(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> PythonModel:
+    folder = checkpoint_text.checkpoint(model, root)
+    tok = checkpoint_text.tokenizer(folder)
+    config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    # The model's own pad id first: a classifier that pools at the last real token finds it with it (GPT-2).
+    pad_id = config.get("pad_token_id") if isinstance(config.get("pad_token_id"), int) else None
+    params = checkpoint_text.tokenizer_params(model, folder, pad_id)
+    id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # TensorRT engines take int32 ids
+    outputs = tuple(TensorSpec(name, id_type if name in checkpoint_text.TOKEN_INPUTS else "TYPE_INT64", (-1,))
+                    for name in TOKEN_OUTPUTS) + (TensorSpec("offsets", "TYPE_INT64", (-1, 2)),)
+    return PythonModel(
+        files={"model.py": TEMPLATES / "hf_tokenize.py", "tokenizer.json": tok.backend_tokenizer.to_str().encode()},
+        inputs=text_inputs(model), outputs=outputs, parameters=params,
+        note=f"tokenizer from {folder} ({type(tok.backend_tokenizer.model).__name__}, "
+             f"{tok.backend_tokenizer.get_vocab_size()} entries, max_length {params['max_length']})",
+        requirements=TOKENIZE_REQUIREMENTS)
+
+
+def answer(model: ModelSpec, root: pathlib.Path) -> PythonModel:
+    folder = checkpoint_text.checkpoint(model, root)
+    kind = checkpoint_text.task_of(model).kind
+    params = checkpoint_text.answer_params(model, folder)
+    files = {"model.py": TEMPLATES / "hf_answer.py"}
+    tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))
+    if kind is TaskKind.TEXT_CLASSIFICATION:
+        inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
+        k = min(params["top_k"], len(params["id2label"]))
+        outputs = (TensorSpec("labels", "TYPE_STRING", (k,)), TensorSpec("scores", "TYPE_FP32", (k,)))
+    elif kind is TaskKind.TOKEN_CLASSIFICATION:
+        files["answer_token_classification.py"] = TEMPLATES / "answer_token_classification.py"
+        inputs = (TensorSpec(TEXT, "TYPE_STRING", (1,)), TensorSpec("logits", "TYPE_FP32", (-1, -1)), *tokens)
+        outputs = (TensorSpec("entities", "TYPE_STRING", (1,)),)
+    else:
+        files["answer_question_answering.py"] = TEMPLATES / "answer_question_answering.py"
+        inputs = (*text_inputs(model), TensorSpec("start_logits", "TYPE_FP32", (-1,)),
+                  TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
+                  *tokens)
+        outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
+    return PythonModel(files=files, inputs=inputs, outputs=outputs,
+                       parameters={"task": kind.value, "answer_params": json.dumps(params, sort_keys=True)},
+                       note=f"answers {kind.value} with {len(params['id2label'])} labels from {folder}/config.json")

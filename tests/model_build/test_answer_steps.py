@@ -1,0 +1,329 @@
+"""The numpy answer steps (model_build/python_models/answer_*.py) against Hugging Face's own post-processing.
+
+Tiny checkpoints are built offline: a WordPiece tokenizer (the word-aware subword rule of the
+token-classification pipeline) and a BPE one without a continuing-subword prefix (its fallback rule), trained
+on a few sentences, and BERT heads with random weights (torch.manual_seed(0)), so predicted labels and spans
+vary. The model's logits on the tokenizer's encodings go to `answer`, whose output must equal what transformers
+returns for the same text.
+
+Question answering: transformers 5.23 has no "question-answering" pipeline any more (REMOVED_TASKS). The
+reference is its post-processing as released in 4.57.6, assembled from what 5.23 still ships:
+`select_starts_ends` (transformers/pipelines/document_question_answering.py), the fast tokenizer's
+`Encoding.token_to_word` / `word_to_chars`, and the loop of 4.57.6's `QuestionAnsweringPipeline.postprocess`
+around them (`_reference_qa` below). `test_qa_matches_recorded_4_57_pipeline` adds outputs recorded from the
+real 4.57.6 pipeline.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from tokenizers import Encoding, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers.pipelines.document_question_answering import select_starts_ends
+
+from model_build.python_models import answer_question_answering as qa_step
+from model_build.python_models import answer_token_classification as ner_step
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+CORPUS = [
+    "John Smith lives in New York and works for the United Nations.",
+    "Marie Curie was born in Warsaw, Poland, and moved to Paris.",
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "Angela Merkel met Emmanuel Macron in Berlin on Tuesday.",
+    "Zoë and José visited São Paulo, Zürich and Montréal last summer.",
+    "東京 is the capital of Japan; 北京 is the capital of China.",
+    "Researchers at Stanford University published a new paper on language models.",
+    "She said: don't forget the meeting at 10:30 tomorrow morning!",
+    "The river Thames flows through London, England.",
+    "Alice gave Bob a book about the history of Rome.",
+]
+NER_TEXTS = [
+    "John Smith lives in New York.",
+    "Zoë Saldaña visited São Paulo, Zürich and Montréal.",
+    "Cafe\u0301s in Mu\u0308nchen",  # decomposed accents: normalization shortens the token strings
+    "I ❤️ New York 🗽!! Berlin 😀 rocks",  # ❤️ carries U+FE0F, dropped by accent stripping; emoji are [UNK]
+    "東京 and 北京 are capitals; 上海 too",
+    "Multiple   spaces\tand\nnewlines   between   Angela  Merkel",
+    "don't stop-believing, e.g. U.S.A. (1999)... 10:30!",
+    "zero\u200bwidth joiner in Warsaw",
+    "unbelievably longwordsthatsplit intopieces Emmanuel Macron",
+]
+QA_PAIRS = [
+    ("Who lives in New York?", "John Smith lives in New York and works for the United Nations."),
+    ("Where was Marie born?", "Marie Curie was born in Warsaw, Poland, and moved to Paris."),
+    ("What is the capital?", "東京 is the capital of Japan; 北京 is the capital of China."),
+    ("Who did Zoë visit?", "Zoë  and José visited São Paulo, Zürich and Montréal ❤️ last summer!!"),
+    ("what?", "Short one."),
+    ("Which river?", "The river Thames flows through London, England. " * 4),
+]
+STRATEGIES = ["none", "simple", "first", "average", "max"]
+QA_PARAMS = [
+    {"top_k": 1, "max_answer_len": 15, "handle_impossible_answer": False, "align_to_words": True},
+    {"top_k": 3, "max_answer_len": 15, "handle_impossible_answer": False, "align_to_words": True},
+    {"top_k": 3, "max_answer_len": 15, "handle_impossible_answer": False, "align_to_words": False},
+    {"top_k": 2, "max_answer_len": 3, "handle_impossible_answer": True, "align_to_words": True},
+]
+QA_MAX_LEN = 384  # the pipeline's max_seq_len: min(model_max_length, 384)
+SCORE_TOL = 1e-4
+
+
+# --- checkpoints -------------------------------------------------------------------------------------------
+
+def _train_tokenizer(kind: str) -> transformers.PreTrainedTokenizerFast:
+    if kind == "wordpiece":
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        trainer = trainers.WordPieceTrainer(vocab_size=240, special_tokens=SPECIALS)
+        tok.decoder = decoders.WordPiece()
+    else:  # BPE without continuing_subword_prefix: the pipeline's fallback subword rule
+        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+        trainer = trainers.BpeTrainer(vocab_size=240, special_tokens=SPECIALS)
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(CORPUS, trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_max_length=512)
+
+
+def _config(vocab_size: int) -> transformers.BertConfig:
+    return transformers.BertConfig(
+        vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=512, id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)})
+
+
+class Checkpoint:
+    """A saved tiny checkpoint, loaded back: its pipeline (where 5.23 has one), tokenizer and model."""
+
+    def __init__(self, folder, head: type, tokenizer, task: str | None = None) -> None:
+        torch.manual_seed(0)
+        model = head(_config(len(tokenizer)))
+        # A wide output layer: confident scores that still vary from token to token (the default 0.02 gives
+        # near-uniform ones).
+        torch.nn.init.normal_(model.classifier.weight if hasattr(model, "classifier") else model.qa_outputs.weight)
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        self.pipe = transformers.pipeline(task, model=str(folder), tokenizer=str(folder)) if task else None
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        self.model = head.from_pretrained(folder).eval()
+
+
+@pytest.fixture(scope="module")
+def checkpoints(module_tmp) -> dict[str, Checkpoint]:
+    built = {}
+    for kind in ("wordpiece", "bpe"):
+        tokenizer = _train_tokenizer(kind)
+        built[f"ner-{kind}"] = Checkpoint(module_tmp.mktemp(f"ner-{kind}"), transformers.BertForTokenClassification,
+                                          tokenizer, task="token-classification")
+    built["qa"] = Checkpoint(module_tmp.mktemp("qa"), transformers.BertForQuestionAnswering,
+                             _train_tokenizer("wordpiece"))
+    return built
+
+
+# --- shared helpers ----------------------------------------------------------------------------------------
+
+def _pad(rows: list[np.ndarray], fill: float | int, dtype) -> np.ndarray:
+    """Rows of different lengths as one right-padded batch, as a batched Triton request would be."""
+    width = max(len(r) for r in rows)
+    out = np.full((len(rows), width) + rows[0].shape[1:], fill, dtype=dtype)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
+
+
+def _ids(values: list[int | None]) -> np.ndarray:
+    return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+
+
+def _forward(model, encoding: Encoding) -> dict[str, np.ndarray]:
+    """The model on one unpadded encoding, as the pipeline runs it."""
+    inputs = {"input_ids": torch.tensor([encoding.ids]), "attention_mask": torch.tensor([encoding.attention_mask]),
+              "token_type_ids": torch.tensor([encoding.type_ids])}
+    with torch.no_grad():
+        out = model(**inputs)
+    return {k: v[0].numpy() for k, v in out.items()}
+
+
+def _score_mismatch(where: str, want: float, got: float) -> list[str]:
+    return [] if abs(float(want) - got) <= SCORE_TOL else [f"{where}: score {float(want)} != {got}"]
+
+
+# --- token classification ----------------------------------------------------------------------------------
+
+def _ner_step(ck: Checkpoint, texts: list[str], strategy: str, shift: int = 0) -> list[list[dict]]:
+    """Raw outputs for each text, padded to one batch, through the numpy step."""
+    rows = []
+    for text in texts:
+        encoding = ck.tokenizer(text, truncation=True).encodings[0]
+        rows.append((encoding, _forward(ck.model, encoding)["logits"]))
+    backend = json.loads(ck.tokenizer.backend_tokenizer.to_str())
+    params = {"id2label": ck.model.config.id2label, "aggregation_strategy": strategy, "ignore_labels": ["O"],
+              "normalizer": backend["normalizer"],
+              "continuing_subword_prefix": backend["model"].get("continuing_subword_prefix"),
+              "unk_token_id": ck.tokenizer.unk_token_id}
+    offsets = _pad([np.array(e.offsets, dtype=np.int64) for e, _ in rows], 0, np.int64)
+    return ner_step.answer(texts, _pad([lg for _, lg in rows], 0.0, np.float32), offsets + shift,
+                           _pad([_ids(e.word_ids) for e, _ in rows], -1, np.int64), params,
+                           input_ids=_pad([np.array(e.ids) for e, _ in rows], ck.tokenizer.pad_token_id, np.int64))
+
+
+def _ner_pipeline(ck: Checkpoint, texts: list[str], strategy: str) -> list[list[dict]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Tokenizer does not support real words" (the BPE one)
+        return [ck.pipe(text, aggregation_strategy=strategy) for text in texts]
+
+
+def _ner_mismatches(texts: list[str], want: list[list[dict]], got: list[list[dict]]) -> list[str]:
+    """Differences: the label key, start, end exactly, score to 1e-4, word as the text under start:end."""
+    out = []
+    for text, w_row, g_row in zip(texts, want, got):
+        if len(w_row) != len(g_row):
+            out.append(f"{text!r}: {len(w_row)} entities != {len(g_row)}: {w_row} vs {g_row}")
+            continue
+        for w, g in zip(w_row, g_row):
+            keys = [k for k in ("entity_group", "entity", "index", "start", "end") if k in w]
+            if [w[k] for k in keys] != [g.get(k) for k in keys] or set(g) != set(w):
+                out.append(f"{text!r}: {w} != {g}")
+            out += _score_mismatch(repr(text), w["score"], g["score"])
+            if g["word"] != text[w["start"]:w["end"]]:
+                out.append(f"{text!r}: word {g['word']!r}")
+    return out
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_token_classification_matches_pipeline(checkpoints, kind, strategy):
+    ck = checkpoints[f"ner-{kind}"]
+    want = _ner_pipeline(ck, NER_TEXTS, strategy)
+    got = _ner_step(ck, NER_TEXTS, strategy)
+    assert _ner_mismatches(NER_TEXTS, want, got) == []
+    assert sum(len(row) for row in want) >= 10  # the inputs do produce entities to compare
+
+
+def test_token_classification_inputs_cover_several_groups(checkpoints):
+    """The random heads give more than one entity type and more than one group in a text."""
+    got = _ner_step(checkpoints["ner-wordpiece"], NER_TEXTS, "simple")
+    assert {e["entity_group"] for row in got for e in row} >= {"PER", "LOC"}
+    assert max(len(row) for row in got) >= 3
+
+
+@pytest.mark.parametrize("defect", ["offsets shifted by one", "first read as simple"])
+def test_token_classification_comparison_can_fail(checkpoints, defect):
+    ck = checkpoints["ner-wordpiece"]
+    want = _ner_pipeline(ck, NER_TEXTS, "first")
+    if defect == "offsets shifted by one":
+        got = _ner_step(ck, NER_TEXTS, "first", shift=1)
+    else:
+        got = _ner_step(ck, NER_TEXTS, "simple")
+    assert _ner_mismatches(NER_TEXTS, want, got) != []
+
+
+# --- question answering ------------------------------------------------------------------------------------
+
+def _qa_encode(ck: Checkpoint, question: str, context: str) -> Encoding:
+    # As the 4.57 pipeline encoded a pair: question first, only the context truncated, one window here.
+    batch = ck.tokenizer(question, context, truncation="only_second", max_length=QA_MAX_LEN,
+                         return_token_type_ids=True)
+    return batch.encodings[0]
+
+
+def _reference_qa(ck: Checkpoint, encoding: Encoding, context: str, logits: dict[str, np.ndarray],
+                  params: dict) -> list[dict]:
+    """transformers 4.57.6 QuestionAnsweringPipeline.preprocess's p_mask + postprocess for one fast-tokenizer
+    window, with 5.23's own select_starts_ends and the Encoding's word mapping."""
+    p_mask = np.array([s != 1 for s in encoding.sequence_ids], dtype=np.int64)
+    p_mask[np.array(encoding.ids) == ck.tokenizer.cls_token_id] = 0  # the CLS token stays selectable
+    align = params["align_to_words"]
+    starts, ends, scores, null = select_starts_ends(
+        logits["start_logits"][None], logits["end_logits"][None], p_mask, np.array([encoding.attention_mask]),
+        1000000, params["top_k"] * 2 + 10 if align else params["top_k"], params["handle_impossible_answer"],
+        params["max_answer_len"])
+    answers: list[dict] = []
+    for s, e, score in zip(starts, ends, scores):
+        begin, stop = _reference_chars(encoding, int(s), int(e), align)
+        same = [a for a in answers if a["answer"].lower() == context[begin:stop].lower()]
+        if same:
+            same[0]["score"] += score.item()
+        else:
+            answers.append({"score": score.item(), "start": begin, "end": stop, "answer": context[begin:stop]})
+    if params["handle_impossible_answer"]:
+        answers.append({"score": null, "start": 0, "end": 0, "answer": ""})
+    return sorted(answers, key=lambda a: a["score"], reverse=True)[:params["top_k"]]
+
+
+def _reference_chars(encoding: Encoding, s: int, e: int, align: bool) -> tuple[int, int]:
+    if align:
+        try:
+            first = encoding.word_to_chars(encoding.token_to_word(s), sequence_index=1)
+            last = encoding.word_to_chars(encoding.token_to_word(e), sequence_index=1)
+            return first[0], last[1]
+        except Exception:  # no word (the CLS token): the pipeline keeps to the token offsets
+            pass
+    return encoding.offsets[s][0], encoding.offsets[e][1]
+
+
+def _qa_step(encodings: list[Encoding], logits: list[dict], params: dict, shift: int = 0,
+             with_words: bool = True) -> list[list[dict]]:
+    questions, contexts = zip(*QA_PAIRS)
+    words = _pad([_ids(e.word_ids) for e in encodings], -1, np.int64)
+    return qa_step.answer(
+        list(questions), list(contexts), _pad([lg["start_logits"] for lg in logits], 0.0, np.float32),
+        _pad([lg["end_logits"] for lg in logits], 0.0, np.float32),
+        _pad([np.array(e.offsets, dtype=np.int64) for e in encodings], 0, np.int64) + shift,
+        _pad([_ids(e.sequence_ids) for e in encodings], -1, np.int64), params,
+        word_ids=words if with_words else None,
+        attention_mask=_pad([np.array(e.attention_mask) for e in encodings], 0, np.int64))
+
+
+def _qa_mismatches(want: list[list[dict]], got: list[list[dict]]) -> list[str]:
+    out = []
+    for (question, _), w_row, g_row in zip(QA_PAIRS, want, got):
+        w_spans = [(w["start"], w["end"], w["answer"]) for w in w_row]
+        g_spans = [(g["start"], g["end"], g["answer"]) for g in g_row]
+        if w_spans != g_spans:
+            out.append(f"{question!r}: {w_spans} != {g_spans}")
+            continue
+        for w, g in zip(w_row, g_row):
+            out += _score_mismatch(repr(question), w["score"], g["score"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def qa_outputs(checkpoints):
+    ck = checkpoints["qa"]
+    encodings = [_qa_encode(ck, q, c) for q, c in QA_PAIRS]
+    return ck, encodings, [_forward(ck.model, e) for e in encodings]
+
+
+def _qa_reference_rows(qa_outputs, params: dict) -> list[list[dict]]:
+    ck, encodings, logits = qa_outputs
+    return [_reference_qa(ck, e, c, lg, params) for e, (_, c), lg in zip(encodings, QA_PAIRS, logits)]
+
+
+@pytest.mark.parametrize("params", QA_PARAMS, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
+def test_question_answering_matches_pipeline(qa_outputs, params):
+    _, encodings, logits = qa_outputs
+    want = _qa_reference_rows(qa_outputs, params)
+    got = _qa_step(encodings, logits, params)
+    assert _qa_mismatches(want, got) == []
+    assert all(len(row) == min(params["top_k"], len(row)) for row in got)
+
+
+@pytest.mark.parametrize("defect", ["offsets shifted by one", "no word ids (no alignment)"])
+def test_question_answering_comparison_can_fail(qa_outputs, defect):
+    _, encodings, logits = qa_outputs
+    params = QA_PARAMS[1]
+    want = _qa_reference_rows(qa_outputs, params)
+    if defect == "offsets shifted by one":
+        got = _qa_step(encodings, logits, params, shift=1)
+    else:
+        got = _qa_step(encodings, logits, params, with_words=False)
+    assert _qa_mismatches(want, got) != []
