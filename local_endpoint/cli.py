@@ -11,6 +11,7 @@ import pathlib
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.tasks import TEXT, TEXT_PAIR
 from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
@@ -190,10 +191,13 @@ def _invoke_parser() -> argparse.ArgumentParser:
                                                       "(InferenceComponentName)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--input", type=pathlib.Path, help="inputs: KServe v2 .json, .npy (with --input-name) or .npz")
-    what.add_argument("--text", help="text input: tokenized with --tokenizer, else sent as BYTES --input-name")
+    what.add_argument("--text", help="text input: sent as BYTES --input-name (default TEXT, what a task's ensemble "
+                                     "takes), or tokenized with --tokenizer")
     what.add_argument("--image", type=pathlib.Path, nargs="+", metavar="FILE",
                       help="image files (JPEG, PNG, ...) sent as their encoded bytes, one UINT8 row each, to the "
                            "--input-name input of a DALI model or an ensemble starting with one")
+    parser.add_argument("--text-pair", help="with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a "
+                                            "question-answering context, an NLI hypothesis, a reranked passage)")
     parser.add_argument("--input-name", help="model input fed by a .npy file, by raw --text or by --image")
     parser.add_argument("--tokenizer", type=pathlib.Path, help="directory of the model's saved tokenizer")
     parser.add_argument("--max-length", type=int, help="pad/truncate tokens to this length (fixed-shape models)")
@@ -245,6 +249,8 @@ def _local_endpoint_name(url: str, name: str | None) -> str:
 
 
 def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    if args.text_pair is not None and (args.text is None or args.tokenizer is not None):
+        parser.error("--text-pair goes with --text, sent as raw text (without --tokenizer)")
     if args.input is not None:
         return read_input_file(args.input, args.input_name)
     if args.image is not None:
@@ -254,6 +260,5 @@ def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
         return [image_tensor(args.image, args.input_name)]
     if args.tokenizer is not None:
         return tokenize_text(args.text, args.tokenizer, max_length=args.max_length, datatype=args.token_datatype)
-    if not args.input_name:
-        parser.error("--text needs --tokenizer DIR (token inputs) or --input-name NAME (a BYTES input)")
-    return [text_tensor(args.text, args.input_name)]
+    texts = [text_tensor(args.text, args.input_name or TEXT)]
+    return texts + ([text_tensor(args.text_pair, TEXT_PAIR)] if args.text_pair is not None else [])

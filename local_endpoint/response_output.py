@@ -14,8 +14,12 @@ OUTPUT_FILE_SUFFIXES = (".json", ".npz")
 
 
 def format_response(response: DecodedResponse) -> str:
-    """One block per output: name, datatype, shape, then the values."""
+    """A task ensemble's answer as an application reads it (deployment_spec/tasks.py); else one block per
+    output: name, datatype, shape, then the values."""
     lines = [f"model: {response.model_name}"] if response.model_name else []
+    answer = _answer(response)
+    if answer is not None:
+        return "\n".join(lines + answer)
     for output in response.outputs:
         lines.append(f"{output.name} {output.datatype} {list(output.array.shape)}")
         lines.append(np.array2string(_printable(output.array), threshold=200, max_line_width=120))
@@ -44,6 +48,24 @@ def save_response(response: DecodedResponse, path: pathlib.Path) -> None:
         raise InvokeError(
             f"output file {path} has suffix {path.suffix!r}; use one of {', '.join(OUTPUT_FILE_SUFFIXES)}"
         )
+
+
+def _answer(response: DecodedResponse) -> list[str] | None:
+    """Lines per row for the outputs of a task's ensemble, or None for any other model."""
+    found = {output.name: output.array for output in response.outputs}
+    if set(found) == {"labels", "scores"}:
+        return [f"row {row}: " + ", ".join(f"{label} {score:.4f}" for label, score in
+                                         zip(_printable(labels).ravel(), scores.ravel()))
+                for row, (labels, scores) in enumerate(zip(found["labels"], found["scores"]))]
+    if set(found) == {"sentence_embedding"}:
+        return [f"row {row}: sentence_embedding, {vector.size} values, norm {float(np.linalg.norm(vector)):.4f}: "
+                + np.array2string(vector, threshold=12, precision=4, max_line_width=120)
+                for row, vector in enumerate(found["sentence_embedding"])]
+    key = next((name for name in ("entities", "answers") if set(found) == {name}), None)
+    if key is None:
+        return None
+    return [f"row {row} {key}: " + json.dumps(json.loads(_printable(cell).ravel()[0]), ensure_ascii=False)
+            for row, cell in enumerate(found[key])]
 
 
 def _printable(array: np.ndarray) -> np.ndarray:

@@ -120,6 +120,9 @@ def _gather(text: str, logits: np.ndarray, offsets: np.ndarray, word_ids: np.nda
 
 def _differs_in_length(lengths: np.ndarray, start: int, end: int, prefix_len: int) -> bool:
     # Word-aware rule: a token string longer or shorter than its text is a continuation ("##ing" vs "ing").
+    # Offsets are clipped to the text the way slicing text[start:end] clips them.
+    start, end = (min(max(i, 0), len(lengths) - 1) for i in (start, end))
+    end = max(start, end)
     token_len = int(lengths[end] - lengths[start]) + prefix_len
     return token_len != end - start
 
