@@ -33,9 +33,14 @@ Where this differs from the pipeline, and why:
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float32]
+Flags = npt.NDArray[np.bool_]
+Answer = dict[str, Any]
 
 _MASKED_LOGIT = -10000.0  # what the pipeline writes over the logits of tokens that cannot be in an answer
 _NO_NULL_SCORE = 1000000.0  # the pipeline's starting "minimum null score": large, so any real one is smaller
@@ -48,9 +53,10 @@ class _Span(NamedTuple):
     score: float
 
 
-def answer(questions: list[str], contexts: list[str], start_logits: np.ndarray, end_logits: np.ndarray,
-           offsets: np.ndarray, sequence_ids: np.ndarray, params: dict, word_ids: np.ndarray | None = None,
-           attention_mask: np.ndarray | None = None) -> list[list[dict]]:
+def answer(questions: list[str], contexts: list[str], start_logits: npt.NDArray[Any], end_logits: npt.NDArray[Any],
+           offsets: npt.NDArray[Any], sequence_ids: npt.NDArray[Any], params: dict[str, Any],
+           word_ids: npt.NDArray[Any] | None = None,
+           attention_mask: npt.NDArray[Any] | None = None) -> list[list[Answer]]:
     """Per (question, context) row, the pipeline's answers, best first (see the module docstring).
 
     params: ``top_k`` (1), ``max_answer_len`` (15), ``handle_impossible_answer`` (False), ``align_to_words``
@@ -82,23 +88,22 @@ def answer(questions: list[str], contexts: list[str], start_logits: np.ndarray, 
     return out
 
 
-def _row_length(attention_mask: np.ndarray | None, row: int, seq: int) -> int:
+def _row_length(attention_mask: npt.NDArray[Any] | None, row: int, seq: int) -> int:
     if attention_mask is None:
         return seq
     return int(np.asarray(attention_mask[row]).sum())
 
 
-def _answerable(seq_ids: np.ndarray) -> np.ndarray:
+def _answerable(seq_ids: npt.NDArray[Any]) -> Flags:
     """Tokens that may start or end an answer: the context, and the CLS token (some models point at it for
     "no answer")."""
-    allowed = seq_ids == _CONTEXT
+    allowed: Flags = seq_ids == _CONTEXT
     if len(seq_ids) and seq_ids[0] < 0:
         allowed[0] = True
     return allowed
 
 
-def _probabilities(start: np.ndarray, end: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                                        float]:
+def _probabilities(start: npt.NDArray[Any], end: npt.NDArray[Any], allowed: Flags) -> tuple[Floats, Floats, float]:
     """Softmax over the answerable tokens; the null score (CLS start x CLS end) is read before CLS is zeroed,
     so that CLS itself never wins a span."""
     start_p = _masked_softmax(start, allowed)
@@ -108,13 +113,13 @@ def _probabilities(start: np.ndarray, end: np.ndarray, allowed: np.ndarray) -> t
     return start_p, end_p, null_score
 
 
-def _masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+def _masked_softmax(logits: npt.NDArray[Any], allowed: Flags) -> Floats:
     masked = np.where(allowed, np.asarray(logits, dtype=np.float32), np.float32(_MASKED_LOGIT))
     shifted = np.exp(masked - masked.max())
-    return shifted / shifted.sum()
+    return np.asarray(shifted / shifted.sum(), dtype=np.float32)
 
 
-def _best_spans(start_p: np.ndarray, end_p: np.ndarray, allowed: np.ndarray, draw: int,
+def _best_spans(start_p: Floats, end_p: Floats, allowed: Flags, draw: int,
                 max_answer_len: int) -> list[_Span]:
     """The `draw` best (start, end) token pairs by P(start) * P(end), with start <= end < start +
     max_answer_len, then those whose both ends may be in an answer."""
@@ -126,7 +131,7 @@ def _best_spans(start_p: np.ndarray, end_p: np.ndarray, allowed: np.ndarray, dra
     return [_Span(int(s), int(e), float(scores[s, e])) for s, e in zip(starts, ends) if allowed[s] and allowed[e]]
 
 
-def _top_indices(flat: np.ndarray, k: int) -> np.ndarray:
+def _top_indices(flat: Floats, k: int) -> npt.NDArray[np.intp]:
     """Indices of the k largest values, largest first. The same numpy calls as the pipeline, so that ties (the
     many zero cells) resolve the same way."""
     if k == 1:
@@ -137,11 +142,11 @@ def _top_indices(flat: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-flat[part])]
 
 
-def _to_answers(context: str, spans: list[_Span], offsets: np.ndarray, seq_ids: np.ndarray,
-                words: np.ndarray | None, align: bool) -> list[dict]:
+def _to_answers(context: str, spans: list[_Span], offsets: npt.NDArray[Any], seq_ids: npt.NDArray[Any],
+                words: npt.NDArray[Any] | None, align: bool) -> list[Answer]:
     """Spans to character answers; spans giving the same text (any case) add their scores to the first."""
-    answers: list[dict] = []
-    by_text: dict[str, dict] = {}
+    answers: list[Answer] = []
+    by_text: dict[str, Answer] = {}
     for span in spans:
         start, end = _char_span(span, offsets, seq_ids, words, align)
         text = context[start:end]
@@ -155,7 +160,7 @@ def _to_answers(context: str, spans: list[_Span], offsets: np.ndarray, seq_ids: 
     return answers
 
 
-def _char_span(span: _Span, offsets: np.ndarray, seq_ids: np.ndarray, words: np.ndarray | None,
+def _char_span(span: _Span, offsets: npt.NDArray[Any], seq_ids: npt.NDArray[Any], words: npt.NDArray[Any] | None,
                align: bool) -> tuple[int, int]:
     """Character span of a token span; with align, widened to the words that hold its first and last token.
     When either end is no word (CLS), both ends keep to token offsets, as the pipeline's fallback does."""
@@ -166,6 +171,6 @@ def _char_span(span: _Span, offsets: np.ndarray, seq_ids: np.ndarray, words: np.
     return int(offsets[span.start][0]), int(offsets[span.end][1])
 
 
-def _word_tokens(words: np.ndarray, seq_ids: np.ndarray, word: int) -> np.ndarray:
+def _word_tokens(words: npt.NDArray[Any], seq_ids: npt.NDArray[Any], word: int) -> npt.NDArray[np.intp]:
     """Token indices of one context word (word ids count from 0 in each sequence, so the context's only)."""
     return np.flatnonzero((words == word) & (seq_ids == _CONTEXT))

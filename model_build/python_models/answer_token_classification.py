@@ -13,8 +13,10 @@ Inputs are what the model and a fast tokenizer give for one window per text (no 
 Where this differs from the pipeline, and why:
 
 * ``word`` is ``text[start:end]``. The pipeline decodes the tokens with the tokenizer
-  (``convert_tokens_to_string``), which for an uncased WordPiece model gives the lower-cased, accent-stripped
-  form ("new york" for "New York"); without the tokenizer the original slice is the faithful choice.
+  (``convert_tokens_to_string``; with "none", the bare token string such as "##ing"), which for an uncased
+  WordPiece model gives the lower-cased, accent-stripped form ("new york" for "New York"); without the
+  tokenizer the original slice is the faithful choice. ``entity_group``/``entity``, ``start``, ``end`` and
+  ``index`` are the pipeline's.
 * ``score`` is a Python float (the pipeline leaves a numpy float32).
 * The pipeline knows each token's string; here it is derived. Its subword test for a word-aware model
   (one whose ``tokenizer.model.continuing_subword_prefix`` is set, e.g. WordPiece's ``"##"``) is "the token
@@ -23,7 +25,8 @@ Where this differs from the pipeline, and why:
   ``params["normalizer"]`` (the ``"normalizer"`` object of tokenizer.json) for texts whose normalization changes
   lengths (decomposed accents, zero-width characters); without it lengths are taken as unchanged, which is exact
   for most text. Give ``input_ids`` with ``params["unk_token_id"]`` so that unknown tokens are never subwords,
-  as in the pipeline (e.g. "❤️", whose variation selector an accent-stripping normalizer drops).
+  as in the pipeline, also where the normalizer shortened their text (an [UNK] over "😀\u200b😀": the
+  zero-width space is dropped).
 * Tokenizers without a continuing-subword prefix (byte-level BPE, Unigram) use the pipeline's fallback:
   a token is a subword unless it starts the text or has a space just before or at its start. Set
   ``params["continuing_subword_prefix"]`` to ``None`` for them; it defaults to ``"##"``.
@@ -34,16 +37,20 @@ import unicodedata
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float32]
+Entity = dict[str, Any]
 
 _WORD_STRATEGIES = ("first", "average", "max")
 _STRATEGIES = ("none", "simple") + _WORD_STRATEGIES
 
 
 class _Token(NamedTuple):
-    index: int  # position in the model's sequence (the pipeline's "index")
+    position: int  # in the model's sequence (the pipeline's "index")
     start: int
     end: int
-    scores: np.ndarray  # softmax over the labels, float32
+    scores: Floats  # softmax over the labels
     is_subword: bool
 
 
@@ -54,11 +61,11 @@ class _Scored(NamedTuple):
     score: float
     start: int
     end: int
-    index: int
+    position: int
 
 
-def answer(texts: list[str], logits: np.ndarray, offsets: np.ndarray, word_ids: np.ndarray, params: dict,
-           input_ids: np.ndarray | None = None) -> list[list[dict]]:
+def answer(texts: list[str], logits: npt.NDArray[Any], offsets: npt.NDArray[Any], word_ids: npt.NDArray[Any],
+           params: dict[str, Any], input_ids: npt.NDArray[Any] | None = None) -> list[list[Entity]]:
     """Per text, the list the token-classification pipeline returns (see the module docstring).
 
     params: ``id2label`` ({int: str}), ``aggregation_strategy`` ("none", "simple", "first", "average", "max";
@@ -81,21 +88,21 @@ def answer(texts: list[str], logits: np.ndarray, offsets: np.ndarray, word_ids: 
     return out
 
 
-def _unknown_mask(input_ids: np.ndarray | None, row: int, unk_id: Any, seq: int) -> np.ndarray:
+def _unknown_mask(input_ids: npt.NDArray[Any] | None, row: int, unk_id: Any, seq: int) -> npt.NDArray[np.bool_]:
     if input_ids is None or unk_id is None:
         return np.zeros(seq, dtype=bool)
-    return np.asarray(input_ids[row]) == int(unk_id)
+    return np.asarray(np.asarray(input_ids[row]) == int(unk_id), dtype=bool)
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
+def _softmax(logits: npt.NDArray[Any]) -> Floats:
     # Subtracting the row maximum keeps exp() finite; float32 as the pipeline computes it.
-    logits = np.asarray(logits, dtype=np.float32)
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
+    values = np.asarray(logits, dtype=np.float32)
+    shifted = np.exp(values - values.max(axis=-1, keepdims=True))
+    return np.asarray(shifted / shifted.sum(axis=-1, keepdims=True), dtype=np.float32)
 
 
-def _gather(text: str, logits: np.ndarray, offsets: np.ndarray, word_ids: np.ndarray, unknown: np.ndarray,
-            prefix: str | None, steps: list[dict]) -> list[_Token]:
+def _gather(text: str, logits: npt.NDArray[Any], offsets: npt.NDArray[Any], word_ids: npt.NDArray[Any],
+            unknown: npt.NDArray[np.bool_], prefix: str | None, steps: list[dict[str, Any]]) -> list[_Token]:
     """The pipeline's pre-entities: every non-special token with its scores, span and subword flag."""
     scores = _softmax(logits)
     lengths = _normalized_prefix_sums(text, steps) if prefix else None
@@ -118,7 +125,7 @@ def _gather(text: str, logits: np.ndarray, offsets: np.ndarray, word_ids: np.nda
     return tokens
 
 
-def _differs_in_length(lengths: np.ndarray, start: int, end: int, prefix_len: int) -> bool:
+def _differs_in_length(lengths: npt.NDArray[np.int64], start: int, end: int, prefix_len: int) -> bool:
     # Word-aware rule: a token string longer or shorter than its text is a continuation ("##ing" vs "ing").
     # Offsets are clipped to the text the way slicing text[start:end] clips them.
     start, end = (min(max(i, 0), len(lengths) - 1) for i in (start, end))
@@ -134,7 +141,7 @@ def _no_space_before(text: str, start: int) -> bool:
 
 # --- the token string's length, from the normalizer of tokenizer.json --------------------------------------
 
-def _normalizer_steps(normalizer: Any) -> list[dict]:
+def _normalizer_steps(normalizer: Any) -> list[dict[str, Any]]:
     """The normalizer as a flat list of steps; a Sequence is unrolled, nothing given is no step."""
     if not isinstance(normalizer, dict):
         return []
@@ -143,7 +150,7 @@ def _normalizer_steps(normalizer: Any) -> list[dict]:
     return [normalizer]
 
 
-def _normalized_prefix_sums(text: str, steps: list[dict]) -> np.ndarray:
+def _normalized_prefix_sums(text: str, steps: list[dict[str, Any]]) -> npt.NDArray[np.int64]:
     """lengths[i] = length of the normalized text[:i]; normalizations here work char by char, so they add up."""
     cache: dict[str, int] = {}
     per_char = np.zeros(len(text) + 1, dtype=np.int64)
@@ -151,17 +158,17 @@ def _normalized_prefix_sums(text: str, steps: list[dict]) -> np.ndarray:
         if char not in cache:
             cache[char] = len(_normalize_char(char, steps))
         per_char[i + 1] = cache[char]
-    return np.cumsum(per_char)
+    return np.cumsum(per_char, dtype=np.int64)
 
 
-def _normalize_char(char: str, steps: list[dict]) -> str:
+def _normalize_char(char: str, steps: list[dict[str, Any]]) -> str:
     out = char
     for step in steps:
         out = _apply_step(out, step)
     return out
 
 
-def _apply_step(chars: str, step: dict) -> str:
+def _apply_step(chars: str, step: dict[str, Any]) -> str:
     kind = step.get("type")
     if kind == "BertNormalizer":
         return _bert_normalize(chars, step)
@@ -170,12 +177,12 @@ def _apply_step(chars: str, step: dict) -> str:
     if kind in ("NFD", "NFKD"):
         return unicodedata.normalize(kind, chars)
     if kind == "StripAccents":
-        return _strip_nonspacing_marks(chars)
+        return _strip_marks(chars, ("Mn", "Mc", "Me"))  # every combining mark, unlike BertNormalizer
     # Other normalizers (NFC, Replace, Precompiled, ...) are taken as keeping lengths.
     return chars
 
 
-def _bert_normalize(chars: str, step: dict) -> str:
+def _bert_normalize(chars: str, step: dict[str, Any]) -> str:
     # tokenizers' BertNormalizer: clean text, (spaces around CJK: split off later, no token holds them),
     # strip accents (defaults to the lowercase setting), lowercase.
     if step.get("clean_text", True):
@@ -183,7 +190,7 @@ def _bert_normalize(chars: str, step: dict) -> str:
     lowercase = bool(step.get("lowercase", True))
     strip = step.get("strip_accents")
     if lowercase if strip is None else strip:
-        chars = _strip_nonspacing_marks(unicodedata.normalize("NFD", chars))
+        chars = _strip_marks(unicodedata.normalize("NFD", chars), ("Mn",))
     return chars.lower() if lowercase else chars
 
 
@@ -193,14 +200,14 @@ def _removed_by_clean_text(char: str) -> bool:
     return char in "\x00\ufffd" or unicodedata.category(char) in ("Cc", "Cf", "Cn", "Co", "Cs")
 
 
-def _strip_nonspacing_marks(chars: str) -> str:
-    return "".join(c for c in chars if unicodedata.category(c) != "Mn")
+def _strip_marks(chars: str, categories: tuple[str, ...]) -> str:
+    return "".join(c for c in chars if unicodedata.category(c) not in categories)
 
 
 # --- labels per token or word, then entity groups -----------------------------------------------------------
 
 def _entities(text: str, tokens: list[_Token], strategy: str, id2label: dict[int, str],
-              ignore: list[str]) -> list[dict]:
+              ignore: list[str]) -> list[Entity]:
     if strategy in _WORD_STRATEGIES:
         scored = [_label_word(word, strategy, id2label) for word in _words(tokens)]
     else:
@@ -213,7 +220,7 @@ def _entities(text: str, tokens: list[_Token], strategy: str, id2label: dict[int
 
 def _label_token(token: _Token, id2label: dict[int, str]) -> _Scored:
     best = int(token.scores.argmax())
-    return _Scored(id2label[best], float(token.scores[best]), token.start, token.end, token.index)
+    return _Scored(id2label[best], float(token.scores[best]), token.start, token.end, token.position)
 
 
 def _words(tokens: list[_Token]) -> list[list[_Token]]:
@@ -236,7 +243,7 @@ def _label_word(word: list[_Token], strategy: str, id2label: dict[int, str]) -> 
     else:  # average
         scores = np.nanmean(np.stack([t.scores for t in word]), axis=0)
     best = int(scores.argmax())
-    return _Scored(id2label[best], float(scores[best]), word[0].start, word[-1].end, word[0].index)
+    return _Scored(id2label[best], float(scores[best]), word[0].start, word[-1].end, word[0].position)
 
 
 def _tag(label: str) -> tuple[str, str]:
@@ -258,7 +265,7 @@ def _adjacent_groups(scored: list[_Scored]) -> list[list[_Scored]]:
     return groups
 
 
-def _group_entity(text: str, group: list[_Scored]) -> dict:
+def _group_entity(text: str, group: list[_Scored]) -> Entity:
     start, end = group[0].start, group[-1].end
     return {
         # The group is named after its first member, minus everything up to the first "-".
@@ -270,6 +277,6 @@ def _group_entity(text: str, group: list[_Scored]) -> dict:
     }
 
 
-def _token_entity(text: str, item: _Scored) -> dict:
-    return {"entity": item.label, "score": item.score, "index": item.index, "word": text[item.start:item.end],
+def _token_entity(text: str, item: _Scored) -> Entity:
+    return {"entity": item.label, "score": item.score, "index": item.position, "word": text[item.start:item.end],
             "start": item.start, "end": item.end}

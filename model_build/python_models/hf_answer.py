@@ -6,12 +6,14 @@ standard library only: it runs on the image's own Python.
 
 - text-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and ``scores``
   (FP32), [rows, top_k], best first, as ``pipeline("text-classification", top_k=k)``.
-- token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``;
+- token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``, ``input_ids``;
   output ``entities``, one JSON list per row (``answer_token_classification.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
-  ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``; output ``answers``, one JSON list per row
+  ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``, ``attention_mask``; output ``answers``, one JSON
+  list per row
   (``answer_question_answering.py``).
 """
+import importlib
 import json
 import os
 import sys
@@ -47,21 +49,27 @@ def answer(task, params, inputs):
     """{input name: array} -> {output name: array} for one request."""
     if task == "text-classification":
         return classify(inputs["logits"], params)
+    if task == "token-classification":
+        rows = _task_module("answer_token_classification").answer(
+            _texts(inputs["TEXT"]), inputs["logits"], inputs["offsets"], inputs["word_ids"], params,
+            input_ids=inputs["input_ids"])
+        return {"entities": _json_rows(rows)}
+    rows = qa_answer(_texts(inputs["TEXT"]), _texts(inputs["TEXT_PAIR"]), inputs["start_logits"], inputs["end_logits"],
+                     inputs["offsets"], inputs["sequence_ids"], params, word_ids=inputs["word_ids"],
+                     attention_mask=inputs["attention_mask"])
+    return {"answers": _json_rows(rows)}
+
+
+def qa_answer(*args, **kwargs):
+    """answer_question_answering.answer (the build's reference reuses its span rules)."""
+    return _task_module("answer_question_answering").answer(*args, **kwargs)
+
+
+def _task_module(name):
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:  # the task's module ships beside this file
         sys.path.insert(0, here)
-    if task == "token-classification":
-        import answer_token_classification as module
-
-        rows = module.answer(_texts(inputs["TEXT"]), inputs["logits"], inputs["offsets"], inputs["word_ids"],
-                             params)
-        return {"entities": _json_rows(rows)}
-    import answer_question_answering as module
-
-    rows = module.answer(_texts(inputs["TEXT"]), _texts(inputs["TEXT_PAIR"]), inputs["start_logits"],
-                         inputs["end_logits"], inputs["offsets"], inputs["sequence_ids"], params,
-                         word_ids=inputs["word_ids"])
-    return {"answers": _json_rows(rows)}
+    return importlib.import_module(name)
 
 
 def load_params(text):

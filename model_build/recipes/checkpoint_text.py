@@ -120,7 +120,13 @@ def answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
         multi = config.get("problem_type") == "multi_label_classification" or len(names) == 1
         return {"id2label": names, "top_k": task.top_k, "function": "sigmoid" if multi else "softmax"}
     if task.kind is TaskKind.TOKEN_CLASSIFICATION:
-        return {"id2label": names, "aggregation_strategy": task.aggregation.value, "ignore_labels": ["O"]}
+        tok = tokenizer(folder)
+        backend = json.loads(tok.backend_tokenizer.to_str())
+        # How the pipeline tells a word's first token from the rest: WordPiece's "##" prefix, else a space before
+        # it; the normalizer decides how long a token's text is, and an unknown token is never a subword.
+        return {"id2label": names, "aggregation_strategy": task.aggregation.value, "ignore_labels": ["O"],
+                "continuing_subword_prefix": backend["model"].get("continuing_subword_prefix"),
+                "normalizer": backend.get("normalizer"), "unk_token_id": tok.unk_token_id}
     return {"id2label": names, "top_k": task.top_k, "max_answer_len": task.max_answer_length,
             "handle_impossible_answer": False, "align_to_words": True}
 

@@ -32,7 +32,7 @@ def python_model(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> 
     if recipe in (TOKENIZE_RECIPE, ANSWER_RECIPE):
         from model_build.recipes import task_steps
         return (task_steps.tokenize(model, root, consumer_int32) if recipe == TOKENIZE_RECIPE
-                else task_steps.answer(model, root))
+                else task_steps.answer(model, root, consumer_int32))
     raise BuildError(f"models.{model.name}.source.recipe: {recipe!r} is not a Python-backend recipe")
 
 

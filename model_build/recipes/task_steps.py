@@ -41,25 +41,27 @@ def tokenize(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Pyth
         requirements=TOKENIZE_REQUIREMENTS)
 
 
-def answer(model: ModelSpec, root: pathlib.Path) -> PythonModel:
+def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> PythonModel:
     folder = checkpoint_text.checkpoint(model, root)
     kind = checkpoint_text.task_of(model).kind
     params = checkpoint_text.answer_params(model, folder)
     files = {"model.py": TEMPLATES / "hf_answer.py"}
     tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))
+    id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # as the tokenizer step makes them
     if kind is TaskKind.TEXT_CLASSIFICATION:
         inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
         k = min(params["top_k"], len(params["id2label"]))
         outputs = (TensorSpec("labels", "TYPE_STRING", (k,)), TensorSpec("scores", "TYPE_FP32", (k,)))
     elif kind is TaskKind.TOKEN_CLASSIFICATION:
         files["answer_token_classification.py"] = TEMPLATES / "answer_token_classification.py"
-        inputs = (TensorSpec(TEXT, "TYPE_STRING", (1,)), TensorSpec("logits", "TYPE_FP32", (-1, -1)), *tokens)
+        inputs = (TensorSpec(TEXT, "TYPE_STRING", (1,)), TensorSpec("logits", "TYPE_FP32", (-1, -1)), *tokens,
+                  TensorSpec("input_ids", id_type, (-1,)))
         outputs = (TensorSpec("entities", "TYPE_STRING", (1,)),)
     else:
         files["answer_question_answering.py"] = TEMPLATES / "answer_question_answering.py"
         inputs = (*text_inputs(model), TensorSpec("start_logits", "TYPE_FP32", (-1,)),
                   TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
-                  *tokens)
+                  *tokens, TensorSpec("attention_mask", id_type, (-1,)))
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
     return PythonModel(files=files, inputs=inputs, outputs=outputs,
                        parameters={"task": kind.value, "answer_params": json.dumps(params, sort_keys=True)},

@@ -18,7 +18,7 @@ import torch
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import TaskKind
 from model_build.recipes import checkpoint_text, model_facts
-from model_build.recipes.builtin import token_samples
+from model_build.recipes.token_samples import token_samples
 from model_build.recipes.contract import ExportableModel
 
 HEADS = {

@@ -9,7 +9,8 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
-from deployment_spec.model import EnsembleStep, ModelSpec
+from deployment_spec.model import ModelSpec
+from model_build.backends.ensemble.by_name import by_name
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext
 from model_build.errors import BuildError
@@ -25,20 +26,6 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
         verification = not_run(ctx.spec.triton_version, "an ensemble has no file of its own; its steps are checked")
     return BackendResult(tuple(inputs), tuple(outputs), files={}, ensemble_steps=tuple(steps),
                          verification=verification)
-
-
-def by_name(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[EnsembleStep, ...]:
-    """A task's steps wired by tensor name: each input takes the tensor of its name; an output is mapped
-    only where a later step or the ensemble's outputs use it (a tokenizer's offsets, say, only for answers
-    that need them)."""
-    wired = []
-    order = model.ensemble.steps
-    for index, step in enumerate(order):
-        entry = steps[step.model]
-        later = {t.name for s in order[index + 1:] for t in steps[s.model].inputs} | set(model.ensemble.outputs)
-        wired.append(EnsembleStep(step.model, {t.name: t.name for t in entry.inputs},
-                                  {t.name: t.name for t in entry.outputs if t.name in later}))
-    return tuple(wired)
 
 
 def wire(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[list[TensorSpec], list[TensorSpec], list[dict]]:

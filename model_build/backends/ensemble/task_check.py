@@ -10,12 +10,13 @@ reference and the worst difference.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import pathlib
 import sys
 import types
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from deployment_spec.serving_runtimes import runtime
 from deployment_spec.tasks import TaskKind, TextTask
 from model_build import dispatch, layout, model_config
 from model_build.backends.ensemble import task_reference
+from model_build.backends.ensemble.by_name import plain
 from model_build.build_context import BuildContext
 from model_build.errors import BuildError
 from model_build.progress import Step
@@ -36,79 +38,112 @@ FILES = {Backend.ONNXRUNTIME: ("onnx", "model.onnx"), Backend.PYTORCH: ("torchsc
 
 
 def verify_task(ctx: BuildContext, model: ModelSpec, built: Mapping[str, ModelEntry], scratch: pathlib.Path) -> Verification:
-    task = model.task
-    assert task is not None and model.ensemble is not None  # only task ensembles come here
+    assert model.task is not None and model.ensemble is not None  # only task ensembles come here
     steps = [s.model for s in model.ensemble.steps]
-    dirs = {name: dispatch.cache_dir(ctx.work, name, built[name].build_hash) / name for name in steps}
     model_step = ctx.spec.models[steps[1]]
     if model_step.backend not in FILES:
         return not_run(ctx.spec.triton_version, f"the model step is a {model_step.backend.value} plan, which runs only "
                        "on a GPU; the tokenizer and answer steps are checked when it is served (tritonsm smoke)")
-    step = Step(ctx, model.name, f"verify raw text in, answers out against the {task.kind.value} reference")
-    folder = (ctx.spec.root / model_step.weights).resolve() if model_step.weights else pathlib.Path()
-    tokenize = _load(dirs[steps[0]], "tokenize")
-    params = _parameters(dirs[steps[0]])
+    step = Step(ctx, model.name, f"verify raw text in, answers out against the {model.task.kind.value} reference")
+    chain = Chain(model.name, model.task, model_step, built[steps[1]],
+                  [dispatch.cache_dir(ctx.work, name, built[name].build_hash) / name for name in steps],
+                  (ctx.spec.root / model_step.weights).resolve(), ctx.spec.triton_version)
+    verification = check(chain, scratch, ctx.log)
+    step.done()
+    return verification
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """A task's built steps: the tokenizer's, the model's and (except for embeddings) the answer's folders."""
+
+    name: str
+    task: TextTask
+    model_step: ModelSpec
+    model_entry: ModelEntry
+    dirs: list[pathlib.Path]
+    checkpoint: pathlib.Path
+    triton_version: str
+
+
+def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Verification:
+    """Raw inputs through the chain's files against the reference; BuildError naming the rows that differ."""
+    task = chain.task
+    params = _parameters(chain.dirs[0])
     seq = int(params["max_length"])
     inputs = task_reference.rows(task)
-    tokenizer = tokenize.Tokenize(str(layout.version_dir(dirs[steps[0]]) / "tokenizer.json"), params)
-    ours, ran = _run_chain(ctx, model_step, built[steps[1]], dirs, steps, tokenizer, task, inputs, scratch)
-    where, theirs = task_reference.reference(task, folder, seq, inputs)
-    worst, problems = task_reference.compare(task, ours, theirs, model_step.tolerance.atol)
-    step.done()
+    tokenizer = _load(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
+                                                           params)
+    ours, tokens, ran = _run_chain(chain, tokenizer, inputs, scratch, log)
+    where, theirs = reference(chain, seq, inputs)
+    wrong_tokens = task_reference.token_problems(task, chain.checkpoint, seq, inputs, tokens)
+    worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_tokens)
     if problems:
-        raise BuildError(f"model {model.name}: raw text through its steps does not answer as {where} on "
+        raise BuildError(f"model {chain.name}: raw text through its steps does not answer as {where} on "
                          f"{len(problems)} of {len(inputs)} inputs: " + "; ".join(problems[:3]) +
                          ". The tokenizer step follows the checkpoint's tokenizer.json and tokenizer_config.json; "
                          "if the checkpoint's tokenizer needs Python code of its own (a slow tokenizer), save a "
                          "fast one (tokenizer.json) into the weights folder")
     measure = "1 - cosine" if task.kind is TaskKind.SENTENCE_EMBEDDING else "max score difference"
-    ctx.log(f"  {model.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g})")
-    return Verification(ran=True, triton_version=ctx.spec.triton_version, runtime=ran["runtime"],
+    log(f"  {chain.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g})")
+    return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
                         version=ran["version"], device="cpu", cases=len(inputs), max_abs_error=worst,
                         details={"reference": where, "measure": measure, "task": task.kind.value,
                                  "sequence_length": seq, "tokenize": f"tokenizers {_version('tokenizers')} "
                                  f"(Python {sys.version_info.major}.{sys.version_info.minor} of the build)"})
 
 
-def _run_chain(ctx: BuildContext, model_step: ModelSpec, entry: ModelEntry, dirs: Mapping[str, pathlib.Path],
-               steps: list[str], tokenizer: Any, task: TextTask, inputs: list, scratch: pathlib.Path
-               ) -> tuple[list[Any], dict[str, str]]:
-    texts = [r.text.encode() for r in inputs]
-    pairs = [r.pair.encode() for r in inputs] if task.takes_pair() else None
-    tokens = tokenizer.encode(np.array(texts, dtype=np.object_),
-                              None if pairs is None else np.array(pairs, dtype=np.object_))
+def reference(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
+    """(what answered, its answers) for ``inputs``: the task's reference (task_reference.py)."""
+    if chain.task.kind is TaskKind.QUESTION_ANSWERING:
+        answer, answer_params = _answer_step(chain)
+        return task_reference.qa_reference(chain.task, chain.checkpoint, seq, inputs, answer.qa_answer, answer_params)
+    return task_reference.reference(chain.task, chain.checkpoint, seq, inputs)
+
+
+def _run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
+               ) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
+    task, entry = chain.task, chain.model_entry
+    texts = np.array([r.text.encode() for r in inputs], dtype=np.object_)
+    pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if task.takes_pair() else None
+    tokens = tokenizer.encode(texts, pairs)
     names = [t.name for t in entry.inputs]
     outputs = [t.name for t in entry.outputs]
-    kind, file_name = FILES[model_step.backend]
+    kind, file_name = FILES[chain.model_step.backend]
     if kind == "onnx":
-        env = side_env.ensure("onnxruntime", runtime(ctx.spec.triton_version).onnxruntime_wheel, ctx.log)
+        env = side_env.ensure("onnxruntime", runtime(chain.triton_version).onnxruntime_wheel, log)
     else:
         env = file_check.this_machines("torch")
     import torch
 
-    dtype = {"TYPE_INT32": np.int32}.get(entry.inputs[0].data_type, np.int64)
-    plan = Plan((Case("raw", {n: torch.from_numpy(tokens[n].astype(dtype)) for n in names}),), (), None)
-    path = layout.version_dir(dirs[steps[1]]) / file_name
+    dtype = np.int32 if entry.inputs[0].data_type == "TYPE_INT32" else np.int64
+    plan = Plan((Case("raw", {n: torch.from_numpy(tokens[plain(n)].astype(dtype)) for n in names}),), (), None)
+    path = layout.version_dir(chain.dirs[1]) / file_name
     got = verify.run_candidates(env, kind, [verify.Candidate("served", path if path.is_file() else path / file_name)],
                                 plan, names, outputs, scratch)["served"]
     if isinstance(got, str):
-        raise BuildError(f"model {model_step.name}: the raw-text check could not run it in {env.package} "
+        raise BuildError(f"model {chain.model_step.name}: the raw-text check could not run it in {env.package} "
                          f"{env.version}: {got}")
-    produced = {**tokens, **dict(zip(outputs, got["raw"])), "TEXT": np.array(texts, dtype=np.object_)}
+    produced = {**tokens, **{plain(n): v for n, v in zip(outputs, got["raw"])}, "TEXT": texts}
     if pairs is not None:
-        produced["TEXT_PAIR"] = np.array(pairs, dtype=np.object_)
+        produced["TEXT_PAIR"] = pairs
     ran = {"runtime": env.package, "version": env.version}
-    if len(steps) == 2:  # sentence embeddings: the model's output is the answer
-        return list(produced["sentence_embedding"]), ran
-    answer = _load(dirs[steps[2]], "answer")
-    params = _parameters(dirs[steps[2]])
-    made = answer.answer(params["task"], answer.load_params(params["answer_params"]), produced)
+    if len(chain.dirs) == 2:  # sentence embeddings: the model's output is the answer
+        return list(produced["sentence_embedding"]), tokens, ran
+    answer, params = _answer_step(chain)
+    made = answer.answer(task.kind.value, params, produced)
     if task.kind is TaskKind.TEXT_CLASSIFICATION:
         rows = [[{"label": label.decode(), "score": float(score)} for label, score in zip(ls, ss)]
                 for ls, ss in zip(made["labels"], made["scores"])]
-        return rows, ran
+        return rows, tokens, ran
     key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"
-    return [json.loads(row[0]) for row in made[key]], ran
+    return [json.loads(row[0]) for row in made[key]], tokens, ran
+
+
+def _answer_step(chain: Chain) -> tuple[types.ModuleType, dict[str, Any]]:
+    """The shipped answer step's module and its parameters as it reads them."""
+    module = _load(chain.dirs[2], "answer")
+    return module, module.load_params(_parameters(chain.dirs[2])["answer_params"])
 
 
 def _parameters(model_dir: pathlib.Path) -> dict[str, str]:

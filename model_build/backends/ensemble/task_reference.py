@@ -2,7 +2,13 @@
 
 The reference for each task is what its users already run: ``transformers.pipeline`` of the task (5.23)
 or sentence-transformers' ``SentenceTransformer.encode``, on the same raw inputs, cut at the same
-sequence length. ``compare`` returns the worst difference and the problems, in words a build log can show.
+sequence length. transformers 5 removed the question-answering pipeline (``REMOVED_TASKS`` in
+``transformers/pipelines/__init__.py``, 5.23.0): its reference is the checkpoint's own tokenizer and eager
+model with the span rules of the last pipeline that had them (4.57.6; the answer step's
+``answer_question_answering.py``, tested against that pipeline's recorded answers). Before any answer, the
+tokenizer step's tokens are compared with transformers' own tokenizer call, which the answers alone may not
+show (a tiny or robust model can answer alike on other tokens). ``compare`` returns the worst difference and
+the problems, in words a build log can show.
 """
 from __future__ import annotations
 
@@ -69,20 +75,72 @@ def reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[R
     if task.kind is TaskKind.TOKEN_CLASSIFICATION:
         pipe.tokenizer.model_max_length = seq  # the pipeline cuts at the tokenizer's limit
         return where, [list(pipe(r.text, aggregation_strategy=task.aggregation.value)) for r in inputs]
+    raise AssertionError(f"no pipeline for {task.kind.value}")  # reference() sends question answering elsewhere
+
+
+def token_call(task: TextTask, tokenizer: Any, row: Row, seq: int) -> dict[str, list[int]]:
+    """What transformers' pipeline of the task passes to the tokenizer for one row (QA: the context is cut)."""
+    truncation = "only_second" if task.kind is TaskKind.QUESTION_ANSWERING else True
+    return dict(tokenizer(row.text, row.pair, truncation=truncation, max_length=seq))
+
+
+def token_problems(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row],
+                   tokens: dict[str, Any]) -> dict[int, str]:
+    """Rows whose tokens (ids, and type ids where the model takes them) differ from transformers' own call."""
+    from model_build.recipes import checkpoint_text
+
+    tokenizer = checkpoint_text.tokenizer(folder)
+    out = {}
+    for index, row in enumerate(inputs):
+        want = token_call(task, tokenizer, row, seq)
+        real = tokens["attention_mask"][index] == 1
+        for name in ("input_ids", "token_type_ids"):
+            if name not in want:
+                continue
+            ours = [int(v) for v in tokens[name][index][real]]
+            if ours != list(want[name]):
+                at = next((i for i, (a, b) in enumerate(zip(ours, want[name])) if a != b), min(len(ours), len(want[name])))
+                out[index] = (f"the tokenizer step's {name} differ from transformers' tokenizer at token {at} "
+                              f"({len(ours)} tokens, transformers {len(want[name])})")
+                break
+    return out
+
+
+def qa_reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row], answer: Any,
+                 params: dict[str, Any]) -> tuple[str, list[Any]]:
+    """Question answering without its pipeline: transformers' tokenizer and eager model, the span rules of 4.57.6."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from model_build.recipes import checkpoint_text
+
+    tokenizer = checkpoint_text.tokenizer(folder)
+    net = transformers.AutoModelForQuestionAnswering.from_pretrained(folder, local_files_only=True).eval()
     answers = []
-    for r in inputs:
-        got = pipe(question=r.text, context=r.pair, top_k=task.top_k, max_seq_len=seq,
-                   max_answer_len=task.max_answer_length)
-        answers.append(got if isinstance(got, list) else [got])
-    return where, answers
+    for row in inputs:
+        encoded = tokenizer(row.text, row.pair, truncation="only_second", max_length=seq, return_tensors="pt")
+        with torch.no_grad():
+            logits = net(**{k: v for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
+        enc = encoded.encodings[0]
+        column = lambda values: np.array([[-1 if v is None else v for v in values]], dtype=np.int64)  # noqa: E731
+        answers += answer(
+            [row.text], [row.pair], logits.start_logits.numpy(), logits.end_logits.numpy(),
+            np.array([enc.offsets], dtype=np.int64), column(enc.sequence_ids), params,
+            word_ids=column(enc.word_ids), attention_mask=np.array([enc.attention_mask], dtype=np.int64))
+    return (f"transformers {transformers.__version__} tokenizer and eager model with pipeline('question-answering') "
+            "4.57.6's span rules (transformers 5 has no such pipeline)"), answers
 
 
-def compare(task: TextTask, ours: Sequence[Any], theirs: Sequence[Any], atol: float) -> tuple[float, list[str]]:
-    """(worst difference: score error, or 1 - cosine for embeddings; problems, one per row that differs)."""
+def compare(task: TextTask, ours: Sequence[Any], theirs: Sequence[Any], atol: float,
+            tokens: Optional[dict[int, str]] = None) -> tuple[float, list[str]]:
+    """(worst difference: score error, or 1 - cosine for embeddings; problems, one per row that differs, its
+    tokens' problem first)."""
     worst, problems = 0.0, []
     for index, (got, want) in enumerate(zip(ours, theirs)):
         error, problem = _ROW[task.kind](got, want, atol)
         worst = max(worst, error)
+        problem = (tokens or {}).get(index) or problem
         if problem:
             problems.append(f"row {index}: {problem}")
     return worst, problems

@@ -1,0 +1,27 @@
+"""A task's ensemble steps wired by tensor name (deployment_spec/tasks.py), once the steps' tensors are known."""
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from deployment_spec.manifest import ModelEntry
+from deployment_spec.model import EnsembleStep, ModelSpec
+
+
+def by_name(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[EnsembleStep, ...]:
+    """A task's steps wired by tensor name: each input takes the tensor of its name; an output is mapped
+    only where a later step or the ensemble's outputs use it (a tokenizer's offsets, say, only for answers
+    that need them)."""
+    wired = []
+    order = model.ensemble.steps
+    for index, step in enumerate(order):
+        entry = steps[step.model]
+        later = {plain(t.name) for s in order[index + 1:] for t in steps[s.model].inputs} | set(model.ensemble.outputs)
+        wired.append(EnsembleStep(step.model, {t.name: plain(t.name) for t in entry.inputs},
+                                  {t.name: plain(t.name) for t in entry.outputs if plain(t.name) in later}))
+    return tuple(wired)
+
+
+def plain(tensor: str) -> str:
+    """A tensor's name without the ``__<index>`` the pytorch backend's names carry (input_ids__0: input_ids)."""
+    return re.sub(r"__\d+$", "", tensor)

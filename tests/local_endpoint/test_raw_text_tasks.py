@@ -1,0 +1,273 @@
+"""Raw text in, answers out: tiny checkpoints with tokenizers of their real algorithm (WordPiece, byte-level BPE,
+Unigram), built as ``task:`` ensembles, verified at build time against transformers' pipeline and
+sentence-transformers, then served by the real Triton server and compared with the same references again.
+
+Also: a planted wrong truncation side and a planted missing pair separator fail the build-time check, and bad
+requests get a 400 naming the input while the server goes on answering.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+from deployment_spec import load_spec
+from deployment_spec.manifest import load_manifest
+from deployment_spec.tasks import TaskKind
+from local_endpoint.errors import InvokeError
+from local_endpoint.invoke import invoke_url
+from local_endpoint.multi_model import MultiModelEndpoint
+from local_endpoint.payload import NamedTensor, encode_request
+from model_build import layout, tiny_checkpoints
+from model_build.backends.ensemble import task_check, task_reference
+from model_build.errors import BuildError
+from tritonsm.cli import main as tritonsm_main
+
+pytestmark = pytest.mark.triton
+
+SPEC = """\
+project: Tasks
+triton_version: "25.09"
+models:
+  sentiment:
+    task: {kind: text-classification, top_k: 2}
+    backend: onnxruntime
+    weights: sentiment-bert
+    max_batch_size: 8
+    sequence_length: 48
+    dynamic_batching: {max_queue_delay_us: 500}
+  nli:
+    task: {kind: text-classification, text_pair: true, top_k: 3}
+    backend: pytorch
+    weights: nli-roberta
+    max_batch_size: 8
+    sequence_length: 40
+  embedder:
+    task: {kind: sentence-embedding}
+    backend: onnxruntime
+    weights: embedder-xlmr
+    max_batch_size: 8
+  entities:
+    task: {kind: token-classification, aggregation: simple}
+    backend: onnxruntime
+    weights: entities-bert
+    max_batch_size: 8
+    sequence_length: 64
+  answers:
+    task: {kind: question-answering, top_k: 2}
+    backend: onnxruntime
+    weights: answers-roberta
+    max_batch_size: 8
+    sequence_length: 64
+endpoints:
+  text:
+    kind: multi-model
+    models: [sentiment, nli, embedder, entities, answers]
+    instance_type: ml.g5.xlarge
+environments:
+  dev: {region: us-east-1}
+"""
+CHECKPOINTS = {  # folder: (task, family, sentence-transformers modules)
+    "sentiment-bert": ("text-classification", "bert", False),
+    "nli-roberta": ("text-classification", "roberta", False),
+    "embedder-xlmr": ("sentence-embedding", "xlm-roberta", True),
+    "entities-bert": ("token-classification", "bert", False),
+    "answers-roberta": ("question-answering", "roberta", False),
+}
+TASKS = ("sentiment", "nli", "embedder", "entities", "answers")
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    root: pathlib.Path
+    work: pathlib.Path
+    spec_path: pathlib.Path
+
+    def manifest(self):
+        return load_manifest(self.root / "assets" / "manifest.json")
+
+    def tarball(self, model: str) -> pathlib.Path:
+        manifest = self.manifest()
+        (artifact,) = [a for a in manifest.endpoints["text"].artifacts if a.models == (model,) or model in a.models]
+        return manifest.artifact_path(artifact)
+
+
+@pytest.fixture(scope="module")
+def built(module_tmp) -> Built:
+    root = module_tmp.mktemp("raw-text")
+    for folder, (task, family, modules) in CHECKPOINTS.items():
+        tiny_checkpoints.save(root / folder, task, family, sentence_transformers=modules)
+    (root / "spec.yaml").write_text(SPEC)
+    assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
+                          "--work-dir", str(root / "work")]) == 0
+    return Built(root, root / "work", root / "spec.yaml")
+
+
+@pytest.fixture(scope="module")
+def served(built, module_tmp):
+    tarballs = [built.tarball(m) for m in TASKS]
+    with MultiModelEndpoint(tarballs, log_file=module_tmp.mktemp("logs") / "mme.log", cpu_stand_in=True) as endpoint:
+        yield endpoint
+
+
+def test_the_build_verifies_each_task_against_its_reference(built):
+    models = built.manifest().models
+    # What ran and against what is in the manifest, with the worst difference.
+    for name, reference in (("sentiment", "transformers 5.23.0 pipeline('text-classification')"),
+                            ("nli", "transformers 5.23.0 pipeline('text-classification')"),
+                            ("embedder", "sentence-transformers 6.2.0 SentenceTransformer.encode"),
+                            ("entities", "transformers 5.23.0 pipeline('token-classification')"),
+                            ("answers", "transformers 5.23.0 tokenizer and eager model with pipeline('question-answering') "
+                                        "4.57.6's span rules (transformers 5 has no such pipeline)")):
+        check = models[name].verification
+        assert check.ran and check.details["reference"] == reference, name
+        assert check.max_abs_error < 1e-4, (name, check.max_abs_error)
+    assert models["nli"].verification.runtime == "torch" and models["sentiment"].verification.runtime == "onnxruntime"
+    # RoBERTa takes no token_type_ids: the model step's inputs are what its checkpoint takes.
+    assert [t.name for t in models["nli-model"].inputs] == ["input_ids__0", "attention_mask__1"]
+    assert [t.name for t in models["sentiment-model"].inputs] == ["input_ids", "attention_mask", "token_type_ids"]
+
+
+def _chain(built: Built, name: str, tmp: pathlib.Path) -> task_check.Chain:
+    spec = load_spec(built.spec_path)
+    manifest = built.manifest()
+    steps = [s.model for s in spec.models[name].ensemble.steps]
+    dirs = []
+    for step in steps:  # a copy of each built step, so a test may plant a defect in it
+        source = built.work / "models" / f"{step}-{manifest.models[step].build_hash[:16]}" / step
+        dirs.append(pathlib.Path(shutil.copytree(source, tmp / step)))
+    model_step = spec.models[steps[1]]
+    return task_check.Chain(name, spec.models[name].task, model_step, manifest.models[steps[1]], dirs,
+                            built.root / model_step.weights, spec.triton_version)
+
+
+def _set_parameter(model_dir: pathlib.Path, key: str, value: str) -> None:
+    config = model_dir / layout.CONFIG
+    text = config.read_text()
+    start = text.index(f'key: "{key}"')
+    old = text[text.index("string_value:", start):text.index("\n", text.index("string_value:", start))]
+    config.write_text(text[:start] + text[start:].replace(old, f'string_value: "{value}"', 1))
+
+
+def test_the_check_passes_on_the_built_steps(built, tmp_path):
+    # The twin of the planted defects below: the same call on the untouched copies finds nothing.
+    assert task_check.check(_chain(built, "sentiment", tmp_path), tmp_path, print).ran
+
+
+def test_a_planted_wrong_truncation_side_fails_the_check(built, tmp_path):
+    chain = _chain(built, "sentiment", tmp_path)
+    _set_parameter(chain.dirs[0], "truncation_side", "left")  # the checkpoint cuts long texts on the right
+    with pytest.raises(BuildError) as caught:
+        task_check.check(chain, tmp_path, print)
+    assert str(caught.value).startswith(
+        "model sentiment: raw text through its steps does not answer as transformers 5.23.0 "
+        "pipeline('text-classification') on 1 of 8 inputs: row 7: ")
+
+
+def test_a_planted_missing_pair_separator_fails_the_check(built, tmp_path):
+    chain = _chain(built, "nli", tmp_path)
+    tokenizer_file = layout.version_dir(chain.dirs[0]) / "tokenizer.json"
+    document = json.loads(tokenizer_file.read_text())
+    # <s> A </s></s> B </s> becomes <s> A B </s>: the pair runs together.
+    bos, eos = document["post_processor"]["cls"][1], document["post_processor"]["sep"][1]
+    document["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                   {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"Sequence": {"id": "B", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [bos], "tokens": ["<s>"]},
+                           "</s>": {"id": "</s>", "ids": [eos], "tokens": ["</s>"]}}}
+    tokenizer_file.write_text(json.dumps(document))
+    with pytest.raises(BuildError) as caught:
+        task_check.check(chain, tmp_path, print)
+    assert str(caught.value).startswith(
+        "model nli: raw text through its steps does not answer as transformers 5.23.0 "
+        "pipeline('text-classification') on 6 of 6 inputs: row 0: ")
+
+
+def _send(served, model: str, rows: list, pairs: list | None = None, binary: bool = False):
+    tensors = [NamedTensor("TEXT", "BYTES", np.array([[r] for r in rows], dtype=np.object_))]
+    if pairs is not None:
+        tensors.append(NamedTensor("TEXT_PAIR", "BYTES", np.array([[p] for p in pairs], dtype=np.object_)))
+    return invoke_url(served.url, encode_request(tensors, binary=binary), target_model=f"{model}.tar.gz")
+
+
+def _target(built, model):
+    return built.tarball(model).name.removesuffix(".tar.gz")
+
+
+def _answers(task, outputs: dict) -> list:
+    if task.kind is TaskKind.SENTENCE_EMBEDDING:
+        return list(outputs["sentence_embedding"])
+    if task.kind is TaskKind.TEXT_CLASSIFICATION:
+        return [[{"label": label.decode(), "score": float(score)} for label, score in zip(ls, ss)]
+                for ls, ss in zip(outputs["labels"], outputs["scores"])]
+    key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"
+    return [json.loads(row[0]) for row in outputs[key]]
+
+
+def test_the_served_ensembles_answer_as_their_references(built, served, tmp_path):
+    spec = load_spec(built.spec_path)
+    found = {}
+    for name in TASKS:
+        task = spec.models[name].task
+        inputs = task_reference.rows(task)
+        texts = [r.text.encode() for r in inputs]
+        pairs = [r.pair.encode() for r in inputs] if task.takes_pair() else None
+        response = _send(served, _target(built, name), texts, pairs, binary=name in ("nli", "answers"))
+        ours = _answers(task, {o.name: o.array for o in response.outputs})
+        seq = int(built.manifest().models[name].verification.details["sequence_length"])
+        _, theirs = task_check.reference(_chain(built, name, tmp_path / name), seq, inputs)
+        worst, problems = task_reference.compare(task, ours, theirs, 1e-4)
+        assert problems == [] and worst < 1e-4, (name, problems, worst)
+        found[name] = ours
+    # The tiny random models still give answers worth comparing: entities and spans, not empty lists.
+    assert sum(len(row) for row in found["entities"]) >= 4
+    assert all(len(row) == 2 and row[0]["end"] > row[0]["start"] for row in found["answers"])
+
+
+def test_bad_requests_are_400s_naming_the_input_and_the_server_goes_on(built, served):
+    sentiment, nli = _target(built, "sentiment"), _target(built, "nli")
+    bad = {
+        (sentiment, ("",), None): f"in ensemble '{sentiment}.tar.gz', TEXT row 0 is empty; send at least one "
+                                  "character that is not a space",
+        (sentiment, ("fine", b"caf\xe9 au lait"), None): f"in ensemble '{sentiment}.tar.gz', TEXT row 1 is not "
+                                                         "UTF-8 text (byte 0xe9 at position 3); send the text encoded "
+                                                         "as UTF-8",
+        (sentiment, ("one text",), ("a pair",)): "expected 1 inputs but got 2 inputs for model "
+                                                 f"'{sentiment}.tar.gz'. Got input(s) ['TEXT_PAIR','TEXT'], but "
+                                                 "missing required input(s) ]",
+        (nli, ("a premise",), None): f"expected 2 inputs but got 1 inputs for model '{nli}.tar.gz'. Got input(s) "
+                                     "['TEXT'], but missing required input(s) ['TEXT_PAIR']",
+        # A batch mixing rows with and without a pair: Triton itself refuses the uneven inputs.
+        (nli, ("premise one", "premise two"), ("one hypothesis",)): "input 'TEXT' batch size does not match other "
+                                                                    f"inputs for '{nli}.tar.gz'",
+    }
+    good = ("a fine film",)
+
+    def send(case):
+        model, texts, pairs = case
+        try:
+            # binary+json: the only body that can carry bytes that are not UTF-8
+            return _send(served, model, list(texts), None if pairs is None else list(pairs), binary=True)
+        except InvokeError as error:
+            return str(error)
+
+    # Bad and good requests at once: each bad one fails alone, the good ones are answered.
+    cases = list(bad) + [(sentiment, good, None)] * 6
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, cases))
+    for case, answer in zip(cases, answers):
+        if case in bad:
+            assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
+            assert bad[case] in answer, (bad[case], answer)
+        else:
+            assert [o.name for o in answer.outputs] == ["labels", "scores"] or \
+                sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+    assert _send(served, sentiment, list(good)).outputs  # still answering afterwards

@@ -1,0 +1,98 @@
+"""``task:`` entries: one checkpoint becomes a tokenizer step, a model step, an answer step and their ensemble
+(deployment_spec/task_models.py); every misuse is refused with its exact message."""
+import copy
+import pathlib
+
+import pytest
+import yaml
+
+from deployment_spec import SpecError
+from deployment_spec.model import Backend
+from deployment_spec.spec import parse_spec
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BASE = yaml.safe_load((ROOT / "triton.yaml").read_text())
+SENTIMENT = {"backend": "onnxruntime", "task": {"kind": "text-classification", "top_k": 2}, "weights": "ckpt",
+             "max_batch_size": 8, "dynamic_batching": {"max_queue_delay_us": 50}}
+
+
+def _spec(models: dict, served: tuple[str, ...] = ("sentiment",)):
+    raw = copy.deepcopy(BASE)
+    raw["models"].update(models)
+    raw["endpoints"]["classifier"]["models"] = list(served)
+    return parse_spec(raw, pathlib.Path("/tmp/task-spec/triton.yaml"))
+
+
+def test_a_task_entry_becomes_its_ensemble_and_steps():
+    spec = _spec({"sentiment": SENTIMENT})
+    ensemble = spec.models["sentiment"]
+    # The entry's own name is the ensemble the endpoint serves; its steps follow it, wired by name at build time.
+    assert ensemble.backend is Backend.ENSEMBLE and ensemble.ensemble.by_name
+    assert [s.model for s in ensemble.ensemble.steps] == ["sentiment-tokenize", "sentiment-model", "sentiment-answer"]
+    assert ensemble.ensemble.outputs == ("labels", "scores")
+    tokenize, model, answer = (spec.models[f"sentiment-{s}"] for s in ("tokenize", "model", "answer"))
+    assert (tokenize.backend, tokenize.source.recipe) == (Backend.PYTHON, "hf-tokenize")
+    assert (answer.backend, answer.source.recipe) == (Backend.PYTHON, "hf-answer")
+    # The model step keeps the entry's serving settings; every step batches like it.
+    assert (model.backend, model.source.recipe, model.weights) == (Backend.ONNXRUNTIME, "hf-sequence-classification", "ckpt")
+    assert {m.max_batch_size for m in (tokenize, model, answer, ensemble)} == {8}
+    assert tokenize.dynamic_batching == model.dynamic_batching == SENTIMENT_BATCHING
+    # The endpoint serves the ensemble with every step in its archive.
+    served = [m.name for m in spec.served_models(spec.endpoints["classifier"])]
+    assert served == ["sentiment", "sentiment-tokenize", "sentiment-model", "sentiment-answer"]
+
+
+SENTIMENT_BATCHING = _spec({"sentiment": SENTIMENT}).models["sentiment-model"].dynamic_batching
+
+
+def test_sentence_embeddings_have_no_answer_step():
+    spec = _spec({"sentiment": {**SENTIMENT, "task": {"kind": "sentence-embedding"}}})
+    assert [s.model for s in spec.models["sentiment"].ensemble.steps] == ["sentiment-tokenize", "sentiment-model"]
+    assert spec.models["sentiment-model"].source.recipe == "hf-sentence-embedding"
+    assert spec.models["sentiment"].ensemble.outputs == ("sentence_embedding",)
+
+
+LONG = "s" * 60
+REFUSED = {
+    "a Python model step": ({"sentiment": {**SENTIMENT, "backend": "python"}},
+                            "models.sentiment.backend: got 'python'; allowed: onnxruntime, tensorrt, pytorch with task "
+                            "(the model step's backend); fix: set backend: onnxruntime"),
+    "no checkpoint": ({"sentiment": {"backend": "onnxruntime", "task": {"kind": "text-classification"}}},
+                      "models.sentiment.weights: got nothing; allowed: the checkpoint directory with task (config.json, "
+                      "weights and tokenizer.json, as save_pretrained writes them); fix: add weights: <directory>, "
+                      "relative to the spec's folder"),
+    "a source besides the task": ({"sentiment": {**SENTIMENT, "source": {"recipe": "bert-base"}}},
+                                  "models.sentiment.source: got source with task; allowed: nothing: the task makes the "
+                                  "steps from the weights checkpoint; fix: remove source"),
+    "a pair for embeddings": ({"sentiment": {**SENTIMENT, "task": {"kind": "sentence-embedding", "text_pair": True}}},
+                              "models.sentiment.task.text_pair: got true; allowed: false for sentence-embedding (it takes "
+                              "one text per row); fix: remove text_pair"),
+    "top_k for entities": ({"sentiment": {**SENTIMENT, "task": {"kind": "token-classification", "top_k": 3}}},
+                           "models.sentiment.task.top_k: got 3; allowed: only with text-classification or "
+                           "question-answering; fix: remove top_k"),
+    "a step name taken": ({"sentiment": SENTIMENT,
+                           "sentiment-tokenize": {"backend": "python", "source": {"recipe": "text-preprocess"}}},
+                          "models.sentiment-tokenize: got a model declared by hand; allowed: no model of this name: "
+                          "models.sentiment.task adds it as a step; fix: rename models.sentiment-tokenize, or remove "
+                          "task from models.sentiment"),
+    "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
+                        "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
+                        "token-classification, sentence-embedding, question-answering; fix: use one of "
+                        "text-classification, token-classification, sentence-embedding, question-answering"),
+    "the model step's own rules": ({"sentiment": {**SENTIMENT, "precision": "fp16"}},
+                                   "models.sentiment.precision: got 'fp16'; allowed: fp16 with backend tensorrt (or "
+                                   "onnxruntime.tensorrt_accelerator.precision); fix: use fp32, or set backend: tensorrt"),
+    "a name too long for its steps": ({LONG: SENTIMENT},
+                                      f"models.{LONG}: got the name '{LONG}' (60 characters); allowed: at most 54 "
+                                      f"characters with task (its steps are named {LONG}-tokenize and so on); fix: "
+                                      "shorten the name"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=list(REFUSED))
+def test_task_misuse_is_refused_with_its_message(case):
+    models, message = REFUSED[case]
+    served = tuple(m for m in models if not m.endswith("-tokenize"))
+    with pytest.raises(SpecError) as caught:
+        _spec(models, served)
+    assert str(caught.value) == f"/tmp/task-spec/triton.yaml: 1 problem\n  - {message}"
