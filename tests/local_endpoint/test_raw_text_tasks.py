@@ -23,7 +23,8 @@ from local_endpoint.errors import InvokeError
 from local_endpoint.invoke import invoke_url
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
-from model_build import layout, tiny_checkpoints
+from model_build import layout
+from tritonsm.benchmarking import text_checkpoints
 from model_build.backends.ensemble import task_check, task_reference
 from model_build.errors import BuildError
 from tritonsm.cli import main as tritonsm_main
@@ -101,7 +102,7 @@ class Built:
 def built(module_tmp) -> Built:
     root = module_tmp.mktemp("raw-text")
     for folder, (task, family, modules) in CHECKPOINTS.items():
-        tiny_checkpoints.save(root / folder, task, family, sentence_transformers=modules)
+        text_checkpoints.save(root / folder, task, family, sentence_transformers=modules)
     (root / "spec.yaml").write_text(SPEC)
     assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
                           "--work-dir", str(root / "work")]) == 0

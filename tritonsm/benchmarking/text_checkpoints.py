@@ -1,4 +1,4 @@
-"""Tiny text checkpoints made offline, each with a tokenizer of its real algorithm trained here.
+"""Tiny text checkpoints made offline for `task:` tests and benchmarks, each with a tokenizer of its real algorithm.
 
 For the tests and the coverage benchmark (no hub access on the build machines): a transformers
 architecture at a few thousand parameters, random weights (seed 0), and a tokenizer trained with
