@@ -184,7 +184,10 @@ def test_invoke_reports_nothing_listening(tmp_path: pathlib.Path, capsys) -> Non
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--url", "http://x:1", "--text", "hi"], "--text needs --tokenizer DIR (token inputs) or --input-name NAME (a BYTES input)"),
+        (["--url", "http://x:1", "--text", "hi", "--tokenizer", "tok", "--text-pair", "there"],
+         "--text-pair goes with --text, sent as raw text (without --tokenizer)"),
+        (["--url", "http://x:1", "--input", "in.json", "--text-pair", "there"],
+         "--text-pair goes with --text, sent as raw text (without --tokenizer)"),
         (["--url", "http://x:1", "--text", "hi", "--input-name", "T", "--output", "o.csv"], "--output o.csv must end in .json or .npz"),
         (["--text", "hi"], "one of the arguments --url --endpoint-name is required"),
     ],
@@ -199,9 +202,9 @@ INVOKE_URL_HELP = """\
 usage: tritonsm invoke [-h] [--url URL] [--endpoint-name ENDPOINT_NAME] [--region REGION]
                        [--target-model TARGET_MODEL] [--inference-component INFERENCE_COMPONENT]
                        (--input INPUT | --text TEXT | --image FILE [FILE ...])
-                       [--input-name INPUT_NAME] [--tokenizer TOKENIZER] [--max-length MAX_LENGTH]
-                       [--token-datatype {INT64,INT32}] [--binary] [--output OUTPUT]
-                       [--timeout TIMEOUT]
+                       [--text-pair TEXT_PAIR] [--input-name INPUT_NAME] [--tokenizer TOKENIZER]
+                       [--max-length MAX_LENGTH] [--token-datatype {INT64,INT32}] [--binary]
+                       [--output OUTPUT] [--timeout TIMEOUT]
 
 Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint
 (--url) or a deployed one (--endpoint-name).
@@ -220,11 +223,15 @@ options:
                         an endpoint of inference components: the component to run
                         (InferenceComponentName)
   --input INPUT         inputs: KServe v2 .json, .npy (with --input-name) or .npz
-  --text TEXT           text input: tokenized with --tokenizer, else sent as BYTES --input-name
+  --text TEXT           text input: sent as BYTES --input-name (default TEXT, what a task's
+                        ensemble takes), or tokenized with --tokenizer
   --image FILE [FILE ...]
                         image files (JPEG, PNG, ...) sent as their encoded bytes, one UINT8 row
                         each, to the --input-name input of a DALI model or an ensemble starting
                         with one
+  --text-pair TEXT_PAIR
+                        with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a
+                        question-answering context, an NLI hypothesis, a reranked passage)
   --input-name INPUT_NAME
                         model input fed by a .npy file, by raw --text or by --image
   --tokenizer TOKENIZER
