@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 
 from deployment_spec import load_spec
+from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import load_manifest
 from deployment_spec.tasks import TaskKind
 from local_endpoint.errors import InvokeError
 from local_endpoint.invoke import invoke_url
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
@@ -109,11 +111,22 @@ def built(module_tmp) -> Built:
     return Built(root, root / "work", root / "spec.yaml")
 
 
+RUNTIME_NAME = "Tasks-dev-text"
+
+
 @pytest.fixture(scope="module")
-def served(built, module_tmp):
+def runtime(built, module_tmp):
+    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime."""
     tarballs = [built.tarball(m) for m in TASKS]
-    with MultiModelEndpoint(tarballs, log_file=module_tmp.mktemp("logs") / "mme.log", cpu_stand_in=True) as endpoint:
-        yield endpoint
+    mme = MultiModelEndpoint(tarballs, log_file=module_tmp.mktemp("logs") / "mme.log", cpu_stand_in=True)
+    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def served(runtime):
+    """The container's own /invocations (Triton's SageMaker front end behind the local front door)."""
+    return runtime.endpoints[0].server
 
 
 def test_the_build_verifies_each_task_against_its_reference(built):
@@ -272,3 +285,22 @@ def test_bad_requests_are_400s_naming_the_input_and_the_server_goes_on(built, se
             assert [o.name for o in answer.outputs] == ["labels", "scores"] or \
                 sorted(o.name for o in answer.outputs) == ["labels", "scores"]
     assert _send(served, sentiment, list(good)).outputs  # still answering afterwards
+
+
+def test_the_sagemaker_runtime_api_takes_the_same_bodies(built, runtime):
+    # What an application's boto3 code sends to the deployed endpoint, pointed at the local runtime.
+    import boto3
+
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    body = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": ["Who met Macron?"]},
+                       {"name": "TEXT_PAIR", "shape": [1, 1], "datatype": "BYTES",
+                        "data": ["Angela Merkel met Emmanuel Macron in Paris on Monday."]}]}
+    reply = client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("answers").name,
+                                   ContentType="application/json", Body=json.dumps(body))
+    (answers,) = json.loads(reply["Body"].read())["outputs"]
+    (row,) = [json.loads(cell) for cell in answers["data"]]
+    context = body["inputs"][1]["data"][0]
+    assert answers["name"] == "answers" and len(row) == 2
+    # Each answer is a span of the context it came with, by character offsets.
+    assert all(context[a["start"]:a["end"]] == a["answer"] and 0 <= a["score"] <= 1 for a in row)
