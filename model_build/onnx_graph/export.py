@@ -50,8 +50,9 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
 
     The torch.export-based exporter goes first; where it fails, the TorchScript-based one (``dynamo=False``)
     tries the same opset, names and dynamic axes; mixture-of-experts layers export in a form both take
-    (onnx_graph/experts.py). Returns what was done otherwise than by default ("" when nothing): the caller
-    logs it and the manifest records it; the serving-runtime verification judges either graph.
+    (onnx_graph/experts.py); a tensor inside that the exporter named like an output is renamed before the
+    checker sees the graph (onnx_graph/output_names.py). Returns what was done otherwise than by default ("" when
+    nothing): the caller logs it and the manifest records it; the serving-runtime verification judges either graph.
     """
     import onnx
 
@@ -59,13 +60,30 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
 
     with exportable_experts(made.module) as experts_note:
         fallback = _export_either(name, made, graph, optimize)
-    fallback = "; ".join(note for note in (experts_note, fallback) if note)
+    renamed_note = _separate_outputs(name, graph)
+    fallback = "; ".join(note for note in (experts_note, fallback, renamed_note) if note)
     try:
         # Given the path, the checker reads the graph and checks that every weight file is there.
         onnx.checker.check_model(str(graph), full_check=True)
     except onnx.checker.ValidationError as exc:
         raise BuildError(f"model {name}: the exported ONNX graph fails onnx.checker: {str(exc).splitlines()[0]}")
     return fallback
+
+
+def _separate_outputs(name: str, graph: pathlib.Path) -> str:
+    """Renames tensors inside the graph that have an output's name (onnx_graph/output_names.py); says which,
+    or "" when none had (the file is then left as the exporter wrote it)."""
+    import onnx
+
+    from model_build.onnx_graph import output_names
+
+    model = onnx.load(str(graph), load_external_data=False)  # the weights stay in their file, referenced by name
+    renamed = output_names.separate(name, model.graph)
+    if not renamed:
+        return ""
+    onnx.save(model, str(graph))
+    return "; ".join(f"the exporter named a tensor inside the graph like the output {output}: renamed it "
+                     f"{', '.join(new)} (ONNX names each tensor once)" for output, new in renamed.items())
 
 
 def _export_either(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool) -> str:

@@ -19,7 +19,7 @@ from deployment_spec.manifest import ModelEntry
 from deployment_spec.model import ModelSpec
 from deployment_spec.serving_runtimes import runtime
 from model_build import given_files, reproducible
-from model_build.backends.pytorch import given_file, torchscript, trace_worker
+from model_build.backends.pytorch import given_file, torchscript, trace_failures, trace_worker
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError
@@ -80,7 +80,7 @@ def _run_trace_worker(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path
     if returncode == trace_worker.FAILED:
         message = stderr.rsplit(trace_worker.MARKER, 1)[-1].strip()
         raise BuildError(message)
-    if returncode != 0:
-        tail = "\n".join(stderr.strip().splitlines()[-10:])
-        raise BuildError(f"model {model.name}: the TorchScript trace process failed (exit {returncode}):\n{tail}")
+    if returncode != 0:  # its error in one line: a traceback's frames say nothing to the spec's author
+        raise BuildError(f"model {model.name}: the TorchScript trace process failed (exit {returncode}): "
+                         f"{trace_failures.last_error_line(stderr)}")
     return json.loads((scratch / "parity.json").read_text())

@@ -20,6 +20,7 @@ from typing import Optional
 
 from deployment_spec.manifest import TensorSpec
 from model_build import reproducible
+from model_build.backends.pytorch import trace_failures
 from model_build.errors import BuildError
 from model_build.tensor_types import TORCH_TO_TRITON
 from model_build.recipes.contract import ExportableModel
@@ -38,8 +39,7 @@ def trace(name: str, made: ExportableModel, target: pathlib.Path, max_batch_size
         try:
             traced = torch.jit.trace(made.module, args, check_trace=False)
         except Exception as exc:
-            raise BuildError(f"model {name}: torch.jit.trace failed ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+            raise BuildError(f"model {name}: torch.jit.trace failed ({trace_failures.one_line(exc)})") from None
         outputs = made.module(**made.example_inputs)
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     io = {"inputs": [_describe(f"{n}__{i}", made.example_inputs[n], made.dynamic_axes.get(n, {}), max_batch_size)

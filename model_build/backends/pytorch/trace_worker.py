@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
 
     from deployment_spec import load_spec
     from deployment_spec.serving_runtimes import runtime
-    from model_build.backends.pytorch import torchscript
+    from model_build.backends.pytorch import torchscript, trace_failures
     from model_build.errors import BuildError
     from model_build.recipes import load_exportable
     from model_build.verification import cases, verify
@@ -54,9 +54,15 @@ def main(argv: list[str]) -> int:
         traced = torchscript.trace(model.name, made, out_dir / "model.pt", model.max_batch_size)
         plan = cases.plan(made, model, full_length_tokens=FULL_LENGTH_TOKENS)
         step(f"eager PyTorch on {len(plan.cases)} cases (batch sizes, lengths, padded rows)")
-        want = verify.reference(made.module, plan, made.input_names)
+        want, failures = trace_failures.run(made.module, plan, made.input_names)
+        if failures:
+            raise BuildError(trace_failures.eager_fails(model.name, failures, len(plan.cases), made.input_names[0]))
         step(f"the traced graph on the same {len(plan.cases)} cases")
-        got = verify.reference(_Positional(traced, made.input_names), plan, made.input_names)
+        got, failures = trace_failures.run(_Positional(traced, made.input_names), plan, made.input_names)
+        if failures:  # the tracer's own text would print its stack frames: the case and one line instead
+            first = made.input_names[0]
+            raise BuildError(trace_failures.trace_fails(model.name, failures, len(plan.cases), first,
+                                                        tuple(made.example_inputs[first].shape)))
         step("done")
         import torch
         build_torch = torch.__version__.split("+")[0]
