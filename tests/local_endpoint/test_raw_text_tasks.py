@@ -83,6 +83,14 @@ CHECKPOINTS = {  # folder: (task, family, sentence-transformers modules)
     "answers-roberta": ("question-answering", "roberta", False),
 }
 TASKS = ("sentiment", "nli", "embedder", "entities", "answers")
+REFERENCES = {
+    "sentiment": "transformers 5.23.0 pipeline('text-classification')",
+    "nli": "transformers 5.23.0 pipeline('text-classification')",
+    "embedder": "sentence-transformers 6.2.0 SentenceTransformer.encode",
+    "entities": "transformers 5.23.0 pipeline('token-classification')",
+    "answers": "transformers 5.23.0 tokenizer and eager model with pipeline('question-answering') 4.57.6's span "
+               "rules (transformers 5 has no such pipeline)",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,12 +140,7 @@ def served(runtime):
 def test_the_build_verifies_each_task_against_its_reference(built):
     models = built.manifest().models
     # What ran and against what is in the manifest, with the worst difference.
-    for name, reference in (("sentiment", "transformers 5.23.0 pipeline('text-classification')"),
-                            ("nli", "transformers 5.23.0 pipeline('text-classification')"),
-                            ("embedder", "sentence-transformers 6.2.0 SentenceTransformer.encode"),
-                            ("entities", "transformers 5.23.0 pipeline('token-classification')"),
-                            ("answers", "transformers 5.23.0 tokenizer and eager model with pipeline('question-answering') "
-                                        "4.57.6's span rules (transformers 5 has no such pipeline)")):
+    for name, reference in REFERENCES.items():
         check = models[name].verification
         assert check.ran and check.details["reference"] == reference, name
         assert check.max_abs_error < 1e-4, (name, check.max_abs_error)
@@ -173,18 +176,22 @@ def test_the_check_passes_on_the_built_steps(built, tmp_path):
     assert task_check.check(_chain(built, "sentiment", tmp_path), tmp_path, print).ran
 
 
-def test_a_planted_wrong_truncation_side_fails_the_check(built, tmp_path):
-    chain = _chain(built, "sentiment", tmp_path)
+@pytest.mark.parametrize("name, cut", [("sentiment", [7]), ("embedder", [6, 7]), ("entities", [7])])
+def test_a_planted_wrong_truncation_side_fails_the_check(built, tmp_path, name, cut):
+    chain = _chain(built, name, tmp_path)
     _set_parameter(chain.dirs[0], "truncation_side", "left")  # the checkpoint cuts long texts on the right
     with pytest.raises(BuildError) as caught:
         task_check.check(chain, tmp_path, print)
+    # Only the texts longer than the sequence length are cut, so only their rows differ (the first token after the
+    # start token is already another one).
     assert str(caught.value).startswith(
-        "model sentiment: raw text through its steps does not answer as transformers 5.23.0 "
-        "pipeline('text-classification') on 1 of 8 inputs: row 7: ")
+        f"model {name}: raw text through its steps does not answer as {REFERENCES[name]} on {len(cut)} of 8 inputs: "
+        f"row {cut[0]}: the tokenizer step's input_ids differ from transformers' tokenizer at token 1 (")
 
 
-def test_a_planted_missing_pair_separator_fails_the_check(built, tmp_path):
-    chain = _chain(built, "nli", tmp_path)
+@pytest.mark.parametrize("name, rows", [("nli", 6), ("answers", 4)])
+def test_a_planted_missing_pair_separator_fails_the_check(built, tmp_path, name, rows):
+    chain = _chain(built, name, tmp_path)
     tokenizer_file = layout.version_dir(chain.dirs[0]) / "tokenizer.json"
     document = json.loads(tokenizer_file.read_text())
     # <s> A </s></s> B </s> becomes <s> A B </s>: the pair runs together.
@@ -201,8 +208,8 @@ def test_a_planted_missing_pair_separator_fails_the_check(built, tmp_path):
     with pytest.raises(BuildError) as caught:
         task_check.check(chain, tmp_path, print)
     assert str(caught.value).startswith(
-        "model nli: raw text through its steps does not answer as transformers 5.23.0 "
-        "pipeline('text-classification') on 6 of 6 inputs: row 0: ")
+        f"model {name}: raw text through its steps does not answer as {REFERENCES[name]} on {rows} of {rows} inputs: "
+        "row 0: the tokenizer step's input_ids differ from transformers' tokenizer at token ")
 
 
 def _send(served, model: str, rows: list, pairs: list | None = None, binary: bool = False):
