@@ -25,6 +25,7 @@ SEED = 1234
 SHORT_LENGTH = 24
 MAX_UNPADDED_ROWS = 2
 PADDED_ROWS = 3  # one row at each length _row_lengths gives: half, full, an eighth
+SEGMENT_INPUTS = ("token_type_ids",)  # transformers' name for the segment (first or second text) of each token
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,8 @@ def _padded(base: Mapping[str, Any], batch: int, length: int, mask: str, seq_inp
     rows = _row_lengths(batch, length)
     inputs[mask] = _mask(rows, length, inputs[mask].dtype)
     if end_id is not None:
-        for name in _token_inputs(inputs, mask, seq_inputs):
+        # Only token ids end with the end token; a segment id of that value would index past the type table.
+        for name in (n for n in _token_inputs(inputs, mask, seq_inputs) if n not in SEGMENT_INPUTS):
             inputs[name] = inputs[name].clone()
             for row, valid in enumerate(rows):
                 ids = inputs[name][row]

@@ -45,3 +45,43 @@ def test_the_model_step_takes_what_its_tokenizer_gives_and_the_model_takes(tmp_p
     assert (made.input_names, made.output_names) == (names, ("logits",))
     assert made.dynamic_axes["logits"] == {0: "batch", 1: "sequence"}
     assert made.module(**made.example_inputs).shape == (2, 32, len(text_checkpoints.LABELS["token-classification"]))
+
+
+def test_padded_cases_end_token_ids_not_segment_ids(tmp_path):
+    # A BERT-like config that names an end token: the verification ends each padded row of input_ids with it, never
+    # the segment ids (an id of 3 would index past the two-row type table: "index out of range in self").
+    import json
+
+    from model_build.verification import cases
+
+    folder = text_checkpoints.save(tmp_path / "pairs", "text-classification", "bert")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "eos_token_id": 3}))
+    model, root = _model(tmp_path, "text-classification", "pairs")
+    plan = cases.plan(text_tasks.exportable(model, root), model)
+    padded = [case for case in plan.cases if case.lengths]
+    assert padded and all(set(case.inputs["token_type_ids"].unique().tolist()) <= {0, 1} for case in plan.cases)
+    assert all(int(case.inputs["input_ids"][row, n - 1]) == 3 for case in padded for row, n in enumerate(case.lengths))
+
+
+def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatch):
+    # Canine cannot downsample a one-character text; transformers itself fails there, with a long trace.
+    from deployment_spec.tasks import TaskKind, TextTask
+    from model_build.backends.ensemble import task_check, task_reference
+
+    def reference(chain, seq, rows):
+        if any(row.text == "x" for row in rows):
+            raise RuntimeError("Traceback (most recent call last):\n  File ...\nmax_pool1d() Invalid computed output size: 0")
+        return "the pipeline", [[] for _ in rows]
+
+    monkeypatch.setattr(task_check, "reference", reference)
+    task = TextTask(kind=TaskKind.TEXT_CLASSIFICATION)
+    chain = task_check.Chain("canine", task, None, None, [], None, "25.09")
+    with pytest.raises(BuildError) as caught:
+        task_check._reference_or_refuse(chain, 32, task_reference.rows(task))
+    assert str(caught.value) == (
+        "model canine: the text-classification reference (the checkpoint in transformers, as its users run it) itself "
+        "fails on raw input row 4 ('x'): RuntimeError: max_pool1d() Invalid computed output size: 0; so this "
+        "checkpoint cannot be verified for raw text, and would fail on such requests when served; fix: serve it with a "
+        "recipe of your own that handles such texts (source: {recipe: module:function}, then an ensemble), or use "
+        "another architecture")

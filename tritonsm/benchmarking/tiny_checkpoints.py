@@ -4,13 +4,14 @@ The architecture's default config (``AutoConfig.for_model``) is made again with 
 fields shrunk (layers, widths, heads, vocabulary, image size), so every field the config derives
 from them (``layer_types``, ``head_dim`` ...) stays consistent; the model class the Auto mapping
 names is instantiated from it with random weights (seed 0) and saved with ``save_pretrained``.
-Nothing is downloaded. Used by benchmarks/hf_coverage.py and the architecture tests.
+Nothing is downloaded. Used by benchmarks/hf_coverage.py, benchmarks/hf_task_coverage.py (``save_with_tokenizer``:
+any text head, with a tokenizer of its own) and the architecture tests.
 """
 from __future__ import annotations
 
 import inspect
 import pathlib
-from typing import Any
+from typing import Any, Optional, Sequence
 
 LAYERS = 2
 WIDTH = 32          # hidden width: 2 heads of 16
@@ -181,3 +182,84 @@ def _inputs(net: Any, text: bool) -> dict[str, Any]:
 def _first(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
+
+
+def save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path, tokenizer: Any,
+                        labels: Optional[Sequence[str]] = None) -> str:
+    """As ``save``, for a text checkpoint of any head (or the bare model) served from raw text: the config's
+    ``vocab_size`` is ``tokenizer``'s size, its pad, bos, eos, sep and cls ids the tokenizer's where the config
+    (or a sub-config) has such fields, its labels ``labels`` (else those of ``shrunk_config``); ``tokenizer``
+    is saved beside the weights. Returns the parameter count as text."""
+    try:
+        return _save_with_tokenizer(model_type, class_name, folder, tokenizer, labels, gentle=False)
+    except NotInstantiable as tiny:
+        try:
+            return _save_with_tokenizer(model_type, class_name, folder, tokenizer, labels,
+                                        gentle=True) + " (depth, vocabulary and image size shrunk)"
+        except NotInstantiable:
+            raise tiny from None
+
+
+def _save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path, tokenizer: Any,
+                         labels: Optional[Sequence[str]], gentle: bool) -> str:
+    import torch
+    import transformers
+    from transformers import PretrainedConfig
+
+    config = shrunk_config(model_type, gentle)
+    for one in [config] + [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]:
+        _fit_tokenizer(one, tokenizer)
+    if labels:
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {label: index for index, label in enumerate(labels)}
+    model_class = getattr(transformers, class_name, None)
+    if model_class is None:
+        raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
+    try:
+        with torch.device("meta"):
+            count = sum(p.numel() for p in model_class(config).parameters())
+        if count > MAX_PARAMETERS:
+            raise NotInstantiable(f"{model_type}: {count:,} parameters at the {'gentle' if gentle else 'tiny'} "
+                                  "sizes (the config keeps its widths where this module does not know the field)")
+        torch.manual_seed(SEED)
+        net = model_class(config).eval()
+        inputs = _inputs(net, text=True)
+        if "decoder_input_ids" in inspect.signature(net.forward).parameters:  # a bare encoder-decoder (T5Model)
+            inputs["decoder_input_ids"] = inputs["input_ids"]
+        with torch.no_grad():
+            net(**inputs)
+    except NotInstantiable:
+        raise
+    except Exception as exc:
+        raise NotInstantiable(f"{model_type}: {class_name}(config) fails at the tiny sizes: {_first(exc)}") from None
+    net.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return f"{count:,} parameters"
+
+
+def _fit_tokenizer(config: Any, tokenizer: Any) -> None:
+    """The vocabulary and special-token ids of ``config`` made ``tokenizer``'s, where the config has the field
+    (where the config names a bos / eos and the tokenizer has none, its cls / sep: they begin and end its rows)."""
+    fields = vars(config)
+    size = len(tokenizer)
+    if "vocab_size" in fields:
+        config.vocab_size = size
+    ids = {"pad_token_id": tokenizer.pad_token_id, "sep_token_id": tokenizer.sep_token_id,
+           "cls_token_id": tokenizer.cls_token_id, "bos_token_id": tokenizer.bos_token_id,
+           "eos_token_id": tokenizer.eos_token_id, "unk_token_id": tokenizer.unk_token_id,
+           "mask_token_id": tokenizer.mask_token_id}
+    for name, stand_in in (("bos_token_id", tokenizer.cls_token_id), ("eos_token_id", tokenizer.sep_token_id)):
+        if ids[name] is None and fields.get(name) is not None:
+            ids[name] = stand_in
+    for name in TOKEN_IDS:
+        if name not in fields:
+            continue
+        value = ids.get(name)
+        if value is not None:
+            setattr(config, name, value)
+        elif isinstance(fields[name], int) and fields[name] >= size:  # decoder_start_token_id and the like
+            setattr(config, name, tokenizer.pad_token_id or 0)
+    # The tokenizer's pairs carry type id 1: the table must have a row for it.
+    if "token_type_ids" in tokenizer.model_input_names and isinstance(fields.get("type_vocab_size"), int) \
+            and fields["type_vocab_size"] < 2:
+        config.type_vocab_size = 2

@@ -75,7 +75,7 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     tokenizer = _load(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
                                                            params)
     ours, tokens, ran = _run_chain(chain, tokenizer, inputs, scratch, log)
-    where, theirs = reference(chain, seq, inputs)
+    where, theirs = _reference_or_refuse(chain, seq, inputs)
     wrong_tokens = task_reference.token_problems(task, chain.checkpoint, seq, inputs, tokens)
     worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_tokens)
     if problems:
@@ -99,6 +99,33 @@ def reference(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
         answer, answer_params = _answer_step(chain)
         return task_reference.qa_reference(chain.task, chain.checkpoint, seq, inputs, answer.qa_answer, answer_params)
     return task_reference.reference(chain.task, chain.checkpoint, seq, inputs)
+
+
+def _reference_or_refuse(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
+    """The reference's answers; a BuildError naming the first raw input the reference itself cannot answer."""
+    try:
+        return reference(chain, seq, inputs)
+    except Exception as whole:  # the model's own library fails: find the row, say it in one line
+        for index, row in enumerate(inputs):
+            try:
+                reference(chain, seq, [row])
+            except Exception as exc:
+                whole = exc
+                break
+        else:
+            index, row = -1, None
+        said = f"raw input row {index} ({row.text[:40]!r})" if row is not None else "the raw inputs together"
+        raise BuildError(
+            f"model {chain.name}: the {chain.task.kind.value} reference (the checkpoint in transformers, as its "
+            f"users run it) itself fails on {said}: {_one_line(whole)}; so this checkpoint cannot be verified for raw "
+            "text, and would fail on such requests when served; fix: serve it with a recipe of your own that "
+            "handles such texts (source: {recipe: module:function}, then an ensemble), or use another "
+            "architecture") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 
 
 def _run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
