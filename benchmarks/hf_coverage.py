@@ -26,7 +26,6 @@ import os
 import pathlib
 import platform
 import re
-import subprocess
 import sys
 import time
 
@@ -34,6 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tritonsm.benchmarking import tiny_checkpoints  # noqa: E402
+from tritonsm.benchmarking.run_log import run_logged  # noqa: E402
 
 TRITON_VERSION = "25.09"
 SEQUENCE = 16
@@ -75,20 +75,6 @@ def spec_text(batch: list[dict], served: list[str]) -> str:
             f"\nendpoints:\n{endpoint}\nenvironments:\n  dev: {{region: us-east-1}}\n")
 
 
-def run_logged(command: list[str], log_file: pathlib.Path) -> tuple[int, list[tuple[float, str]]]:
-    """Runs ``command``, streaming its output into ``log_file``; (exit status, [(seconds since start, line)])."""
-    start, lines = time.monotonic(), []
-    with log_file.open("a") as log:
-        log.write(f"$ {' '.join(command)}\n")
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                                stdin=subprocess.DEVNULL)
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()
-            lines.append((time.monotonic() - start, line.rstrip("\n")))
-        return proc.wait(), lines
-
-
 def build_batch(batch: list[dict], folder: pathlib.Path) -> None:
     """Builds the batch, then serves what built; fills each architecture's result in place."""
     from deployment_spec.manifest import load_manifest
@@ -96,7 +82,7 @@ def build_batch(batch: list[dict], folder: pathlib.Path) -> None:
     spec, out, log_file = folder / "spec.yaml", folder / "assets", folder / "commands.log"
     spec.write_text(spec_text(batch, []))
     build = [str(BIN / "tritonsm"), "build", "--spec", str(spec), "--out", str(out), "--work-dir", str(folder / "work")]
-    status, lines = run_logged(build, log_file)
+    status, lines = run_logged(build, log_file, ROOT)
     traceback = any(TRACEBACK in line for _, line in lines)
     started: dict[str, float] = {}
     for at, line in lines:
@@ -124,10 +110,10 @@ def build_batch(batch: list[dict], folder: pathlib.Path) -> None:
     if not built:
         return
     spec.write_text(spec_text(batch, built))  # the built models are cached: this build only packs them
-    status, lines = run_logged(build, log_file)
+    status, lines = run_logged(build, log_file, ROOT)
     smoke = [str(BIN / "tritonsm"), "smoke", "coverage", "--local", "--spec", str(spec), "--manifest",
              str(out / "manifest.json")]
-    _, served_lines = run_logged(smoke, log_file)
+    _, served_lines = run_logged(smoke, log_file, ROOT)
     traceback = traceback or any(TRACEBACK in line for _, line in lines + served_lines)
     answers = {}
     for _, line in served_lines:

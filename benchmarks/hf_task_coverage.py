@@ -46,7 +46,6 @@ import pathlib
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import time
 from typing import Any, Mapping
@@ -55,6 +54,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tritonsm.benchmarking import text_checkpoints, tiny_checkpoints  # noqa: E402
+from tritonsm.benchmarking.run_log import run_logged  # noqa: E402
 
 TASKS = ("text-classification", "token-classification", "question-answering", "sentence-embedding")
 PREFIX = {"text-classification": "cls", "token-classification": "tok", "question-answering": "qa",
@@ -161,22 +161,6 @@ def spec_text(rows: list[Row], backend: str, served: list[str]) -> str:
             f"\nendpoints:\n{endpoint}\nenvironments:\n  dev: {{region: us-east-1}}\n")
 
 
-def run_logged(command: list[str], log_file: pathlib.Path) -> tuple[int, list[tuple[float, str]]]:
-    """Runs ``command``, streaming its output into ``log_file``; (exit status, [(seconds since start, line)])."""
-    start, lines = time.monotonic(), []
-    with log_file.open("a") as log:
-        log.write(f"$ {' '.join(command)}\n")
-        log.flush()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                                stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()
-            lines.append((time.monotonic() - start, line.rstrip("\n")))
-        return proc.wait(), lines
-
-
 def owner(step: str) -> str:
     """The task entry a Triton model belongs to (cls_bert-model -> cls_bert): entry names have no '-'."""
     return step.split("-", 1)[0]
@@ -244,7 +228,7 @@ def build_and_serve(rows: list[Row], folder: pathlib.Path, backend: str) -> None
     build = [str(BIN / "tritonsm"), "build", "--spec", str(spec), "--out", str(out), "--work-dir",
              str(folder / "work"), "--python-env-for", "local"]
     spec.write_text(spec_text(rows, backend, []))
-    status, lines = run_logged(build, log_file)
+    status, lines = run_logged(build, log_file, ROOT)
     seconds, tracebacks = build_log(lines)
     manifest = load_manifest(out / "manifest.json") if (out / "manifest.json").is_file() else None
     error = next((line for _, line in reversed(lines) if line.startswith("error: ")), f"exit status {status}")
@@ -275,11 +259,11 @@ def serve(rows: list[Row], built: list[str], folder: pathlib.Path, backend: str,
     raw-text request on the local Triton server."""
     spec, out, log_file = folder / "spec.yaml", folder / "assets", folder / "commands.log"
     spec.write_text(spec_text(rows, backend, built))
-    _, lines = run_logged(build, log_file)
+    _, lines = run_logged(build, log_file, ROOT)
     _, packing_tracebacks = build_log(lines)
     smoke = [str(BIN / "tritonsm"), "smoke", ENDPOINT, "--local", "--spec", str(spec), "--manifest",
              str(out / "manifest.json")]
-    _, served_lines = run_logged(smoke, log_file)
+    _, served_lines = run_logged(smoke, log_file, ROOT)
     answers, tracebacks = smoke_log(served_lines)
     not_started = next((line for _, line in served_lines if line.startswith(f"error: smoke test of {ENDPOINT}")),
                        None)

@@ -118,10 +118,21 @@ def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:
 
 
 def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) -> str:
+    config = shrunk_config(model_type, gentle)
+    net, count = _instantiate(model_type, class_name, config, gentle)
+    text = class_name.endswith("SequenceClassification")
+    _runs(net, model_type, class_name, _inputs(net, text=text))
+    net.save_pretrained(folder)
+    if text:
+        _save_samples(net, folder.parent / f"{folder.name}.npz")
+    return f"{count:,} parameters"
+
+
+def _instantiate(model_type: str, class_name: str, config: Any, gentle: bool) -> tuple[Any, int]:
+    """``class_name`` made from ``config`` with random weights (seed 0), and its parameter count."""
     import torch
     import transformers
 
-    config = shrunk_config(model_type, gentle)
     model_class = getattr(transformers, class_name, None)
     if model_class is None:
         raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
@@ -132,20 +143,22 @@ def _save(model_type: str, class_name: str, folder: pathlib.Path, gentle: bool) 
             raise NotInstantiable(f"{model_type}: {count:,} parameters at the {'gentle' if gentle else 'tiny'} "
                                   "sizes (the config keeps its widths where this module does not know the field)")
         torch.manual_seed(SEED)
-        net = model_class(config).eval()
+        return model_class(config).eval(), count
     except NotInstantiable:
         raise
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: {class_name}(config) fails: {_first(exc)}") from None
-    try:  # the shrunk sizes must make a model that runs, else a refusal would be this module's fault
+
+
+def _runs(net: Any, model_type: str, class_name: str, inputs: dict[str, Any]) -> None:
+    """The shrunk sizes must make a model that runs, else a refusal would be this module's fault."""
+    import torch
+
+    try:
         with torch.no_grad():
-            net(**_inputs(net, text=model_class.__name__.endswith("SequenceClassification")))
+            net(**inputs)
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: eager {class_name} at the tiny sizes fails: {_first(exc)}") from None
-    net.save_pretrained(folder)
-    if model_class.__name__.endswith("SequenceClassification"):
-        _save_samples(net, folder.parent / f"{folder.name}.npz")
-    return f"{count:,} parameters"
 
 
 def _save_samples(net: Any, path: pathlib.Path) -> None:
@@ -202,8 +215,6 @@ def save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path, 
 
 def _save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path, tokenizer: Any,
                          labels: Optional[Sequence[str]], gentle: bool) -> str:
-    import torch
-    import transformers
     from transformers import PretrainedConfig
 
     config = shrunk_config(model_type, gentle)
@@ -212,26 +223,11 @@ def _save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path,
     if labels:
         config.id2label = dict(enumerate(labels))
         config.label2id = {label: index for index, label in enumerate(labels)}
-    model_class = getattr(transformers, class_name, None)
-    if model_class is None:
-        raise NotInstantiable(f"{model_type}: transformers has no class {class_name}")
-    try:
-        with torch.device("meta"):
-            count = sum(p.numel() for p in model_class(config).parameters())
-        if count > MAX_PARAMETERS:
-            raise NotInstantiable(f"{model_type}: {count:,} parameters at the {'gentle' if gentle else 'tiny'} "
-                                  "sizes (the config keeps its widths where this module does not know the field)")
-        torch.manual_seed(SEED)
-        net = model_class(config).eval()
-        inputs = _inputs(net, text=True)
-        if "decoder_input_ids" in inspect.signature(net.forward).parameters:  # a bare encoder-decoder (T5Model)
-            inputs["decoder_input_ids"] = inputs["input_ids"]
-        with torch.no_grad():
-            net(**inputs)
-    except NotInstantiable:
-        raise
-    except Exception as exc:
-        raise NotInstantiable(f"{model_type}: {class_name}(config) fails at the tiny sizes: {_first(exc)}") from None
+    net, count = _instantiate(model_type, class_name, config, gentle)
+    inputs = _inputs(net, text=True)
+    if "decoder_input_ids" in inspect.signature(net.forward).parameters:  # a bare encoder-decoder (T5Model)
+        inputs["decoder_input_ids"] = inputs["input_ids"]
+    _runs(net, model_type, class_name, inputs)
     net.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return f"{count:,} parameters"
