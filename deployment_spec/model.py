@@ -264,6 +264,9 @@ class ModelSpec:
         help="serve the weights checkpoint for raw text: {kind: text-classification | token-classification | "
              "sentence-embedding | question-answering}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
+    # The ``task:`` entry a generated step or ensemble comes from (deployment_spec/task_models.py): messages about
+    # its fields name the entry the user wrote. Empty for every other model.
+    task_entry: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
         if self.task is not None:

@@ -33,12 +33,14 @@ def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
     # The Python steps batch like the model step (one tokenizer call per batch of rows).
     python_step = ModelSpec(backend=Backend.PYTHON, weights=model.weights, max_batch_size=model.max_batch_size,
                             sequence_length=model.sequence_length, dynamic_batching=model.dynamic_batching,
-                            task=task)
+                            task=task, task_entry=model.name)
     steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.TOKENIZE_RECIPE), name=names[0]),
-             dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1])]
+             dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1],
+                                 task_entry=model.name)]
     if tasks.has_answer_step(task.kind):
         steps.append(dataclasses.replace(python_step, source=Source(recipe=tasks.ANSWER_RECIPE), name=names[2]))
     ensemble = ModelSpec(backend=Backend.ENSEMBLE, max_batch_size=model.max_batch_size, task=task, name=model.name,
+                         task_entry=model.name,
                          ensemble=EnsembleSettings(steps=tuple(EnsembleStep(model=s.name) for s in steps),
                                                    outputs=tasks.OUTPUTS[task.kind], by_name=True))
     return {model.name: ensemble, **{s.name: s for s in steps}}

@@ -61,7 +61,8 @@ def run_build(args: argparse.Namespace) -> int:
         return 1
     for name, why in report.unavailable.items():
         _log(f"not built here: {why}")
-    for why in list(report.failed.values()) + list(report.endpoints_failed.values()):
+    # A task's steps fail alike when their shared checkpoint does: each reason once.
+    for why in dict.fromkeys(list(report.failed.values()) + list(report.endpoints_failed.values())):
         print(f"error: {why}", file=sys.stderr, flush=True)
     summary = (f"build: {len(report.built)} built, {len(report.cached)} unchanged, "
                f"{len(report.unavailable)} not buildable here, {len(report.failed)} failed; "

@@ -24,11 +24,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
           f"{_count(spec.environments, 'environment')}: {', '.join(spec.environments)}; "
           f"Triton {spec.triton_version})")
     # Not a spec problem (synth reads built assets, not these), but `tritonsm build` will refuse them.
+    notes = {}  # a task entry's steps share its weights: one note, under the name the spec has
     for name, model in spec.models.items():
         for field, value in model.local_files():
             path = (spec.root / value).resolve()
             if not path.exists():
-                print(f"note: models.{name}.{field}: {path} does not exist; tritonsm build needs it for this model")
+                notes[f"models.{model.task_entry or name}.{field}"] = path
+    for where, path in notes.items():
+        print(f"note: {where}: {path} does not exist; tritonsm build needs it for this model")
     return 0
 
 

@@ -88,6 +88,9 @@ def weights_dir(model: ModelSpec, root: pathlib.Path) -> Optional[pathlib.Path]:
     if not model.weights:
         return None
     path = (root / model.weights).resolve()
+    if not path.is_dir() and model.task_entry:  # the user wrote one task: entry; its steps share the checkpoint
+        raise BuildError(f"models.{model.task_entry}.weights: {path} is not a directory; give the checkpoint's "
+                         "directory (config.json, the weights and tokenizer.json, as save_pretrained writes them)")
     if not path.is_dir():
         raise BuildError(f"models.{model.name}.weights: {path} is not a directory; give a local directory with "
                          "the model's config.json and weights (and tokenizer files), or remove weights to "

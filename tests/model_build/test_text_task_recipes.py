@@ -85,3 +85,28 @@ def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatc
         "checkpoint cannot be verified for raw text, and would fail on such requests when served; fix: serve it with a "
         "recipe of your own that handles such texts (source: {recipe: module:function}, then an ensemble), or use "
         "another architecture")
+
+
+def test_a_missing_checkpoint_is_named_once_under_the_entry_the_spec_has(tmp_path, capsys):
+    # The entry's three steps share its weights: validate notes it once, the build refuses it once, both under
+    # models.<entry>.weights (the field the user wrote), with what the folder must hold.
+    from tritonsm.cli import main as tritonsm_main
+
+    make_spec(tmp_path, """\
+        sentiment:
+          task: {kind: text-classification}
+          backend: onnxruntime
+          weights: nowhere
+        """, version="25.09")
+    spec = str(tmp_path / "spec.yaml")
+    assert tritonsm_main(["validate", "--spec", spec]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"note: models.sentiment.weights: {tmp_path / 'nowhere'} does not exist; tritonsm build needs it for this model"]
+    assert tritonsm_main(["build", "--spec", spec, "--out", str(tmp_path / "assets"),
+                          "--work-dir", str(tmp_path / "work")]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: models.sentiment.weights: {tmp_path / 'nowhere'} is not a directory; give the checkpoint's directory "
+        "(config.json, the weights and tokenizer.json, as save_pretrained writes them)",
+        "error: model sentiment: not built because its step(s) sentiment-tokenize, sentiment-model, sentiment-answer "
+        "failed"]
