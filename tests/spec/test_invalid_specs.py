@@ -84,7 +84,7 @@ CASES = {
         _set("models.bert.max_batch_sise", 4),
         "models.bert.max_batch_sise: got unknown key 'max_batch_sise'; allowed: backend, source, weights, "
         "max_batch_size, sequence_length, dynamic_batching, instance_groups, precision, onnxruntime, tensorrt, "
-        "python, ensemble, dali, copies, warmup, tolerance, int8, inputs, outputs, samples; fix: did you mean "
+        "python, ensemble, dali, copies, warmup, tolerance, int8, inputs, outputs, samples, task; fix: did you mean "
         "'max_batch_size'?"),
     "quoted integer": (
         _set("models.bert.max_batch_size", "16"),
