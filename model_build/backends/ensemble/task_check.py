@@ -35,6 +35,15 @@ from model_build.verification.cases import Case, Plan
 from model_build.verification.record import not_run
 
 FILES = {Backend.ONNXRUNTIME: ("onnx", "model.onnx"), Backend.PYTORCH: ("torchscript", "model.pt")}
+TOKENS_DIFFER = ("The tokenizer step follows the checkpoint's tokenizer.json and tokenizer_config.json; if the "
+                 "checkpoint's tokenizer needs Python code of its own (a slow tokenizer), save a fast one "
+                 "(tokenizer.json) into the weights folder")
+# Same tokens, other answers: the reference runs each row alone; the served steps pad the rows of a request to one
+# length and run the model's file in the serving runtime.
+ANSWERS_DIFFER = ("The tokens equal transformers'; the model answers otherwise on padded rows (the tokenizer step "
+                  "pads each request's rows to a common length: an architecture whose answer changes with padding "
+                  "does not honour its attention mask) or in the serving runtime; try the other backend "
+                  "(onnxruntime or pytorch), or another architecture")
 
 
 def verify_task(ctx: BuildContext, model: ModelSpec, built: Mapping[str, ModelEntry], scratch: pathlib.Path) -> Verification:
@@ -80,10 +89,8 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_tokens)
     if problems:
         raise BuildError(f"model {chain.name}: raw text through its steps does not answer as {where} on "
-                         f"{len(problems)} of {len(inputs)} inputs: " + "; ".join(problems[:3]) +
-                         ". The tokenizer step follows the checkpoint's tokenizer.json and tokenizer_config.json; "
-                         "if the checkpoint's tokenizer needs Python code of its own (a slow tokenizer), save a "
-                         "fast one (tokenizer.json) into the weights folder")
+                         f"{len(problems)} of {len(inputs)} inputs: " + "; ".join(problems[:3]) + ". " +
+                         (TOKENS_DIFFER if wrong_tokens else ANSWERS_DIFFER))
     measure = "1 - cosine" if task.kind is TaskKind.SENTENCE_EMBEDDING else "max score difference"
     log(f"  {chain.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
