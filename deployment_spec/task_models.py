@@ -6,7 +6,7 @@ from typing import Mapping
 
 from deployment_spec import tasks
 from deployment_spec.errors import Problem
-from deployment_spec.model import Backend, EnsembleSettings, EnsembleStep, ModelSpec, Source
+from deployment_spec.model import Backend, DynamicBatching, EnsembleSettings, EnsembleStep, ModelSpec, Source
 
 MAX_NAME = 63  # model.NAME_PATTERN
 
@@ -30,9 +30,11 @@ def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
     task = model.task
     assert task is not None  # only task entries come here
     names = tasks.step_names(model.name, task.kind)
-    # The Python steps batch like the model step (one tokenizer call per batch of rows).
+    # The Python steps take what is queued without waiting for more: the model step's own delay is where batches
+    # are worth forming; a delay on each step would add up (three times the delay for a lone request).
+    batching = DynamicBatching(max_queue_delay_us=0) if model.dynamic_batching else None
     python_step = ModelSpec(backend=Backend.PYTHON, weights=model.weights, max_batch_size=model.max_batch_size,
-                            sequence_length=model.sequence_length, dynamic_batching=model.dynamic_batching,
+                            sequence_length=model.sequence_length, dynamic_batching=batching,
                             task=task, task_entry=model.name)
     steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.TOKENIZE_RECIPE), name=names[0]),
              dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1],
