@@ -110,3 +110,26 @@ def test_a_missing_checkpoint_is_named_once_under_the_entry_the_spec_has(tmp_pat
         "(config.json, the weights and tokenizer.json, as save_pretrained writes them)",
         "error: model sentiment: not built because its step(s) sentiment-tokenize, sentiment-model, sentiment-answer "
         "failed"]
+
+
+def test_a_tensorrt_model_step_gets_int32_ids_from_the_tokenizer_and_answer_steps(tmp_path):
+    # TensorRT engines take INT32 token ids: the tokenizer step makes them, the answer step reads them so.
+    from model_build.backends.python.build import _feeds_tensorrt
+    from model_build.recipes import task_steps
+
+    text_checkpoints.save(tmp_path / "ner", "token-classification", "bert")
+    spec = make_spec(tmp_path, """\
+        ner:
+          task: {kind: token-classification}
+          backend: tensorrt
+          weights: ner
+          max_batch_size: 4
+          sequence_length: 32
+        """, version="25.09")
+    assert _feeds_tensorrt(spec, "ner-tokenize") and _feeds_tensorrt(spec, "ner-answer")
+    tokenize = task_steps.tokenize(spec.models["ner-tokenize"], spec.root, consumer_int32=True)
+    answer = task_steps.answer(spec.models["ner-answer"], spec.root, consumer_int32=True)
+    types = {t.name: t.data_type for t in tokenize.outputs}
+    assert (types["input_ids"], types["attention_mask"], types["token_type_ids"]) == ("TYPE_INT32",) * 3
+    assert (types["offsets"], types["word_ids"]) == ("TYPE_INT64", "TYPE_INT64")  # not model inputs: as made
+    assert {t.name: t.data_type for t in answer.inputs}["input_ids"] == "TYPE_INT32"
