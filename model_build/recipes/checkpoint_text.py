@@ -59,7 +59,12 @@ def sentence_transformer(folder: pathlib.Path) -> Any:
 
     # Without modules.json it says it makes mean pooling; the build log says so once itself.
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
-    return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    try:
+        return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
+        raise BuildError(f"{folder}: sentence-transformers cannot load it as a sentence embedder "
+                         f"({_first_line(exc)}); save a text encoder there (SentenceTransformer.save, or "
+                         "save_pretrained of a model and its tokenizer)") from None
 
 
 def has_modules(folder: pathlib.Path) -> bool:

@@ -68,10 +68,26 @@ def reference(module: Any, plan: Plan, input_names: Sequence[str]) -> dict[str, 
     out = {}
     with torch.no_grad():
         for case in plan.cases:
-            result = module(**{k: case.inputs[k] for k in input_names})
+            try:
+                result = module(**{k: case.inputs[k] for k in input_names})
+            except Exception as exc:  # the model's own code at this shape: the caller says it in spec terms
+                raise EagerFailed(case.name, _last_line(exc)) from None
             result = result if isinstance(result, (tuple, list)) else (result,)
             out[case.name] = [r.detach().cpu().numpy() for r in result]
     return out
+
+
+class EagerFailed(Exception):
+    """Eager PyTorch raised at a serving case: which case, and the error's last line."""
+
+    def __init__(self, case: str, reason: str) -> None:
+        super().__init__(f"{case}: {reason}")
+        self.case, self.reason = case, reason
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 
 
 def run_candidates(env: side_env.SideEnv, kind: str, candidates: Sequence[Candidate], plan: Plan,

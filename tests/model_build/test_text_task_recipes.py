@@ -133,3 +133,17 @@ def test_a_tensorrt_model_step_gets_int32_ids_from_the_tokenizer_and_answer_step
     assert (types["input_ids"], types["attention_mask"], types["token_type_ids"]) == ("TYPE_INT32",) * 3
     assert (types["offsets"], types["word_ids"]) == ("TYPE_INT64", "TYPE_INT64")  # not model inputs: as made
     assert {t.name: t.data_type for t in answer.inputs}["input_ids"] == "TYPE_INT32"
+
+
+def test_a_folder_sentence_transformers_cannot_load_is_refused_naming_it(tmp_path):
+    from model_build.recipes import checkpoint_text
+
+    folder = tmp_path / "not-an-encoder"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    with pytest.raises(BuildError) as caught:
+        checkpoint_text.sentence_transformer(folder)
+    message = str(caught.value)
+    assert message.startswith(f"{folder}: sentence-transformers cannot load it as a sentence embedder (")
+    assert message.endswith("); save a text encoder there (SentenceTransformer.save, or save_pretrained of a model "
+                            "and its tokenizer)")

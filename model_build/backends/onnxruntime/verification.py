@@ -17,6 +17,7 @@ from deployment_spec.model import Int8Gate, ModelSpec
 from deployment_spec.serving_runtimes import ServingRuntime
 from model_build import reproducible
 from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
+from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
 from model_build.verification import cases, side_env, verify
 
@@ -62,7 +63,14 @@ def candidates(settings: OnnxRuntimeBuild, hints: dict[str, Any], exported: path
 def reference(made: ExportableModel, model: ModelSpec) -> tuple[cases.Plan, dict[str, list]]:
     """The serving cases and eager PyTorch's outputs on them: all the check needs of the torch module."""
     plan = cases.plan(made, model)
-    return plan, verify.reference(made.module, plan, made.input_names)
+    try:
+        return plan, verify.reference(made.module, plan, made.input_names)
+    except verify.EagerFailed as failed:  # the model itself, before any export: say where, in one line
+        raise BuildError(f"model {model.name}: eager PyTorch itself fails at the serving case {failed.case} "
+                         f"({failed.reason}), so nothing can be verified there and requests of that shape would fail "
+                         "when served (the cases are batch 1, the preferred batch sizes and max_batch_size, at the full "
+                         "and a short sequence length); fix: this architecture's own code refuses that shape, so serve "
+                         "another architecture, or a recipe of your own that handles it") from None
 
 
 def verify_and_pick(settings: OnnxRuntimeBuild, made: ExportableModel, runtime: ServingRuntime,
