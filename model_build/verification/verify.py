@@ -71,7 +71,7 @@ def reference(module: Any, plan: Plan, input_names: Sequence[str]) -> dict[str, 
             try:
                 result = module(**{k: case.inputs[k] for k in input_names})
             except Exception as exc:  # the model's own code at this shape: the caller says it in spec terms
-                raise EagerFailed(case.name, _last_line(exc)) from None
+                raise EagerFailed(case.name, last_line(exc)) from None
             result = result if isinstance(result, (tuple, list)) else (result,)
             out[case.name] = [r.detach().cpu().numpy() for r in result]
     return out
@@ -85,7 +85,8 @@ class EagerFailed(Exception):
         self.case, self.reason = case, reason
 
 
-def _last_line(exc: BaseException) -> str:
+def last_line(exc: BaseException) -> str:
+    """The error's type and its last line: the reason, without the frames some libraries put into the text."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 

@@ -124,15 +124,10 @@ def _reference_or_refuse(chain: Chain, seq: int, inputs: list) -> tuple[str, lis
         said = f"raw input row {index} ({row.text[:40]!r})" if row is not None else "the raw inputs together"
         raise BuildError(
             f"model {chain.name}: the {chain.task.kind.value} reference (the checkpoint in transformers, as its "
-            f"users run it) itself fails on {said}: {_one_line(whole)}; so this checkpoint cannot be verified for raw "
+            f"users run it) itself fails on {said}: {verify.last_line(whole)}; so this checkpoint cannot be verified for raw "
             "text, and would fail on such requests when served; fix: serve it with a recipe of your own that "
             "handles such texts (source: {recipe: module:function}, then an ensemble), or use another "
             "architecture") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
 
 
 def _run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
