@@ -9,7 +9,7 @@ from typing import Mapping, Optional
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import meta
 from deployment_spec import recipes, requirements, tasks, tensors
-from deployment_spec.tasks import TextTask
+from deployment_spec.tasks import Task
 from deployment_spec.dali import DaliPipeline
 
 # A Triton model directory name that is also a safe S3 key segment and tarball stem.
@@ -260,9 +260,9 @@ class ModelSpec:
     outputs: tuple[tensors.Tensor, ...] = ()
     samples: Optional[str] = dataclasses.field(default=None, metadata=meta(
         help="an .npz file of real inputs (arrays named like the inputs, batch first)"))
-    task: Optional[TextTask] = dataclasses.field(default=None, metadata=meta(
-        help="serve the weights checkpoint for raw text: {kind: text-classification | token-classification | "
-             "sentence-embedding | question-answering}"))
+    task: Optional[Task] = dataclasses.field(default=None, metadata=meta(
+        help="serve the weights checkpoint for raw text or images: {kind: text-classification | "
+             "token-classification | sentence-embedding | question-answering | image-classification}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The ``task:`` entry a generated step or ensemble comes from (deployment_spec/task_models.py): messages about
     # its fields name the entry the user wrote. Empty for every other model.
@@ -349,8 +349,10 @@ class ModelSpec:
                                f"{', '.join(b.value for b in TASK_BACKENDS)} with task (the model step's backend)",
                                "set backend: onnxruntime"))
         if not self.weights:
+            processor = ("preprocessor_config.json" if self.task is not None and self.task.takes_image()
+                         else "tokenizer.json")
             out.append(Problem(f"{path}.weights", "nothing", "the checkpoint directory with task (config.json, "
-                               "weights and tokenizer.json, as save_pretrained writes them)",
+                               f"weights and {processor}, as save_pretrained writes them)",
                                "add weights: <directory>, relative to the spec's folder"))
         for key in ("source", "ensemble", "python", "dali", "samples"):
             if getattr(self, key) is not None:

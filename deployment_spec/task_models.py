@@ -36,7 +36,7 @@ def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
     python_step = ModelSpec(backend=Backend.PYTHON, weights=model.weights, max_batch_size=model.max_batch_size,
                             sequence_length=model.sequence_length, dynamic_batching=batching,
                             task=task, task_entry=model.name)
-    steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.TOKENIZE_RECIPE), name=names[0]),
+    steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.first_recipe(task.kind)), name=names[0]),
              dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1],
                                  task_entry=model.name)]
     if tasks.has_answer_step(task.kind):

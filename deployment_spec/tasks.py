@@ -1,4 +1,5 @@
-"""``task:`` on a model: a checkpoint served for what applications send (raw text) and want (answers).
+"""``task:`` on a model: a checkpoint served for what applications send (raw text, encoded images) and want
+(answers).
 
 One spec entry with ``task`` and ``weights`` (a transformers ``save_pretrained`` or sentence-transformers
 ``save`` folder) becomes one Triton ensemble under the entry's own name, whose steps the loader adds
@@ -6,14 +7,15 @@ as models of their own, so endpoints, packaging, the local server and the CDK ap
 ensemble (``models.<name>`` in the spec, the ensemble in Triton):
 
     <name>-tokenize   Python backend: the checkpoint's own ``tokenizer.json`` (Hugging Face tokenizers)
+    <name>-preprocess Python backend, for images: decoding and the checkpoint's own image processor
+                      (``preprocessor_config.json``, through transformers)
     <name>-model      the entry's backend (onnxruntime, tensorrt or pytorch): the checkpoint for its task
     <name>-answer     Python backend: labels and scores, entities, answer spans (not for embeddings,
                       whose pooling and normalisation are part of the model's graph)
-    <name>            the ensemble: TEXT (and TEXT_PAIR) in, the task's answer tensors out
+    <name>            the ensemble: TEXT (and TEXT_PAIR), or IMAGE, in; the task's answer tensors out
 
 Steps are wired by tensor name when the ensemble is built (the model step takes what its checkpoint
-takes: RoBERTa no token_type_ids, BERT all three). Image and audio tasks plug into the same shape: a
-decoding step from the checkpoint's processor files, the model, an answer step.
+takes: RoBERTa no token_type_ids, BERT all three).
 """
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ class TaskKind(str, enum.Enum):
     TOKEN_CLASSIFICATION = "token-classification"
     SENTENCE_EMBEDDING = "sentence-embedding"
     QUESTION_ANSWERING = "question-answering"
+    IMAGE_CLASSIFICATION = "image-classification"
+
+
+IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION})
 
 
 class Aggregation(str, enum.Enum):
@@ -43,7 +49,7 @@ class Aggregation(str, enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class TextTask:
+class Task:
     """What the served ensemble takes and answers."""
 
     kind: TaskKind = dataclasses.field(metadata=meta(help=", ".join(k.value for k in TaskKind)))
@@ -54,6 +60,13 @@ class TextTask:
     aggregation: Aggregation = Aggregation.SIMPLE
     max_answer_length: int = dataclasses.field(default=15, metadata=meta(
         minimum=1, maximum=512, help="question-answering: the longest answer, in tokens"))
+    max_image_bytes: int = dataclasses.field(default=20_000_000, metadata=meta(
+        minimum=1024, maximum=1_000_000_000, help="image tasks: the largest encoded image a request may send"))
+    max_image_pixels: int = dataclasses.field(default=40_000_000, metadata=meta(
+        minimum=1, maximum=1_000_000_000, help="image tasks: the most pixels (width x height) an image may have"))
+
+    def takes_image(self) -> bool:
+        return self.kind in IMAGE_KINDS
 
     def takes_pair(self) -> bool:
         return self.kind is TaskKind.QUESTION_ANSWERING or (
@@ -63,13 +76,22 @@ class TextTask:
         out = []
         if self.text_pair and self.kind is not TaskKind.TEXT_CLASSIFICATION:
             what = ("always takes TEXT (question) and TEXT_PAIR (context)"
-                    if self.kind is TaskKind.QUESTION_ANSWERING else "takes one text per row")
+                    if self.kind is TaskKind.QUESTION_ANSWERING else
+                    "takes one image per row" if self.takes_image() else "takes one text per row")
             out.append(Problem(f"{path}.text_pair", "true", f"false for {self.kind.value} (it {what})",
                                "remove text_pair"))
-        if self.top_k != 1 and self.kind not in (TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING):
-            out.append(Problem(f"{path}.top_k", str(self.top_k), "only with text-classification or "
-                               "question-answering", "remove top_k"))
+        if self.top_k != 1 and self.kind not in TOP_K_KINDS:
+            out.append(Problem(f"{path}.top_k", str(self.top_k), "only with " + ", ".join(
+                k.value for k in TaskKind if k in TOP_K_KINDS), "remove top_k"))
+        defaults = Task(self.kind)
+        for key in ("max_image_bytes", "max_image_pixels"):
+            if not self.takes_image() and getattr(self, key) != getattr(defaults, key):
+                out.append(Problem(f"{path}.{key}", str(getattr(self, key)), "only with an image task ("
+                                   + ", ".join(sorted(k.value for k in IMAGE_KINDS)) + ")", f"remove {key}"))
         return out
+
+
+TOP_K_KINDS = frozenset({TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING, TaskKind.IMAGE_CLASSIFICATION})
 
 
 # The ensemble's outputs per task (what an application reads), and whether an answer step makes them.
@@ -78,36 +100,50 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.TOKEN_CLASSIFICATION: ("entities",),
     TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
     TaskKind.QUESTION_ANSWERING: ("answers",),
+    TaskKind.IMAGE_CLASSIFICATION: ("labels", "scores"),
 }
-TEXT, TEXT_PAIR = "TEXT", "TEXT_PAIR"
+TEXT, TEXT_PAIR, IMAGE = "TEXT", "TEXT_PAIR", "IMAGE"
 STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
+PREPROCESS_SUFFIX = "-preprocess"  # an image task's first step
 # The recipe of each step (deployment_spec.recipes lists them; model_build implements them).
-TOKENIZE_RECIPE, ANSWER_RECIPE = "hf-tokenize", "hf-answer"
+TOKENIZE_RECIPE, ANSWER_RECIPE, IMAGE_RECIPE = "hf-tokenize", "hf-answer", "hf-image-preprocess"
 MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.TEXT_CLASSIFICATION: "hf-sequence-classification",
     TaskKind.TOKEN_CLASSIFICATION: "hf-token-classification",
     TaskKind.SENTENCE_EMBEDDING: "hf-sentence-embedding",
     TaskKind.QUESTION_ANSWERING: "hf-question-answering",
+    TaskKind.IMAGE_CLASSIFICATION: "hf-image-classification",
 }
+
+
+def first_recipe(kind: TaskKind) -> str:
+    """The recipe of the step that turns what the application sends into the model's tensors."""
+    return IMAGE_RECIPE if kind in IMAGE_KINDS else TOKENIZE_RECIPE
 
 
 def has_answer_step(kind: TaskKind) -> bool:
     return kind is not TaskKind.SENTENCE_EMBEDDING
 
 
+def step_suffixes(kind: TaskKind) -> tuple[str, ...]:
+    first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS else STEP_SUFFIXES[0]
+    suffixes = (first, *STEP_SUFFIXES[1:])
+    return suffixes if has_answer_step(kind) else suffixes[:2]
+
+
 def step_names(name: str, kind: TaskKind) -> tuple[str, ...]:
-    suffixes = STEP_SUFFIXES if has_answer_step(kind) else STEP_SUFFIXES[:2]
-    return tuple(name + suffix for suffix in suffixes)
+    return tuple(name + suffix for suffix in step_suffixes(kind))
 
 
 def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int) -> list[Problem]:
     """The step names must be free and valid Triton names too."""
     out = []
-    longest = max(len(s) for s in STEP_SUFFIXES)
+    suffixes = step_suffixes(kind)
+    longest = max(len(s) for s in suffixes)
     if len(name) + longest > max_length:
         out.append(Problem(f"models.{name}", f"the name {describe(name)} ({len(name)} characters)",
                            f"at most {max_length - longest} characters with task (its steps are named "
-                           f"{name}{STEP_SUFFIXES[0]} and so on)", "shorten the name"))
+                           f"{name}{suffixes[0]} and so on)", "shorten the name"))
     for step in step_names(name, kind):
         if step in declared:
             out.append(Problem(f"models.{step}", "a model declared by hand",

@@ -80,6 +80,26 @@ IMAGE_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b
                     (b"\xff\x4f\xff\x51", "JPEG 2000"))
 
 
+def _image_file(path: pathlib.Path) -> bytes:
+    """The file's bytes; InvokeError where it cannot be read or is not an encoded image."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InvokeError(f"--image {path}: cannot be read ({error.strerror}); pass an image file") from None
+    if not any(data.startswith(magic) for magic, _ in IMAGE_SIGNATURES) and not (
+            data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
+        kinds = sorted({kind for _, kind in IMAGE_SIGNATURES} | {"WebP"})
+        raise InvokeError(f"--image {path}: not an encoded image (first bytes {data[:8]!r}); allowed: "
+                          f"{', '.join(kinds)} files, which the endpoint decodes; fix: pass the image "
+                          "file itself, not a decoded array (that goes in --input)")
+    return data
+
+
+def image_bytes_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:
+    """Encoded image files as one BYTES tensor [images, 1]: each file's bytes, unchanged, in a row of its own."""
+    return NamedTensor(input_name, "BYTES", np.array([[_image_file(path)] for path in paths], dtype=np.object_))
+
+
 def image_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:
     """Encoded image files as one UINT8 tensor [images, bytes], each row zero-padded to the longest file.
 
@@ -89,16 +109,7 @@ def image_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:
     """
     rows = []
     for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise InvokeError(f"--image {path}: cannot be read ({error.strerror}); pass an image file") from None
-        if not any(data.startswith(magic) for magic, _ in IMAGE_SIGNATURES) and not (
-                data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
-            kinds = sorted({kind for _, kind in IMAGE_SIGNATURES} | {"WebP"})
-            raise InvokeError(f"--image {path}: not an encoded image (first bytes {data[:8]!r}); allowed: "
-                              f"{', '.join(kinds)} files, which the endpoint's DALI decoder reads; fix: pass the image "
-                              "file itself, not a decoded array (that goes in --input)")
+        data = _image_file(path)
         rows.append(np.frombuffer(data, dtype=np.uint8))
     batch = np.zeros((len(rows), max(len(row) for row in rows)), dtype=np.uint8)
     for index, row in enumerate(rows):

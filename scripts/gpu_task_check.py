@@ -67,14 +67,14 @@ def prepare(spec_path: str, manifest_path: str, out: str) -> int:
         chain = task_check.Chain(name, model.task, model_step, manifest.models[steps[1]], dirs,
                                  spec.root / model_step.weights, spec.triton_version)
         inputs = task_reference.rows(model.task)
-        tokenizer = task_check._load(dirs[0], "tokenize").Tokenize(str(dirs[0] / "1" / "tokenizer.json"),
-                                                                    task_check._parameters(dirs[0]))
+        tokenizer = task_check.step_module(dirs[0], "tokenize").Tokenize(str(dirs[0] / "1" / "tokenizer.json"),
+                                                                    task_check.step_parameters(dirs[0]))
         with tempfile.TemporaryDirectory() as scratch:
-            answers, tokens, _ = task_check._run_chain(chain, tokenizer, inputs, pathlib.Path(scratch), print)
+            answers, tokens, _ = task_check.run_chain(chain, tokenizer, inputs, pathlib.Path(scratch), print)
         texts = np.array([r.text.encode() for r in inputs], dtype=np.object_)
         pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if model.task.takes_pair() else None
         # The steps' config.pbtxt parameters as Triton hands them to model.py (the GPU host has no protobuf of ours).
-        params = [task_check._parameters(folder) for folder in dirs]
+        params = [task_check.step_parameters(folder) for folder in dirs]
         record = {"task": model.task.kind.value, "steps": steps, "texts": texts, "pairs": pairs, "tokens": tokens,
                   "params": params,
                   "model_inputs": [t.name for t in manifest.models[steps[1]].inputs],

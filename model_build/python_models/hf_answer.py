@@ -4,8 +4,9 @@ The last step of a ``task:`` ensemble (deployment_spec/tasks.py). config.pbtxt p
 and ``answer_params`` (JSON: id2label, top_k, the function to apply, aggregation...). numpy and the
 standard library only: it runs on the image's own Python.
 
-- text-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and ``scores``
-  (FP32), [rows, top_k], best first, as ``pipeline("text-classification", top_k=k)``.
+- text-classification, image-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and
+  ``scores`` (FP32), [rows, top_k], best first, as ``pipeline("text-classification", top_k=k)`` (and
+  ``pipeline("image-classification")``, whose rule for the function is the same).
 - token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``, ``input_ids``;
   output ``entities``, one JSON list per row (``answer_token_classification.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
@@ -47,7 +48,7 @@ def classify(logits, params):
 
 def answer(task, params, inputs):
     """{input name: array} -> {output name: array} for one request."""
-    if task == "text-classification":
+    if task in ("text-classification", "image-classification"):
         return classify(inputs["logits"], params)
     if task == "token-classification":
         rows = _task_module("answer_token_classification").answer(

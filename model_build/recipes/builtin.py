@@ -79,6 +79,9 @@ class ImageClassifier(torch.nn.Module):
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     recipe = model.source.recipe
+    if model.task is not None and model.task.takes_image():
+        from model_build.recipes import image_steps
+        return image_steps.exportable(model, root)
     if model.task is not None or recipe in TASK_RECIPES:
         from model_build.recipes import text_tasks
         return text_tasks.exportable(model, root)

@@ -11,7 +11,7 @@ import pathlib
 from typing import Any, Optional
 
 from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import TaskKind, TextTask
+from deployment_spec.tasks import TaskKind, Task
 from model_build.errors import BuildError
 from model_build.recipes.contract import weights_dir
 
@@ -27,7 +27,7 @@ def checkpoint(model: ModelSpec, root: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def task_of(model: ModelSpec) -> TextTask:
+def task_of(model: ModelSpec) -> Task:
     if model.task is None:
         raise BuildError(f"models.{model.name}: recipe {model.source.recipe if model.source else ''} is a step of a "
                          "task; declare the model with task: {kind: ...} and weights instead")

@@ -1,4 +1,5 @@
-"""The Python-backend steps of a ``task:`` ensemble: the tokenizer step and the answer step."""
+"""The Python-backend steps of a ``task:`` ensemble: the tokenizer step and the answer step (image tasks'
+preprocessing step: image_steps.py)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import pathlib
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import TEXT, TEXT_PAIR, TaskKind
-from model_build.recipes import checkpoint_text
+from model_build.recipes import checkpoint_image, checkpoint_text
 from model_build.recipes.contract import PythonModel
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
@@ -43,12 +44,14 @@ def tokenize(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Pyth
 
 def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> PythonModel:
     folder = checkpoint_text.checkpoint(model, root)
-    kind = checkpoint_text.task_of(model).kind
-    params = checkpoint_text.answer_params(model, folder)
+    task = checkpoint_text.task_of(model)
+    kind = task.kind
+    params = (checkpoint_image.classification_params(folder, task.top_k) if task.takes_image()
+              else checkpoint_text.answer_params(model, folder))
     files = {"model.py": TEMPLATES / "hf_answer.py"}
     tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))
     id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # as the tokenizer step makes them
-    if kind is TaskKind.TEXT_CLASSIFICATION:
+    if kind in (TaskKind.TEXT_CLASSIFICATION, TaskKind.IMAGE_CLASSIFICATION):
         inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
         k = min(params["top_k"], len(params["id2label"]))
         outputs = (TensorSpec("labels", "TYPE_STRING", (k,)), TensorSpec("scores", "TYPE_FP32", (k,)))

@@ -16,7 +16,7 @@ from typing import Any, Optional
 import torch
 
 from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import TaskKind
+from deployment_spec.tasks import IMAGE_KINDS, TaskKind
 from model_build.errors import BuildError
 from model_build.recipes import checkpoint_text, model_facts
 from model_build.recipes.token_samples import token_samples
@@ -67,7 +67,7 @@ class SentenceEncoder(torch.nn.Module):
         return self.encoder(features)["sentence_embedding"]
 
 
-def _refuse_untrained_head(model: ModelSpec, folder: pathlib.Path, kind: TaskKind, missing: list) -> None:
+def refuse_untrained_head(model: ModelSpec, folder: pathlib.Path, kind: TaskKind, missing: list) -> None:
     """A checkpoint without its task head's weights gets a new random head at every load: what was verified
     would not be what any other load of the folder answers."""
     if missing:
@@ -75,8 +75,8 @@ def _refuse_untrained_head(model: ModelSpec, folder: pathlib.Path, kind: TaskKin
             f"models.{model.name}.weights: {folder} has no weights for the {kind.value} head "
             f"({', '.join(sorted(missing)[:4])}{', ...' if len(missing) > 4 else ''}); transformers would give it "
             "new random weights at every load; fix: save the checkpoint fine-tuned for this task (save_pretrained "
-            "after training the head), or pick the task it was trained for (an encoder without a head: "
-            "task: {kind: sentence-embedding})")
+            "after training the head), or pick the task it was trained for" + (
+                "" if kind in IMAGE_KINDS else " (an encoder without a head: task: {kind: sentence-embedding})"))
 
 
 def task_kind(model: ModelSpec) -> TaskKind:
@@ -99,7 +99,7 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         auto, outputs = HEADS[kind]
         net, loading = getattr(transformers, auto).from_pretrained(folder, local_files_only=True,
                                                                    output_loading_info=True)
-        _refuse_untrained_head(model, folder, kind, loading.get("missing_keys") or [])
+        refuse_untrained_head(model, folder, kind, loading.get("missing_keys") or [])
         module = TokenModel(net.eval(), outputs)
         how = f"{auto}"
     names = checkpoint_text.model_inputs(folder, lambda name: model_facts.takes(net, name))

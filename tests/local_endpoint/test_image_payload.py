@@ -8,7 +8,7 @@ import pytest
 
 from local_endpoint.cli import invoke_main
 from local_endpoint.errors import InvokeError
-from local_endpoint.request_inputs import image_tensor
+from local_endpoint.request_inputs import image_bytes_tensor, image_tensor
 from model_build.backends.dali.check_images import jpeg
 
 
@@ -32,16 +32,18 @@ def test_a_file_that_is_not_an_encoded_image_is_refused_by_name(tmp_path: pathli
         image_tensor([array], "IMAGE")
     assert str(caught.value) == (
         f"--image {array}: not an encoded image (first bytes b'\\x93NUMPY\\x01\\x00'); allowed: BMP, JPEG, "
-        "JPEG 2000, PNG, TIFF, WebP files, which the endpoint's DALI decoder reads; fix: pass the image file "
+        "JPEG 2000, PNG, TIFF, WebP files, which the endpoint decodes; fix: pass the image file "
         "itself, not a decoded array (that goes in --input)")
 
 
-def test_image_needs_the_input_name(tmp_path: pathlib.Path, capsys):
-    photo = tmp_path / "photo.jpg"
+def test_without_an_input_name_each_file_is_one_bytes_row_of_image(tmp_path: pathlib.Path):
+    # What an image task's ensemble takes (deployment_spec/tasks.py): IMAGE, BYTES, the file unchanged per row.
+    photo, other = tmp_path / "photo.jpg", tmp_path / "other.jpg"
     photo.write_bytes(jpeg(32, 32))
-    assert invoke_main(["--url", "http://127.0.0.1:9", "--image", str(photo)]) == 2
-    assert ("--image needs --input-name NAME: the model's UINT8 image input (e.g. IMAGE in "
-            "examples/image-ensemble-sme.yaml, DALI_INPUT_0 on a dali model itself)") in capsys.readouterr().err
+    other.write_bytes(jpeg(8, 16))
+    tensor = image_bytes_tensor([photo, other], "IMAGE")
+    assert (tensor.name, tensor.datatype, tensor.array.shape) == ("IMAGE", "BYTES", (2, 1))
+    assert [row[0] for row in tensor.array] == [photo.read_bytes(), other.read_bytes()]
 
 
 def test_a_dali_stand_in_for_a_release_without_a_dali_wheel_is_refused():

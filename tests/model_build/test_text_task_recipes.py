@@ -66,7 +66,7 @@ def test_padded_cases_end_token_ids_not_segment_ids(tmp_path):
 
 def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatch):
     # Canine cannot downsample a one-character text; transformers itself fails there, with a long trace.
-    from deployment_spec.tasks import TaskKind, TextTask
+    from deployment_spec.tasks import TaskKind, Task
     from model_build.backends.ensemble import task_check, task_reference
 
     def reference(chain, seq, rows):
@@ -75,7 +75,7 @@ def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatc
         return "the pipeline", [[] for _ in rows]
 
     monkeypatch.setattr(task_check, "reference", reference)
-    task = TextTask(kind=TaskKind.TEXT_CLASSIFICATION)
+    task = Task(kind=TaskKind.TEXT_CLASSIFICATION)
     chain = task_check.Chain("canine", task, None, None, [], None, "25.09")
     with pytest.raises(BuildError) as caught:
         task_check._reference_or_refuse(chain, 32, task_reference.rows(task))

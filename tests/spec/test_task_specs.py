@@ -67,8 +67,8 @@ REFUSED = {
                               "models.sentiment.task.text_pair: got true; allowed: false for sentence-embedding (it takes "
                               "one text per row); fix: remove text_pair"),
     "top_k for entities": ({"sentiment": {**SENTIMENT, "task": {"kind": "token-classification", "top_k": 3}}},
-                           "models.sentiment.task.top_k: got 3; allowed: only with text-classification or "
-                           "question-answering; fix: remove top_k"),
+                           "models.sentiment.task.top_k: got 3; allowed: only with text-classification, "
+                           "question-answering, image-classification; fix: remove top_k"),
     "a step name taken": ({"sentiment": SENTIMENT,
                            "sentiment-tokenize": {"backend": "python", "source": {"recipe": "text-preprocess"}}},
                           "models.sentiment-tokenize: got a model declared by hand; allowed: no model of this name: "
@@ -76,8 +76,21 @@ REFUSED = {
                           "task from models.sentiment"),
     "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
                         "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
-                        "token-classification, sentence-embedding, question-answering; fix: use one of "
-                        "text-classification, token-classification, sentence-embedding, question-answering"),
+                        "token-classification, sentence-embedding, question-answering, image-classification; fix: "
+                        "use one of text-classification, token-classification, sentence-embedding, "
+                        "question-answering, image-classification"),
+    "an image limit on a text task": ({"sentiment": {**SENTIMENT, "task": {"kind": "text-classification",
+                                                                           "max_image_bytes": 4096}}},
+                                      "models.sentiment.task.max_image_bytes: got 4096; allowed: only with an image "
+                                      "task (image-classification); fix: remove max_image_bytes"),
+    "a pair for images": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification", "text_pair": True}}},
+                          "models.sentiment.task.text_pair: got true; allowed: false for image-classification (it "
+                          "takes one image per row); fix: remove text_pair"),
+    "an image task without weights": ({"sentiment": {"task": {"kind": "image-classification"},
+                                                     "backend": "onnxruntime"}},
+                                      "models.sentiment.weights: got nothing; allowed: the checkpoint directory with "
+                                      "task (config.json, weights and preprocessor_config.json, as save_pretrained "
+                                      "writes them); fix: add weights: <directory>, relative to the spec's folder"),
     "the model step's own rules": ({"sentiment": {**SENTIMENT, "precision": "fp16"}},
                                    "models.sentiment.precision: got 'fp16'; allowed: fp16 with backend tensorrt (or "
                                    "onnxruntime.tensorrt_accelerator.precision); fix: use fp32, or set backend: tensorrt"),

@@ -20,8 +20,8 @@ from model_build.verification.record import not_run
 def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Mapping[str, ModelEntry]) -> BackendResult:
     inputs, outputs, steps = wire(model, built)
     if model.task is not None:  # raw text in, answers out: the whole chain against transformers' own pipeline
-        from model_build.backends.ensemble import task_check
-        verification = task_check.verify_task(ctx, model, built, scratch)
+        from model_build.backends.ensemble import task_verify
+        verification = task_verify.verify_task(ctx, model, built, scratch)
     else:
         verification = not_run(ctx.spec.triton_version, "an ensemble has no file of its own; its steps are checked")
     return BackendResult(tuple(inputs), tuple(outputs), files={}, ensemble_steps=tuple(steps),

@@ -23,7 +23,7 @@ import numpy as np
 from deployment_spec.manifest import ModelEntry, Verification
 from deployment_spec.model import Backend, ModelSpec
 from deployment_spec.serving_runtimes import runtime
-from deployment_spec.tasks import TaskKind, TextTask
+from deployment_spec.tasks import TaskKind, Task
 from model_build import dispatch, layout, model_config
 from model_build.backends.ensemble import task_reference
 from model_build.backends.ensemble.by_name import plain
@@ -46,28 +46,13 @@ ANSWERS_DIFFER = ("The tokens equal transformers'; the model answers otherwise o
                   "(onnxruntime or pytorch), or another architecture")
 
 
-def verify_task(ctx: BuildContext, model: ModelSpec, built: Mapping[str, ModelEntry], scratch: pathlib.Path) -> Verification:
-    assert model.task is not None and model.ensemble is not None  # only task ensembles come here
-    steps = [s.model for s in model.ensemble.steps]
-    model_step = ctx.spec.models[steps[1]]
-    if model_step.backend not in FILES:
-        return not_run(ctx.spec.triton_version, f"the model step is a {model_step.backend.value} plan, which runs only "
-                       "on a GPU; the tokenizer and answer steps are checked when it is served (tritonsm smoke)")
-    step = Step(ctx, model.name, f"verify raw text in, answers out against the {model.task.kind.value} reference")
-    chain = Chain(model.name, model.task, model_step, built[steps[1]],
-                  [dispatch.cache_dir(ctx.work, name, built[name].build_hash) / name for name in steps],
-                  (ctx.spec.root / model_step.weights).resolve(), ctx.spec.triton_version)
-    verification = check(chain, scratch, ctx.log)
-    step.done()
-    return verification
-
-
 @dataclasses.dataclass(frozen=True)
 class Chain:
-    """A task's built steps: the tokenizer's, the model's and (except for embeddings) the answer's folders."""
+    """A task's built steps: the tokenizer's (image tasks: the preprocessing step's), the model's and (except for
+    embeddings) the answer's folders."""
 
     name: str
-    task: TextTask
+    task: Task
     model_step: ModelSpec
     model_entry: ModelEntry
     dirs: list[pathlib.Path]
@@ -78,12 +63,12 @@ class Chain:
 def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Verification:
     """Raw inputs through the chain's files against the reference; BuildError naming the rows that differ."""
     task = chain.task
-    params = _parameters(chain.dirs[0])
+    params = step_parameters(chain.dirs[0])
     seq = int(params["max_length"])
     inputs = task_reference.rows(task)
-    tokenizer = _load(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
+    tokenizer = step_module(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
                                                            params)
-    ours, tokens, ran = _run_chain(chain, tokenizer, inputs, scratch, log)
+    ours, tokens, ran = run_chain(chain, tokenizer, inputs, scratch, log)
     where, theirs = _reference_or_refuse(chain, seq, inputs)
     wrong_tokens = task_reference.token_problems(task, chain.checkpoint, seq, inputs, tokens)
     worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_tokens)
@@ -96,14 +81,14 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
                         version=ran["version"], device="cpu", cases=len(inputs), max_abs_error=worst,
                         details={"reference": where, "measure": measure, "task": task.kind.value,
-                                 "sequence_length": seq, "tokenize": f"tokenizers {_version('tokenizers')} "
+                                 "sequence_length": seq, "tokenize": f"tokenizers {package_version('tokenizers')} "
                                  f"(Python {sys.version_info.major}.{sys.version_info.minor} of the build)"})
 
 
 def reference(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
     """(what answered, its answers) for ``inputs``: the task's reference (task_reference.py)."""
     if chain.task.kind is TaskKind.QUESTION_ANSWERING:
-        answer, answer_params = _answer_step(chain)
+        answer, answer_params = answer_step(chain)
         return task_reference.qa_reference(chain.task, chain.checkpoint, seq, inputs, answer.qa_answer, answer_params)
     return task_reference.reference(chain.task, chain.checkpoint, seq, inputs)
 
@@ -130,12 +115,36 @@ def _reference_or_refuse(chain: Chain, seq: int, inputs: list) -> tuple[str, lis
             "architecture") from None
 
 
-def _run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
-               ) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
-    task, entry = chain.task, chain.model_entry
+def run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
+              ) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
+    task = chain.task
     texts = np.array([r.text.encode() for r in inputs], dtype=np.object_)
     pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if task.takes_pair() else None
     tokens = tokenizer.encode(texts, pairs)
+    got, ran = run_model(chain, tokens, scratch, log)
+    produced = {**tokens, **got, "TEXT": texts}
+    if pairs is not None:
+        produced["TEXT_PAIR"] = pairs
+    if len(chain.dirs) == 2:  # sentence embeddings: the model's output is the answer
+        return list(produced["sentence_embedding"]), tokens, ran
+    answer, params = answer_step(chain)
+    made = answer.answer(task.kind.value, params, produced)
+    if task.kind is TaskKind.TEXT_CLASSIFICATION:
+        return label_rows(made), tokens, ran
+    key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"
+    return [json.loads(row[0]) for row in made[key]], tokens, ran
+
+
+def label_rows(made: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
+    """The answer step's labels and scores as the pipeline answers them: [{label, score}] per row."""
+    return [[{"label": label.decode(), "score": float(score)} for label, score in zip(ls, ss)]
+            for ls, ss in zip(made["labels"], made["scores"])]
+
+
+def run_model(chain: Chain, arrays: Mapping[str, np.ndarray], scratch: pathlib.Path, log: Callable[[str], None]
+              ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The model step's shipped file in its serving runtime on what the first step made: ({output: array}, ran)."""
+    entry = chain.model_entry
     names = [t.name for t in entry.inputs]
     outputs = [t.name for t in entry.outputs]
     kind, file_name = FILES[chain.model_step.backend]
@@ -145,42 +154,30 @@ def _run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path
         env = file_check.this_machines("torch")
     import torch
 
-    dtype = np.int32 if entry.inputs[0].data_type == "TYPE_INT32" else np.int64
-    plan = Plan((Case("raw", {n: torch.from_numpy(tokens[plain(n)].astype(dtype)) for n in names}),), (), None)
+    dtypes = {"TYPE_INT32": np.int32, "TYPE_INT64": np.int64, "TYPE_FP32": np.float32}
+    plan = Plan((Case("raw", {n: torch.from_numpy(np.ascontiguousarray(arrays[plain(n)], dtype=dtypes[t.data_type]))
+                              for n, t in zip(names, entry.inputs)}),), (), None)
     path = layout.version_dir(chain.dirs[1]) / file_name
     got = verify.run_candidates(env, kind, [verify.Candidate("served", path if path.is_file() else path / file_name)],
                                 plan, names, outputs, scratch)["served"]
     if isinstance(got, str):
-        raise BuildError(f"model {chain.model_step.name}: the raw-text check could not run it in {env.package} "
+        raise BuildError(f"model {chain.model_step.name}: the raw-input check could not run it in {env.package} "
                          f"{env.version}: {got}")
-    produced = {**tokens, **{plain(n): v for n, v in zip(outputs, got["raw"])}, "TEXT": texts}
-    if pairs is not None:
-        produced["TEXT_PAIR"] = pairs
-    ran = {"runtime": env.package, "version": env.version}
-    if len(chain.dirs) == 2:  # sentence embeddings: the model's output is the answer
-        return list(produced["sentence_embedding"]), tokens, ran
-    answer, params = _answer_step(chain)
-    made = answer.answer(task.kind.value, params, produced)
-    if task.kind is TaskKind.TEXT_CLASSIFICATION:
-        rows = [[{"label": label.decode(), "score": float(score)} for label, score in zip(ls, ss)]
-                for ls, ss in zip(made["labels"], made["scores"])]
-        return rows, tokens, ran
-    key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"
-    return [json.loads(row[0]) for row in made[key]], tokens, ran
+    return {plain(n): v for n, v in zip(outputs, got["raw"])}, {"runtime": env.package, "version": env.version}
 
 
-def _answer_step(chain: Chain) -> tuple[types.ModuleType, dict[str, Any]]:
+def answer_step(chain: Chain) -> tuple[types.ModuleType, dict[str, Any]]:
     """The shipped answer step's module and its parameters as it reads them."""
-    module = _load(chain.dirs[2], "answer")
-    return module, module.load_params(_parameters(chain.dirs[2])["answer_params"])
+    module = step_module(chain.dirs[2], "answer")
+    return module, module.load_params(step_parameters(chain.dirs[2])["answer_params"])
 
 
-def _parameters(model_dir: pathlib.Path) -> dict[str, str]:
+def step_parameters(model_dir: pathlib.Path) -> dict[str, str]:
     config = model_config.parse((model_dir / layout.CONFIG).read_text(), str(model_dir / layout.CONFIG))
     return {k: v.string_value for k, v in config.parameters.items()}
 
 
-def _load(model_dir: pathlib.Path, label: str) -> types.ModuleType:
+def step_module(model_dir: pathlib.Path, label: str) -> types.ModuleType:
     """The step's shipped model.py as a module (it imports Triton's utilities only when Triton runs it)."""
     path = layout.version_dir(model_dir) / "model.py"
     spec = importlib.util.spec_from_file_location(f"tritonsm_task_{label}_{model_dir.name}", path)
@@ -189,7 +186,7 @@ def _load(model_dir: pathlib.Path, label: str) -> types.ModuleType:
     return module
 
 
-def _version(package: str) -> str:
+def package_version(package: str) -> str:
     import importlib.metadata
 
     return importlib.metadata.version(package)

@@ -17,7 +17,7 @@ import math
 import pathlib
 from typing import Any, Optional, Sequence
 
-from deployment_spec.tasks import TaskKind, TextTask
+from deployment_spec.tasks import TaskKind, Task
 
 # Raw text a deployed model meets: accents, emoji, CJK, odd spacing, one character, and a text long
 # enough to be cut at any sequence length the spec allows (8192 tokens).
@@ -46,7 +46,7 @@ class Row:
     pair: Optional[str] = None
 
 
-def rows(task: TextTask) -> list[Row]:
+def rows(task: Task) -> list[Row]:
     if task.kind is TaskKind.QUESTION_ANSWERING:
         return [Row(q, c) for q, c in PAIRS]
     if task.takes_pair():
@@ -54,7 +54,7 @@ def rows(task: TextTask) -> list[Row]:
     return [Row(t) for t in TEXTS]
 
 
-def reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row]) -> tuple[str, list[Any]]:
+def reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Row]) -> tuple[str, list[Any]]:
     """(what answered, its answer per row)."""
     import transformers
 
@@ -78,13 +78,13 @@ def reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[R
     raise AssertionError(f"no pipeline for {task.kind.value}")  # reference() sends question answering elsewhere
 
 
-def token_call(task: TextTask, tokenizer: Any, row: Row, seq: int) -> dict[str, list[int]]:
+def token_call(task: Task, tokenizer: Any, row: Row, seq: int) -> dict[str, list[int]]:
     """What transformers' pipeline of the task passes to the tokenizer for one row (QA: the context is cut)."""
     truncation = "only_second" if task.kind is TaskKind.QUESTION_ANSWERING else True
     return dict(tokenizer(row.text, row.pair, truncation=truncation, max_length=seq))
 
 
-def token_problems(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row],
+def token_problems(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Row],
                    tokens: dict[str, Any]) -> dict[int, str]:
     """Rows whose tokens (ids, and type ids where the model takes them) differ from transformers' own call."""
     from model_build.recipes import checkpoint_text
@@ -106,7 +106,7 @@ def token_problems(task: TextTask, folder: pathlib.Path, seq: int, inputs: Seque
     return out
 
 
-def qa_reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequence[Row], answer: Any,
+def qa_reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Row], answer: Any,
                  params: dict[str, Any]) -> tuple[str, list[Any]]:
     """Question answering without its pipeline: transformers' tokenizer and eager model, the span rules of 4.57.6."""
     import numpy as np
@@ -132,7 +132,7 @@ def qa_reference(task: TextTask, folder: pathlib.Path, seq: int, inputs: Sequenc
             "4.57.6's span rules (transformers 5 has no such pipeline)"), answers
 
 
-def compare(task: TextTask, ours: Sequence[Any], theirs: Sequence[Any], atol: float,
+def compare(task: Task, ours: Sequence[Any], theirs: Sequence[Any], atol: float,
             tokens: Optional[dict[int, str]] = None) -> tuple[float, list[str]]:
     """(worst difference: score error, or 1 - cosine for embeddings; problems, one per row that differs, its
     tokens' problem first)."""
@@ -189,6 +189,7 @@ def entity_label(entity: dict[str, Any]) -> str:
 _ROW = {
     TaskKind.SENTENCE_EMBEDDING: _embedding,
     TaskKind.TEXT_CLASSIFICATION: _labels,
+    TaskKind.IMAGE_CLASSIFICATION: _labels,
     TaskKind.TOKEN_CLASSIFICATION: _spans("entities", ("entity_group", "entity", "start", "end")),
     TaskKind.QUESTION_ANSWERING: _spans("answers", ("answer", "start", "end")),
 }

@@ -1,0 +1,124 @@
+"""An image task's ensemble verified as a whole at build time: encoded images through the files that ship,
+against ``transformers.pipeline`` of the task on the same bytes.
+
+The preprocessing step's and the answer step's ``model.py`` are the built files themselves, imported here with
+their own ``preprocessor_config.json`` and config.pbtxt parameters (transformers of the same release as the
+execution environment's, on this machine's Python); the model step's file runs in the serving runtime
+(task_check.run_model). The images are image_samples.py's: sizes, aspect ratios, modes, formats, a rotated
+JPEG. A difference fails the build with the images that differ; the manifest records what ran, the reference,
+the processor and the worst difference.
+"""
+from __future__ import annotations
+
+import io
+import pathlib
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from deployment_spec.manifest import Verification
+from deployment_spec.tasks import TaskKind
+from model_build import layout
+from model_build.backends.ensemble import image_samples, task_check, task_reference
+from model_build.errors import BuildError
+from model_build.verification import verify
+
+# Same pixels, other answers: only the model file and its runtime are left.
+ANSWERS_DIFFER = ("The preprocessing step's pixel_values equal the pipeline's; the model answers otherwise in the "
+                  "serving runtime; try the other backend (onnxruntime or pytorch), or another architecture")
+PIXELS_DIFFER = ("The preprocessing step runs the checkpoint's preprocessor_config.json with transformers' image "
+                 "processor; if the checkpoint's processor needs code of its own, save one transformers has")
+PIXEL_ATOL = 1e-5
+
+
+def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Verification:
+    """Raw images through the chain's files against the pipeline; BuildError naming the images that differ."""
+    task = chain.task
+    samples = image_samples.images(task.max_image_bytes, task.max_image_pixels)
+    if not samples:
+        raise BuildError(f"models.{chain.name}.task: no raw image of the check fits max_image_bytes "
+                         f"{task.max_image_bytes} and max_image_pixels {task.max_image_pixels} (the smallest is "
+                         f"{image_samples.SMALLEST}); raise them to what the application sends")
+    params = task_check.step_parameters(chain.dirs[0])
+    step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(str(layout.version_dir(chain.dirs[0])),
+                                                                        params)
+    rows = np.array([s.data for s in samples], dtype=np.object_)
+    pixels = step.pixels(rows)
+    got, ran = task_check.run_model(chain, {"pixel_values": pixels}, scratch, log)
+    answer, answer_params = task_check.answer_step(chain)
+    ours = task_check.label_rows(answer.answer(task.kind.value, answer_params, got))
+    where, theirs, their_pixels = _reference_or_refuse(chain, samples)
+    wrong_pixels = _pixel_problems(pixels, their_pixels)
+    worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_pixels)
+    if problems:
+        named = [p.replace(f"row {i}:", f"row {i} ({samples[i].what}):", 1) if p.startswith(f"row {i}:") else p
+                 for i, p in _numbered(problems)]
+        raise BuildError(f"model {chain.name}: raw images through its steps do not answer as {where} on "
+                         f"{len(problems)} of {len(samples)} images: " + "; ".join(named[:3]) + ". " +
+                         (PIXELS_DIFFER if wrong_pixels else ANSWERS_DIFFER))
+    log(f"  {chain.name}: {len(samples)} raw images answer as {where} (max score difference {worst:.2g})")
+    return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
+                        version=ran["version"], device="cpu", cases=len(samples), max_abs_error=worst,
+                        details={"reference": where, "measure": "max score difference", "task": task.kind.value,
+                                 "processor": params["processor_class"], "images": [s.what for s in samples],
+                                 "preprocess": f"transformers {task_check.package_version('transformers')}, Pillow "
+                                               f"{task_check.package_version('pillow')} (Python {sys.version_info.major}."
+                                               f"{sys.version_info.minor} of the build)"})
+
+
+def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]) -> tuple[str, list[Any], npt.NDArray[np.float32]]:
+    """(what answered, its answer per image, the pixel_values its processor made)."""
+    import transformers
+    from PIL import Image
+
+    assert chain.task.kind is TaskKind.IMAGE_CLASSIFICATION  # the one image task so far
+    pipe = transformers.pipeline("image-classification", model=str(chain.checkpoint), device="cpu")
+    opened: list[Any] = [Image.open(io.BytesIO(s.data)) for s in samples]
+    answers = [list(a) for a in pipe(opened, top_k=chain.task.top_k)]
+    # The pipeline's own preprocessing of each image, to tell a pixel difference from a model difference.
+    pixels = np.concatenate([np.asarray(pipe.preprocess(Image.open(io.BytesIO(s.data)))["pixel_values"])
+                             for s in samples])
+    where = (f"transformers {transformers.__version__} pipeline('{chain.task.kind.value}') "
+             f"({type(pipe.image_processor).__name__})")
+    return where, answers, pixels
+
+
+def _reference_or_refuse(chain: task_check.Chain, samples: list[image_samples.RawImage]
+                         ) -> tuple[str, list[Any], npt.NDArray[np.float32]]:
+    """The reference's answers; a BuildError naming the first image the reference itself cannot answer."""
+    try:
+        return reference(chain, samples)
+    except Exception as whole:  # the model's own library fails: find the image, say it in one line
+        failed = whole
+        said = "the raw images together"
+        for sample in samples:
+            try:
+                reference(chain, [sample])
+            except Exception as exc:
+                failed, said = exc, f"the image {sample.what}"
+                break
+        raise BuildError(
+            f"model {chain.name}: the {chain.task.kind.value} reference (the checkpoint in transformers' pipeline, "
+            f"as its users run it) itself fails on {said}: {verify.last_line(failed)}; so this checkpoint cannot be "
+            "verified for raw images, and would fail on such requests when served; fix: use another "
+            "architecture or checkpoint") from None
+
+
+def _pixel_problems(ours: npt.NDArray[np.float32], theirs: npt.NDArray[np.float32]) -> dict[int, str]:
+    """Row -> how the preprocessing step's pixels differ from the pipeline's, where they do."""
+    out = {}
+    for row, (a, b) in enumerate(zip(ours, theirs)):
+        if a.shape != b.shape:
+            out[row] = f"pixel_values shape {list(a.shape)}, the pipeline's {list(b.shape)}"
+        elif not np.allclose(a, b, atol=PIXEL_ATOL, rtol=0):
+            where = np.unravel_index(int(np.argmax(np.abs(a - b))), a.shape)
+            out[row] = (f"pixel_values differ from the pipeline's by up to {float(np.max(np.abs(a - b))):.3g} "
+                        f"(at channel, y, x {tuple(int(i) for i in where)})")
+    return out
+
+
+def _numbered(problems: list[str]) -> list[tuple[int, str]]:
+    return [(int(p.split(":", 1)[0].split()[1]), p) for p in problems]
+

@@ -1,0 +1,79 @@
+"""What an image ``task:`` reads from its checkpoint folder, once for all its steps (deployment_spec/tasks.py).
+
+The preprocessing step, the model step and the answer step must agree on the pixel tensor's shape and the
+labels; each fact has one function here. The processor is transformers' own image processor of the folder
+(``preprocessor_config.json``), on its PIL backend: numpy and Pillow only, so the step can run it in an
+execution environment without torch, and the build verifies with the same code that serves. Imports
+transformers (build only).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from deployment_spec.model import ModelSpec
+from model_build.errors import BuildError
+
+# transformers' PIL backend (transformers/image_processing_backends.py); the torchvision one needs torch.
+BACKEND = "pil"
+# Two sizes of different aspect ratio: a processor that gives both the same shape makes fixed-size pixels.
+PROBES = ((480, 640), (300, 200))
+
+
+@functools.lru_cache(maxsize=8)
+def processor(folder: pathlib.Path) -> Any:
+    """The checkpoint's image processor as transformers loads it, on the PIL backend."""
+    from transformers import AutoImageProcessor
+
+    if not (folder / "preprocessor_config.json").is_file():
+        raise BuildError(f"{folder}: no preprocessor_config.json; an image task preprocesses as the checkpoint's "
+                         "own image processor does; save it there (AutoImageProcessor.from_pretrained(<the "
+                         "checkpoint>).save_pretrained(folder))")
+    try:
+        found = AutoImageProcessor.from_pretrained(folder, local_files_only=True, backend=BACKEND)
+    except (OSError, ValueError, TypeError, KeyError, ImportError) as exc:
+        raise BuildError(f"{folder}: transformers cannot load an image processor from it ({_first_line(exc)}); "
+                         "save the checkpoint's image processor there (image_processor.save_pretrained)") from None
+    return found
+
+
+def processor_class(folder: pathlib.Path) -> str:
+    return type(processor(folder)).__name__
+
+
+def pixel_shape(folder: pathlib.Path) -> tuple[int, ...]:
+    """[channels, height, width] of the processor's ``pixel_values``; -1 where it follows the image's size."""
+    from PIL import Image
+
+    shapes = []
+    for height, width in PROBES:
+        image = Image.fromarray(np.full((height, width, 3), 127, dtype=np.uint8))
+        shapes.append(tuple(processor(folder)(images=image, return_tensors="np")["pixel_values"].shape[1:]))
+    return tuple(a if a == b else -1 for a, b in zip(*shapes))
+
+
+def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:
+    """What the answer step needs, as ImageClassificationPipeline.postprocess decides it (transformers 5.23.0
+    pipelines/image_classification.py): none for regression, sigmoid for multi-label or one label, else softmax."""
+    config = json.loads((folder / "config.json").read_text())
+    raw = config.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}
+    names = {int(k): str(v) for k, v in raw.items()}
+    problem = config.get("problem_type")
+    function = ("none" if problem == "regression" else
+                "sigmoid" if problem == "multi_label_classification" or len(names) == 1 else "softmax")
+    return {"id2label": names, "top_k": top_k, "function": function}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def require_task(model: ModelSpec) -> None:
+    if model.task is None or not model.task.takes_image():
+        raise BuildError(f"models.{model.name}: recipe {model.source.recipe if model.source else ''} is a step of "
+                         "an image task; declare the model with task: {kind: image-classification} and weights")

@@ -1,0 +1,260 @@
+"""Image bytes in, labels out: tiny checkpoints with their own image processors (ViT: fixed resize, bilinear;
+ConvNeXT: shortest edge / crop_pct, centre crop, bicubic), built as ``task:`` ensembles, verified at build time
+against transformers' pipeline on raw images (sizes, modes, formats, a rotated JPEG), then served by the real
+Triton server and compared with the pipeline again.
+
+Also: a planted wrong resize rule and a planted wrong mean fail the build-time check, and bad images get a 400
+naming IMAGE while the server goes on answering.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import io
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+from deployment_spec import load_spec
+from deployment_spec.endpoint import EndpointKind
+from deployment_spec.manifest import load_manifest
+from local_endpoint.errors import InvokeError
+from local_endpoint.invoke import invoke_url
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.multi_model import MultiModelEndpoint
+from local_endpoint.payload import NamedTensor, encode_request
+from model_build import layout
+from model_build.backends.ensemble import image_check, image_samples, task_check, task_reference
+from model_build.errors import BuildError
+from tritonsm.benchmarking import image_checkpoints
+from tritonsm.cli import main as tritonsm_main
+
+pytestmark = pytest.mark.triton
+
+MAX_BYTES = 200_000  # below the 455 kB portrait PNG of image_samples: the limit is exercised on the server
+SPEC = f"""\
+project: Images
+triton_version: "25.09"
+models:
+  pets:
+    task: {{kind: image-classification, top_k: 3, max_image_bytes: {MAX_BYTES}, max_image_pixels: 1000000}}
+    backend: onnxruntime
+    weights: pets-vit
+    max_batch_size: 8
+    dynamic_batching: {{max_queue_delay_us: 500}}
+  birds:
+    task: {{kind: image-classification}}
+    backend: pytorch
+    weights: birds-convnext
+    max_batch_size: 4
+endpoints:
+  images:
+    kind: multi-model
+    models: [pets, birds]
+    instance_type: ml.g5.xlarge
+environments:
+  dev: {{region: us-east-1}}
+"""
+CHECKPOINTS = {"pets-vit": "vit", "birds-convnext": "convnext"}
+MODELS = ("pets", "birds")
+# pets refuses files over MAX_BYTES: the build checks it on the 8 raw images within its limits.
+IMAGES_CHECKED = {"pets": 8, "birds": 9}
+RUNTIME_NAME = "Images-dev-images"
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    root: pathlib.Path
+    spec_path: pathlib.Path
+
+    def manifest(self):
+        return load_manifest(self.root / "assets" / "manifest.json")
+
+    def tarball(self, model: str) -> pathlib.Path:
+        manifest = self.manifest()
+        (artifact,) = [a for a in manifest.endpoints["images"].artifacts if model in a.models]
+        return manifest.artifact_path(artifact)
+
+
+@pytest.fixture(scope="module")
+def built(module_tmp) -> Built:
+    root = module_tmp.mktemp("raw-images")
+    for folder, family in CHECKPOINTS.items():
+        image_checkpoints.save(root / folder, family)
+    (root / "spec.yaml").write_text(SPEC)
+    assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
+                          "--work-dir", str(root / "work")]) == 0
+    return Built(root, root / "spec.yaml")
+
+
+@pytest.fixture(scope="module")
+def runtime(built, module_tmp):
+    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime."""
+    mme = MultiModelEndpoint([built.tarball(m) for m in MODELS], log_file=module_tmp.mktemp("logs") / "mme.log",
+                             cpu_stand_in=True)
+    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def served(runtime):
+    return runtime.endpoints[0].server
+
+
+def _chain(built: Built, name: str, tmp: pathlib.Path) -> task_check.Chain:
+    spec = load_spec(built.spec_path)
+    manifest = built.manifest()
+    steps = [s.model for s in spec.models[name].ensemble.steps]
+    dirs = []
+    for step in steps:  # a copy of each built step, so a test may plant a defect in it
+        source = built.root / "work" / "models" / f"{step}-{manifest.models[step].build_hash[:16]}" / step
+        dirs.append(pathlib.Path(shutil.copytree(source, tmp / step)))
+    model_step = spec.models[steps[1]]
+    return task_check.Chain(name, spec.models[name].task, model_step, manifest.models[steps[1]], dirs,
+                            built.root / model_step.weights, spec.triton_version)
+
+
+def test_the_build_verifies_each_image_task_against_the_pipeline(built):
+    models = built.manifest().models
+    for name, processor in (("pets", "ViTImageProcessorPil"), ("birds", "ConvNextImageProcessorPil")):
+        check = models[name].verification
+        assert check.ran and check.details["reference"] == (
+            f"transformers 5.23.0 pipeline('image-classification') ({processor})"), name
+        assert check.details["processor"] == processor and check.cases == IMAGES_CHECKED[name]
+        assert check.max_abs_error < 1e-5, (name, check.max_abs_error)
+    assert models["pets"].verification.runtime == "onnxruntime" and models["birds"].verification.runtime == "torch"
+    assert [(t.name, t.data_type, t.dims) for t in models["pets"].inputs] == [("IMAGE", "TYPE_STRING", (1,))]
+    assert [(t.name, t.dims) for t in models["pets"].outputs] == [("labels", (3,)), ("scores", (3,))]
+    assert [t.dims for t in models["birds-model"].inputs] == [(3, 32, 32)]
+
+
+def test_the_check_passes_on_the_built_steps(built, tmp_path):
+    # The twin of the planted defects below: the same call on the untouched copies finds nothing.
+    assert image_check.check(_chain(built, "pets", tmp_path), tmp_path, print).ran
+
+
+def _plant(chain: task_check.Chain, **changes) -> None:
+    path = layout.version_dir(chain.dirs[0]) / "preprocessor_config.json"
+    config = json.loads(path.read_text())
+    path.write_text(json.dumps({**config, **changes}))
+
+
+@pytest.mark.parametrize("name, changes, rows", [
+    # The checkpoint resizes bilinearly to 32x32; nearest-neighbour gives other pixels on every image.
+    ("pets", {"resample": 0}, 8),
+    # ConvNeXT resizes the shortest edge to 32 / 0.875 and crops; resizing straight to 32 keeps more of the image.
+    ("birds", {"crop_pct": 1.0}, 9),
+    ("pets", {"image_mean": [0.485, 0.456, 0.406]}, 8),
+])
+def test_a_planted_preprocessing_defect_fails_the_check(built, tmp_path, name, changes, rows):
+    chain = _chain(built, name, tmp_path)
+    _plant(chain, **changes)
+    with pytest.raises(BuildError) as caught:
+        image_check.check(chain, tmp_path, print)
+    processor = "ViTImageProcessorPil" if name == "pets" else "ConvNextImageProcessorPil"
+    assert str(caught.value).startswith(
+        f"model {name}: raw images through its steps do not answer as transformers 5.23.0 "
+        f"pipeline('image-classification') ({processor}) on {rows} of {IMAGES_CHECKED[name]} images: row 0 (RGB JPEG "
+        "640x480): "
+        "pixel_values differ from the pipeline's by up to "), str(caught.value)
+    assert str(caught.value).endswith(image_check.PIXELS_DIFFER)
+
+
+def _send(served, model: str, images: list[bytes], binary: bool = True):
+    tensors = [NamedTensor("IMAGE", "BYTES", np.array([[i] for i in images], dtype=np.object_))]
+    return invoke_url(served.url, encode_request(tensors, binary=binary), target_model=f"{model}.tar.gz")
+
+
+def _target(built, model):
+    return built.tarball(model).name.removesuffix(".tar.gz")
+
+
+def test_the_served_ensembles_answer_as_the_pipeline(built, served, tmp_path):
+    samples = image_samples.images()
+    small = [s for s in samples if len(s.data) <= MAX_BYTES]  # pets refuses larger files by its spec
+    for name, sent in (("pets", small), ("birds", samples)):
+        ours = []
+        for start in range(0, len(sent), 4):  # requests of at most max_batch_size rows (birds: 4)
+            response = _send(served, _target(built, name), [s.data for s in sent[start:start + 4]])
+            ours += task_check.label_rows({o.name: o.array for o in response.outputs})
+        _, theirs, _ = image_check.reference(_chain(built, name, tmp_path / name), sent)
+        task = load_spec(built.spec_path).models[name].task
+        worst, problems = task_reference.compare(task, ours, theirs, 1e-5)
+        assert problems == [] and worst < 1e-5, (name, problems, worst)
+        assert all(len(row) == task.top_k for row in ours)
+
+
+def _encoded(fmt: str, size=(64, 48), **options) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 90)).save(out, format=fmt, **options)
+    return out.getvalue()
+
+
+def test_bad_images_are_400s_naming_the_input_and_the_server_goes_on(built, served):
+    pets = _target(built, "pets")
+    jpeg = _encoded("JPEG")
+    portrait = image_samples.images()[1].data
+    photo = image_samples.images()[0].data  # a header that opens, pixel data cut short
+    big = _encoded("PNG", size=(1001, 1000))
+    prefix = f"in ensemble '{pets}.tar.gz', "
+    bad = {
+        (b"",): "IMAGE row 0 is empty (0 bytes); send the encoded image file (JPEG, PNG, WEBP)",
+        (jpeg, b"not an image at all"): "IMAGE row 1 is not an image file (first bytes b'not an i'); allowed: "
+                                        "JPEG, PNG, WEBP files, sent as their bytes",
+        (_encoded("GIF"),): "IMAGE row 0 is a GIF image; allowed: JPEG, PNG, WEBP; convert it to one of them before "
+                            "sending",
+        (portrait,): f"IMAGE row 0 is {len(portrait)} bytes; at most {MAX_BYTES} bytes are allowed "
+                     "(task.max_image_bytes); send a smaller image",
+        (big,): "IMAGE row 0 is 1001x1000 (1001000 pixels); at most 1000000 pixels are allowed "
+                "(task.max_image_pixels); downscale it",
+        (jpeg[: len(jpeg) // 2],): "IMAGE row 0: the JPEG data is cut short or corrupt (Pillow cannot read its "
+                                   "header); send the whole file",
+        (photo[: len(photo) - 4000],): "IMAGE row 0: the JPEG data is cut short or corrupt (image file is truncated "
+                                       "(",
+    }
+    good = (jpeg,)
+
+    def send(images):
+        try:
+            return _send(served, pets, list(images))
+        except InvokeError as error:
+            return str(error)
+
+    cases = list(bad) + [good] * 6
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, cases))
+    for case, answer in zip(cases, answers):
+        if case in bad:
+            assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
+            assert prefix + bad[case] in answer, (bad[case], answer)
+        else:
+            assert sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+    assert _send(served, pets, list(good)).outputs  # still answering afterwards
+
+
+def test_the_sagemaker_runtime_api_and_the_cli_take_image_bytes(built, runtime, tmp_path, capsys):
+    # What an application's boto3 code sends: binary+json, the image's bytes after the JSON header.
+    import boto3
+
+    image = image_samples.images()[0].data
+    body = encode_request([NamedTensor("IMAGE", "BYTES", np.array([[image]], dtype=np.object_))], binary=True)
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    reply = client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("pets").name,
+                                   ContentType=body.content_type, Body=body.body)
+    assert reply["ContentType"].startswith("application/vnd.sagemaker-triton.binary+json") or \
+        reply["ContentType"] == "application/json"
+    _, theirs, _ = image_check.reference(_chain(built, "pets", tmp_path), [image_samples.images()[0]])
+    # `tritonsm invoke --image FILE` sends the same and prints the answer per row.
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(image)
+    assert tritonsm_main(["invoke", "--url", runtime.url, "--target-model", built.tarball("pets").name,
+                          "--image", str(path)]) == 0
+    printed = capsys.readouterr().out
+    best = theirs[0][0]
+    assert f"row 0: {best['label']} {best['score']:.4f}" in printed, printed
