@@ -261,8 +261,9 @@ class ModelSpec:
     samples: Optional[str] = dataclasses.field(default=None, metadata=meta(
         help="an .npz file of real inputs (arrays named like the inputs, batch first)"))
     task: Optional[Task] = dataclasses.field(default=None, metadata=meta(
-        help="serve the weights checkpoint for raw text or images: {kind: text-classification | "
-             "token-classification | sentence-embedding | question-answering | image-classification}"))
+        help="serve the weights checkpoint for raw text, images or audio: {kind: text-classification | "
+             "token-classification | sentence-embedding | question-answering | image-classification | "
+             "audio-classification | automatic-speech-recognition}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The ``task:`` entry a generated step or ensemble comes from (deployment_spec/task_models.py): messages about
     # its fields name the entry the user wrote. Empty for every other model.
@@ -349,8 +350,8 @@ class ModelSpec:
                                f"{', '.join(b.value for b in TASK_BACKENDS)} with task (the model step's backend)",
                                "set backend: onnxruntime"))
         if not self.weights:
-            processor = ("preprocessor_config.json" if self.task is not None and self.task.takes_image()
-                         else "tokenizer.json")
+            processor = ("preprocessor_config.json" if self.task is not None and (
+                self.task.takes_image() or self.task.takes_audio()) else "tokenizer.json")
             out.append(Problem(f"{path}.weights", "nothing", "the checkpoint directory with task (config.json, "
                                f"weights and {processor}, as save_pretrained writes them)",
                                "add weights: <directory>, relative to the spec's folder"))

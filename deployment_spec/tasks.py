@@ -7,12 +7,12 @@ as models of their own, so endpoints, packaging, the local server and the CDK ap
 ensemble (``models.<name>`` in the spec, the ensemble in Triton):
 
     <name>-tokenize   Python backend: the checkpoint's own ``tokenizer.json`` (Hugging Face tokenizers)
-    <name>-preprocess Python backend, for images: decoding and the checkpoint's own image processor
-                      (``preprocessor_config.json``, through transformers)
+    <name>-preprocess Python backend, for images and audio: decoding and the checkpoint's own image processor
+                      or feature extractor (``preprocessor_config.json``, through transformers)
     <name>-model      the entry's backend (onnxruntime, tensorrt or pytorch): the checkpoint for its task
     <name>-answer     Python backend: labels and scores, entities, answer spans (not for embeddings,
                       whose pooling and normalisation are part of the model's graph)
-    <name>            the ensemble: TEXT (and TEXT_PAIR), or IMAGE, in; the task's answer tensors out
+    <name>            the ensemble: TEXT (and TEXT_PAIR), IMAGE or AUDIO in; the task's answer tensors out
 
 Steps are wired by tensor name when the ensemble is built (the model step takes what its checkpoint
 takes: RoBERTa no token_type_ids, BERT all three).
@@ -33,9 +33,12 @@ class TaskKind(str, enum.Enum):
     SENTENCE_EMBEDDING = "sentence-embedding"
     QUESTION_ANSWERING = "question-answering"
     IMAGE_CLASSIFICATION = "image-classification"
+    AUDIO_CLASSIFICATION = "audio-classification"
+    SPEECH_RECOGNITION = "automatic-speech-recognition"
 
 
 IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION})
+AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
 
 
 class Aggregation(str, enum.Enum):
@@ -65,8 +68,14 @@ class Task:
     max_image_pixels: int = dataclasses.field(default=40_000_000, metadata=meta(
         minimum=1, maximum=1_000_000_000, help="image tasks: the most pixels (width x height) an image may have"))
 
+    max_audio_seconds: int = dataclasses.field(default=30, metadata=meta(
+        minimum=1, maximum=3600, help="audio tasks: the longest clip a request may send, in seconds"))
+
     def takes_image(self) -> bool:
         return self.kind in IMAGE_KINDS
+
+    def takes_audio(self) -> bool:
+        return self.kind in AUDIO_KINDS
 
     def takes_pair(self) -> bool:
         return self.kind is TaskKind.QUESTION_ANSWERING or (
@@ -77,21 +86,26 @@ class Task:
         if self.text_pair and self.kind is not TaskKind.TEXT_CLASSIFICATION:
             what = ("always takes TEXT (question) and TEXT_PAIR (context)"
                     if self.kind is TaskKind.QUESTION_ANSWERING else
-                    "takes one image per row" if self.takes_image() else "takes one text per row")
+                    "takes one image per row" if self.takes_image() else
+                    "takes one clip per row" if self.takes_audio() else "takes one text per row")
             out.append(Problem(f"{path}.text_pair", "true", f"false for {self.kind.value} (it {what})",
                                "remove text_pair"))
         if self.top_k != 1 and self.kind not in TOP_K_KINDS:
             out.append(Problem(f"{path}.top_k", str(self.top_k), "only with " + ", ".join(
                 k.value for k in TaskKind if k in TOP_K_KINDS), "remove top_k"))
         defaults = Task(self.kind)
-        for key in ("max_image_bytes", "max_image_pixels"):
-            if not self.takes_image() and getattr(self, key) != getattr(defaults, key):
-                out.append(Problem(f"{path}.{key}", str(getattr(self, key)), "only with an image task ("
-                                   + ", ".join(sorted(k.value for k in IMAGE_KINDS)) + ")", f"remove {key}"))
+        for keys, kinds, takes in ((("max_image_bytes", "max_image_pixels"), IMAGE_KINDS, self.takes_image()),
+                                   (("max_audio_seconds",), AUDIO_KINDS, self.takes_audio())):
+            for key in keys:
+                if not takes and getattr(self, key) != getattr(defaults, key):
+                    what = "an image" if kinds is IMAGE_KINDS else "an audio"
+                    out.append(Problem(f"{path}.{key}", str(getattr(self, key)), f"only with {what} task ("
+                                       + ", ".join(sorted(k.value for k in kinds)) + ")", f"remove {key}"))
         return out
 
 
-TOP_K_KINDS = frozenset({TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING, TaskKind.IMAGE_CLASSIFICATION})
+TOP_K_KINDS = frozenset({TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING, TaskKind.IMAGE_CLASSIFICATION,
+                         TaskKind.AUDIO_CLASSIFICATION})
 
 
 # The ensemble's outputs per task (what an application reads), and whether an answer step makes them.
@@ -101,24 +115,29 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
     TaskKind.QUESTION_ANSWERING: ("answers",),
     TaskKind.IMAGE_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.AUDIO_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.SPEECH_RECOGNITION: ("text",),
 }
-TEXT, TEXT_PAIR, IMAGE = "TEXT", "TEXT_PAIR", "IMAGE"
+TEXT, TEXT_PAIR, IMAGE, AUDIO = "TEXT", "TEXT_PAIR", "IMAGE", "AUDIO"
 STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
-PREPROCESS_SUFFIX = "-preprocess"  # an image task's first step
+PREPROCESS_SUFFIX = "-preprocess"  # an image or audio task's first step
 # The recipe of each step (deployment_spec.recipes lists them; model_build implements them).
-TOKENIZE_RECIPE, ANSWER_RECIPE, IMAGE_RECIPE = "hf-tokenize", "hf-answer", "hf-image-preprocess"
+TOKENIZE_RECIPE, ANSWER_RECIPE, IMAGE_RECIPE, AUDIO_RECIPE = ("hf-tokenize", "hf-answer", "hf-image-preprocess",
+                                                             "hf-audio-preprocess")
 MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.TEXT_CLASSIFICATION: "hf-sequence-classification",
     TaskKind.TOKEN_CLASSIFICATION: "hf-token-classification",
     TaskKind.SENTENCE_EMBEDDING: "hf-sentence-embedding",
     TaskKind.QUESTION_ANSWERING: "hf-question-answering",
     TaskKind.IMAGE_CLASSIFICATION: "hf-image-classification",
+    TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
+    TaskKind.SPEECH_RECOGNITION: "hf-ctc",
 }
 
 
 def first_recipe(kind: TaskKind) -> str:
     """The recipe of the step that turns what the application sends into the model's tensors."""
-    return IMAGE_RECIPE if kind in IMAGE_KINDS else TOKENIZE_RECIPE
+    return IMAGE_RECIPE if kind in IMAGE_KINDS else AUDIO_RECIPE if kind in AUDIO_KINDS else TOKENIZE_RECIPE
 
 
 def has_answer_step(kind: TaskKind) -> bool:
@@ -126,7 +145,7 @@ def has_answer_step(kind: TaskKind) -> bool:
 
 
 def step_suffixes(kind: TaskKind) -> tuple[str, ...]:
-    first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS else STEP_SUFFIXES[0]
+    first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS | AUDIO_KINDS else STEP_SUFFIXES[0]
     suffixes = (first, *STEP_SUFFIXES[1:])
     return suffixes if has_answer_step(kind) else suffixes[:2]
 

@@ -11,7 +11,7 @@ import pathlib
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from deployment_spec.tasks import IMAGE, TEXT, TEXT_PAIR
+from deployment_spec.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
 from local_endpoint.components import ComponentsEndpoint
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
@@ -20,7 +20,8 @@ from local_endpoint.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at
                                    split_local_url)
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import encode_request
-from local_endpoint.request_inputs import image_bytes_tensor, image_tensor, read_input_file, text_tensor, tokenize_text
+from local_endpoint.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
+                                          text_tensor, tokenize_text)
 from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
 from local_endpoint.runtime_routes import endpoint_in_path
 from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
@@ -97,8 +98,8 @@ def invoke_main(argv: list[str]) -> int:
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
-        raw_images = args.image is not None and not args.input_name
-        request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_images)
+        raw_files = (args.image is not None and not args.input_name) or args.audio is not None
+        request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_files)
         name, url = args.endpoint_name, None
         if args.url:
             url, named_in_url = runtime_address(args.url)
@@ -199,6 +200,10 @@ def _invoke_parser() -> argparse.ArgumentParser:
                       help="image files (JPEG, PNG, WebP) sent as their encoded bytes: one BYTES row each as "
                            "IMAGE (what an image task's ensemble takes, in binary+json), or with --input-name one "
                            "UINT8 row each (a DALI model or an ensemble starting with one)")
+    what.add_argument("--audio", type=pathlib.Path, nargs="+", metavar="FILE",
+                      help="audio files (WAV, FLAC) sent as their bytes, one BYTES row each as AUDIO (what an audio "
+                           "task's ensemble takes, in binary+json); one file per request for clips of different "
+                           "lengths")
     parser.add_argument("--text-pair", help="with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a "
                                             "question-answering context, an NLI hypothesis, a reranked passage)")
     parser.add_argument("--input-name", help="model input fed by a .npy file, by raw --text or by --image")
@@ -256,6 +261,8 @@ def _tensors_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--text-pair goes with --text, sent as raw text (without --tokenizer)")
     if args.input is not None:
         return read_input_file(args.input, args.input_name)
+    if args.audio is not None:
+        return [audio_bytes_tensor(args.audio, args.input_name or AUDIO)]
     if args.image is not None:
         if not args.input_name:  # what an image task's ensemble takes: one encoded file per BYTES row
             return [image_bytes_tensor(args.image, IMAGE)]

@@ -61,6 +61,9 @@ def _answer(response: DecodedResponse) -> list[str] | None:
         return [f"row {row}: sentence_embedding, {vector.size} values, norm {float(np.linalg.norm(vector)):.4f}: "
                 + np.array2string(vector, threshold=12, precision=4, max_line_width=120)
                 for row, vector in enumerate(found["sentence_embedding"])]
+    if set(found) == {"text"}:  # a transcript (automatic-speech-recognition)
+        return [f"row {row} text: " + json.dumps(str(_printable(cell).ravel()[0]), ensure_ascii=False)
+                for row, cell in enumerate(found["text"])]
     key = next((name for name in ("entities", "answers") if set(found) == {name}), None)
     if key is None:
         return None

@@ -4,11 +4,13 @@ The last step of a ``task:`` ensemble (deployment_spec/tasks.py). config.pbtxt p
 and ``answer_params`` (JSON: id2label, top_k, the function to apply, aggregation...). numpy and the
 standard library only: it runs on the image's own Python.
 
-- text-classification, image-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and
+- text-classification, image-classification, audio-classification: inputs ``logits`` [rows, labels]; outputs ``labels`` (BYTES) and
   ``scores`` (FP32), [rows, top_k], best first, as ``pipeline("text-classification", top_k=k)`` (and
   ``pipeline("image-classification")``, whose rule for the function is the same).
 - token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``, ``input_ids``;
   output ``entities``, one JSON list per row (``answer_token_classification.py``).
+- automatic-speech-recognition: input ``logits`` [rows, frames, vocabulary] of a CTC model; output ``text``,
+  one string per row, greedy CTC decoding as the pipeline's (``answer_ctc.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
   ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``, ``attention_mask``; output ``answers``, one JSON
   list per row
@@ -48,8 +50,12 @@ def classify(logits, params):
 
 def answer(task, params, inputs):
     """{input name: array} -> {output name: array} for one request."""
-    if task in ("text-classification", "image-classification"):
+    if task in ("text-classification", "image-classification", "audio-classification"):
         return classify(inputs["logits"], params)
+    if task == "automatic-speech-recognition":
+        # One clip length per request (the preprocessing step refuses others): every frame is the clip's.
+        texts = _task_module("answer_ctc").answer(inputs["logits"], None, params)
+        return {"text": np.array([[t.encode()] for t in texts], dtype=np.object_)}
     if task == "token-classification":
         rows = _task_module("answer_token_classification").answer(
             _texts(inputs["TEXT"]), inputs["logits"], inputs["offsets"], inputs["word_ids"], params,
@@ -76,7 +82,8 @@ def _task_module(name):
 def load_params(text):
     """``answer_params`` of config.pbtxt; JSON keys are strings, label ids are not."""
     params = json.loads(text)
-    params["id2label"] = {int(k): v for k, v in params["id2label"].items()}
+    if "id2label" in params:  # a CTC decoder's vocabulary keeps its string keys (answer_ctc.py)
+        params["id2label"] = {int(k): v for k, v in params["id2label"].items()}
     return params
 
 

@@ -82,6 +82,9 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     if model.task is not None and model.task.takes_image():
         from model_build.recipes import image_steps
         return image_steps.exportable(model, root)
+    if model.task is not None and model.task.takes_audio():
+        from model_build.recipes import audio_steps
+        return audio_steps.exportable(model, root)
     if model.task is not None or recipe in TASK_RECIPES:
         from model_build.recipes import text_tasks
         return text_tasks.exportable(model, root)

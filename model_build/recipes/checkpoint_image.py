@@ -38,6 +38,12 @@ def processor(folder: pathlib.Path) -> Any:
     except (OSError, ValueError, TypeError, KeyError, ImportError) as exc:
         raise BuildError(f"{folder}: transformers cannot load an image processor from it ({_first_line(exc)}); "
                          "save the checkpoint's image processor there (image_processor.save_pretrained)") from None
+    needs = [b for b in vars(type(found)).get("__backends", ()) if b in ("torch", "torchvision")]
+    if needs:  # it loaded here, but would not start in the step's environment (transformers, Pillow, numpy)
+        raise BuildError(f"{folder}: its image processor {type(found).__name__} needs {' and '.join(needs)} "
+                         "(transformers has no PIL form of it), and the preprocessing step's environment has "
+                         "transformers, Pillow and numpy only; fix: use a checkpoint whose image processor has a "
+                         "PIL form (most: ViT, ConvNeXT, DeiT, BEiT, CLIP, DINOv2...)")
     return found
 
 

@@ -37,6 +37,8 @@ class ExportableModel:
         agreement_from: what ``agreement_inputs`` are, for the build log and the manifest.
         end_id: the token id the model's tokenizer ends every row with (a classifier may pool there, as
             BART's does at its end-of-sequence token); the serving cases then end their padded rows with it.
+        short_length: the short length the serving cases try along axis 1 (default: 24 positions); audio
+            models, whose convolutions need hundreds of samples, give their own.
     """
 
     module: Any
@@ -50,6 +52,7 @@ class ExportableModel:
     agreement_inputs: Optional[Mapping[str, Any]] = None
     agreement_from: str = "the recipe's real inputs"
     end_id: Optional[int] = None
+    short_length: Optional[int] = None
 
     def problems(self) -> list[str]:
         out = []

@@ -6,7 +6,7 @@ import pathlib
 
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import ANSWER_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
+from deployment_spec.tasks import ANSWER_RECIPE, AUDIO_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
 from model_build import tokenizer_files
 from model_build.errors import BuildError
 from model_build.recipes.contract import PythonModel, weights_dir
@@ -29,6 +29,9 @@ def python_model(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> 
         return _text_preprocess(model, root, consumer_int32)
     if recipe in T5_SIZES:
         return _t5(model, root)
+    if recipe == AUDIO_RECIPE:
+        from model_build.recipes import audio_steps
+        return audio_steps.preprocess(model, root)
     if recipe == IMAGE_RECIPE:
         from model_build.recipes import image_steps
         return image_steps.preprocess(model, root)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import pathlib
+from typing import Any
 
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
+from model_build.errors import BuildError
 from model_build.recipes.contract import PythonModel
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
@@ -46,13 +48,16 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
     folder = checkpoint_text.checkpoint(model, root)
     task = checkpoint_text.task_of(model)
     kind = task.kind
-    params = (checkpoint_image.classification_params(folder, task.top_k) if task.takes_image()
-              else checkpoint_text.answer_params(model, folder))
+    params = _answer_params(model, folder)
     files = {"model.py": TEMPLATES / "hf_answer.py"}
     tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))
     id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # as the tokenizer step makes them
-    if kind in (TaskKind.TEXT_CLASSIFICATION, TaskKind.IMAGE_CLASSIFICATION):
-        inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
+    if kind is TaskKind.SPEECH_RECOGNITION:
+        files["answer_ctc.py"] = TEMPLATES / "answer_ctc.py"
+        inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1, -1)),)
+        outputs: tuple[TensorSpec, ...] = (TensorSpec("text", "TYPE_STRING", (1,)),)
+    elif kind in (TaskKind.TEXT_CLASSIFICATION, TaskKind.IMAGE_CLASSIFICATION, TaskKind.AUDIO_CLASSIFICATION):
+        inputs = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
         k = min(params["top_k"], len(params["id2label"]))
         outputs = (TensorSpec("labels", "TYPE_STRING", (k,)), TensorSpec("scores", "TYPE_FP32", (k,)))
     elif kind is TaskKind.TOKEN_CLASSIFICATION:
@@ -66,6 +71,26 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
                   TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
                   *tokens, TensorSpec("attention_mask", id_type, (-1,)))
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
+    what = (f"{len(params['id_to_token'])} tokens from {folder}/vocab.json" if kind is TaskKind.SPEECH_RECOGNITION
+            else f"{len(params['id2label'])} labels from {folder}/config.json")
     return PythonModel(files=files, inputs=inputs, outputs=outputs,
                        parameters={"task": kind.value, "answer_params": json.dumps(params, sort_keys=True)},
-                       note=f"answers {kind.value} with {len(params['id2label'])} labels from {folder}/config.json")
+                       note=f"answers {kind.value} with {what}")
+
+
+def _answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
+    """What the answer step needs, as the task's pipeline decides it."""
+    task = checkpoint_text.task_of(model)
+    if task.takes_image():
+        return checkpoint_image.classification_params(folder, task.top_k)
+    if task.kind is TaskKind.AUDIO_CLASSIFICATION:
+        from model_build.recipes import audio_steps
+        return audio_steps.classification_params(folder, task.top_k)
+    if task.kind is TaskKind.SPEECH_RECOGNITION:
+        from model_build.python_models import answer_ctc
+        try:
+            return answer_ctc.load_params(folder)
+        except ValueError as exc:
+            raise BuildError(f"models.{model.task_entry or model.name}.weights: {exc}; save the checkpoint's CTC "
+                             "tokenizer there (Wav2Vec2CTCTokenizer.save_pretrained)") from None
+    return checkpoint_text.answer_params(model, folder)

@@ -86,10 +86,10 @@ def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[i
     for batch in sizes:
         base = _sample(made, batch)
         if mask is None:
-            cases += _unmasked(base, batch, seq_inputs)
+            cases += _unmasked(base, batch, seq_inputs, made.short_length or SHORT_LENGTH)
             continue
         full = int(base[mask].shape[1])
-        short = [min(SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else []
+        short = [min(made.short_length or SHORT_LENGTH, full // 2)] if mask in seq_inputs and full >= 8 else []
         long = [full] if not short or full_length_tokens is None or batch == 1 or batch * full <= full_length_tokens \
             else []
         cases += [_padded(base, batch, length, mask, seq_inputs, made.end_id) for length in long + short]
@@ -107,14 +107,14 @@ def plan(made: ExportableModel, model: ModelSpec, full_length_tokens: Optional[i
     return Plan(tuple(cases), tuple(invariances), mask, seq_outputs)
 
 
-def _unmasked(base: Mapping[str, Any], batch: int, seq_inputs: list[str]) -> list[Case]:
+def _unmasked(base: Mapping[str, Any], batch: int, seq_inputs: list[str], short: int) -> list[Case]:
     """A batch without a mask; with a sequence axis, at the full and a short length."""
     full = int(base[seq_inputs[0]].shape[1]) if seq_inputs else 0
     if full < 8:
         return [Case(f"batch {batch}", dict(base))]
     return [Case(f"batch {batch} x {length} positions", {k: (v[:, :length] if k in seq_inputs else v)
                                                          for k, v in base.items()})
-            for length in (full, min(SHORT_LENGTH, full // 2))]
+            for length in (full, min(short, full // 2))]
 
 
 def _real(made: ExportableModel, rows: int, tokens: Optional[int]) -> list[Case]:

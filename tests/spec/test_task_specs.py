@@ -68,7 +68,7 @@ REFUSED = {
                               "one text per row); fix: remove text_pair"),
     "top_k for entities": ({"sentiment": {**SENTIMENT, "task": {"kind": "token-classification", "top_k": 3}}},
                            "models.sentiment.task.top_k: got 3; allowed: only with text-classification, "
-                           "question-answering, image-classification; fix: remove top_k"),
+                           "question-answering, image-classification, audio-classification; fix: remove top_k"),
     "a step name taken": ({"sentiment": SENTIMENT,
                            "sentiment-tokenize": {"backend": "python", "source": {"recipe": "text-preprocess"}}},
                           "models.sentiment-tokenize: got a model declared by hand; allowed: no model of this name: "
@@ -76,9 +76,15 @@ REFUSED = {
                           "task from models.sentiment"),
     "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
                         "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
-                        "token-classification, sentence-embedding, question-answering, image-classification; fix: "
-                        "use one of text-classification, token-classification, sentence-embedding, "
-                        "question-answering, image-classification"),
+                        "token-classification, sentence-embedding, question-answering, image-classification, "
+                        "audio-classification, automatic-speech-recognition; fix: use one of text-classification, "
+                        "token-classification, sentence-embedding, question-answering, image-classification, "
+                        "audio-classification, automatic-speech-recognition"),
+    "an audio limit on an image task": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification",
+                                                                             "max_audio_seconds": 5}}},
+                                        "models.sentiment.task.max_audio_seconds: got 5; allowed: only with an audio "
+                                        "task (audio-classification, automatic-speech-recognition); fix: remove "
+                                        "max_audio_seconds"),
     "an image limit on a text task": ({"sentiment": {**SENTIMENT, "task": {"kind": "text-classification",
                                                                            "max_image_bytes": 4096}}},
                                       "models.sentiment.task.max_image_bytes: got 4096; allowed: only with an image "

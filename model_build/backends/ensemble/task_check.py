@@ -144,6 +144,13 @@ def label_rows(made: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
 def run_model(chain: Chain, arrays: Mapping[str, np.ndarray], scratch: pathlib.Path, log: Callable[[str], None]
               ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The model step's shipped file in its serving runtime on what the first step made: ({output: array}, ran)."""
+    (got,), ran = run_model_requests(chain, [arrays], scratch, log)
+    return got, ran
+
+
+def run_model_requests(chain: Chain, requests: list[Mapping[str, np.ndarray]], scratch: pathlib.Path,
+                       log: Callable[[str], None]) -> tuple[list[dict[str, np.ndarray]], dict[str, str]]:
+    """The model step's file on several requests at once (one run of the serving runtime), outputs per request."""
     entry = chain.model_entry
     names = [t.name for t in entry.inputs]
     outputs = [t.name for t in entry.outputs]
@@ -155,15 +162,17 @@ def run_model(chain: Chain, arrays: Mapping[str, np.ndarray], scratch: pathlib.P
     import torch
 
     dtypes = {"TYPE_INT32": np.int32, "TYPE_INT64": np.int64, "TYPE_FP32": np.float32}
-    plan = Plan((Case("raw", {n: torch.from_numpy(np.ascontiguousarray(arrays[plain(n)], dtype=dtypes[t.data_type]))
-                              for n, t in zip(names, entry.inputs)}),), (), None)
+    cases = tuple(Case(f"raw {i}", {n: torch.from_numpy(np.ascontiguousarray(arrays[plain(n)],
+                                                                             dtype=dtypes[t.data_type]))
+                                    for n, t in zip(names, entry.inputs)}) for i, arrays in enumerate(requests))
     path = layout.version_dir(chain.dirs[1]) / file_name
     got = verify.run_candidates(env, kind, [verify.Candidate("served", path if path.is_file() else path / file_name)],
-                                plan, names, outputs, scratch)["served"]
+                                Plan(cases, (), None), names, outputs, scratch)["served"]
     if isinstance(got, str):
         raise BuildError(f"model {chain.model_step.name}: the raw-input check could not run it in {env.package} "
                          f"{env.version}: {got}")
-    return {plain(n): v for n, v in zip(outputs, got["raw"])}, {"runtime": env.package, "version": env.version}
+    return ([{plain(n): v for n, v in zip(outputs, got[case.name])} for case in cases],
+            {"runtime": env.package, "version": env.version})
 
 
 def answer_step(chain: Chain) -> tuple[types.ModuleType, dict[str, Any]]:

@@ -166,6 +166,11 @@ def _labels(got: Any, want: Any, atol: float) -> tuple[float, str]:
     return error, f"score off by {error:.3g} (atol {atol:g})" if error > atol else ""
 
 
+def _same_text(got: Any, want: Any, atol: float) -> tuple[float, str]:
+    """A transcript: the same text, character for character (1.0 counts one that differs)."""
+    return (0.0, "") if got == want else (1.0, f"text {got!r}, the pipeline's {want!r}")
+
+
 def _spans(key: str, fields: tuple[str, ...]):
     def check(got: Any, want: Any, atol: float) -> tuple[float, str]:
         if len(got) != len(want):
@@ -190,6 +195,8 @@ _ROW = {
     TaskKind.SENTENCE_EMBEDDING: _embedding,
     TaskKind.TEXT_CLASSIFICATION: _labels,
     TaskKind.IMAGE_CLASSIFICATION: _labels,
+    TaskKind.AUDIO_CLASSIFICATION: _labels,
+    TaskKind.SPEECH_RECOGNITION: _same_text,
     TaskKind.TOKEN_CLASSIFICATION: _spans("entities", ("entity_group", "entity", "start", "end")),
     TaskKind.QUESTION_ANSWERING: _spans("answers", ("answer", "start", "end")),
 }

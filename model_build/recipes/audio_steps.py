@@ -1,0 +1,173 @@
+"""The steps of an audio ``task:`` ensemble (deployment_spec/tasks.py) that are not the answer step: the
+preprocessing step (Python backend: decoding and the checkpoint's feature extractor) and the model step
+(AutoModelForAudioClassification's or AutoModelForCTC's logits). Imports transformers (build only)."""
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+import torch
+
+from deployment_spec.manifest import TensorSpec
+from deployment_spec.model import ModelSpec
+from deployment_spec.tasks import AUDIO, TaskKind
+from model_build.errors import BuildError
+from model_build.recipes import checkpoint_text
+from model_build.recipes.contract import ExportableModel, PythonModel
+
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
+# What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
+# feature extractors are numpy code in transformers, so no torch ships.
+PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4")
+HEADS = {TaskKind.AUDIO_CLASSIFICATION: "AutoModelForAudioClassification",
+         TaskKind.SPEECH_RECOGNITION: "AutoModelForCTC"}
+FEATURES = ("input_values", "input_features")  # raw samples (wav2vec2 family) or a spectrogram (AST, Whisper)
+
+
+@functools.lru_cache(maxsize=8)
+def feature_extractor(folder: pathlib.Path) -> Any:
+    from transformers import AutoFeatureExtractor
+
+    if not (folder / "preprocessor_config.json").is_file():
+        raise BuildError(f"{folder}: no preprocessor_config.json; an audio task computes features as the "
+                         "checkpoint's own feature extractor does; save it there (AutoFeatureExtractor."
+                         "from_pretrained(<the checkpoint>).save_pretrained(folder))")
+    try:
+        return AutoFeatureExtractor.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError, TypeError, KeyError, ImportError) as exc:
+        raise BuildError(f"{folder}: transformers cannot load a feature extractor from it "
+                         f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); save "
+                         "the checkpoint's feature extractor there (feature_extractor.save_pretrained)") from None
+
+
+def feature_name(folder: pathlib.Path) -> str:
+    names = list(getattr(feature_extractor(folder), "model_input_names", []))
+    found = [n for n in FEATURES if n in names]
+    if not found:
+        raise BuildError(f"{folder}: its feature extractor ({type(feature_extractor(folder)).__name__}) makes "
+                         f"{', '.join(names) or 'nothing'}, not input_values or input_features; an audio task needs "
+                         "one of them")
+    return found[0]
+
+
+def sampling_rate(folder: pathlib.Path) -> int:
+    return int(feature_extractor(folder).sampling_rate)
+
+
+def feature_shape(folder: pathlib.Path) -> tuple[int, ...]:
+    """The feature tensor's shape per row; -1 where it follows the clip's length (raw samples)."""
+    rate = sampling_rate(folder)
+    shapes = []
+    for seconds in (1.0, 0.5):
+        wave = np.zeros(int(rate * seconds), dtype=np.float32)
+        made = feature_extractor(folder)([wave], sampling_rate=rate, return_tensors="np")[feature_name(folder)]
+        shapes.append(tuple(np.asarray(made).shape[1:]))
+    return tuple(a if a == b else -1 for a, b in zip(*shapes))
+
+
+def refuse_torch_only(model: ModelSpec, folder: pathlib.Path) -> None:
+    """The step's environment has transformers without torch: a feature extractor transformers marks as needing
+    torch (``@requires(backends=("torch",))``, e.g. ASTFeatureExtractor, which pads with torch) cannot start there."""
+    found = type(feature_extractor(folder))
+    needs = tuple(vars(found).get("__backends", ()))
+    if "torch" in needs:
+        raise BuildError(
+            f"models.{model.task_entry or model.name}.weights: its feature extractor {found.__name__} needs torch "
+            f"(transformers {_transformers_version()} marks it so), and the preprocessing step's execution "
+            "environment has transformers and numpy only; allowed: feature extractors that run on numpy "
+            "(Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, SeamlessM4TFeatureExtractor...); fix: use a "
+            "checkpoint with one of them, or serve the model with a recipe of your own (source: {recipe: "
+            "module:function}) that takes the features your application computes")
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return str(transformers.__version__)
+
+
+def preprocess(model: ModelSpec, root: pathlib.Path) -> PythonModel:
+    task = checkpoint_text.task_of(model)
+    folder = checkpoint_text.checkpoint(model, root)
+    refuse_torch_only(model, folder)
+    name = feature_name(folder)
+    shape = feature_shape(folder)
+    files = {"model.py": TEMPLATES / "hf_audio_preprocess.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
+             "preprocessor_config.json": folder / "preprocessor_config.json"}
+    if (folder / "config.json").is_file():  # AutoFeatureExtractor falls back on the model type where it names none
+        files["config.json"] = folder / "config.json"
+    extractor = type(feature_extractor(folder)).__name__
+    return PythonModel(
+        files=files, inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
+        outputs=(TensorSpec(name, "TYPE_FP32", shape),),
+        parameters={"sampling_rate": str(sampling_rate(folder)), "max_audio_seconds": str(task.max_audio_seconds),
+                    "feature_class": extractor, "output": name},
+        note=f"feature extractor {extractor} from {folder}/preprocessor_config.json: {name} {list(shape)} at "
+             f"{sampling_rate(folder)} Hz",
+        requirements=PREPROCESS_REQUIREMENTS)
+
+
+def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:
+    """AudioClassificationPipeline.postprocess's rule (transformers 5.23.0 pipelines/audio_classification.py):
+    none for regression, sigmoid for multi-label, else softmax (also for one label, unlike images)."""
+    config = json.loads((folder / "config.json").read_text())
+    names = checkpoint_text.labels(folder)
+    problem = config.get("problem_type")
+    function = "none" if problem == "regression" else "sigmoid" if problem == "multi_label_classification" else "softmax"
+    return {"id2label": names, "top_k": top_k, "function": function}
+
+
+class SamplesModel(torch.nn.Module):
+    """``input_values`` (raw samples) passed by name (transformers 5 rejects positional export calls); logits out."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_values: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.model(input_values=input_values).logits
+        return logits
+
+
+class SpectrogramModel(torch.nn.Module):
+    """``input_features`` (a spectrogram: AST, Whisper) passed by name; logits out."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_features: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.model(input_features=input_features).logits
+        return logits
+
+
+def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
+    import transformers
+
+    from model_build.recipes.text_tasks import refuse_untrained_head
+
+    task = checkpoint_text.task_of(model)
+    folder = checkpoint_text.checkpoint(model, root)
+    auto = HEADS[task.kind]
+    net, loading = getattr(transformers, auto).from_pretrained(folder, local_files_only=True, output_loading_info=True)
+    refuse_untrained_head(model, folder, task.kind, loading.get("missing_keys") or [])
+    name = feature_name(folder)
+    shape = feature_shape(folder)
+    rate = sampling_rate(folder)
+    # One second of audio is the example; the serving cases also try a quarter of it.
+    per_row = tuple(rate if size == -1 else size for size in shape)
+
+    def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
+        gen = torch.Generator().manual_seed(seed)
+        return {name: 0.1 * torch.randn(batch, *per_row, generator=gen)}
+
+    module = (SamplesModel if name == "input_values" else SpectrogramModel)(net.eval())
+    ctc = task.kind is TaskKind.SPEECH_RECOGNITION
+    axes = {name: {0: "batch", **({1: "samples"} if shape[0] == -1 else {})},
+            "logits": {0: "batch", 1: "frames"} if ctc else {0: "batch"}}
+    note = f"weights from {folder} ({net.config.model_type}, {auto}), {name} {list(shape)} at {rate} Hz"
+    return ExportableModel(module, sample(2, 0), (name,), ("logits",), axes, sample, note,
+                           short_length=rate // 4 if shape[0] == -1 else None)

@@ -1,0 +1,275 @@
+"""Audio files in, labels and transcripts out: tiny checkpoints with their own feature extractors (wav2vec2's
+group-normalised raw samples, HuBERT's layer-normalised ones with a CTC head and a character tokenizer),
+built as ``task:`` ensembles, verified at build time against transformers' pipeline on raw WAV files (lengths,
+encodings, stereo), then served by the real Triton server and compared with the pipeline again.
+
+Also: a planted wrong normalisation and a planted wrong sampling rate fail the build-time check, and bad audio
+gets a 400 naming AUDIO while the server goes on answering.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+from deployment_spec import load_spec
+from deployment_spec.endpoint import EndpointKind
+from deployment_spec.manifest import load_manifest
+from local_endpoint.errors import InvokeError
+from local_endpoint.invoke import invoke_url
+from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.multi_model import MultiModelEndpoint
+from local_endpoint.payload import NamedTensor, encode_request
+from model_build import layout
+from model_build.backends.ensemble import audio_check, audio_samples, task_check, task_reference
+from model_build.errors import BuildError
+from tritonsm.benchmarking import audio_checkpoints
+from tritonsm.cli import main as tritonsm_main
+
+pytestmark = pytest.mark.triton
+
+SPEC = """\
+project: Sounds
+triton_version: "25.09"
+models:
+  sounds:
+    task: {kind: audio-classification, top_k: 2, max_audio_seconds: 2}
+    backend: onnxruntime
+    weights: sounds-wav2vec2
+    max_batch_size: 4
+  scenes:
+    task: {kind: audio-classification}
+    backend: pytorch
+    weights: scenes-wav2vec2
+    max_batch_size: 4
+  words:
+    task: {kind: automatic-speech-recognition}
+    backend: onnxruntime
+    weights: words-hubert
+    max_batch_size: 4
+endpoints:
+  sounds:
+    kind: multi-model
+    models: [sounds, scenes, words]
+    instance_type: ml.g5.xlarge
+environments:
+  dev: {region: us-east-1}
+"""
+CHECKPOINTS = {"sounds-wav2vec2": ("audio-classification", "wav2vec2"), "scenes-wav2vec2": ("audio-classification", "wav2vec2"),
+               "words-hubert": ("automatic-speech-recognition", "hubert")}
+MODELS = ("sounds", "scenes", "words")
+RUNTIME_NAME = "Sounds-dev-sounds"
+RATE = audio_checkpoints.RATE
+FEATURES = {"sounds": "Wav2Vec2FeatureExtractor", "scenes": "Wav2Vec2FeatureExtractor",
+            "words": "Wav2Vec2FeatureExtractor"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    root: pathlib.Path
+    spec_path: pathlib.Path
+
+    def manifest(self):
+        return load_manifest(self.root / "assets" / "manifest.json")
+
+    def tarball(self, model: str) -> pathlib.Path:
+        manifest = self.manifest()
+        (artifact,) = [a for a in manifest.endpoints["sounds"].artifacts if model in a.models]
+        return manifest.artifact_path(artifact)
+
+
+@pytest.fixture(scope="module")
+def built(module_tmp) -> Built:
+    root = module_tmp.mktemp("raw-audio")
+    for folder, (task, family) in CHECKPOINTS.items():
+        audio_checkpoints.save(root / folder, task, family)
+    (root / "spec.yaml").write_text(SPEC)
+    assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
+                          "--work-dir", str(root / "work")]) == 0
+    return Built(root, root / "spec.yaml")
+
+
+@pytest.fixture(scope="module")
+def runtime(built, module_tmp):
+    mme = MultiModelEndpoint([built.tarball(m) for m in MODELS], log_file=module_tmp.mktemp("logs") / "mme.log",
+                             cpu_stand_in=True)
+    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def served(runtime):
+    return runtime.endpoints[0].server
+
+
+def _chain(built: Built, name: str, tmp: pathlib.Path) -> task_check.Chain:
+    spec = load_spec(built.spec_path)
+    manifest = built.manifest()
+    steps = [s.model for s in spec.models[name].ensemble.steps]
+    dirs = []
+    for step in steps:  # a copy of each built step, so a test may plant a defect in it
+        source = built.root / "work" / "models" / f"{step}-{manifest.models[step].build_hash[:16]}" / step
+        dirs.append(pathlib.Path(shutil.copytree(source, tmp / step)))
+    model_step = spec.models[steps[1]]
+    return task_check.Chain(name, spec.models[name].task, model_step, manifest.models[steps[1]], dirs,
+                            built.root / model_step.weights, spec.triton_version)
+
+
+def test_the_build_verifies_each_audio_task_against_the_pipeline(built):
+    models = built.manifest().models
+    for name in MODELS:
+        check = models[name].verification
+        kind = "automatic-speech-recognition" if name == "words" else "audio-classification"
+        assert check.ran and check.details["reference"] == (
+            f"transformers 5.23.0 pipeline('{kind}') ({FEATURES[name]})"), name
+        # sounds refuses clips over 2 s by its spec: the 2 s noise is its longest
+        assert check.cases == 6 and check.details["sampling_rate"] == RATE
+        assert check.max_abs_error < 1e-5, (name, check.max_abs_error)
+    assert [(t.name, t.data_type, t.dims) for t in models["words"].inputs] == [("AUDIO", "TYPE_STRING", (1,))]
+    assert [(t.name, t.dims) for t in models["words"].outputs] == [("text", (1,))]
+    assert [(t.name, t.dims) for t in models["sounds-model"].inputs] == [("input_values", (-1,))]
+    assert models["scenes"].verification.runtime == "torch" and models["sounds"].verification.runtime == "onnxruntime"
+
+
+def test_the_check_passes_on_the_built_steps(built, tmp_path):
+    # The twin of the planted defects below: the same call on the untouched copies finds nothing.
+    assert audio_check.check(_chain(built, "words", tmp_path), tmp_path, print).ran
+
+
+def test_a_planted_wrong_normalisation_fails_the_check(built, tmp_path):
+    chain = _chain(built, "sounds", tmp_path)
+    path = layout.version_dir(chain.dirs[0]) / "preprocessor_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "do_normalize": False}))
+    with pytest.raises(BuildError) as caught:
+        audio_check.check(chain, tmp_path, print)
+    assert str(caught.value).startswith(
+        "model sounds: raw audio through its steps does not answer as transformers 5.23.0 "
+        "pipeline('audio-classification') (Wav2Vec2FeatureExtractor) on 6 of 6 clips: clip 0 (tone 440 Hz, 0.6 s, "
+        "16-bit PCM): features differ from the feature extractor's by up to "), str(caught.value)
+    assert str(caught.value).endswith(audio_check.FEATURES_DIFFER)
+
+
+def test_a_planted_wrong_sampling_rate_fails_the_check(built, tmp_path):
+    chain = _chain(built, "words", tmp_path)
+    config = chain.dirs[0] / layout.CONFIG
+    config.write_text(config.read_text().replace(f'string_value: "{RATE}"', 'string_value: "8000"'))
+    with pytest.raises(BuildError) as caught:
+        audio_check.check(chain, tmp_path, print)
+    assert str(caught.value) == (
+        "model words: the preprocessing step refuses raw clip 0 (tone 440 Hz, 0.6 s, 16-bit PCM) at 16000 Hz, which "
+        "the checkpoint's feature extractor takes: AUDIO: a WAV at 16000 Hz; this model takes 8000 Hz audio (its "
+        "feature extractor's sampling_rate); resample it to 8000 Hz before sending (row 0); rebuild the model (its "
+        "step does not follow the checkpoint's preprocessor_config.json)")
+
+
+def _send(served, model: str, clips: list[bytes]):
+    tensors = [NamedTensor("AUDIO", "BYTES", np.array([[c] for c in clips], dtype=np.object_))]
+    return invoke_url(served.url, encode_request(tensors, binary=True), target_model=f"{model}.tar.gz")
+
+
+def _target(built, model):
+    return built.tarball(model).name.removesuffix(".tar.gz")
+
+
+def test_the_served_ensembles_answer_as_the_pipeline(built, served, tmp_path):
+    spec = load_spec(built.spec_path)
+    texts = []
+    for name in MODELS:
+        task = spec.models[name].task
+        clips = audio_samples.clips(RATE, task.max_audio_seconds)
+        ours = []
+        for clip in clips:  # one clip per request, as the clips differ in length
+            outputs = {o.name: o.array for o in _send(served, _target(built, name), [clip.data]).outputs}
+            ours.append(outputs["text"][0][0].decode() if name == "words" else task_check.label_rows(outputs)[0])
+        _, theirs, _ = audio_check.reference(_chain(built, name, tmp_path / name), clips, RATE,
+                                             "input_values")
+        worst, problems = task_reference.compare(task, ours, theirs, 1e-5)
+        assert problems == [] and worst < 1e-5, (name, problems, worst)
+        texts += ours if name == "words" else []
+    # The tiny random CTC head still spells: transcripts with letters and word breaks, not empty strings.
+    assert all(text.strip() for text in texts) and any(" " in text for text in texts), texts
+
+
+def test_bad_audio_is_a_400_naming_the_input_and_the_server_goes_on(built, served):
+    sounds = _target(built, "sounds")
+    tone = audio_samples.clips(RATE)[0].data
+    long_clip = audio_samples.pcm_wav(np.zeros(int(2.5 * RATE)), RATE)
+    prefix = f"in ensemble '{sounds}.tar.gz', "
+    bad = {
+        (b"",): "AUDIO: no bytes; this model takes one WAV (RIFF/WAVE) file per request; send the file's bytes "
+                "(row 0)",
+        (audio_samples.pcm_wav(np.zeros(4410), 44100),): "AUDIO: a WAV at 44100 Hz; this model takes 16000 Hz audio "
+                                                          "(its feature extractor's sampling_rate); resample it to "
+                                                          "16000 Hz before sending (row 0)",
+        (long_clip,): "AUDIO: a WAV of 2.50 s (40000 samples at 16000 Hz); this model takes at most 2 s (32000 "
+                      "samples); cut it into pieces of at most 2 s before sending (row 0)",
+        (b"ID3\x04\x00\x00\x00\x00\x00\x00mp3 frames",): "AUDIO: MPEG audio (MP3 or AAC); this model takes WAV "
+                                                          "(RIFF/WAVE) audio; convert it to WAV (16-bit PCM or 32-bit "
+                                                          "float) before sending (row 0)",
+        (tone[:100],): "AUDIO: a WAV whose 'data' chunk is cut short",
+        (tone, audio_samples.clips(RATE)[1].data): "AUDIO: the clips of one request have 2 lengths (9600 to 20800 "
+                                                   "samples); this model takes clips of one length per request (it "
+                                                   "has no attention mask, padding would change its answers); send "
+                                                   "one clip per request",
+    }
+    good = (tone,)
+
+    def send(clips):
+        try:
+            return _send(served, sounds, list(clips))
+        except InvokeError as error:
+            return str(error)
+
+    cases = list(bad) + [good] * 6
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, cases))
+    for case, answer in zip(cases, answers):
+        if case in bad:
+            assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
+            assert prefix + bad[case] in answer, (bad[case], answer)
+        else:
+            assert sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+    assert _send(served, sounds, list(good)).outputs  # still answering afterwards
+
+
+def test_the_sagemaker_runtime_api_and_the_cli_take_audio_bytes(built, runtime, tmp_path, capsys):
+    import boto3
+
+    clip = audio_samples.clips(RATE)[5]
+    body = encode_request([NamedTensor("AUDIO", "BYTES", np.array([[clip.data]], dtype=np.object_))], binary=True)
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    reply = client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("words").name,
+                                   ContentType=body.content_type, Body=body.body)
+    assert reply["Body"].read()
+    _, (want,), _ = audio_check.reference(_chain(built, "words", tmp_path), [clip], RATE, "input_values")
+    path = tmp_path / "clip.wav"
+    path.write_bytes(clip.data)
+    assert tritonsm_main(["invoke", "--url", runtime.url, "--target-model", built.tarball("words").name,
+                          "--audio", str(path)]) == 0
+    assert f"row 0 text: {json.dumps(want)}" in capsys.readouterr().out
+
+
+def test_a_feature_extractor_that_needs_torch_is_refused(tmp_path):
+    # transformers 5.23 marks ASTFeatureExtractor @requires(backends=("torch",)): it would not start in the step's
+    # environment (transformers and numpy), whatever the build machine has.
+    from deployment_spec.model import Backend, ModelSpec
+    from deployment_spec.tasks import Task, TaskKind
+    from model_build.recipes import audio_steps
+
+    folder = audio_checkpoints.save(tmp_path / "ast", "audio-classification", "ast")
+    model = ModelSpec(backend=Backend.PYTHON, weights=str(folder), task=Task(TaskKind.AUDIO_CLASSIFICATION),
+                      name="scenes-preprocess", task_entry="scenes")
+    with pytest.raises(BuildError) as caught:
+        audio_steps.preprocess(model, tmp_path)
+    assert str(caught.value) == (
+        "models.scenes.weights: its feature extractor ASTFeatureExtractor needs torch (transformers 5.23.0 marks it "
+        "so), and the preprocessing step's execution environment has transformers and numpy only; allowed: feature "
+        "extractors that run on numpy (Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, "
+        "SeamlessM4TFeatureExtractor...); fix: use a checkpoint with one of them, or serve the model with a recipe of "
+        "your own (source: {recipe: module:function}) that takes the features your application computes")
