@@ -32,10 +32,13 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "hf-token-classification": EXPORTABLE,
     "hf-sentence-embedding": EXPORTABLE,
     "hf-question-answering": EXPORTABLE,
+    # The model step of object detection: logits and boxes per query (pred_boxes, relative to the image).
+    "hf-object-detection": EXPORTABLE,
     # The model steps of the audio tasks: a classifier's logits; a CTC model's logits and frames per row.
     "hf-audio-classification": EXPORTABLE,
     "hf-ctc": EXPORTABLE,
 }
 # Recipes that are nothing without a checkpoint: their architecture is the checkpoint's config.json.
 NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification", "hf-token-classification",
-                 "hf-sentence-embedding", "hf-question-answering", "hf-audio-classification", "hf-ctc")
+                 "hf-sentence-embedding", "hf-question-answering", "hf-audio-classification", "hf-ctc",
+                 "hf-object-detection")

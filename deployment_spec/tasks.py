@@ -33,11 +33,12 @@ class TaskKind(str, enum.Enum):
     SENTENCE_EMBEDDING = "sentence-embedding"
     QUESTION_ANSWERING = "question-answering"
     IMAGE_CLASSIFICATION = "image-classification"
+    OBJECT_DETECTION = "object-detection"
     AUDIO_CLASSIFICATION = "audio-classification"
     SPEECH_RECOGNITION = "automatic-speech-recognition"
 
 
-IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION})
+IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION})
 AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
 
 
@@ -68,6 +69,9 @@ class Task:
     max_image_pixels: int = dataclasses.field(default=40_000_000, metadata=meta(
         minimum=1, maximum=1_000_000_000, help="image tasks: the most pixels (width x height) an image may have"))
 
+    threshold: float = dataclasses.field(default=0.5, metadata=meta(
+        minimum=0, maximum=1, help="object-detection: the lowest score a detection is answered with (the "
+                                   "pipeline's default 0.5)"))
     max_audio_seconds: int = dataclasses.field(default=30, metadata=meta(
         minimum=1, maximum=3600, help="audio tasks: the longest clip a request may send, in seconds"))
 
@@ -94,6 +98,9 @@ class Task:
             out.append(Problem(f"{path}.top_k", str(self.top_k), "only with " + ", ".join(
                 k.value for k in TaskKind if k in TOP_K_KINDS), "remove top_k"))
         defaults = Task(self.kind)
+        if self.threshold != defaults.threshold and self.kind is not TaskKind.OBJECT_DETECTION:
+            out.append(Problem(f"{path}.threshold", str(self.threshold), "only with object-detection",
+                               "remove threshold"))
         for keys, kinds, takes in ((("max_image_bytes", "max_image_pixels"), IMAGE_KINDS, self.takes_image()),
                                    (("max_audio_seconds",), AUDIO_KINDS, self.takes_audio())):
             for key in keys:
@@ -115,6 +122,7 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
     TaskKind.QUESTION_ANSWERING: ("answers",),
     TaskKind.IMAGE_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.OBJECT_DETECTION: ("detections",),
     TaskKind.AUDIO_CLASSIFICATION: ("labels", "scores"),
     TaskKind.SPEECH_RECOGNITION: ("text",),
 }
@@ -130,6 +138,7 @@ MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.SENTENCE_EMBEDDING: "hf-sentence-embedding",
     TaskKind.QUESTION_ANSWERING: "hf-question-answering",
     TaskKind.IMAGE_CLASSIFICATION: "hf-image-classification",
+    TaskKind.OBJECT_DETECTION: "hf-object-detection",
     TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
     TaskKind.SPEECH_RECOGNITION: "hf-ctc",
 }

@@ -9,6 +9,9 @@ standard library only: it runs on the image's own Python.
   ``pipeline("image-classification")``, whose rule for the function is the same).
 - token-classification: inputs ``TEXT``, ``logits`` [rows, tokens, labels], ``offsets``, ``word_ids``, ``input_ids``;
   output ``entities``, one JSON list per row (``answer_token_classification.py``).
+- object-detection: inputs ``logits`` [rows, queries, classes], ``pred_boxes`` [rows, queries, 4], ``image_size``
+  [rows, 2]; output ``detections``, one JSON list per row: score, label, box in the image's pixels
+  (``answer_object_detection.py``), as ``pipeline("object-detection", threshold=...)``.
 - automatic-speech-recognition: input ``logits`` [rows, frames, vocabulary] of a CTC model; output ``text``,
   one string per row, greedy CTC decoding as the pipeline's (``answer_ctc.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
@@ -52,6 +55,10 @@ def answer(task, params, inputs):
     """{input name: array} -> {output name: array} for one request."""
     if task in ("text-classification", "image-classification", "audio-classification"):
         return classify(inputs["logits"], params)
+    if task == "object-detection":
+        rows = _task_module("answer_object_detection").answer(
+            inputs["logits"], inputs["pred_boxes"], inputs["image_size"], params, threshold=float(params["threshold"]))
+        return {"detections": _json_rows(rows)}
     if task == "automatic-speech-recognition":
         # One clip length per request (the preprocessing step refuses others): every frame is the clip's.
         texts = _task_module("answer_ctc").answer(inputs["logits"], None, params)

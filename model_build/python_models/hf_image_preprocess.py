@@ -10,7 +10,11 @@ JPEG), then ``convert("RGB")`` (grayscale, palette, RGBA: alpha dropped, not com
 config.pbtxt parameters: ``max_image_bytes``, ``max_image_pixels``, ``formats`` (Pillow format names, comma
 separated) and ``processor_class`` (the class the build verified with; the step refuses to start on another).
 
-Input ``IMAGE``, BYTES, one encoded file per row. Output ``pixel_values`` [rows, channels, height, width] FP32.
+Input ``IMAGE``, BYTES, one encoded file per row. Outputs ``pixel_values`` [rows, channels, height, width] FP32
+(each image through the processor on its own, as the pipeline runs it) and, for detectors, ``image_size``
+[rows, 2] INT64 (height, width of the upright image: boxes are answered in its pixels). The images of one
+request must give one pixel size (a detector's processor keeps each image's aspect ratio): else a 400 says to
+send one image per request; padding them to one size would move the boxes.
 A bad row (empty, corrupt or cut short, a format not allowed, too many bytes or pixels) fails its own request
 with a 400 naming IMAGE and the row; the other requests of the batch are answered.
 """
@@ -52,9 +56,22 @@ class Preprocess:
 
     def pixels(self, rows):
         """BYTES rows -> pixel_values [rows, C, H, W] float32; RequestError naming the first bad row."""
+        return self.tensors(rows)["pixel_values"]
+
+    def tensors(self, rows):
+        """BYTES rows -> {"pixel_values": [rows, C, H, W] float32, "image_size": [rows, 2] int64 (height, width
+        of each image as decoded and turned upright)}; RequestError naming the first bad row."""
         images = [self.decode(value, row) for row, value in enumerate(rows)]
-        made = self.processor(images=images, return_tensors="np")["pixel_values"]
-        return np.asarray(made, dtype=np.float32)
+        made = [np.asarray(self.processor(images=[image], return_tensors="np")["pixel_values"], dtype=np.float32)
+                for image in images]
+        shapes = sorted({m.shape[1:] for m in made})
+        if len(shapes) > 1:  # a processor that keeps each image's aspect ratio (detectors)
+            raise RequestError(f"{INPUT}: the images of one request give pixel tensors of {len(shapes)} sizes "
+                               f"({', '.join('x'.join(str(d) for d in s[1:]) for s in shapes)}); this model takes "
+                               "images of one size per request (padding would move its boxes); send one image per "
+                               "request")
+        return {"pixel_values": np.concatenate(made),
+                "image_size": np.array([[image.height, image.width] for image in images], dtype=np.int64)}
 
     def decode(self, value, row):
         from PIL import Image, ImageOps, UnidentifiedImageError
@@ -107,17 +124,19 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         here = os.path.join(args["model_repository"], args["model_version"])
         self.step = Preprocess(here, params)
+        self.outputs = [o["name"] for o in config["output"]]
 
     def execute(self, requests):
         responses = []
         for request in requests:
             images = pb_utils.get_input_tensor_by_name(request, INPUT).as_numpy().reshape(-1)
             try:
-                pixels = self.step.pixels(images)
+                made = self.step.tensors(images)
             except RequestError as exc:
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=_client_error(str(exc))))
                 continue
-            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("pixel_values", pixels)]))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor(name, made[name]) for name in self.outputs]))
         return responses
 
 

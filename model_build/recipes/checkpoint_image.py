@@ -53,13 +53,37 @@ def processor_class(folder: pathlib.Path) -> str:
 
 def pixel_shape(folder: pathlib.Path) -> tuple[int, ...]:
     """[channels, height, width] of the processor's ``pixel_values``; -1 where it follows the image's size."""
+    shapes = [_probe(folder, height, width) for height, width in PROBES]
+    return tuple(a if a == b else -1 for a, b in zip(*shapes))
+
+
+def probe_shape(folder: pathlib.Path) -> tuple[int, ...]:
+    """The pixel tensor's shape for the first probe image (480x640): an example size for an export."""
+    return _probe(folder, *PROBES[0])
+
+
+def _probe(folder: pathlib.Path, height: int, width: int) -> tuple[int, ...]:
     from PIL import Image
 
-    shapes = []
-    for height, width in PROBES:
-        image = Image.fromarray(np.full((height, width, 3), 127, dtype=np.uint8))
-        shapes.append(tuple(processor(folder)(images=image, return_tensors="np")["pixel_values"].shape[1:]))
-    return tuple(a if a == b else -1 for a, b in zip(*shapes))
+    image = Image.fromarray(np.full((height, width, 3), 127, dtype=np.uint8))
+    return tuple(int(d) for d in processor(folder)(images=image, return_tensors="np")["pixel_values"].shape[1:])
+
+
+def detection_params(model: ModelSpec, folder: pathlib.Path, threshold: float) -> dict[str, Any]:
+    """What the detection answer step needs (model_build/python_models/answer_object_detection.py), with the
+    spec's threshold; refused where its post-processing is not one the step has."""
+    from model_build.python_models import answer_object_detection
+
+    try:
+        params = answer_object_detection.load_params(folder)
+    except ValueError as exc:
+        raise BuildError(f"models.{model.task_entry or model.name}.weights: {exc}") from None
+    if params["model_outputs"] != ["logits", "pred_boxes"]:
+        raise BuildError(f"models.{model.task_entry or model.name}.weights: a {params['model_type']} detector "
+                         f"answers with {', '.join(params['model_outputs'])} (reading order); the object-detection "
+                         "task serves detectors answering logits and pred_boxes (DETR, Conditional/Deformable DETR, "
+                         "RT-DETR, YOLOS...); fix: use one of them")
+    return {**params, "threshold": threshold}
 
 
 def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import torch
 
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import IMAGE
+from deployment_spec.tasks import IMAGE, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text, model_facts
 from model_build.recipes.contract import ExportableModel, PythonModel
 
@@ -25,15 +25,18 @@ def preprocess(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     task = model.task
     assert task is not None  # require_task
     folder = checkpoint_text.checkpoint(model, root)
-    shape = fixed_shape(model, folder)
+    detector = task.kind is TaskKind.OBJECT_DETECTION
+    # A detector's processor may keep the aspect ratio: its pixels follow each image (one image per request).
+    shape = checkpoint_image.pixel_shape(folder) if detector else fixed_shape(model, folder)
     name = checkpoint_image.processor_class(folder)
     files = {"model.py": TEMPLATES / "hf_image_preprocess.py",
              "preprocessor_config.json": folder / "preprocessor_config.json"}
     if (folder / "config.json").is_file():  # AutoImageProcessor falls back on the model type where the config has none
         files["config.json"] = folder / "config.json"
+    sizes = (TensorSpec("image_size", "TYPE_INT64", (2,)),) if detector else ()
     return PythonModel(
         files=files, inputs=(TensorSpec(IMAGE, "TYPE_STRING", (1,)),),
-        outputs=(TensorSpec("pixel_values", "TYPE_FP32", shape),),
+        outputs=(TensorSpec("pixel_values", "TYPE_FP32", shape), *sizes),
         parameters={"processor_class": name, "max_image_bytes": str(task.max_image_bytes),
                     "max_image_pixels": str(task.max_image_pixels), "formats": ",".join(FORMATS)},
         note=f"image processor {name} from {folder}/preprocessor_config.json, pixel_values {list(shape)}",
@@ -67,8 +70,23 @@ class PixelModel(torch.nn.Module):
         return logits
 
 
+class DetectorModel(torch.nn.Module):
+    """``pixel_values`` by name; every query's class logits and box (cx, cy, w, h relative to the image) out. No
+    pixel_mask: the rows of a request have one size (the preprocessing step refuses others), so the mask would be
+    all ones, which is what the model assumes without one."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        result = self.model(pixel_values=pixel_values)
+        return result.logits, result.pred_boxes
+
+
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
-    """The model step: AutoModelForImageClassification of the checkpoint, at the processor's pixel size."""
+    """The model step: AutoModelForImageClassification (AutoModelForObjectDetection) of the checkpoint, at the
+    processor's pixel size (a detector: any size, exported at the processor's size for a 480x640 image)."""
     import transformers
 
     from model_build.recipes.text_tasks import refuse_untrained_head
@@ -77,15 +95,23 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     task = model.task
     assert task is not None  # require_task
     folder = checkpoint_text.checkpoint(model, root)
-    net, loading = transformers.AutoModelForImageClassification.from_pretrained(
-        folder, local_files_only=True, output_loading_info=True)
+    detector = task.kind is TaskKind.OBJECT_DETECTION
+    auto = "AutoModelForObjectDetection" if detector else "AutoModelForImageClassification"
+    net, loading = getattr(transformers, auto).from_pretrained(folder, local_files_only=True, output_loading_info=True)
     refuse_untrained_head(model, folder, task.kind, loading.get("missing_keys") or [])
-    shape = fixed_shape(model, folder)
+    shape = checkpoint_image.pixel_shape(folder) if detector else fixed_shape(model, folder)
+    example = checkpoint_image.probe_shape(folder) if -1 in shape else shape
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)
-        return {"pixel_values": torch.randn(batch, *shape, generator=gen)}
+        return {"pixel_values": torch.randn(batch, *example, generator=gen)}
 
-    note = f"weights from {folder} ({net.config.model_type}, AutoModelForImageClassification), pixel_values {list(shape)}"
+    note = f"weights from {folder} ({net.config.model_type}, {auto}), pixel_values {list(shape)}"
+    pixel_axes = {0: "batch", **{i + 1: f"pixels_{i}" for i, size in enumerate(shape) if size == -1}}
+    if detector:
+        checkpoint_image.detection_params(model, folder, task.threshold)  # refuses what the answer step cannot
+        return ExportableModel(DetectorModel(net.eval()), sample(2, 0), ("pixel_values",), ("logits", "pred_boxes"),
+                               {"pixel_values": pixel_axes, "logits": {0: "batch"}, "pred_boxes": {0: "batch"}},
+                               sample, note)
     return ExportableModel(PixelModel(net.eval()), sample(2, 0), ("pixel_values",), ("logits",),
-                           {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}, sample, note)
+                           {"pixel_values": pixel_axes, "logits": {0: "batch"}}, sample, note)

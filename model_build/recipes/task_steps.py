@@ -50,12 +50,19 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
     kind = task.kind
     params = _answer_params(model, folder)
     files = {"model.py": TEMPLATES / "hf_answer.py"}
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
     tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))
     id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # as the tokenizer step makes them
-    if kind is TaskKind.SPEECH_RECOGNITION:
+    if kind is TaskKind.OBJECT_DETECTION:
+        files["answer_object_detection.py"] = TEMPLATES / "answer_object_detection.py"
+        inputs = (TensorSpec("logits", "TYPE_FP32", (-1, -1)), TensorSpec("pred_boxes", "TYPE_FP32", (-1, 4)),
+                  TensorSpec("image_size", "TYPE_INT64", (2,)))
+        outputs = (TensorSpec("detections", "TYPE_STRING", (1,)),)
+    elif kind is TaskKind.SPEECH_RECOGNITION:
         files["answer_ctc.py"] = TEMPLATES / "answer_ctc.py"
-        inputs: tuple[TensorSpec, ...] = (TensorSpec("logits", "TYPE_FP32", (-1, -1)),)
-        outputs: tuple[TensorSpec, ...] = (TensorSpec("text", "TYPE_STRING", (1,)),)
+        inputs = (TensorSpec("logits", "TYPE_FP32", (-1, -1)),)
+        outputs = (TensorSpec("text", "TYPE_STRING", (1,)),)
     elif kind in (TaskKind.TEXT_CLASSIFICATION, TaskKind.IMAGE_CLASSIFICATION, TaskKind.AUDIO_CLASSIFICATION):
         inputs = (TensorSpec("logits", "TYPE_FP32", (-1,)),)
         k = min(params["top_k"], len(params["id2label"]))
@@ -72,7 +79,8 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
                   *tokens, TensorSpec("attention_mask", id_type, (-1,)))
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
     what = (f"{len(params['id_to_token'])} tokens from {folder}/vocab.json" if kind is TaskKind.SPEECH_RECOGNITION
-            else f"{len(params['id2label'])} labels from {folder}/config.json")
+            else f"{len(params['id2label'])} labels from {folder}/config.json" + (
+                f" ({params['rule']}, threshold {params['threshold']})" if kind is TaskKind.OBJECT_DETECTION else ""))
     return PythonModel(files=files, inputs=inputs, outputs=outputs,
                        parameters={"task": kind.value, "answer_params": json.dumps(params, sort_keys=True)},
                        note=f"answers {kind.value} with {what}")
@@ -81,6 +89,8 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
 def _answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
     """What the answer step needs, as the task's pipeline decides it."""
     task = checkpoint_text.task_of(model)
+    if task.kind is TaskKind.OBJECT_DETECTION:
+        return checkpoint_image.detection_params(model, folder, task.threshold)
     if task.takes_image():
         return checkpoint_image.classification_params(folder, task.top_k)
     if task.kind is TaskKind.AUDIO_CLASSIFICATION:

@@ -50,18 +50,23 @@ models:
     backend: pytorch
     weights: birds-convnext
     max_batch_size: 4
+  boxes:
+    task: {{kind: object-detection, threshold: 0.2}}
+    backend: onnxruntime
+    weights: boxes-detr
+    max_batch_size: 4
 endpoints:
   images:
     kind: multi-model
-    models: [pets, birds]
+    models: [pets, birds, boxes]
     instance_type: ml.g5.xlarge
 environments:
   dev: {{region: us-east-1}}
 """
-CHECKPOINTS = {"pets-vit": "vit", "birds-convnext": "convnext"}
-MODELS = ("pets", "birds")
+CHECKPOINTS = {"pets-vit": "vit", "birds-convnext": "convnext", "boxes-detr": "detr"}
+MODELS = ("pets", "birds", "boxes")
 # pets refuses files over MAX_BYTES: the build checks it on the 8 raw images within its limits.
-IMAGES_CHECKED = {"pets": 8, "birds": 9}
+IMAGES_CHECKED = {"pets": 8, "birds": 9, "boxes": 9}
 RUNTIME_NAME = "Images-dev-images"
 
 
@@ -129,6 +134,12 @@ def test_the_build_verifies_each_image_task_against_the_pipeline(built):
     assert [(t.name, t.data_type, t.dims) for t in models["pets"].inputs] == [("IMAGE", "TYPE_STRING", (1,))]
     assert [(t.name, t.dims) for t in models["pets"].outputs] == [("labels", (3,)), ("scores", (3,))]
     assert [t.dims for t in models["birds-model"].inputs] == [(3, 32, 32)]
+    # The detector keeps each image's aspect ratio: any pixel size, boxes in the image's own pixels.
+    boxes = models["boxes"].verification
+    assert boxes.ran and boxes.cases == 18 and boxes.max_abs_error < 1e-5  # 9 images at threshold 0.2 and at 0
+    assert boxes.details["reference"] == "transformers 5.23.0 pipeline('object-detection') (DetrImageProcessorPil)"
+    assert [(t.name, t.dims) for t in models["boxes-model"].inputs] == [("pixel_values", (3, -1, -1))]
+    assert [(t.name, t.dims) for t in models["boxes"].outputs] == [("detections", (1,))]
 
 
 def test_the_check_passes_on_the_built_steps(built, tmp_path):
@@ -148,18 +159,25 @@ def _plant(chain: task_check.Chain, **changes) -> None:
     # ConvNeXT resizes the shortest edge to 32 / 0.875 and crops; resizing straight to 32 keeps more of the image.
     ("birds", {"crop_pct": 1.0}, 9),
     ("pets", {"image_mean": [0.485, 0.456, 0.406]}, 8),
+    # The detector's processor resizes the shortest edge to 48 pixels (the longest at most 80); 40 gives every image
+    # but the portrait (held by its longest edge) another size: 8 images at two thresholds.
+    ("boxes", {"size": {"shortest_edge": 40, "longest_edge": 80}}, 16),
 ])
 def test_a_planted_preprocessing_defect_fails_the_check(built, tmp_path, name, changes, rows):
     chain = _chain(built, name, tmp_path)
     _plant(chain, **changes)
     with pytest.raises(BuildError) as caught:
         image_check.check(chain, tmp_path, print)
-    processor = "ViTImageProcessorPil" if name == "pets" else "ConvNextImageProcessorPil"
+    processor = {"pets": "ViTImageProcessorPil", "birds": "ConvNextImageProcessorPil",
+                 "boxes": "DetrImageProcessorPil"}[name]
+    kind, total, what = (("object-detection", 18, "answers") if name == "boxes" else
+                         ("image-classification", IMAGES_CHECKED[name], "images"))
+    first = "RGB JPEG 640x480, threshold 0.2" if name == "boxes" else "RGB JPEG 640x480"
     assert str(caught.value).startswith(
         f"model {name}: raw images through its steps do not answer as transformers 5.23.0 "
-        f"pipeline('image-classification') ({processor}) on {rows} of {IMAGES_CHECKED[name]} images: row 0 (RGB JPEG "
-        "640x480): "
-        "pixel_values differ from the pipeline's by up to "), str(caught.value)
+        f"pipeline('{kind}') ({processor}) on {rows} of {total} {what}: row 0 ({first}): pixel_values "
+        + ("shape [3, 40, 53], the pipeline's [3, 48, 64]" if name == "boxes" else
+           "differ from the pipeline's by up to ")), str(caught.value)
     assert str(caught.value).endswith(image_check.PIXELS_DIFFER)
 
 
@@ -185,6 +203,21 @@ def test_the_served_ensembles_answer_as_the_pipeline(built, served, tmp_path):
         worst, problems = task_reference.compare(task, ours, theirs, 1e-5)
         assert problems == [] and worst < 1e-5, (name, problems, worst)
         assert all(len(row) == task.top_k for row in ours)
+
+
+def test_the_served_detector_answers_as_the_pipeline(built, served, tmp_path):
+    samples = image_samples.images()
+    spec = load_spec(built.spec_path)
+    ours = []
+    for sample in samples:  # one image per request: each keeps its aspect ratio
+        response = _send(served, _target(built, "boxes"), [sample.data])
+        ours.append(json.loads({o.name: o.array for o in response.outputs}["detections"][0][0]))
+    _, theirs, _ = image_check.reference(_chain(built, "boxes", tmp_path), samples)
+    worst, problems = task_reference.compare(spec.models["boxes"].task, ours, theirs[:len(samples)], 1e-5)
+    assert problems == [] and worst < 1e-5, (problems, worst)
+    # The tiny random detector still finds something: boxes inside the image, labels of the checkpoint.
+    found = [d for row in ours for d in row]
+    assert found and {d["label"] for d in found} <= set(image_checkpoints.LABELS) | {"N/A"}
 
 
 def _encoded(fmt: str, size=(64, 48), **options) -> bytes:
@@ -226,6 +259,8 @@ def test_bad_images_are_400s_naming_the_input_and_the_server_goes_on(built, serv
             return str(error)
 
     cases = list(bad) + [good] * 6
+    boxes = _target(built, "boxes")
+    portrait = image_samples.images()[1].data
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(send, cases))
     for case, answer in zip(cases, answers):
@@ -235,6 +270,12 @@ def test_bad_images_are_400s_naming_the_input_and_the_server_goes_on(built, serv
         else:
             assert sorted(o.name for o in answer.outputs) == ["labels", "scores"]
     assert _send(served, pets, list(good)).outputs  # still answering afterwards
+    # A detector keeps each image's aspect ratio: two images of other shapes in one request are refused.
+    with pytest.raises(InvokeError) as caught:
+        _send(served, boxes, [jpeg, portrait])
+    assert (f"in ensemble '{boxes}.tar.gz', IMAGE: the images of one request give pixel tensors of 2 sizes (48x64, "
+            "80x40); this model takes images of one size per request (padding would move its boxes); send one image "
+            "per request") in str(caught.value)
 
 
 def test_the_sagemaker_runtime_api_and_the_cli_take_image_bytes(built, runtime, tmp_path, capsys):

@@ -69,6 +69,10 @@ REFUSED = {
     "top_k for entities": ({"sentiment": {**SENTIMENT, "task": {"kind": "token-classification", "top_k": 3}}},
                            "models.sentiment.task.top_k: got 3; allowed: only with text-classification, "
                            "question-answering, image-classification, audio-classification; fix: remove top_k"),
+    "a threshold on a classifier": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification",
+                                                                         "threshold": 0.3}}},
+                                    "models.sentiment.task.threshold: got 0.3; allowed: only with object-detection; "
+                                    "fix: remove threshold"),
     "a step name taken": ({"sentiment": SENTIMENT,
                            "sentiment-tokenize": {"backend": "python", "source": {"recipe": "text-preprocess"}}},
                           "models.sentiment-tokenize: got a model declared by hand; allowed: no model of this name: "
@@ -77,9 +81,9 @@ REFUSED = {
     "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
                         "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
                         "token-classification, sentence-embedding, question-answering, image-classification, "
-                        "audio-classification, automatic-speech-recognition; fix: use one of text-classification, "
-                        "token-classification, sentence-embedding, question-answering, image-classification, "
-                        "audio-classification, automatic-speech-recognition"),
+                        "object-detection, audio-classification, automatic-speech-recognition; fix: use one of "
+                        "text-classification, token-classification, sentence-embedding, question-answering, "
+                        "image-classification, object-detection, audio-classification, automatic-speech-recognition"),
     "an audio limit on an image task": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification",
                                                                              "max_audio_seconds": 5}}},
                                         "models.sentiment.task.max_audio_seconds: got 5; allowed: only with an audio "
@@ -88,7 +92,7 @@ REFUSED = {
     "an image limit on a text task": ({"sentiment": {**SENTIMENT, "task": {"kind": "text-classification",
                                                                            "max_image_bytes": 4096}}},
                                       "models.sentiment.task.max_image_bytes: got 4096; allowed: only with an image "
-                                      "task (image-classification); fix: remove max_image_bytes"),
+                                      "task (image-classification, object-detection); fix: remove max_image_bytes"),
     "a pair for images": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification", "text_pair": True}}},
                           "models.sentiment.task.text_pair: got true; allowed: false for image-classification (it "
                           "takes one image per row); fix: remove text_pair"),

@@ -5,7 +5,8 @@ parameters, random weights (seed 0) with a head trained by nobody but saved (so 
 the image processor its family ships with, at a small size, saved together as ``save_pretrained`` writes a
 checkpoint. Families differ in their resize rule: ``vit`` resizes to a fixed height x width (bilinear),
 ``convnext`` resizes the shortest edge to size / crop_pct then centre-crops (bicubic), ``deit`` resizes to a
-fixed size, then centre-crops. Imports torch and transformers (build and tests only).
+fixed size, then centre-crops; the detectors ``detr`` and ``conditional_detr`` (tiny ResNet backbone) keep the
+aspect ratio (shortest edge 48, longest 80). Imports torch and transformers (build and tests only).
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pathlib
 from typing import Any
 
 LABELS = ["cat", "dog", "bird", "fish"]
+# Detectors (model type: its image processor, PIL backend): DETR's softmax rule, Conditional DETR's sigmoid top-k.
+DETECTORS = {"detr": "DetrImageProcessorPil", "conditional_detr": "ConditionalDetrImageProcessorPil"}
 SIZE = 32
 
 
@@ -33,7 +36,30 @@ def _model_and_processor(family: str) -> tuple[Any, Any]:
                               num_attention_heads=2, intermediate_size=64, **labels)
         return t.DeiTForImageClassification(config), t.DeiTImageProcessorPil(
             size={"height": SIZE + 8, "width": SIZE + 8}, crop_size={"height": SIZE, "width": SIZE})
-    raise ValueError(f"family {family!r}: one of vit, convnext, deit")
+    if family in DETECTORS:
+        backbone = {"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16],
+                    "depths": [1, 1, 1, 1], "layer_type": "basic", "out_features": ["stage4"]}
+        sizes = dict(use_timm_backbone=False, backbone_config=backbone, d_model=32, encoder_layers=1, decoder_layers=2,
+                     encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                     num_queries=10)
+        config = t.AutoConfig.for_model(family, **sizes, **labels)
+        model = t.AutoModelForObjectDetection.from_config(config)
+        _spread(model)
+        processor = getattr(t, DETECTORS[family])(size={"shortest_edge": 48, "longest_edge": 80})
+        return model, processor
+    raise ValueError(f"family {family!r}: one of vit, convnext, deit, {', '.join(DETECTORS)}")
+
+
+def _spread(model: Any) -> None:
+    """Seeded noise on every weight outside the norm layers: a random detector's queries then differ in boxes and
+    scores (else every query answers the same box)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "norm" not in name and "bn" not in name.lower():
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.3)
 
 
 def save(folder: pathlib.Path, family: str = "vit") -> pathlib.Path:

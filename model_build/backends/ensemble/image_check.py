@@ -11,6 +11,7 @@ the processor and the worst difference.
 from __future__ import annotations
 
 import io
+import json
 import pathlib
 import sys
 from typing import Any, Callable
@@ -31,6 +32,7 @@ ANSWERS_DIFFER = ("The preprocessing step's pixel_values equal the pipeline's; t
 PIXELS_DIFFER = ("The preprocessing step runs the checkpoint's preprocessor_config.json with transformers' image "
                  "processor; if the checkpoint's processor needs code of its own, save one transformers has")
 PIXEL_ATOL = 1e-5
+LOW_THRESHOLD = 0.0  # a detector is also compared at it: every query the post-processing keeps is answered
 
 
 def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Verification:
@@ -44,23 +46,40 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
     params = task_check.step_parameters(chain.dirs[0])
     step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(str(layout.version_dir(chain.dirs[0])),
                                                                         params)
-    rows = np.array([s.data for s in samples], dtype=np.object_)
-    pixels = step.pixels(rows)
-    got, ran = task_check.run_model(chain, {"pixel_values": pixels}, scratch, log)
     answer, answer_params = task_check.answer_step(chain)
-    ours = task_check.label_rows(answer.answer(task.kind.value, answer_params, got))
+    detector = task.kind is TaskKind.OBJECT_DETECTION
+    if detector:  # one image per request: a detector's pixels keep each image's aspect ratio
+        made = [step.tensors(np.array([s.data], dtype=np.object_)) for s in samples]
+        outs, ran = task_check.run_model_requests(chain, [{"pixel_values": m["pixel_values"]} for m in made],
+                                                  scratch, log)
+        pixels = [m["pixel_values"][0] for m in made]
+        ours = []
+        for threshold in (task.threshold, LOW_THRESHOLD):  # the spec's, and one low enough to answer every query
+            ours += [json.loads(answer.answer(task.kind.value, {**answer_params, "threshold": threshold},
+                                              {**out, "image_size": m["image_size"]})["detections"][0][0])
+                     for out, m in zip(outs, made)]
+    else:
+        rows = np.array([s.data for s in samples], dtype=np.object_)
+        batch = step.pixels(rows)
+        got, ran = task_check.run_model(chain, {"pixel_values": batch}, scratch, log)
+        pixels = list(batch)
+        ours = task_check.label_rows(answer.answer(task.kind.value, answer_params, got))
     where, theirs, their_pixels = _reference_or_refuse(chain, samples)
     wrong_pixels = _pixel_problems(pixels, their_pixels)
+    described = [s.what for s in samples]
+    if detector:  # two answers per image, at each threshold: a pixel problem is both answers'
+        described = [f"{what}, threshold {t:g}" for t in (task.threshold, LOW_THRESHOLD) for what in described]
+        wrong_pixels = {i + k * len(samples): p for k in range(2) for i, p in wrong_pixels.items()}
     worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_pixels)
     if problems:
-        named = [p.replace(f"row {i}:", f"row {i} ({samples[i].what}):", 1) if p.startswith(f"row {i}:") else p
+        named = [p.replace(f"row {i}:", f"row {i} ({described[i]}):", 1) if p.startswith(f"row {i}:") else p
                  for i, p in _numbered(problems)]
         raise BuildError(f"model {chain.name}: raw images through its steps do not answer as {where} on "
-                         f"{len(problems)} of {len(samples)} images: " + "; ".join(named[:3]) + ". " +
+                         f"{len(problems)} of {len(described)} {'answers' if detector else 'images'}: " + "; ".join(named[:3]) + ". " +
                          (PIXELS_DIFFER if wrong_pixels else ANSWERS_DIFFER))
     log(f"  {chain.name}: {len(samples)} raw images answer as {where} (max score difference {worst:.2g})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
-                        version=ran["version"], device="cpu", cases=len(samples), max_abs_error=worst,
+                        version=ran["version"], device="cpu", cases=len(described), max_abs_error=worst,
                         details={"reference": where, "measure": "max score difference", "task": task.kind.value,
                                  "processor": params["processor_class"], "images": [s.what for s in samples],
                                  "preprocess": f"transformers {task_check.package_version('transformers')}, Pillow "
@@ -68,25 +87,28 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
                                                f"{sys.version_info.minor} of the build)"})
 
 
-def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]) -> tuple[str, list[Any], npt.NDArray[np.float32]]:
-    """(what answered, its answer per image, the pixel_values its processor made)."""
+def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]
+              ) -> tuple[str, list[Any], list[npt.NDArray[np.float32]]]:
+    """(what answered, its answer per image (detectors: at the spec's threshold, then at LOW_THRESHOLD), the
+    pixel_values its processor made of each image)."""
     import transformers
     from PIL import Image
 
-    assert chain.task.kind is TaskKind.IMAGE_CLASSIFICATION  # the one image task so far
-    pipe = transformers.pipeline("image-classification", model=str(chain.checkpoint), device="cpu")
+    kind = chain.task.kind
+    pipe = transformers.pipeline(kind.value, model=str(chain.checkpoint), device="cpu")
     opened: list[Any] = [Image.open(io.BytesIO(s.data)) for s in samples]
-    answers = [list(a) for a in pipe(opened, top_k=chain.task.top_k)]
+    if kind is TaskKind.OBJECT_DETECTION:
+        answers = [list(pipe(image, threshold=t)) for t in (chain.task.threshold, LOW_THRESHOLD) for image in opened]
+    else:
+        answers = [list(a) for a in pipe(opened, top_k=chain.task.top_k)]
     # The pipeline's own preprocessing of each image, to tell a pixel difference from a model difference.
-    pixels = np.concatenate([np.asarray(pipe.preprocess(Image.open(io.BytesIO(s.data)))["pixel_values"])
-                             for s in samples])
-    where = (f"transformers {transformers.__version__} pipeline('{chain.task.kind.value}') "
-             f"({type(pipe.image_processor).__name__})")
+    pixels = [np.asarray(pipe.preprocess(Image.open(io.BytesIO(s.data)))["pixel_values"])[0] for s in samples]
+    where = f"transformers {transformers.__version__} pipeline('{kind.value}') ({type(pipe.image_processor).__name__})"
     return where, answers, pixels
 
 
 def _reference_or_refuse(chain: task_check.Chain, samples: list[image_samples.RawImage]
-                         ) -> tuple[str, list[Any], npt.NDArray[np.float32]]:
+                         ) -> tuple[str, list[Any], list[npt.NDArray[np.float32]]]:
     """The reference's answers; a BuildError naming the first image the reference itself cannot answer."""
     try:
         return reference(chain, samples)
@@ -106,7 +128,7 @@ def _reference_or_refuse(chain: task_check.Chain, samples: list[image_samples.Ra
             "architecture or checkpoint") from None
 
 
-def _pixel_problems(ours: npt.NDArray[np.float32], theirs: npt.NDArray[np.float32]) -> dict[int, str]:
+def _pixel_problems(ours: list[npt.NDArray[np.float32]], theirs: list[npt.NDArray[np.float32]]) -> dict[int, str]:
     """Row -> how the preprocessing step's pixels differ from the pipeline's, where they do."""
     out = {}
     for row, (a, b) in enumerate(zip(ours, theirs)):

@@ -166,6 +166,21 @@ def _labels(got: Any, want: Any, atol: float) -> tuple[float, str]:
     return error, f"score off by {error:.3g} (atol {atol:g})" if error > atol else ""
 
 
+BOX_PIXELS = 1  # a box corner may move by one pixel: the pipeline truncates float32 corners to ints
+
+
+def _detections(got: Any, want: Any, atol: float) -> tuple[float, str]:
+    """The same detections in the same order: labels, scores within atol, box corners within BOX_PIXELS."""
+    if len(got) != len(want):
+        return 1.0, f"{len(got)} detections, the pipeline {len(want)}"
+    error = max((abs(float(g["score"]) - float(w["score"])) for g, w in zip(got, want)), default=0.0)
+    for index, (g, w) in enumerate(zip(got, want)):
+        moved = max(abs(int(g["box"][k]) - int(w["box"][k])) for k in ("xmin", "ymin", "xmax", "ymax"))
+        if g["label"] != w["label"] or moved > BOX_PIXELS:
+            return error, f"detection {index} is {g['label']!r} at {g['box']}, the pipeline's {w['label']!r} at {w['box']}"
+    return error, f"score off by {error:.3g} (atol {atol:g})" if error > atol else ""
+
+
 def _same_text(got: Any, want: Any, atol: float) -> tuple[float, str]:
     """A transcript: the same text, character for character (1.0 counts one that differs)."""
     return (0.0, "") if got == want else (1.0, f"text {got!r}, the pipeline's {want!r}")
@@ -196,6 +211,7 @@ _ROW = {
     TaskKind.TEXT_CLASSIFICATION: _labels,
     TaskKind.IMAGE_CLASSIFICATION: _labels,
     TaskKind.AUDIO_CLASSIFICATION: _labels,
+    TaskKind.OBJECT_DETECTION: _detections,
     TaskKind.SPEECH_RECOGNITION: _same_text,
     TaskKind.TOKEN_CLASSIFICATION: _spans("entities", ("entity_group", "entity", "start", "end")),
     TaskKind.QUESTION_ANSWERING: _spans("answers", ("answer", "start", "end")),
