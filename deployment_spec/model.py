@@ -263,7 +263,7 @@ class ModelSpec:
     task: Optional[Task] = dataclasses.field(default=None, metadata=meta(
         help="serve the weights checkpoint for raw text, images or audio: {kind: text-classification | "
              "token-classification | sentence-embedding | question-answering | image-classification | "
-             "object-detection | audio-classification | automatic-speech-recognition}"))
+             "object-detection | image-embedding | audio-classification | automatic-speech-recognition}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The ``task:`` entry a generated step or ensemble comes from (deployment_spec/task_models.py): messages about
     # its fields name the entry the user wrote. Empty for every other model.

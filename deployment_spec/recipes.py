@@ -32,6 +32,8 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     "hf-token-classification": EXPORTABLE,
     "hf-sentence-embedding": EXPORTABLE,
     "hf-question-answering": EXPORTABLE,
+    # The model step of image embeddings: get_image_features (CLIP, SigLIP) or the pooled output (DINOv2).
+    "hf-image-embedding": EXPORTABLE,
     # The model step of object detection: logits and boxes per query (pred_boxes, relative to the image).
     "hf-object-detection": EXPORTABLE,
     # The model steps of the audio tasks: a classifier's logits; a CTC model's logits and frames per row.
@@ -41,4 +43,4 @@ BUILTIN: dict[str, tuple[str, ...]] = {
 # Recipes that are nothing without a checkpoint: their architecture is the checkpoint's config.json.
 NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification", "hf-token-classification",
                  "hf-sentence-embedding", "hf-question-answering", "hf-audio-classification", "hf-ctc",
-                 "hf-object-detection")
+                 "hf-object-detection", "hf-image-embedding")

@@ -34,11 +34,12 @@ class TaskKind(str, enum.Enum):
     QUESTION_ANSWERING = "question-answering"
     IMAGE_CLASSIFICATION = "image-classification"
     OBJECT_DETECTION = "object-detection"
+    IMAGE_EMBEDDING = "image-embedding"
     AUDIO_CLASSIFICATION = "audio-classification"
     SPEECH_RECOGNITION = "automatic-speech-recognition"
 
 
-IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION})
+IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION, TaskKind.IMAGE_EMBEDDING})
 AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
 
 
@@ -72,6 +73,8 @@ class Task:
     threshold: float = dataclasses.field(default=0.5, metadata=meta(
         minimum=0, maximum=1, help="object-detection: the lowest score a detection is answered with (the "
                                    "pipeline's default 0.5)"))
+    normalize: bool = dataclasses.field(default=False, metadata=meta(
+        help="image-embedding: L2-normalise each embedding inside the graph (for cosine search)"))
     max_audio_seconds: int = dataclasses.field(default=30, metadata=meta(
         minimum=1, maximum=3600, help="audio tasks: the longest clip a request may send, in seconds"))
 
@@ -98,6 +101,9 @@ class Task:
             out.append(Problem(f"{path}.top_k", str(self.top_k), "only with " + ", ".join(
                 k.value for k in TaskKind if k in TOP_K_KINDS), "remove top_k"))
         defaults = Task(self.kind)
+        if self.normalize and self.kind is not TaskKind.IMAGE_EMBEDDING:
+            out.append(Problem(f"{path}.normalize", "true", "only with image-embedding (sentence-embedding "
+                               "normalises as its sentence-transformers modules say)", "remove normalize"))
         if self.threshold != defaults.threshold and self.kind is not TaskKind.OBJECT_DETECTION:
             out.append(Problem(f"{path}.threshold", str(self.threshold), "only with object-detection",
                                "remove threshold"))
@@ -123,6 +129,7 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.QUESTION_ANSWERING: ("answers",),
     TaskKind.IMAGE_CLASSIFICATION: ("labels", "scores"),
     TaskKind.OBJECT_DETECTION: ("detections",),
+    TaskKind.IMAGE_EMBEDDING: ("image_embedding",),
     TaskKind.AUDIO_CLASSIFICATION: ("labels", "scores"),
     TaskKind.SPEECH_RECOGNITION: ("text",),
 }
@@ -139,6 +146,7 @@ MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.QUESTION_ANSWERING: "hf-question-answering",
     TaskKind.IMAGE_CLASSIFICATION: "hf-image-classification",
     TaskKind.OBJECT_DETECTION: "hf-object-detection",
+    TaskKind.IMAGE_EMBEDDING: "hf-image-embedding",
     TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
     TaskKind.SPEECH_RECOGNITION: "hf-ctc",
 }
@@ -150,7 +158,8 @@ def first_recipe(kind: TaskKind) -> str:
 
 
 def has_answer_step(kind: TaskKind) -> bool:
-    return kind is not TaskKind.SENTENCE_EMBEDDING
+    """Embeddings have none: the model's graph pools and normalises."""
+    return kind not in (TaskKind.SENTENCE_EMBEDDING, TaskKind.IMAGE_EMBEDDING)
 
 
 def step_suffixes(kind: TaskKind) -> tuple[str, ...]:

@@ -57,10 +57,14 @@ def _answer(response: DecodedResponse) -> list[str] | None:
         return [f"row {row}: " + ", ".join(f"{label} {score:.4f}" for label, score in
                                          zip(_printable(labels).ravel(), scores.ravel()))
                 for row, (labels, scores) in enumerate(zip(found["labels"], found["scores"]))]
-    if set(found) == {"sentence_embedding"}:
-        return [f"row {row}: sentence_embedding, {vector.size} values, norm {float(np.linalg.norm(vector)):.4f}: "
+    vectors = next((name for name in ("sentence_embedding", "image_embedding") if set(found) == {name}), None)
+    if vectors is not None:
+        return [f"row {row}: {vectors}, {vector.size} values, norm {float(np.linalg.norm(vector)):.4f}: "
                 + np.array2string(vector, threshold=12, precision=4, max_line_width=120)
-                for row, vector in enumerate(found["sentence_embedding"])]
+                for row, vector in enumerate(found[vectors])]
+    if set(found) == {"detections"}:
+        return [f"row {row} detections: " + json.dumps(json.loads(_printable(cell).ravel()[0]))
+                for row, cell in enumerate(found["detections"])]
     if set(found) == {"text"}:  # a transcript (automatic-speech-recognition)
         return [f"row {row} text: " + json.dumps(str(_printable(cell).ravel()[0]), ensure_ascii=False)
                 for row, cell in enumerate(found["text"])]

@@ -52,8 +52,8 @@ def fixed_shape(model: ModelSpec, folder: pathlib.Path) -> tuple[int, ...]:
         raise BuildError(
             f"models.{model.task_entry or model.name}.weights: the image processor of {folder} "
             f"({checkpoint_image.processor_class(folder)}) makes pixel_values of each image's own size "
-            f"(shape {list(shape)}, -1 where it follows the image); an image-classification model step batches "
-            "one size; fix: save a processor that resizes or crops to one size (preprocessor_config.json: size "
+            f"(shape {list(shape)}, -1 where it follows the image); an {model.task.kind.value if model.task else 'image'} "
+            "model step batches one size; fix: save a processor that resizes or crops to one size (preprocessor_config.json: size "
             '{"height": H, "width": W}, or do_center_crop with crop_size)')
     return shape
 
@@ -84,6 +84,32 @@ class DetectorModel(torch.nn.Module):
         return result.logits, result.pred_boxes
 
 
+class EmbedderModel(torch.nn.Module):
+    """``pixel_values`` by name; the image's embedding out: ``get_image_features`` where the model has it (CLIP,
+    SigLIP: the projected embedding that matches its text embeddings), else the pooled output (DINOv2, ViT);
+    L2-normalised inside the graph where the spec asks (task.normalize)."""
+
+    def __init__(self, model: torch.nn.Module, normalize: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.normalize = normalize
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        vector = image_embedding(self.model, pixel_values)
+        return torch.nn.functional.normalize(vector, dim=-1) if self.normalize else vector
+
+
+def image_embedding(model: torch.nn.Module, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The embedding as the model's users take it: get_image_features (its pooled output in transformers 5), else
+    the pooled output of the forward pass."""
+    made = model.get_image_features(pixel_values=pixel_values) if hasattr(model, "get_image_features") else \
+        model(pixel_values=pixel_values)
+    vector = made if isinstance(made, torch.Tensor) else made.pooler_output
+    if vector is None:
+        raise ValueError(f"{type(model).__name__} gives no pooled output (pooler_output is None)")
+    return vector
+
+
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     """The model step: AutoModelForImageClassification (AutoModelForObjectDetection) of the checkpoint, at the
     processor's pixel size (a detector: any size, exported at the processor's size for a 480x640 image)."""
@@ -96,9 +122,12 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     assert task is not None  # require_task
     folder = checkpoint_text.checkpoint(model, root)
     detector = task.kind is TaskKind.OBJECT_DETECTION
-    auto = "AutoModelForObjectDetection" if detector else "AutoModelForImageClassification"
+    embedder = task.kind is TaskKind.IMAGE_EMBEDDING
+    auto = ("AutoModelForObjectDetection" if detector else "AutoModel" if embedder else
+            "AutoModelForImageClassification")
     net, loading = getattr(transformers, auto).from_pretrained(folder, local_files_only=True, output_loading_info=True)
-    refuse_untrained_head(model, folder, task.kind, loading.get("missing_keys") or [])
+    if not embedder:  # a bare encoder has no head to be missing
+        refuse_untrained_head(model, folder, task.kind, loading.get("missing_keys") or [])
     shape = checkpoint_image.pixel_shape(folder) if detector else fixed_shape(model, folder)
     example = checkpoint_image.probe_shape(folder) if -1 in shape else shape
 
@@ -108,6 +137,19 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
 
     note = f"weights from {folder} ({net.config.model_type}, {auto}), pixel_values {list(shape)}"
     pixel_axes = {0: "batch", **{i + 1: f"pixels_{i}" for i, size in enumerate(shape) if size == -1}}
+    if embedder:
+        module = EmbedderModel(net.eval(), task.normalize)
+        try:
+            with torch.no_grad():
+                module(**sample(1, 0))
+        except (ValueError, TypeError, AttributeError) as exc:
+            from model_build.errors import BuildError
+            raise BuildError(f"models.{model.task_entry or model.name}.weights: {folder} ({net.config.model_type}) "
+                             f"gives no image embedding: {exc}; an image-embedding task takes a vision model with "
+                             "get_image_features (CLIP, SigLIP) or a pooled output (DINOv2, ViT)") from None
+        return ExportableModel(module, sample(2, 0), ("pixel_values",), ("image_embedding",),
+                               {"pixel_values": pixel_axes, "image_embedding": {0: "batch"}}, sample,
+                               note + (", L2-normalised" if task.normalize else ""))
     if detector:
         checkpoint_image.detection_params(model, folder, task.threshold)  # refuses what the answer step cannot
         return ExportableModel(DetectorModel(net.eval()), sample(2, 0), ("pixel_values",), ("logits", "pred_boxes"),

@@ -55,18 +55,23 @@ models:
     backend: onnxruntime
     weights: boxes-detr
     max_batch_size: 4
+  search:
+    task: {{kind: image-embedding, normalize: true}}
+    backend: onnxruntime
+    weights: search-clip
+    max_batch_size: 8
 endpoints:
   images:
     kind: multi-model
-    models: [pets, birds, boxes]
+    models: [pets, birds, boxes, search]
     instance_type: ml.g5.xlarge
 environments:
   dev: {{region: us-east-1}}
 """
-CHECKPOINTS = {"pets-vit": "vit", "birds-convnext": "convnext", "boxes-detr": "detr"}
-MODELS = ("pets", "birds", "boxes")
+CHECKPOINTS = {"pets-vit": "vit", "birds-convnext": "convnext", "boxes-detr": "detr", "search-clip": "clip"}
+MODELS = ("pets", "birds", "boxes", "search")
 # pets refuses files over MAX_BYTES: the build checks it on the 8 raw images within its limits.
-IMAGES_CHECKED = {"pets": 8, "birds": 9, "boxes": 9}
+IMAGES_CHECKED = {"pets": 8, "birds": 9, "boxes": 9, "search": 9}
 RUNTIME_NAME = "Images-dev-images"
 
 
@@ -218,6 +223,22 @@ def test_the_served_detector_answers_as_the_pipeline(built, served, tmp_path):
     # The tiny random detector still finds something: boxes inside the image, labels of the checkpoint.
     found = [d for row in ours for d in row]
     assert found and {d["label"] for d in found} <= set(image_checkpoints.LABELS) | {"N/A"}
+
+
+def test_the_served_embedder_answers_as_clip_does(built, served, tmp_path):
+    check = built.manifest().models["search"].verification
+    assert check.details["reference"] == ("transformers 5.23.0 CLIPModel.get_image_features (CLIPImageProcessorPil), "
+                                          "L2-normalised") and check.max_abs_error < 1e-6
+    samples = image_samples.images()
+    ours = []
+    for start in range(0, len(samples), 8):  # requests of at most max_batch_size rows
+        response = _send(served, _target(built, "search"), [s.data for s in samples[start:start + 8]])
+        ours += list({o.name: o.array for o in response.outputs}["image_embedding"])
+    _, theirs, _ = image_check.reference(_chain(built, "search", tmp_path), samples)
+    worst, problems = task_reference.compare(load_spec(built.spec_path).models["search"].task, ours, theirs, 1e-5)
+    assert problems == [] and worst < 1e-6, (problems, worst)
+    assert [len(v) for v in ours] == [16] * len(samples)  # CLIP's projection, not the tower's 32
+    assert np.allclose([np.linalg.norm(v) for v in ours], 1.0, atol=1e-5)
 
 
 def _encoded(fmt: str, size=(64, 48), **options) -> bytes:

@@ -81,9 +81,15 @@ REFUSED = {
     "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
                         "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
                         "token-classification, sentence-embedding, question-answering, image-classification, "
-                        "object-detection, audio-classification, automatic-speech-recognition; fix: use one of "
-                        "text-classification, token-classification, sentence-embedding, question-answering, "
-                        "image-classification, object-detection, audio-classification, automatic-speech-recognition"),
+                        "object-detection, image-embedding, audio-classification, automatic-speech-recognition; fix: "
+                        "use one of text-classification, token-classification, sentence-embedding, "
+                        "question-answering, image-classification, object-detection, image-embedding, "
+                        "audio-classification, automatic-speech-recognition"),
+    "normalize on sentence embeddings": ({"sentiment": {**SENTIMENT, "task": {"kind": "sentence-embedding",
+                                                                              "normalize": True}}},
+                                         "models.sentiment.task.normalize: got true; allowed: only with "
+                                         "image-embedding (sentence-embedding normalises as its sentence-transformers "
+                                         "modules say); fix: remove normalize"),
     "an audio limit on an image task": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification",
                                                                              "max_audio_seconds": 5}}},
                                         "models.sentiment.task.max_audio_seconds: got 5; allowed: only with an audio "
@@ -92,7 +98,8 @@ REFUSED = {
     "an image limit on a text task": ({"sentiment": {**SENTIMENT, "task": {"kind": "text-classification",
                                                                            "max_image_bytes": 4096}}},
                                       "models.sentiment.task.max_image_bytes: got 4096; allowed: only with an image "
-                                      "task (image-classification, object-detection); fix: remove max_image_bytes"),
+                                      "task (image-classification, image-embedding, object-detection); fix: remove "
+                                      "max_image_bytes"),
     "a pair for images": ({"sentiment": {**SENTIMENT, "task": {"kind": "image-classification", "text_pair": True}}},
                           "models.sentiment.task.text_pair: got true; allowed: false for image-classification (it "
                           "takes one image per row); fix: remove text_pair"),

@@ -6,7 +6,8 @@ the image processor its family ships with, at a small size, saved together as ``
 checkpoint. Families differ in their resize rule: ``vit`` resizes to a fixed height x width (bilinear),
 ``convnext`` resizes the shortest edge to size / crop_pct then centre-crops (bicubic), ``deit`` resizes to a
 fixed size, then centre-crops; the detectors ``detr`` and ``conditional_detr`` (tiny ResNet backbone) keep the
-aspect ratio (shortest edge 48, longest 80). Imports torch and transformers (build and tests only).
+aspect ratio (shortest edge 48, longest 80); the embedders ``clip`` (the whole CLIP model, bicubic shortest edge
+and crop) and ``dinov2`` (a bare encoder, BiT's processor). Imports torch and transformers (build and tests only).
 """
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def _model_and_processor(family: str) -> tuple[Any, Any]:
                               num_attention_heads=2, intermediate_size=64, **labels)
         return t.DeiTForImageClassification(config), t.DeiTImageProcessorPil(
             size={"height": SIZE + 8, "width": SIZE + 8}, crop_size={"height": SIZE, "width": SIZE})
+    if family == "clip":  # the whole CLIP model: its image embedding is get_image_features (projected)
+        tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+        config = t.CLIPConfig(text_config=dict(tower, vocab_size=100, max_position_embeddings=16, bos_token_id=0,
+                                               eos_token_id=1, pad_token_id=1),
+                              vision_config=dict(tower, image_size=SIZE, patch_size=8), projection_dim=16)
+        return t.CLIPModel(config), t.CLIPImageProcessorPil(size={"shortest_edge": SIZE},
+                                                           crop_size={"height": SIZE, "width": SIZE})
+    if family == "dinov2":  # a vision encoder: its image embedding is the pooled output (CLS after layernorm)
+        config = t.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                image_size=SIZE, patch_size=8)
+        return t.Dinov2Model(config), t.BitImageProcessorPil(size={"shortest_edge": SIZE + 8},
+                                                            crop_size={"height": SIZE, "width": SIZE})
     if family in DETECTORS:
         backbone = {"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16, 16, 16],
                     "depths": [1, 1, 1, 1], "layer_type": "basic", "out_features": ["stage4"]}
@@ -47,7 +60,7 @@ def _model_and_processor(family: str) -> tuple[Any, Any]:
         _spread(model)
         processor = getattr(t, DETECTORS[family])(size={"shortest_edge": 48, "longest_edge": 80})
         return model, processor
-    raise ValueError(f"family {family!r}: one of vit, convnext, deit, {', '.join(DETECTORS)}")
+    raise ValueError(f"family {family!r}: one of vit, convnext, deit, clip, dinov2, {', '.join(DETECTORS)}")
 
 
 def _spread(model: Any) -> None:

@@ -46,7 +46,7 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
     params = task_check.step_parameters(chain.dirs[0])
     step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(str(layout.version_dir(chain.dirs[0])),
                                                                         params)
-    answer, answer_params = task_check.answer_step(chain)
+    answer, answer_params = task_check.answer_step(chain) if len(chain.dirs) == 3 else (None, {})
     detector = task.kind is TaskKind.OBJECT_DETECTION
     if detector:  # one image per request: a detector's pixels keep each image's aspect ratio
         made = [step.tensors(np.array([s.data], dtype=np.object_)) for s in samples]
@@ -63,7 +63,8 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
         batch = step.pixels(rows)
         got, ran = task_check.run_model(chain, {"pixel_values": batch}, scratch, log)
         pixels = list(batch)
-        ours = task_check.label_rows(answer.answer(task.kind.value, answer_params, got))
+        ours = (list(got["image_embedding"]) if answer is None else
+                task_check.label_rows(answer.answer(task.kind.value, answer_params, got)))
     where, theirs, their_pixels = _reference_or_refuse(chain, samples)
     wrong_pixels = _pixel_problems(pixels, their_pixels)
     described = [s.what for s in samples]
@@ -77,10 +78,11 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
         raise BuildError(f"model {chain.name}: raw images through its steps do not answer as {where} on "
                          f"{len(problems)} of {len(described)} {'answers' if detector else 'images'}: " + "; ".join(named[:3]) + ". " +
                          (PIXELS_DIFFER if wrong_pixels else ANSWERS_DIFFER))
-    log(f"  {chain.name}: {len(samples)} raw images answer as {where} (max score difference {worst:.2g})")
+    measure = "1 - cosine" if task.kind is TaskKind.IMAGE_EMBEDDING else "max score difference"
+    log(f"  {chain.name}: {len(samples)} raw images answer as {where} ({measure} {worst:.2g})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
                         version=ran["version"], device="cpu", cases=len(described), max_abs_error=worst,
-                        details={"reference": where, "measure": "max score difference", "task": task.kind.value,
+                        details={"reference": where, "measure": measure, "task": task.kind.value,
                                  "processor": params["processor_class"], "images": [s.what for s in samples],
                                  "preprocess": f"transformers {task_check.package_version('transformers')}, Pillow "
                                                f"{task_check.package_version('pillow')} (Python {sys.version_info.major}."
@@ -95,8 +97,10 @@ def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]
     from PIL import Image
 
     kind = chain.task.kind
-    pipe = transformers.pipeline(kind.value, model=str(chain.checkpoint), device="cpu")
     opened: list[Any] = [Image.open(io.BytesIO(s.data)) for s in samples]
+    if kind is TaskKind.IMAGE_EMBEDDING:
+        return _embedding_reference(chain, opened)
+    pipe = transformers.pipeline(kind.value, model=str(chain.checkpoint), device="cpu")
     if kind is TaskKind.OBJECT_DETECTION:
         answers = [list(pipe(image, threshold=t)) for t in (chain.task.threshold, LOW_THRESHOLD) for image in opened]
     else:
@@ -105,6 +109,31 @@ def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]
     pixels = [np.asarray(pipe.preprocess(Image.open(io.BytesIO(s.data)))["pixel_values"])[0] for s in samples]
     where = f"transformers {transformers.__version__} pipeline('{kind.value}') ({type(pipe.image_processor).__name__})"
     return where, answers, pixels
+
+
+def _embedding_reference(chain: task_check.Chain, opened: list[Any]
+                         ) -> tuple[str, list[Any], list[npt.NDArray[np.float32]]]:
+    """The checkpoint in eager transformers as its users embed images: the image processor transformers loads for
+    it (as a pipeline would), then get_image_features (CLIP, SigLIP) or the pooled output; normalised where the
+    spec says. (pipeline('image-feature-extraction') cannot run a CLIP checkpoint: its AutoModel wants text too.)"""
+    import torch
+    import transformers
+    from PIL import ImageOps
+
+    from model_build.recipes.image_steps import image_embedding
+
+    processor = transformers.AutoImageProcessor.from_pretrained(chain.checkpoint, local_files_only=True)
+    net = transformers.AutoModel.from_pretrained(chain.checkpoint, local_files_only=True).eval()
+    upright = [ImageOps.exif_transpose(image).convert("RGB") for image in opened]  # transformers' load_image
+    pixels = [np.asarray(processor(images=[image], return_tensors="np")["pixel_values"])[0] for image in upright]
+    with torch.no_grad():
+        vectors = image_embedding(net, torch.from_numpy(np.stack(pixels)))
+        if chain.task.normalize:
+            vectors = torch.nn.functional.normalize(vectors, dim=-1)
+    how = "get_image_features" if hasattr(net, "get_image_features") else "pooler_output"
+    where = (f"transformers {transformers.__version__} {type(net).__name__}.{how} ({type(processor).__name__})"
+             + (", L2-normalised" if chain.task.normalize else ""))
+    return where, list(vectors.numpy()), pixels
 
 
 def _reference_or_refuse(chain: task_check.Chain, samples: list[image_samples.RawImage]

@@ -212,6 +212,7 @@ _ROW = {
     TaskKind.IMAGE_CLASSIFICATION: _labels,
     TaskKind.AUDIO_CLASSIFICATION: _labels,
     TaskKind.OBJECT_DETECTION: _detections,
+    TaskKind.IMAGE_EMBEDDING: _embedding,
     TaskKind.SPEECH_RECOGNITION: _same_text,
     TaskKind.TOKEN_CLASSIFICATION: _spans("entities", ("entity_group", "entity", "start", "end")),
     TaskKind.QUESTION_ANSWERING: _spans("answers", ("answer", "start", "end")),
