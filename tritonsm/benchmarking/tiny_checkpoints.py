@@ -228,7 +228,11 @@ def _save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path,
     if "decoder_input_ids" in inspect.signature(net.forward).parameters:  # a bare encoder-decoder (T5Model)
         inputs["decoder_input_ids"] = inputs["input_ids"]
     _runs(net, model_type, class_name, inputs)
-    net.save_pretrained(folder)
+    try:
+        net.save_pretrained(folder)
+    except Exception as exc:  # the config's own validation at save time (T5Gemma2: one vocabulary for both sides)
+        raise NotInstantiable(f"{model_type}: save_pretrained refuses the config with the tokenizer's "
+                              f"vocabulary: {_first(exc)}") from None
     tokenizer.save_pretrained(folder)
     return f"{count:,} parameters"
 
