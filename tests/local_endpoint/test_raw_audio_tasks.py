@@ -273,3 +273,10 @@ def test_a_feature_extractor_that_needs_torch_is_refused(tmp_path):
         "extractors that run on numpy (Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, "
         "SeamlessM4TFeatureExtractor...); fix: use a checkpoint with one of them, or serve the model with a recipe of "
         "your own (source: {recipe: module:function}) that takes the features your application computes")
+
+
+def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
+    # One request per model of the endpoint, each a real encoded file (a JPEG, a WAV at the model's rate).
+    assert tritonsm_main(["smoke", "sounds", "--spec", str(built.spec_path), "--manifest",
+                          str(built.root / "assets" / "manifest.json"), "--url", runtime.url]) == 0, \
+        capsys.readouterr().out

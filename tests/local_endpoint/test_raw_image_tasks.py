@@ -320,3 +320,10 @@ def test_the_sagemaker_runtime_api_and_the_cli_take_image_bytes(built, runtime, 
     printed = capsys.readouterr().out
     best = theirs[0][0]
     assert f"row 0: {best['label']} {best['score']:.4f}" in printed, printed
+
+
+def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
+    # One request per model of the endpoint, each a real encoded file (a JPEG, a WAV at the model's rate).
+    assert tritonsm_main(["smoke", "images", "--spec", str(built.spec_path), "--manifest",
+                          str(built.root / "assets" / "manifest.json"), "--url", runtime.url]) == 0, \
+        capsys.readouterr().out

@@ -29,11 +29,13 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import EndpointArtifacts, Manifest, TensorSpec
 from deployment_spec.model import ModelSpec
+from deployment_spec.tasks import AUDIO, IMAGE
 from local_endpoint.errors import InvokeError
 from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
 
 SAMPLE_TEXT = "a fine film"   # BYTES inputs (text models that tokenize inside)
 SAMPLE_IMAGE = (640, 480)      # encoded-image inputs: a JPEG of this size
+DEFAULT_SAMPLING_RATE = 16000  # an audio task's WAV where its checkpoint's rate is not at hand
 NUMPY = {"TYPE_FP32": np.float32, "TYPE_FP16": np.float16, "TYPE_FP64": np.float64, "TYPE_INT64": np.int64,
          "TYPE_INT32": np.int32, "TYPE_INT8": np.int8, "TYPE_UINT8": np.uint8, "TYPE_BOOL": np.bool_}
 
@@ -89,6 +91,8 @@ class SmokeCase:
     samples: Optional[pathlib.Path] = None   # the spec's samples (.npz): the request is their first row
     image_inputs: frozenset[str] = frozenset()   # inputs taking encoded image bytes (UINT8 [-1])
     inference_component: Optional[str] = None  # inference components: the component (InferenceComponentName)
+    file_input: Optional[str] = None  # an image or audio task's IMAGE / AUDIO: one encoded file per BYTES row
+    sampling_rate: int = DEFAULT_SAMPLING_RATE  # an audio task's: the WAV it is sent
 
     def tensors(self) -> list[NamedTensor]:
         """Batch 1, deterministic: the first row of the model's samples, else ones for integer inputs
@@ -97,6 +101,11 @@ class SmokeCase:
             return self._first_sample()
         out = []
         for spec in self.inputs:
+            if spec.name == self.file_input:
+                data = self._file()
+                out.append(NamedTensor(spec.name, "BYTES", np.array([[data]] if self.batched else [data],
+                                                                    dtype=np.object_)))
+                continue
             if spec.name in self.image_inputs:
                 from model_build.backends.dali.check_images import jpeg
                 encoded = np.frombuffer(jpeg(*SAMPLE_IMAGE), dtype=np.uint8)
@@ -116,6 +125,15 @@ class SmokeCase:
                 array = np.full(shape, 0.5 if kind == "f" else 1, dtype=NUMPY[spec.data_type])
             out.append(NamedTensor(spec.name, datatype, array))
         return out
+
+    def _file(self) -> bytes:
+        """A JPEG for IMAGE, a second of a 440 Hz tone as 16-bit WAV at the model's rate for AUDIO."""
+        if self.file_input == IMAGE:
+            from model_build.backends.dali.check_images import jpeg
+            return jpeg(*SAMPLE_IMAGE)
+        from model_build.backends.ensemble.audio_samples import pcm_wav
+        seconds = np.arange(self.sampling_rate) / self.sampling_rate
+        return pcm_wav(0.3 * np.sin(2 * np.pi * 440 * seconds), self.sampling_rate)
 
     def _first_sample(self) -> list[NamedTensor]:
         try:
@@ -150,11 +168,27 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         spec = models.get(entry.spec_model)
         tolerance = spec.tolerance if spec else None
         samples = root / spec.samples if spec and spec.samples and root is not None else None
+        task = spec.task if spec else None
+        file_input = IMAGE if task and task.takes_image() else AUDIO if task and task.takes_audio() else None
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
                              tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, samples,
-                             image_inputs(models, entry.spec_model), component))
+                             image_inputs(models, entry.spec_model), component, file_input,
+                             _sampling_rate(spec, root) if file_input == AUDIO else DEFAULT_SAMPLING_RATE))
     return out
+
+
+def _sampling_rate(spec: Optional[ModelSpec], root: Optional[pathlib.Path]) -> int:
+    """An audio task's rate, from its checkpoint's preprocessor_config.json where the spec's folder is at hand."""
+    import json
+
+    if spec is None or spec.weights is None or root is None:
+        return DEFAULT_SAMPLING_RATE
+    try:
+        found = json.loads((root / spec.weights / "preprocessor_config.json").read_text()).get("sampling_rate")
+    except (OSError, ValueError):
+        return DEFAULT_SAMPLING_RATE
+    return found if isinstance(found, int) else DEFAULT_SAMPLING_RATE
 
 
 @dataclasses.dataclass
