@@ -31,6 +31,8 @@ from model_build.errors import BuildError
 from tritonsm.benchmarking import audio_checkpoints
 from tritonsm.cli import main as tritonsm_main
 
+import shipped_env  # tests/local_endpoint is on sys.path (conftest.py)
+
 pytestmark = pytest.mark.triton
 
 SPEC = """\
@@ -280,3 +282,20 @@ def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
     assert tritonsm_main(["smoke", "sounds", "--spec", str(built.spec_path), "--manifest",
                           str(built.root / "assets" / "manifest.json"), "--url", runtime.url]) == 0, \
         capsys.readouterr().out
+
+
+def test_the_shipped_environment_preprocesses_as_the_build_did(built, tmp_path):
+    # The preprocessing step's own code (WAV decoding, the feature extractor) in the environment that ships for
+    # the image's CPython 3.12: the same features as the build's check computed.
+    python = shipped_env.interpreter("python3.12")
+    if python is None:
+        pytest.skip("no python3.12 here: the shipped environment is built for the Triton 25.09 image's CPython 3.12")
+    chain = _chain(built, "words", tmp_path)
+    params = task_check.step_parameters(chain.dirs[0])
+    step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(str(layout.version_dir(chain.dirs[0])),
+                                                                        params)
+    for clip in audio_samples.clips(RATE):
+        rows = np.array([clip.data], dtype=np.object_)
+        shipped = shipped_env.run_preprocess(chain.dirs[0], python, "features", rows, params)
+        assert shipped["python"].startswith("3.12.")
+        assert np.abs(shipped["made"] - step.features(rows)).max() <= 1e-6, clip.what

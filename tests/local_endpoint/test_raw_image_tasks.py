@@ -32,6 +32,8 @@ from model_build.errors import BuildError
 from tritonsm.benchmarking import image_checkpoints
 from tritonsm.cli import main as tritonsm_main
 
+import shipped_env  # tests/local_endpoint is on sys.path (conftest.py)
+
 pytestmark = pytest.mark.triton
 
 MAX_BYTES = 200_000  # below the 455 kB portrait PNG of image_samples: the limit is exercised on the server
@@ -327,3 +329,20 @@ def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
     assert tritonsm_main(["smoke", "images", "--spec", str(built.spec_path), "--manifest",
                           str(built.root / "assets" / "manifest.json"), "--url", runtime.url]) == 0, \
         capsys.readouterr().out
+
+
+def test_the_shipped_environment_preprocesses_as_the_build_did(built, tmp_path):
+    # The preprocessing step's own code in the environment that ships (transformers, Pillow and numpy wheels for
+    # the image's CPython 3.12), on the raw images: the same pixels as the build's check computed.
+    python = shipped_env.interpreter("python3.12")
+    if python is None:
+        pytest.skip("no python3.12 here: the shipped environment is built for the Triton 25.09 image's CPython 3.12")
+    chain = _chain(built, "birds", tmp_path)
+    params = task_check.step_parameters(chain.dirs[0])
+    rows = np.array([s.data for s in image_samples.images()], dtype=np.object_)
+    shipped = shipped_env.run_preprocess(chain.dirs[0], python, "pixels", rows, params)
+    here = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(
+        str(layout.version_dir(chain.dirs[0])), params).pixels(rows)
+    assert shipped["python"].startswith("3.12.") and all("/env/lib/python3.12/site-packages/" in f
+                                                          for f in shipped["site"])
+    assert shipped["made"].shape == here.shape and np.abs(shipped["made"] - here).max() <= 1e-6
