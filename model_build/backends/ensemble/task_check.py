@@ -68,10 +68,18 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     inputs = task_reference.rows(task)
     tokenizer = step_module(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
                                                            params)
-    ours, tokens, ran = run_chain(chain, tokenizer, inputs, scratch, log)
+    # The inputs as one request (rows padded to the longest's bucket), then each alone (a short text padded to
+    # its own bucket, as most applications send them): both must answer as the reference.
+    (ours, *alone), (tokens, *_), ran = run_requests(chain, tokenizer, [inputs] + [[row] for row in inputs],
+                                                    scratch, log)
     where, theirs = _reference_or_refuse(chain, seq, inputs)
     wrong_tokens = task_reference.token_problems(task, chain.checkpoint, seq, inputs, tokens)
     worst, problems = task_reference.compare(task, ours, theirs, chain.model_step.tolerance.atol, wrong_tokens)
+    if not problems:
+        worst_alone, problems = task_reference.compare(task, [a[0] for a in alone], theirs,
+                                                       chain.model_step.tolerance.atol)
+        problems = [p.replace(":", " sent alone:", 1) for p in problems]
+        worst = max(worst, worst_alone)
     if problems:
         raise BuildError(f"model {chain.name}: raw text through its steps does not answer as {where} on "
                          f"{len(problems)} of {len(inputs)} inputs: " + "; ".join(problems[:3]) + ". " +
@@ -117,22 +125,38 @@ def _reference_or_refuse(chain: Chain, seq: int, inputs: list) -> tuple[str, lis
 
 def run_chain(chain: Chain, tokenizer: Any, inputs: list, scratch: pathlib.Path, log: Callable[[str], None]
               ) -> tuple[list[Any], dict[str, Any], dict[str, str]]:
+    """The inputs as one request: (answers per row, the tokenizer step's tensors, what ran)."""
+    (answers,), (tokens,), ran = run_requests(chain, tokenizer, [inputs], scratch, log)
+    return answers, tokens, ran
+
+
+def run_requests(chain: Chain, tokenizer: Any, requests: list[list[Any]], scratch: pathlib.Path,
+                 log: Callable[[str], None]) -> tuple[list[list[Any]], list[dict[str, Any]], dict[str, str]]:
+    """Each request (a list of raw inputs) through the chain, as Triton gives each request to the steps (its rows
+    padded together, to their own bucket): answers per request, tokens per request, what ran."""
     task = chain.task
-    texts = np.array([r.text.encode() for r in inputs], dtype=np.object_)
-    pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if task.takes_pair() else None
-    tokens = tokenizer.encode(texts, pairs)
-    got, ran = run_model(chain, tokens, scratch, log)
-    produced = {**tokens, **got, "TEXT": texts}
-    if pairs is not None:
-        produced["TEXT_PAIR"] = pairs
+    made_tokens, sent = [], []
+    for inputs in requests:
+        texts = np.array([r.text.encode() for r in inputs], dtype=np.object_)
+        pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if task.takes_pair() else None
+        made_tokens.append(tokenizer.encode(texts, pairs))
+        sent.append({"TEXT": texts, **({"TEXT_PAIR": pairs} if pairs is not None else {})})
+    outputs, ran = run_model_requests(chain, made_tokens, scratch, log)
+    answers = [_answers(chain, {**tokens, **got, **texts}) for tokens, got, texts in zip(made_tokens, outputs, sent)]
+    return answers, made_tokens, ran
+
+
+def _answers(chain: Chain, produced: dict[str, Any]) -> list[Any]:
+    """The answer step's answers per row for one request's tensors (embeddings: the model's output)."""
+    task = chain.task
     if len(chain.dirs) == 2:  # sentence embeddings: the model's output is the answer
-        return list(produced["sentence_embedding"]), tokens, ran
+        return list(produced["sentence_embedding"])
     answer, params = answer_step(chain)
     made = answer.answer(task.kind.value, params, produced)
     if task.kind is TaskKind.TEXT_CLASSIFICATION:
-        return label_rows(made), tokens, ran
+        return label_rows(made)
     key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"
-    return [json.loads(row[0]) for row in made[key]], tokens, ran
+    return [json.loads(row[0]) for row in made[key]]
 
 
 def label_rows(made: Mapping[str, Any]) -> list[list[dict[str, Any]]]:

@@ -138,12 +138,27 @@ def compare(task: Task, ours: Sequence[Any], theirs: Sequence[Any], atol: float,
     tokens' problem first)."""
     worst, problems = 0.0, []
     for index, (got, want) in enumerate(zip(ours, theirs)):
-        error, problem = _ROW[task.kind](got, want, atol)
+        # NaN compares false with everything: a NaN score or embedding would pass every test below unnoticed.
+        error, problem = (1.0, "it holds NaN or infinite values") if _non_finite(got) else \
+            _ROW[task.kind](got, want, atol)
         worst = max(worst, error)
         problem = (tokens or {}).get(index) or problem
         if problem:
             problems.append(f"row {index}: {problem}")
     return worst, problems
+
+
+def _non_finite(value: Any) -> bool:
+    """Any float in an answer (a number, a list, a dict's values, an array) that is NaN or infinite."""
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
+    if hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f":
+        import numpy as np
+
+        return not bool(np.isfinite(value).all())
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _embedding(got: Any, want: Any, atol: float) -> tuple[float, str]:

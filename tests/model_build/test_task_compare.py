@@ -1,0 +1,40 @@
+"""task_reference.compare, the verdict of every task's build-time check: a NaN or infinite answer is a
+difference (NaN compares false with every tolerance, so it would pass unnoticed), and a finite one within the
+tolerance is not."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deployment_spec.tasks import Task, TaskKind
+from model_build.backends.ensemble import task_reference
+
+LABELS = [{"label": "positive", "score": 0.7}, {"label": "negative", "score": 0.3}]
+BOX = {"xmin": 1, "ymin": 2, "xmax": 30, "ymax": 40}
+
+
+@pytest.mark.parametrize("kind, good, bad", [
+    (TaskKind.SENTENCE_EMBEDDING, np.array([0.6, 0.8], np.float32), np.array([math.nan, 0.8], np.float32)),
+    (TaskKind.IMAGE_EMBEDDING, np.array([0.6, 0.8], np.float32), np.array([math.inf, 0.8], np.float32)),
+    (TaskKind.TEXT_CLASSIFICATION, LABELS, [{"label": "positive", "score": math.nan}, LABELS[1]]),
+    (TaskKind.AUDIO_CLASSIFICATION, LABELS, [LABELS[0], {"label": "negative", "score": math.nan}]),
+    (TaskKind.OBJECT_DETECTION, [{"score": 0.9, "label": "cat", "box": BOX}],
+     [{"score": math.nan, "label": "cat", "box": BOX}]),
+])
+def test_a_non_finite_answer_is_a_difference(kind, good, bad):
+    task = Task(kind)
+    # The twin: the reference's own answer passes.
+    worst, problems = task_reference.compare(task, [good], [good], 1e-3)
+    assert problems == [] and worst < 1e-12
+    worst, problems = task_reference.compare(task, [bad], [good], 1e-3)
+    assert problems == ["row 0: it holds NaN or infinite values"] and worst == 1.0
+
+
+def test_answers_within_the_tolerance_pass_and_beyond_it_fail():
+    task = Task(TaskKind.TEXT_CLASSIFICATION)
+    near = [{"label": "positive", "score": 0.7005}, {"label": "negative", "score": 0.2995}]
+    far = [{"label": "positive", "score": 0.71}, {"label": "negative", "score": 0.29}]
+    assert task_reference.compare(task, [near], [LABELS], 1e-3)[1] == []
+    assert task_reference.compare(task, [far], [LABELS], 1e-3)[1] == ["row 0: score off by 0.01 (atol 0.001)"]
