@@ -336,6 +336,11 @@ def task_summary(task: str, rows: list[Row]) -> Row:
                                         if r["pytorch"]["outcome"] != SERVED}},
         "with_tracebacks": sum(any(r.get(b, {}).get("tracebacks", 0) for b in BACKENDS) for r in run),
         "served_percent": round(100 * len(served) / len(counted), 1) if counted else None,
+        # What a user gets from a `task:` entry: served with onnxruntime, or with backend: pytorch where the ONNX
+        # path refuses the architecture and the way out serves it.
+        "served_either_backend": len(served) + sum(r["pytorch"]["outcome"] == SERVED for r in tried),
+        "served_either_percent": round(100 * (len(served) + sum(r["pytorch"]["outcome"] == SERVED for r in tried))
+                                       / len(counted), 1) if counted else None,
     }
 
 
@@ -354,14 +359,16 @@ def write_reports(results: dict[str, Row], batches: list[Row], tasks: list[str],
 
 def markdown(summary: dict[str, Row], rows: list[Row], batches: list[Row], started: str, machine: str) -> str:
     head = ["| task | mapped | run | not instantiable | instantiable | built+verified+served | served of "
-            "instantiable | built, not served | refused (ONNX) | pytorch way out: served / tried | with tracebacks |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "instantiable | built, not served | refused (ONNX) | pytorch way out: served / tried | served with either "
+            "backend | with tracebacks |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for task, s in summary.items():
         share = f"{s['served_percent']:.0f} %" if s["served_percent"] is not None else "-"
         trained = f" (+{s['trained_checkpoints']} trained)" if s["trained_checkpoints"] else ""
         head.append(f"| {task} | {s['mapped']}{trained} | {s['run']} | {s['not_instantiable']} | {s['instantiable']} | "
                     f"{s['built_verified_served']} | {share} | {s['built_verified_not_served']} | {len(s['refused'])} | "
-                    f"{s['pytorch_way_out']['served']} / {s['pytorch_way_out']['tried']} | {s['with_tracebacks']} |")
+                    f"{s['pytorch_way_out']['served']} / {s['pytorch_way_out']['tried']} | "
+                    f"{s['served_either_backend']} ({s['served_either_percent']:.0f} %) | {s['with_tracebacks']} |")
     refusals = []
     for task, s in summary.items():
         for model_type, why in s["refused"].items():
