@@ -220,6 +220,10 @@ def _save_with_tokenizer(model_type: str, class_name: str, folder: pathlib.Path,
     config = shrunk_config(model_type, gentle)
     for one in [config] + [v for v in vars(config).values() if isinstance(v, PretrainedConfig)]:
         _fit_tokenizer(one, tokenizer)
+    # An encoder-decoder's saved config names the decoder's start token (T5's is its pad id, 0); the tiny one
+    # from the class defaults may not, and its heads fail without it.
+    if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
+        config.decoder_start_token_id = config.pad_token_id if isinstance(config.pad_token_id, int) else 0
     if labels:
         config.id2label = dict(enumerate(labels))
         config.label2id = {label: index for index, label in enumerate(labels)}
