@@ -12,7 +12,8 @@ both task ensembles (tokenizer step, ONNX Runtime model step, answer step), veri
    at once (ONNX Runtime as the labelled CPU stand-in): the ensemble, sent one sentence per request, and
    its model step alone, sent the very token tensors the tokenizer step makes of that sentence. Phases at
    each concurrency, the two taking turns in a rotated order, ``--repeats`` rounds; the ratio of
-   throughputs is paired per round. Triton's own counters give each step's queue and compute time.
+   throughputs is paired per round. Triton's own counters give each step's queue and compute time
+   (tritonsm/benchmarking/paired_endpoints.py, shared with benchmarks/raw_image_load.py).
 2. Sentence embeddings, the yardstick users know: the embedding ensemble served from raw text at the
    highest concurrency, against ``SentenceTransformer.encode(batch_size=32)`` on the same sentences in this
    process, on the same machine; sentences per second of each, and the ratio.
@@ -22,7 +23,6 @@ Writes benchmarks/raw_text_load.json and .md; the numbers are this machine's CPU
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from local_endpoint import SingleModelEndpoint, encode_request, triton_metrics  # noqa: E402
+from local_endpoint import SingleModelEndpoint, encode_request  # noqa: E402
 from local_endpoint.payload import NamedTensor  # noqa: E402
 from model_build.recipes import minilm, sentences  # noqa: E402
-from tritonsm.benchmarking import stats  # noqa: E402
+from tritonsm.benchmarking import paired_endpoints  # noqa: E402
 from tritonsm.benchmarking.load_compare import SERVER_ENV  # noqa: E402
 from tritonsm.benchmarking.load_phases import PhasePlan, run_phase  # noqa: E402
 
@@ -123,48 +123,13 @@ def token_request(work: pathlib.Path, manifest: dict) -> list[NamedTensor]:
 
 
 def load_comparison(work: pathlib.Path, manifest: dict, plan: PhasePlan, repeats: int) -> dict:
-    requests = {"raw text": encode_request([NamedTensor("TEXT", "BYTES", np.array([[SENTENCE.encode()]],
-                                                                                   dtype=np.object_))], binary=True),
-                "token ids": encode_request(token_request(work, manifest), binary=True)}
-    runs: dict[str, dict[int, list]] = {name: {c: [] for c in plan.concurrencies} for name in requests}
-    with contextlib.ExitStack() as stack:
-        servers = {}
-        for name, endpoint in (("raw text", "raw"), ("token ids", "ids")):
-            path, model = tarball(work, manifest, endpoint)
-            servers[name] = stack.enter_context(SingleModelEndpoint(path, default_model=model, env=SERVER_ENV,
-                                                                    cpu_stand_in=True, triton_version="25.09"))
-            warm = dataclasses.replace(plan, seconds=20, max_requests=20)
-            run_phase(servers[name].port, requests[name].body, requests[name].content_type, 1, warm)
-        for round_index in range(repeats):
-            for concurrency in plan.concurrencies:
-                order = list(requests)[round_index % 2:] + list(requests)[:round_index % 2]
-                for name in order:
-                    before = triton_metrics.scrape(servers[name].metrics_url)
-                    result = run_phase(servers[name].port, requests[name].body, requests[name].content_type,
-                                       concurrency, plan)
-                    steps = triton_metrics.since(triton_metrics.scrape(servers[name].metrics_url), before)
-                    result.triton = {model: triton_metrics.figures(c) for model, c in steps.items()}
-                    runs[name][concurrency].append(result)
-                    print(f"round {round_index + 1}, concurrency {concurrency}, {name}: {result.rps:.1f} req/s, "
-                          f"p99 {result.p99_ms:.1f} ms, errors {result.errors}", flush=True)
-    return summarize(runs, plan)
-
-
-def summarize(runs: dict, plan: PhasePlan) -> dict:
-    out: dict = {"per_concurrency": []}
-    for concurrency in plan.concurrencies:
-        raw, ids = runs["raw text"][concurrency], runs["token ids"][concurrency]
-        ratios = [r.rps / i.rps for r, i in zip(raw, ids) if i.rps]
-        loads = [(r.load_average or [0.0])[0] for r in raw]
-        paired, quieter = stats.paired_and_quieter(ratios, loads)
-        out["per_concurrency"].append({
-            "concurrency": concurrency,
-            "raw_rps": statistics.median(r.rps for r in raw), "ids_rps": statistics.median(i.rps for i in ids),
-            "raw_p99_ms": statistics.median(r.p99_ms for r in raw), "ids_p99_ms": statistics.median(i.p99_ms for i in ids),
-            "ratio_paired": round(paired, 3), "ratio_quieter_half": round(quieter, 3),
-            "errors": sum(r.errors for r in raw + ids),
-            "steps_raw": raw[len(raw) // 2].triton, "steps_ids": ids[len(ids) // 2].triton})
-    return out
+    """The ensemble fed raw text against its model step fed the tokenizer step's tensors (paired_endpoints)."""
+    text = encode_request([NamedTensor("TEXT", "BYTES", np.array([[SENTENCE.encode()]], dtype=np.object_))],
+                          binary=True)
+    ids = encode_request(token_request(work, manifest), binary=True)
+    return paired_endpoints.compare({"raw text": (*tarball(work, manifest, "raw"), text),
+                                     "token ids": (*tarball(work, manifest, "ids"), ids)},
+                                    plan, repeats, keys=("raw", "ids"))
 
 
 def embedding_yardstick(work: pathlib.Path, manifest: dict, plan: PhasePlan) -> dict:
