@@ -21,6 +21,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError, answer_requests  # noqa: E402
+
 import numpy as np
 
 try:  # absent when the build imports this file to verify the ensemble (model_build/backends/ensemble)
@@ -29,10 +32,6 @@ except ImportError:
     pb_utils = None
 
 INPUT = "AUDIO"
-
-
-class RequestError(ValueError):
-    """A client mistake: answered as 400 with this message."""
 
 
 class Preprocess:
@@ -84,19 +83,8 @@ class TritonPythonModel:
         self.step = Preprocess(here, params)
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
+        def compute(request):
             clips = pb_utils.get_input_tensor_by_name(request, INPUT).as_numpy().reshape(-1)
-            try:
-                features = self.step.features(clips)
-            except RequestError as exc:
-                responses.append(pb_utils.InferenceResponse(output_tensors=[], error=_client_error(str(exc))))
-                continue
-            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(self.step.output, features)]))
-        return responses
+            return [pb_utils.Tensor(self.step.output, self.step.features(clips))]
 
-
-def _client_error(message):
-    # TritonError takes a status code from release 23.xx on (python_backend src/pb_error.h); INVALID_ARG -> 400.
-    code = getattr(pb_utils.TritonError, "INVALID_ARG", None)
-    return pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
+        return answer_requests(pb_utils, requests, compute)

@@ -21,6 +21,10 @@ with a 400 naming IMAGE and the row; the other requests of the batch are answere
 import io
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError, answer_requests  # noqa: E402
 
 import numpy as np
 
@@ -30,10 +34,6 @@ except ImportError:
     pb_utils = None
 
 INPUT = "IMAGE"
-
-
-class RequestError(ValueError):
-    """A client mistake: answered as 400 with this message."""
 
 
 class Preprocess:
@@ -127,20 +127,9 @@ class TritonPythonModel:
         self.outputs = [o["name"] for o in config["output"]]
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
+        def compute(request):
             images = pb_utils.get_input_tensor_by_name(request, INPUT).as_numpy().reshape(-1)
-            try:
-                made = self.step.tensors(images)
-            except RequestError as exc:
-                responses.append(pb_utils.InferenceResponse(output_tensors=[], error=_client_error(str(exc))))
-                continue
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor(name, made[name]) for name in self.outputs]))
-        return responses
+            made = self.step.tensors(images)
+            return [pb_utils.Tensor(name, made[name]) for name in self.outputs]
 
-
-def _client_error(message):
-    # TritonError takes a status code from release 23.xx on (python_backend src/pb_error.h); INVALID_ARG -> 400.
-    code = getattr(pb_utils.TritonError, "INVALID_ARG", None)
-    return pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
+        return answer_requests(pb_utils, requests, compute)

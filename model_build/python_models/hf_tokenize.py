@@ -19,6 +19,10 @@ the other requests of the batch are answered.
 """
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError, answer_requests  # noqa: E402
 
 import numpy as np
 
@@ -28,10 +32,6 @@ except ImportError:
     pb_utils = None
 
 MIN_BUCKET = 16
-
-
-class RequestError(ValueError):
-    """A client mistake: answered as 400 with this message."""
 
 
 class Tokenize:
@@ -118,22 +118,11 @@ class TritonPythonModel:
         self.outputs = {o["name"]: pb_utils.triton_string_to_numpy(o["data_type"]) for o in config["output"]}
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
+        def compute(request):
             texts = pb_utils.get_input_tensor_by_name(request, "TEXT")
             pairs = pb_utils.get_input_tensor_by_name(request, "TEXT_PAIR")
-            try:
-                arrays = self.step.encode(texts.as_numpy().reshape(-1),
-                                          None if pairs is None else pairs.as_numpy().reshape(-1))
-            except RequestError as exc:
-                responses.append(pb_utils.InferenceResponse(output_tensors=[], error=_client_error(str(exc))))
-                continue
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor(name, arrays[name].astype(dtype)) for name, dtype in self.outputs.items()]))
-        return responses
+            arrays = self.step.encode(texts.as_numpy().reshape(-1),
+                                      None if pairs is None else pairs.as_numpy().reshape(-1))
+            return [pb_utils.Tensor(name, arrays[name].astype(dtype)) for name, dtype in self.outputs.items()]
 
-
-def _client_error(message):
-    # TritonError takes a status code from release 23.xx on (python_backend src/pb_error.h); INVALID_ARG -> 400.
-    code = getattr(pb_utils.TritonError, "INVALID_ARG", None)
-    return pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
+        return answer_requests(pb_utils, requests, compute)

@@ -96,6 +96,7 @@ def preprocess(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     name = feature_name(folder)
     shape = feature_shape(folder)
     files = {"model.py": TEMPLATES / "hf_audio_preprocess.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
+             "step_requests.py": TEMPLATES / "step_requests.py",
              "preprocessor_config.json": folder / "preprocessor_config.json"}
     if (folder / "config.json").is_file():  # AutoFeatureExtractor falls back on the model type where it names none
         files["config.json"] = folder / "config.json"

@@ -89,9 +89,10 @@ def detection_params(model: ModelSpec, folder: pathlib.Path, threshold: float) -
 def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:
     """What the answer step needs, as ImageClassificationPipeline.postprocess decides it (transformers 5.23.0
     pipelines/image_classification.py): none for regression, sigmoid for multi-label or one label, else softmax."""
+    from model_build.recipes.checkpoint_text import labels
+
     config = json.loads((folder / "config.json").read_text())
-    raw = config.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}
-    names = {int(k): str(v) for k, v in raw.items()}
+    names = labels(folder)
     problem = config.get("problem_type")
     function = ("none" if problem == "regression" else
                 "sigmoid" if problem == "multi_label_classification" or len(names) == 1 else "softmax")

@@ -110,8 +110,12 @@ def tokenizer_params(model: ModelSpec, folder: pathlib.Path, pad_id: Optional[in
 
 
 def labels(folder: pathlib.Path) -> dict[int, str]:
+    """The checkpoint's labels as transformers reads them: id2label, else LABEL_0... for num_labels (default 2)."""
     config = json.loads((folder / "config.json").read_text())
-    raw = config.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}
+    raw = config.get("id2label")
+    if not raw:
+        count = config.get("num_labels")
+        raw = {str(i): f"LABEL_{i}" for i in range(count if isinstance(count, int) and count > 0 else 2)}
     return {int(k): str(v) for k, v in raw.items()}
 
 

@@ -29,7 +29,7 @@ def preprocess(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     # A detector's processor may keep the aspect ratio: its pixels follow each image (one image per request).
     shape = checkpoint_image.pixel_shape(folder) if detector else fixed_shape(model, folder)
     name = checkpoint_image.processor_class(folder)
-    files = {"model.py": TEMPLATES / "hf_image_preprocess.py",
+    files = {"model.py": TEMPLATES / "hf_image_preprocess.py", "step_requests.py": TEMPLATES / "step_requests.py",
              "preprocessor_config.json": folder / "preprocessor_config.json"}
     if (folder / "config.json").is_file():  # AutoImageProcessor falls back on the model type where the config has none
         files["config.json"] = folder / "config.json"

@@ -37,7 +37,8 @@ def tokenize(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Pyth
     outputs = tuple(TensorSpec(name, id_type if name in checkpoint_text.TOKEN_INPUTS else "TYPE_INT64", (-1,))
                     for name in TOKEN_OUTPUTS) + (TensorSpec("offsets", "TYPE_INT64", (-1, 2)),)
     return PythonModel(
-        files={"model.py": TEMPLATES / "hf_tokenize.py", "tokenizer.json": tok.backend_tokenizer.to_str().encode()},
+        files={"model.py": TEMPLATES / "hf_tokenize.py", "step_requests.py": TEMPLATES / "step_requests.py",
+               "tokenizer.json": tok.backend_tokenizer.to_str().encode()},
         inputs=text_inputs(model), outputs=outputs, parameters=params,
         note=f"tokenizer from {folder} ({type(tok.backend_tokenizer.model).__name__}, "
              f"{tok.backend_tokenizer.get_vocab_size()} entries, max_length {params['max_length']})",

@@ -9,22 +9,16 @@ naming IMAGE while the server goes on answering.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import io
 import json
 import pathlib
-import shutil
 
 import numpy as np
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.endpoint import EndpointKind
-from deployment_spec.manifest import load_manifest
 from local_endpoint.errors import InvokeError
 from local_endpoint.invoke import invoke_url
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
 from model_build.backends.ensemble import image_check, image_samples, task_check, task_reference
@@ -33,6 +27,7 @@ from tritonsm.benchmarking import image_checkpoints
 from tritonsm.cli import main as tritonsm_main
 
 import shipped_env  # tests/local_endpoint is on sys.path (conftest.py)
+import task_fixtures
 
 pytestmark = pytest.mark.triton
 
@@ -77,37 +72,17 @@ IMAGES_CHECKED = {"pets": 8, "birds": 9, "boxes": 9, "search": 9}
 RUNTIME_NAME = "Images-dev-images"
 
 
-@dataclasses.dataclass(frozen=True)
-class Built:
-    root: pathlib.Path
-    spec_path: pathlib.Path
-
-    def manifest(self):
-        return load_manifest(self.root / "assets" / "manifest.json")
-
-    def tarball(self, model: str) -> pathlib.Path:
-        manifest = self.manifest()
-        (artifact,) = [a for a in manifest.endpoints["images"].artifacts if model in a.models]
-        return manifest.artifact_path(artifact)
-
-
 @pytest.fixture(scope="module")
-def built(module_tmp) -> Built:
-    root = module_tmp.mktemp("raw-images")
-    for folder, family in CHECKPOINTS.items():
-        image_checkpoints.save(root / folder, family)
-    (root / "spec.yaml").write_text(SPEC)
-    assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
-                          "--work-dir", str(root / "work")]) == 0
-    return Built(root, root / "spec.yaml")
+def built(module_tmp) -> task_fixtures.Built:
+    def save(root: pathlib.Path) -> None:
+        for folder, family in CHECKPOINTS.items():
+            image_checkpoints.save(root / folder, family)
+    return task_fixtures.build(module_tmp.mktemp("raw-images"), SPEC, "images", save)
 
 
 @pytest.fixture(scope="module")
 def runtime(built, module_tmp):
-    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime."""
-    mme = MultiModelEndpoint([built.tarball(m) for m in MODELS], log_file=module_tmp.mktemp("logs") / "mme.log",
-                             cpu_stand_in=True)
-    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as served:
+    with task_fixtures.served(built, MODELS, RUNTIME_NAME, module_tmp.mktemp("logs")) as served:
         yield served
 
 
@@ -116,17 +91,7 @@ def served(runtime):
     return runtime.endpoints[0].server
 
 
-def _chain(built: Built, name: str, tmp: pathlib.Path) -> task_check.Chain:
-    spec = load_spec(built.spec_path)
-    manifest = built.manifest()
-    steps = [s.model for s in spec.models[name].ensemble.steps]
-    dirs = []
-    for step in steps:  # a copy of each built step, so a test may plant a defect in it
-        source = built.root / "work" / "models" / f"{step}-{manifest.models[step].build_hash[:16]}" / step
-        dirs.append(pathlib.Path(shutil.copytree(source, tmp / step)))
-    model_step = spec.models[steps[1]]
-    return task_check.Chain(name, spec.models[name].task, model_step, manifest.models[steps[1]], dirs,
-                            built.root / model_step.weights, spec.triton_version)
+_chain = task_fixtures.chain
 
 
 def test_the_build_verifies_each_image_task_against_the_pipeline(built):
@@ -194,7 +159,7 @@ def _send(served, model: str, images: list[bytes], binary: bool = True):
 
 
 def _target(built, model):
-    return built.tarball(model).name.removesuffix(".tar.gz")
+    return built.target(model)
 
 
 def test_the_served_ensembles_answer_as_the_pipeline(built, served, tmp_path):

@@ -8,28 +8,22 @@ requests get a 400 naming the input while the server goes on answering.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import json
 import pathlib
-import shutil
 
 import numpy as np
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.endpoint import EndpointKind
-from deployment_spec.manifest import load_manifest
 from deployment_spec.tasks import TaskKind
 from local_endpoint.errors import InvokeError
 from local_endpoint.invoke import invoke_url
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
 from tritonsm.benchmarking import text_checkpoints
 from model_build.backends.ensemble import task_check, task_reference
 from model_build.errors import BuildError
-from tritonsm.cli import main as tritonsm_main
+import task_fixtures  # tests/local_endpoint is on sys.path (conftest.py)
 
 pytestmark = pytest.mark.triton
 
@@ -93,30 +87,12 @@ REFERENCES = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Built:
-    root: pathlib.Path
-    work: pathlib.Path
-    spec_path: pathlib.Path
-
-    def manifest(self):
-        return load_manifest(self.root / "assets" / "manifest.json")
-
-    def tarball(self, model: str) -> pathlib.Path:
-        manifest = self.manifest()
-        (artifact,) = [a for a in manifest.endpoints["text"].artifacts if a.models == (model,) or model in a.models]
-        return manifest.artifact_path(artifact)
-
-
 @pytest.fixture(scope="module")
-def built(module_tmp) -> Built:
-    root = module_tmp.mktemp("raw-text")
-    for folder, (task, family, modules) in CHECKPOINTS.items():
-        text_checkpoints.save(root / folder, task, family, sentence_transformers=modules)
-    (root / "spec.yaml").write_text(SPEC)
-    assert tritonsm_main(["build", "--spec", str(root / "spec.yaml"), "--out", str(root / "assets"),
-                          "--work-dir", str(root / "work")]) == 0
-    return Built(root, root / "work", root / "spec.yaml")
+def built(module_tmp) -> task_fixtures.Built:
+    def save(root: pathlib.Path) -> None:
+        for folder, (task, family, modules) in CHECKPOINTS.items():
+            text_checkpoints.save(root / folder, task, family, sentence_transformers=modules)
+    return task_fixtures.build(module_tmp.mktemp("raw-text"), SPEC, "text", save)
 
 
 RUNTIME_NAME = "Tasks-dev-text"
@@ -124,10 +100,7 @@ RUNTIME_NAME = "Tasks-dev-text"
 
 @pytest.fixture(scope="module")
 def runtime(built, module_tmp):
-    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime."""
-    tarballs = [built.tarball(m) for m in TASKS]
-    mme = MultiModelEndpoint(tarballs, log_file=module_tmp.mktemp("logs") / "mme.log", cpu_stand_in=True)
-    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as served:
+    with task_fixtures.served(built, TASKS, RUNTIME_NAME, module_tmp.mktemp("logs")) as served:
         yield served
 
 
@@ -150,17 +123,7 @@ def test_the_build_verifies_each_task_against_its_reference(built):
     assert [t.name for t in models["sentiment-model"].inputs] == ["input_ids", "attention_mask", "token_type_ids"]
 
 
-def _chain(built: Built, name: str, tmp: pathlib.Path) -> task_check.Chain:
-    spec = load_spec(built.spec_path)
-    manifest = built.manifest()
-    steps = [s.model for s in spec.models[name].ensemble.steps]
-    dirs = []
-    for step in steps:  # a copy of each built step, so a test may plant a defect in it
-        source = built.work / "models" / f"{step}-{manifest.models[step].build_hash[:16]}" / step
-        dirs.append(pathlib.Path(shutil.copytree(source, tmp / step)))
-    model_step = spec.models[steps[1]]
-    return task_check.Chain(name, spec.models[name].task, model_step, manifest.models[steps[1]], dirs,
-                            built.root / model_step.weights, spec.triton_version)
+_chain = task_fixtures.chain
 
 
 def _set_parameter(model_dir: pathlib.Path, key: str, value: str) -> None:
@@ -220,7 +183,7 @@ def _send(served, model: str, rows: list, pairs: list | None = None, binary: boo
 
 
 def _target(built, model):
-    return built.tarball(model).name.removesuffix(".tar.gz")
+    return built.target(model)
 
 
 def _answers(task, outputs: dict) -> list:

@@ -38,3 +38,18 @@ def test_answers_within_the_tolerance_pass_and_beyond_it_fail():
     far = [{"label": "positive", "score": 0.71}, {"label": "negative", "score": 0.29}]
     assert task_reference.compare(task, [near], [LABELS], 1e-3)[1] == []
     assert task_reference.compare(task, [far], [LABELS], 1e-3)[1] == ["row 0: score off by 0.01 (atol 0.001)"]
+
+
+@pytest.mark.parametrize("config, want", [
+    ({"id2label": {"0": "cat", "1": "dog", "2": "bird"}}, {0: "cat", 1: "dog", 2: "bird"}),
+    # transformers 5 saves num_labels without id2label when the labels are its defaults (PvtConfig did): not 2
+    ({"num_labels": 3}, {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}),
+    ({}, {0: "LABEL_0", 1: "LABEL_1"}),
+])
+def test_the_labels_of_a_checkpoint_are_transformers_own(tmp_path, config, want):
+    import json
+
+    from model_build.recipes import checkpoint_text
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert checkpoint_text.labels(tmp_path) == want
