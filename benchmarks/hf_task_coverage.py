@@ -33,27 +33,28 @@ Resumable: results accumulate in <work>/results.json and a (task, architecture) 
 again (`--fresh` forgets them). A recorded batch keeps its spec, command log and checkpoints; its build cache
 and tarballs (about 75 MB a model) are removed unless `--keep-builds`. `--limit N` runs at most N
 architectures per task. Writes benchmarks/hf_task_coverage.json and .md after every batch.
+
+The run itself (batches, builds, the pytorch way out, resuming, the reports' common parts) is
+tritonsm/benchmarking/coverage_runs.py, shared with benchmarks/hf_image_coverage.py; here: the rows, their
+checkpoints and spec entries, serving judged by `tritonsm smoke --local`, the summary per task.
 """
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import inspect
 import json
-import os
 import pathlib
-import platform
 import re
-import shutil
 import sys
-import time
 from typing import Any, Mapping
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import text_checkpoints, tiny_checkpoints  # noqa: E402
+from tritonsm.benchmarking import coverage_runs, text_checkpoints, tiny_checkpoints  # noqa: E402
+from tritonsm.benchmarking.coverage_runs import (BIN, ENDPOINT, NOT_INSTANTIABLE, TRACEBACK,  # noqa: E402
+                                                 TRITON_VERSION, Row, cell)
 from tritonsm.benchmarking.run_log import run_logged  # noqa: E402
 
 TASKS = ("text-classification", "token-classification", "question-answering", "sentence-embedding")
@@ -63,16 +64,7 @@ LABELS = {"text-classification": text_checkpoints.LABELS["text-classification"],
           "token-classification": text_checkpoints.LABELS["token-classification"],
           "question-answering": ["LABEL_0", "LABEL_1"]}  # QA heads split num_labels outputs into start and end
 MINILM = "all-MiniLM-L6-v2"
-TRITON_VERSION = "25.09"
 MAX_BATCH, SEQUENCE = 4, 32
-ENDPOINT = "coverage"
-BACKENDS = ("onnxruntime", "pytorch")
-SERVED, NOT_SERVED, REFUSED, NOT_JUDGED = ("built+verified+served", "built+verified, not served", "refused",
-                                            "not judged")
-NOT_INSTANTIABLE = "not instantiable"
-TRACEBACK = "Traceback (most recent call last)"
-BIN = pathlib.Path(sys.executable).parent
-Row = dict[str, Any]
 
 
 # --- what to run -------------------------------------------------------------------------------------------
@@ -150,37 +142,12 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
         row["model_type"], row["class"], folder, text_checkpoints.tokenizer(algo), LABELS.get(row["task"]))
 
 
-# --- build and serve ---------------------------------------------------------------------------------------
+# --- build and serve (tritonsm/benchmarking/coverage_runs.py; here: the spec and how serving is judged) -------
 
 def spec_text(rows: list[Row], backend: str, served: list[str]) -> str:
-    models = [f"  {row['name']}: {{task: {{kind: {row['task']}}}, backend: {backend}, weights: {row['weights']}, "
-              f"max_batch_size: {MAX_BATCH}, sequence_length: {SEQUENCE}}}" for row in rows]
-    endpoint = (f"  {ENDPOINT}: {{kind: multi-model, models: [{', '.join(served)}], instance_type: ml.g5.xlarge}}"
-                if served else "  {}")
-    return (f'project: TaskCoverage\ntriton_version: "{TRITON_VERSION}"\nmodels:\n' + "\n".join(models) +
-            f"\nendpoints:\n{endpoint}\nenvironments:\n  dev: {{region: us-east-1}}\n")
-
-
-def owner(step: str) -> str:
-    """The task entry a Triton model belongs to (cls_bert-model -> cls_bert): entry names have no '-'."""
-    return step.split("-", 1)[0]
-
-
-def build_log(lines: list[tuple[float, str]]) -> tuple[dict[str, float], collections.Counter[str]]:
-    """Seconds spent building each entry (its steps and ensemble together), and tracebacks per entry (those
-    printed while it was being built; "" before any)."""
-    seconds: dict[str, float] = collections.defaultdict(float)
-    tracebacks: collections.Counter[str] = collections.Counter()
-    current, started = "", 0.0
-    for at, line in lines:
-        found = re.match(r"\[\d+/\d+\] ([\w-]+): (building|built in|FAILED|cannot be built)", line)
-        if found and found.group(2) == "building":
-            current, started = owner(found.group(1)), at
-        elif found and owner(found.group(1)) == current:
-            seconds[current] += at - started
-        if TRACEBACK in line:
-            tracebacks[current] += 1
-    return dict(seconds), tracebacks
+    return coverage_runs.spec_document("TaskCoverage", [
+        f"  {row['name']}: {{task: {{kind: {row['task']}}}, backend: {backend}, weights: {row['weights']}, "
+        f"max_batch_size: {MAX_BATCH}, sequence_length: {SEQUENCE}}}" for row in rows], served)
 
 
 def smoke_log(lines: list[tuple[float, str]]) -> tuple[dict[str, tuple[bool, str]], collections.Counter[str]]:
@@ -199,118 +166,21 @@ def smoke_log(lines: list[tuple[float, str]]) -> tuple[dict[str, tuple[bool, str
     return answers, tracebacks
 
 
-def refusal(name: str, not_built: dict[str, str], fallback: str) -> str:
-    """The first line of the error that stopped ``name``: its model step's, tokenizer step's or answer step's
-    before the ensemble's own (a step's failure also fails the ensemble, which then says only that)."""
-    for key in (f"{name}-model", f"{name}-tokenize", f"{name}-answer", name):
-        why = not_built.get(f"models.{key}")
-        if why:
-            return first_line(why)
-    return fallback
-
-
-def first_line(message: str) -> str:
-    """The message's first line; where it only announces what follows ("...failed (exit 1):"), with the
-    message's last line (the exception) after it."""
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    return f"{lines[0]} ... {lines[-1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-
-
-def build_and_serve(rows: list[Row], folder: pathlib.Path, backend: str) -> None:
-    """Builds ``rows`` as one spec with ``backend``, then serves what built; each row's ``backend`` key gets its
-    outcome, reason, build seconds, verification and tracebacks."""
-    from deployment_spec.manifest import load_manifest
-
-    folder.mkdir(parents=True, exist_ok=True)
-    spec, out, log_file = folder / "spec.yaml", folder / "assets", folder / "commands.log"
-    build = [str(BIN / "tritonsm"), "build", "--spec", str(spec), "--out", str(out), "--work-dir",
-             str(folder / "work"), "--python-env-for", "local"]
-    spec.write_text(spec_text(rows, backend, []))
-    status, lines = run_logged(build, log_file, ROOT)
-    seconds, tracebacks = build_log(lines)
-    manifest = load_manifest(out / "manifest.json") if (out / "manifest.json").is_file() else None
-    error = next((line for _, line in reversed(lines) if line.startswith("error: ")), f"exit status {status}")
-    built = []
-    for row in rows:
-        name, entry = row["name"], (manifest.models.get(row["name"]) if manifest else None)
-        result: Row = {"build_seconds": round(seconds.get(name, 0.0), 1),
-                       "tracebacks": tracebacks[name] + tracebacks[""]}
-        if entry is not None and entry.verification.ran:
-            details = entry.verification.details or {}
-            result.update(outcome=NOT_SERVED, verified=f"{entry.verification.runtime} {entry.verification.version} "
-                          f"vs {details.get('reference', '?')}: {details.get('measure', 'difference')} "
-                          f"{entry.verification.max_abs_error:.2g}")
-            built.append(name)
-        elif entry is not None:
-            result.update(outcome=REFUSED, reason="built but not verified: " + (entry.verification.why or "?"))
-        elif manifest is not None and any(k.startswith(f"models.{name}") for k in manifest.not_built):
-            result.update(outcome=REFUSED, reason=refusal(name, manifest.not_built, error))
-        else:  # the build stopped as a whole before judging this model
-            result.update(outcome=NOT_JUDGED, reason=f"tritonsm build stopped: {error} (see {log_file})")
-        row[backend] = result
-    if built:
-        serve(rows, built, folder, backend, build)
-
-
-def serve(rows: list[Row], built: list[str], folder: pathlib.Path, backend: str, build: list[str]) -> None:
-    """Packs the built ones into one multi-model endpoint (cached: this build only packs) and sends each one
-    raw-text request on the local Triton server."""
-    spec, out, log_file = folder / "spec.yaml", folder / "assets", folder / "commands.log"
-    spec.write_text(spec_text(rows, backend, built))
-    _, lines = run_logged(build, log_file, ROOT)
-    _, packing_tracebacks = build_log(lines)
-    smoke = [str(BIN / "tritonsm"), "smoke", ENDPOINT, "--local", "--spec", str(spec), "--manifest",
-             str(out / "manifest.json")]
-    _, served_lines = run_logged(smoke, log_file, ROOT)
+def smoke(built: list[Row], batch: coverage_runs.Batch) -> coverage_runs.Answers:
+    """Each built entry sends one raw-text request on the local Triton server (`tritonsm smoke --local`)."""
+    command = [str(BIN / "tritonsm"), "smoke", ENDPOINT, "--local", "--spec", str(batch.spec), "--manifest",
+               str(batch.manifest)]
+    _, served_lines = run_logged(command, batch.log_file, ROOT)
     answers, tracebacks = smoke_log(served_lines)
     not_started = next((line for _, line in served_lines if line.startswith(f"error: smoke test of {ENDPOINT}")),
                        None)
-    for row in rows:
-        if row["name"] not in built:
-            continue
-        result = row[backend]
-        result["tracebacks"] += packing_tracebacks[row["name"]] + packing_tracebacks[""] + \
-            tracebacks[row["name"]] + tracebacks[""]
-        ok, detail = answers.get(row["name"], (False, not_started or f"no answer (see {log_file})"))
-        if ok:
-            result["outcome"] = SERVED
-        else:
-            result["reason"] = first_line(detail) or "no answer"
+    return answers, tracebacks, not_started or f"no answer (see {batch.log_file})"
 
 
-def run_batch(rows: list[Row], folder: pathlib.Path, started: float) -> None:
-    """Checkpoints, the ONNX build and serving, then the pytorch way out for the ONNX refusals."""
-    ready = []
-    for row in rows:
-        row["name"] = entry_name(row)
-        try:
-            make_checkpoint(row, folder / "checkpoints" / row["name"])
-            ready.append(row)
-        except tiny_checkpoints.NotInstantiable as exc:
-            row.update(outcome=NOT_INSTANTIABLE, reason=str(exc))
-    say(started, f"  {len(ready)} checkpoints ready ({len(rows) - len(ready)} not instantiable); building "
-                 f"{', '.join(r['name'] for r in ready) or 'nothing'} with onnxruntime")
-    if ready:
-        build_and_serve(ready, folder / "onnxruntime", "onnxruntime")
-    for row in ready:
-        row.update(outcome=row["onnxruntime"]["outcome"], reason=row["onnxruntime"].get("reason", ""))
-    refused = [row for row in ready if row["outcome"] == REFUSED]
-    if refused:
-        say(started, f"  pytorch way out for {', '.join(r['name'] for r in refused)}")
-        build_and_serve(refused, folder / "pytorch", "pytorch")
-
-
-def drop_builds(folder: pathlib.Path) -> None:
-    """Removes a recorded batch's build caches and tarballs (the results do not need them)."""
-    for backend in BACKENDS:
-        for name in ("work", "assets"):
-            shutil.rmtree(folder / backend / name, ignore_errors=True)
-
-
-def say(started: float, text: str) -> None:
-    print(f"[{time.monotonic() - started:6.0f} s] {text}", flush=True)
+COVERAGE = coverage_runs.Coverage(
+    spec_text=spec_text, serve=smoke, make_checkpoint=make_checkpoint, entry_name=entry_name,
+    label=lambda row: [row["task"], row["model_type"]], first_step="tokenize", cases="",
+    not_counted={tiny_checkpoints.NotInstantiable: NOT_INSTANTIABLE}, not_ready="not instantiable")
 
 
 # --- reports -----------------------------------------------------------------------------------------------
@@ -320,40 +190,26 @@ def task_summary(task: str, rows: list[Row]) -> Row:
     done = {r["model_type"] for r in run}
     expected = set(mapped(task)) | ({MINILM} if task == "sentence-embedding" else set())
     counted = [r for r in run if r["outcome"] != NOT_INSTANTIABLE]
-    served = [r for r in counted if r["outcome"] == SERVED]
-    refused = [r for r in counted if r["outcome"] == REFUSED]
-    tried = [r for r in refused if "pytorch" in r]
+    outcomes = coverage_runs.outcomes(counted)
+    served_either = outcomes["built_verified_served"] + outcomes["pytorch_way_out"]["served"]
     return {
         "mapped": len(mapped(task)), "run": len(run), "not_run_yet": len(expected - done),
         "trained_checkpoints": sum(r["model_type"] == MINILM for r in run),
-        "not_instantiable": len(run) - len(counted), "instantiable": len(counted),
-        "built_verified_served": len(served),
-        "built_verified_not_served": sum(r["outcome"] == NOT_SERVED for r in counted),
-        "refused": {r["model_type"]: r["reason"] for r in refused},
-        "not_judged": sum(r["outcome"] == NOT_JUDGED for r in counted),
-        "pytorch_way_out": {"tried": len(tried), "served": sum(r["pytorch"]["outcome"] == SERVED for r in tried),
-                            "refused": {r["model_type"]: r["pytorch"].get("reason", "") for r in tried
-                                        if r["pytorch"]["outcome"] != SERVED}},
-        "with_tracebacks": sum(any(r.get(b, {}).get("tracebacks", 0) for b in BACKENDS) for r in run),
-        "served_percent": round(100 * len(served) / len(counted), 1) if counted else None,
+        "not_instantiable": len(run) - len(counted), "instantiable": len(counted), **outcomes,
+        "with_tracebacks": sum(coverage_runs.tracebacks(r) > 0 for r in run),
+        "served_percent": coverage_runs.percent(outcomes["built_verified_served"], len(counted)),
         # What a user gets from a `task:` entry: served with onnxruntime, or with backend: pytorch where the ONNX
         # path refuses the architecture and the way out serves it.
-        "served_either_backend": len(served) + sum(r["pytorch"]["outcome"] == SERVED for r in tried),
-        "served_either_percent": round(100 * (len(served) + sum(r["pytorch"]["outcome"] == SERVED for r in tried))
-                                       / len(counted), 1) if counted else None,
+        "served_either_backend": served_either,
+        "served_either_percent": coverage_runs.percent(served_either, len(counted)),
     }
 
 
-def write_reports(results: dict[str, Row], batches: list[Row], tasks: list[str],
-                  out: pathlib.Path, started: str) -> dict[str, Row]:
-    rows = sorted(results.values(), key=lambda r: (TASKS.index(r["task"]), r["model_type"]))
+def write_reports(progress: coverage_runs.Progress, tasks: list[str], out: pathlib.Path) -> dict[str, Row]:
+    rows = sorted(progress.results.values(), key=lambda r: (TASKS.index(r["task"]), r["model_type"]))
     summary = {task: task_summary(task, rows) for task in TASKS
                if task in tasks or any(r["task"] == task for r in rows)}
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, shared"
-    document = {"started": started, "machine": machine, "triton_version": TRITON_VERSION, "summary": summary,
-                "batches": batches, "results": [{k: v for k, v in r.items() if k != "place"} for r in rows]}
-    (out / "hf_task_coverage.json").write_text(json.dumps(document, indent=1) + "\n")
-    (out / "hf_task_coverage.md").write_text(markdown(summary, rows, batches, started, machine))
+    coverage_runs.write_reports(out, "hf_task_coverage", progress, summary, rows, markdown, dropped=("place",))
     return summary
 
 
@@ -369,37 +225,23 @@ def markdown(summary: dict[str, Row], rows: list[Row], batches: list[Row], start
                     f"{s['built_verified_served']} | {share} | {s['built_verified_not_served']} | {len(s['refused'])} | "
                     f"{s['pytorch_way_out']['served']} / {s['pytorch_way_out']['tried']} | "
                     f"{s['served_either_backend']} ({s['served_either_percent']:.0f} %) | {s['with_tracebacks']} |")
-    refusals = []
-    for task, s in summary.items():
-        for model_type, why in s["refused"].items():
-            row = next(r for r in rows if r["task"] == task and r["model_type"] == model_type)
-            way_out = row.get("pytorch", {})
-            refusals.append(f"- {task} / {model_type}: {cell(why)} — pytorch: {way_out.get('outcome', 'not tried')}"
-                            + (f" ({cell(way_out['reason'])})" if way_out.get("reason") else ""))
+    refusals = [coverage_runs.refusal_line(f"{task} / {model_type}", why, next(
+                    r for r in rows if r["task"] == task and r["model_type"] == model_type))
+                for task, s in summary.items() for model_type, why in s["refused"].items()]
     table = ["| task | architecture | tokenizer | checkpoint | outcome (onnxruntime) | reason / verification | "
              "pytorch way out | build s | tracebacks |", "|---|---|---|---|---|---|---|---:|---:|"]
     for r in rows:
-        onnx, torch_way = r.get("onnxruntime", {}), r.get("pytorch", {})
-        what = r.get("reason") or onnx.get("verified", "")
-        way_out = (f"{torch_way['outcome']}" + (f": {torch_way['reason']}" if torch_way.get("reason") else "")
-                   if torch_way else "")
-        tracebacks = sum(r.get(b, {}).get("tracebacks", 0) for b in BACKENDS)
+        onnx = r.get("onnxruntime", {})
         table.append(f"| {r['task']} | {r['model_type']} ({r['class']}) | {r.get('tokenizer', '')} | "
-                     f"{r.get('parameters', '')} | {r['outcome']} | {cell(what)} | {cell(way_out)} | "
-                     f"{onnx.get('build_seconds', '')} | {tracebacks} |")
-    times = ", ".join(f"{b['rows']} in {b['seconds']:.0f} s" for b in batches)
+                     f"{r.get('parameters', '')} | {r['outcome']} | {cell(coverage_runs.verdict(r))} "
+                     f"| {cell(coverage_runs.way_out(r))} | {onnx.get('build_seconds', '')} | "
+                     f"{coverage_runs.tracebacks(r)} |")
     return (f"# Raw-text task coverage of `task:` entries over transformers' architectures\n\n"
             f"Made by `benchmarks/hf_task_coverage.py` (started {started}, {machine}; Triton {TRITON_VERSION}, "
             f"backend onnxruntime, max_batch_size {MAX_BATCH}, sequence_length {SEQUENCE}). Served: built, "
             "verified at build time against transformers' pipeline (sentence-transformers' encode) and answering "
             "one raw-text request on the local Triton server. Not instantiable: not counted.\n\n"
-            + "\n".join(head) + "\n\n## Refusals (onnxruntime) and the pytorch way out\n\n"
-            + ("\n".join(refusals) or "None.") + f"\n\n## Batches\n\n{times or 'None yet.'}\n\n## Per architecture\n\n"
-            + "\n".join(table) + "\n")
-
-
-def cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+            + coverage_runs.sections(head, refusals, batches, table))
 
 
 # --- main --------------------------------------------------------------------------------------------------
@@ -407,15 +249,10 @@ def cell(text: str) -> str:
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {', '.join(TASKS)}")
-    parser.add_argument("--only", default="", help=f"model types, comma-separated ({MINILM}: the trained row)")
-    parser.add_argument("--limit", type=int, help="run at most N architectures not run before, per task")
-    parser.add_argument("--batch", type=int, default=8, help="checkpoints per `tritonsm build` (default 8)")
-    parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path("/tmp/hf_task_coverage"))
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
-    parser.add_argument("--fresh", action="store_true", help="forget earlier results and build caches")
-    parser.add_argument("--keep-builds", action="store_true",
-                        help="keep each batch's build cache and tarballs (about 75 MB a model; by default only its "
-                             "spec, command log and checkpoints stay)")
+    coverage_runs.add_arguments(parser, "/tmp/hf_task_coverage",
+                                only=f"model types, comma-separated ({MINILM}: the trained row)",
+                                limit="run at most N architectures not run before, per task",
+                                build_size="about 75 MB a model; ")
     args = parser.parse_args()
     args.tasks = [t for t in args.tasks.split(",") if t]
     unknown = [t for t in args.tasks if t not in TASKS]
@@ -441,38 +278,9 @@ def to_run(args: argparse.Namespace, results: dict[str, Row]) -> list[Row]:
 
 def main() -> int:
     args = arguments()
-    args.work.mkdir(parents=True, exist_ok=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    store = args.work / "results.json"
-    if args.fresh:
-        for old in args.work.glob("batch-*"):
-            shutil.rmtree(old)
-    saved = json.loads(store.read_text()) if store.is_file() and not args.fresh else {}
-    results: dict[str, Row] = saved.get("results", {})
-    batches: list[Row] = saved.get("batches", [])
-    started = saved.get("started") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    todo = to_run(args, results)
-    clock = time.monotonic()
-    say(clock, f"{len(results)} done before; {len(todo)} to run in batches of {args.batch}")
-    for first in range(0, len(todo), args.batch):
-        batch, batch_start = todo[first:first + args.batch], time.monotonic()
-        folder = args.work / f"batch-{len(batches):03d}"
-        say(clock, f"batch {first // args.batch + 1} of {-(-len(todo) // args.batch)} ({folder.name}): "
-                   + ", ".join(f"{r['task']}/{r['model_type']}" for r in batch))
-        run_batch(batch, folder, clock)
-        for row in batch:
-            results[row["key"]] = row
-            say(clock, f"  {row['task']} {row['model_type']}: {row['outcome']}"
-                       + (f" ({row['reason']})" if row.get("reason") else "")
-                       + (f"; pytorch: {row['pytorch']['outcome']}" if "pytorch" in row else ""))
-        batches.append({"folder": folder.name, "rows": len(batch),
-                        "seconds": round(time.monotonic() - batch_start, 1)})
-        store.write_text(json.dumps({"started": started, "batches": batches, "results": results}, indent=1))
-        if not args.keep_builds:
-            drop_builds(folder)
-        write_reports(results, batches, args.tasks, args.out, started)
-        say(clock, f"batch done in {time.monotonic() - batch_start:.0f} s")
-    summary = write_reports(results, batches, args.tasks, args.out, started)
+    progress = coverage_runs.Progress.load(args)
+    summary = coverage_runs.run(to_run(args, progress.results), progress, args, COVERAGE,
+                                lambda done: write_reports(done, args.tasks, args.out))
     print(json.dumps({task: {k: v for k, v in s.items() if k not in ("refused", "pytorch_way_out")}
                       for task, s in summary.items()}, indent=1), flush=True)
     return 0

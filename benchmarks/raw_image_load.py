@@ -27,15 +27,15 @@ Triton's own counters give each step's average batch, queue and compute time.
 Writes benchmarks/raw_image_load.json and .md. The numbers are this machine's CPU (ResNet-50's convolutions on a
 few cores dominate both sides); a GPU figure, where the model step is far faster and the CPU preprocessing
 weighs more, is for a GPU host.
+
+The command line, spec, build, tarballs, the built first step and the written results:
+tritonsm/benchmarking/raw_input_load.py, shared with benchmarks/raw_text_load.py.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import sys
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -45,39 +45,20 @@ import numpy as np  # noqa: E402
 
 from local_endpoint import encode_request  # noqa: E402
 from local_endpoint.payload import NamedTensor  # noqa: E402
-from tritonsm.benchmarking import paired_endpoints  # noqa: E402
+from tritonsm.benchmarking import paired_endpoints, raw_input_load  # noqa: E402
 from tritonsm.benchmarking.load_phases import PhasePlan  # noqa: E402
 
 TRITON_VERSION = "25.09"
 NUM_LABELS = 1000
 SIDES = ("jpeg", "pixels")  # the summary's keys: the candidate (the ensemble), the baseline (its model step)
-SPEC = """\
-project: Bench
-triton_version: "{triton_version}"
-models:
-  classify:
-    task: {{kind: image-classification}}
-    backend: onnxruntime
-    weights: {classifier}
-    max_batch_size: 16
-    dynamic_batching: {{max_queue_delay_us: 1000}}
-endpoints:
-  jpeg: {{kind: single-model, models: [classify], instance_type: ml.g5.xlarge}}
-  pixels: {{kind: single-model, models: [classify-model], instance_type: ml.g5.xlarge}}
-environments:
-  dev: {{region: us-east-1}}
-"""
 
 
 def classifier(work: pathlib.Path) -> pathlib.Path:
     """ResNet-50 (ResNetConfig() defaults) with random weights (seed 0) and microsoft/resnet-50's image processor,
     saved once, so every build and run serves the same weights."""
-    import torch
-    import transformers
+    def save(folder: pathlib.Path) -> None:
+        import transformers
 
-    folder = work / "resnet50-random"
-    if not (folder / "config.json").is_file():
-        torch.manual_seed(0)
         net = transformers.ResNetForImageClassification(transformers.ResNetConfig(num_labels=NUM_LABELS))
         net.save_pretrained(folder)
         # microsoft/resnet-50's preprocessor_config.json: shortest edge 224, crop_pct 0.875, bicubic (resample 3),
@@ -85,25 +66,14 @@ def classifier(work: pathlib.Path) -> pathlib.Path:
         transformers.ConvNextImageProcessorPil(size={"shortest_edge": 224}, crop_pct=0.875, resample=3,
                                                image_mean=[0.485, 0.456, 0.406],
                                                image_std=[0.229, 0.224, 0.225]).save_pretrained(folder)
-    return folder
+
+    return raw_input_load.saved_once(work / "resnet50-random", save)
 
 
-def build(work: pathlib.Path) -> dict:
-    """Builds the spec; returns the manifest as JSON."""
-    from tritonsm.cli import main as tritonsm_main
-
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "spec.yaml").write_text(SPEC.format(triton_version=TRITON_VERSION, classifier=classifier(work)))
-    code = tritonsm_main(["build", "--spec", str(work / "spec.yaml"), "--out", str(work / "assets"),
-                          "--work-dir", str(work / "build")])
-    if code != 0:
-        raise SystemExit(f"the build failed (exit {code}); see its log above")
-    return json.loads((work / "assets" / "manifest.json").read_text())
-
-
-def tarball(work: pathlib.Path, manifest: dict, endpoint: str) -> tuple[pathlib.Path, str]:
-    (artifact,) = manifest["endpoints"][endpoint]["artifacts"]
-    return work / "assets" / artifact["file"], artifact["models"][0]
+def spec(work: pathlib.Path) -> str:
+    """The classifier: its image ensemble and its model step, each an endpoint."""
+    return raw_input_load.spec({"classify": raw_input_load.task_model("image-classification", classifier(work), 16)},
+                               {"jpeg": "classify", "pixels": "classify-model"}, TRITON_VERSION)
 
 
 def photo() -> tuple[str, bytes]:
@@ -116,18 +86,8 @@ def photo() -> tuple[str, bytes]:
 
 def pixel_values(work: pathlib.Path, manifest: dict, jpeg: bytes) -> np.ndarray:
     """The preprocess step's own pixel tensor for ``jpeg``: what the model step gets inside the ensemble."""
-    import importlib.util
-
-    from model_build import model_config
-
-    entry = manifest["models"]["classify-preprocess"]
-    step = work / "build" / "models" / f"classify-preprocess-{entry['build_hash'][:16]}" / "classify-preprocess"
-    module_spec = importlib.util.spec_from_file_location("bench_preprocess", step / "1" / "model.py")
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    config = model_config.parse((step / "config.pbtxt").read_text())
-    params = {k: v.string_value for k, v in config.parameters.items()}
-    pixels: np.ndarray = module.Preprocess(str(step / "1"), params).pixels(np.array([jpeg], dtype=np.object_))
+    module, params, step = raw_input_load.built_step(work, manifest, "classify-preprocess")
+    pixels: np.ndarray = module.Preprocess(str(step), params).pixels(np.array([jpeg], dtype=np.object_))
     return pixels
 
 
@@ -137,8 +97,9 @@ def load_comparison(work: pathlib.Path, manifest: dict, plan: PhasePlan, repeats
     requests = {"jpeg": encode_request([NamedTensor("IMAGE", "BYTES", np.array([[jpeg]], dtype=np.object_))],
                                        binary=True),
                 "pixels": encode_request([NamedTensor(name, "FP32", pixels)], binary=True)}
-    result = paired_endpoints.compare({"JPEG bytes": (*tarball(work, manifest, "jpeg"), requests["jpeg"]),
-                                       "pixel_values": (*tarball(work, manifest, "pixels"), requests["pixels"])},
+    result = paired_endpoints.compare(
+        {"JPEG bytes": (*raw_input_load.tarball(work, manifest, "jpeg"), requests["jpeg"]),
+         "pixel_values": (*raw_input_load.tarball(work, manifest, "pixels"), requests["pixels"])},
                                       plan, repeats, keys=SIDES, triton_version=TRITON_VERSION)
     result["request_bytes"] = {side: len(requests[side].body) for side in SIDES}
     result["pixel_values_shape"] = list(pixels.shape)
@@ -177,25 +138,18 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", default="1,4,16")
-    parser.add_argument("--phase-seconds", type=float, default=8.0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "raw_image_load")
-    args = parser.parse_args(argv)
+    from tritonsm.cli import main as tritonsm_main
+
+    args, plan = raw_input_load.arguments(__doc__.splitlines()[0], "raw_image_load", argv)
     started = time.monotonic()
-    plan = PhasePlan(concurrencies=tuple(int(c) for c in args.concurrency.split(",")), seconds=args.phase_seconds,
-                     max_requests=100_000, latency_threshold_ms=60_000, must_reach=None)
-    manifest = build(args.work)
+    manifest = raw_input_load.build(args.work, spec(args.work), tritonsm_main)
     built = time.monotonic()
     what, jpeg = photo()
     result = {"machine": f"{os.cpu_count()} cores", "repeats": args.repeats, "phase_seconds": args.phase_seconds,
               "image": what, "classification": load_comparison(args.work, manifest, plan, args.repeats, jpeg),
               "build_s": round(built - started, 1)}
     result["wall_s"] = round(time.monotonic() - started, 1)
-    (ROOT / "benchmarks" / "raw_image_load.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
-    (ROOT / "benchmarks" / "raw_image_load.md").write_text(markdown(result))
-    print(markdown(result))
+    raw_input_load.write("raw_image_load", result, markdown(result))
     return 0
 
 

@@ -19,17 +19,17 @@ both task ensembles (tokenizer step, ONNX Runtime model step, answer step), veri
    process, on the same machine; sentences per second of each, and the ratio.
 
 Writes benchmarks/raw_text_load.json and .md; the numbers are this machine's CPU, not a GPU instance's.
+
+The command line, spec, build, tarballs, the built first step and the written results:
+tritonsm/benchmarking/raw_input_load.py, shared with benchmarks/raw_image_load.py.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import pathlib
 import statistics
 import sys
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,84 +40,38 @@ import numpy as np  # noqa: E402
 from local_endpoint import SingleModelEndpoint, encode_request  # noqa: E402
 from local_endpoint.payload import NamedTensor  # noqa: E402
 from model_build.recipes import minilm, sentences  # noqa: E402
-from tritonsm.benchmarking import paired_endpoints  # noqa: E402
+from tritonsm.benchmarking import paired_endpoints, raw_input_load  # noqa: E402
 from tritonsm.benchmarking.load_compare import SERVER_ENV  # noqa: E402
 from tritonsm.benchmarking.load_phases import PhasePlan, run_phase  # noqa: E402
 
 SENTENCE = sentences.SENTENCES[0]
-SPEC = """\
-project: Bench
-triton_version: "25.09"
-models:
-  classify:
-    task: {{kind: text-classification}}
-    backend: onnxruntime
-    weights: {classifier}
-    max_batch_size: 16
-    sequence_length: 128
-    dynamic_batching: {{max_queue_delay_us: 1000}}
-  embed:
-    task: {{kind: sentence-embedding}}
-    backend: onnxruntime
-    weights: {weights}
-    max_batch_size: 32
-    dynamic_batching: {{max_queue_delay_us: 1000}}
-endpoints:
-  raw: {{kind: single-model, models: [classify], instance_type: ml.g5.xlarge}}
-  ids: {{kind: single-model, models: [classify-model], instance_type: ml.g5.xlarge}}
-  embeddings: {{kind: single-model, models: [embed], instance_type: ml.g5.xlarge}}
-environments:
-  dev: {{region: us-east-1}}
-"""
 
 
 def classifier(work: pathlib.Path) -> pathlib.Path:
     """MiniLM with a sequence-classification head (seed 0, saved, so every load has the same head)."""
-    import torch
-    import transformers
+    def save(folder: pathlib.Path) -> None:
+        import transformers
 
-    folder = work / "minilm-classifier"
-    if not (folder / "config.json").is_file():
-        torch.manual_seed(0)
         net = transformers.AutoModelForSequenceClassification.from_pretrained(minilm.model_dir(), num_labels=2)
         net.save_pretrained(folder)
         transformers.AutoTokenizer.from_pretrained(minilm.model_dir()).save_pretrained(folder)
-    return folder
+
+    return raw_input_load.saved_once(work / "minilm-classifier", save)
 
 
-def build(work: pathlib.Path) -> dict:
-    """Builds the spec; returns the manifest as JSON."""
-    from tritonsm.cli import main as tritonsm_main
-
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "spec.yaml").write_text(SPEC.format(classifier=classifier(work), weights=minilm.model_dir()))
-    code = tritonsm_main(["build", "--spec", str(work / "spec.yaml"), "--out", str(work / "assets"),
-                          "--work-dir", str(work / "build")])
-    if code != 0:
-        raise SystemExit(f"the build failed (exit {code}); see its log above")
-    return json.loads((work / "assets" / "manifest.json").read_text())
-
-
-def tarball(work: pathlib.Path, manifest: dict, endpoint: str) -> tuple[pathlib.Path, str]:
-    (artifact,) = manifest["endpoints"][endpoint]["artifacts"]
-    return work / "assets" / artifact["file"], artifact["models"][0]
+def spec(work: pathlib.Path) -> str:
+    """The classifier (its raw-text ensemble and its model step, each an endpoint) and the embedder."""
+    return raw_input_load.spec(
+        {"classify": raw_input_load.task_model("text-classification", classifier(work), 16, sequence_length=128),
+         "embed": raw_input_load.task_model("sentence-embedding", minilm.model_dir(), 32)},
+        {"raw": "classify", "ids": "classify-model", "embeddings": "embed"}, "25.09")
 
 
 def token_request(work: pathlib.Path, manifest: dict) -> list[NamedTensor]:
     """The tokenizer step's own tensors for SENTENCE: what the model step gets inside the ensemble."""
-    import importlib.util
-
-    entry = manifest["models"]["classify-tokenize"]
-    step = work / "build" / "models" / f"classify-tokenize-{entry['build_hash'][:16]}" / "classify-tokenize"
-    module_spec = importlib.util.spec_from_file_location("bench_tokenize", step / "1" / "model.py")
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    from model_build import model_config
-
-    config = model_config.parse((step / "config.pbtxt").read_text())
-    params = {k: v.string_value for k, v in config.parameters.items()}
-    arrays = module.Tokenize(str(step / "1" / "tokenizer.json"), params).encode(np.array([SENTENCE.encode()],
-                                                                                         dtype=np.object_))
+    module, params, step = raw_input_load.built_step(work, manifest, "classify-tokenize")
+    arrays = module.Tokenize(str(step / "tokenizer.json"), params).encode(np.array([SENTENCE.encode()],
+                                                                                  dtype=np.object_))
     names = [t["name"] for t in manifest["models"]["classify-model"]["inputs"]]
     return [NamedTensor(name, "INT64", arrays[name]) for name in names]
 
@@ -127,8 +81,8 @@ def load_comparison(work: pathlib.Path, manifest: dict, plan: PhasePlan, repeats
     text = encode_request([NamedTensor("TEXT", "BYTES", np.array([[SENTENCE.encode()]], dtype=np.object_))],
                           binary=True)
     ids = encode_request(token_request(work, manifest), binary=True)
-    return paired_endpoints.compare({"raw text": (*tarball(work, manifest, "raw"), text),
-                                     "token ids": (*tarball(work, manifest, "ids"), ids)},
+    return paired_endpoints.compare({"raw text": (*raw_input_load.tarball(work, manifest, "raw"), text),
+                                     "token ids": (*raw_input_load.tarball(work, manifest, "ids"), ids)},
                                     plan, repeats, keys=("raw", "ids"))
 
 
@@ -144,7 +98,7 @@ def embedding_yardstick(work: pathlib.Path, manifest: dict, plan: PhasePlan) -> 
     for _ in range(rounds):
         encoder.encode(texts, batch_size=32)
     st_rate = rounds * len(texts) / (time.perf_counter() - started)
-    path, model = tarball(work, manifest, "embeddings")
+    path, model = raw_input_load.tarball(work, manifest, "embeddings")
     concurrency = max(plan.concurrencies)
     rates = []
     with SingleModelEndpoint(path, default_model=model, env=SERVER_ENV, cpu_stand_in=True,
@@ -190,21 +144,14 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--concurrency", default="1,4,16")
-    parser.add_argument("--phase-seconds", type=float, default=8.0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "raw_text_load")
-    args = parser.parse_args(argv)
-    plan = PhasePlan(concurrencies=tuple(int(c) for c in args.concurrency.split(",")), seconds=args.phase_seconds,
-                     max_requests=100_000, latency_threshold_ms=60_000, must_reach=None)
-    manifest = build(args.work)
+    from tritonsm.cli import main as tritonsm_main
+
+    args, plan = raw_input_load.arguments(__doc__.splitlines()[0], "raw_text_load", argv)
+    manifest = raw_input_load.build(args.work, spec(args.work), tritonsm_main)
     result = {"machine": f"{os.cpu_count()} cores", "repeats": args.repeats, "sentence": SENTENCE,
               "classification": load_comparison(args.work, manifest, plan, args.repeats),
               "embeddings": embedding_yardstick(args.work, manifest, plan)}
-    (ROOT / "benchmarks" / "raw_text_load.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
-    (ROOT / "benchmarks" / "raw_text_load.md").write_text(markdown(result))
-    print(markdown(result))
+    raw_input_load.write("raw_text_load", result, markdown(result))
     return 0
 
 
