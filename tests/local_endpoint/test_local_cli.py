@@ -201,7 +201,7 @@ def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None
 INVOKE_URL_HELP = """\
 usage: tritonsm invoke [-h] [--url URL] [--endpoint-name ENDPOINT_NAME] [--region REGION]
                        [--target-model TARGET_MODEL] [--inference-component INFERENCE_COMPONENT]
-                       (--input INPUT | --text TEXT | --image FILE [FILE ...])
+                       (--input INPUT | --text TEXT | --image FILE [FILE ...] | --audio FILE [FILE ...])
                        [--text-pair TEXT_PAIR] [--input-name INPUT_NAME] [--tokenizer TOKENIZER]
                        [--max-length MAX_LENGTH] [--token-datatype {INT64,INT32}] [--binary]
                        [--output OUTPUT] [--timeout TIMEOUT]
@@ -226,9 +226,14 @@ options:
   --text TEXT           text input: sent as BYTES --input-name (default TEXT, what a task's
                         ensemble takes), or tokenized with --tokenizer
   --image FILE [FILE ...]
-                        image files (JPEG, PNG, ...) sent as their encoded bytes, one UINT8 row
-                        each, to the --input-name input of a DALI model or an ensemble starting
-                        with one
+                        image files (JPEG, PNG, WebP) sent as their encoded bytes: one BYTES row
+                        each as IMAGE (what an image task's ensemble takes, in binary+json), or
+                        with --input-name one UINT8 row each (a DALI model or an ensemble starting
+                        with one)
+  --audio FILE [FILE ...]
+                        audio files (WAV, FLAC) sent as their bytes, one BYTES row each as AUDIO
+                        (what an audio task's ensemble takes, in binary+json); one file per
+                        request for clips of different lengths
   --text-pair TEXT_PAIR
                         with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a
                         question-answering context, an NLI hypothesis, a reranked passage)
