@@ -326,7 +326,9 @@ def test_question_answering_matches_pipeline(qa_outputs, params):
     want = _qa_reference_rows(qa_outputs, params)
     got = _qa_step(encodings, logits, params)
     assert _qa_mismatches(want, got) == []
-    assert [len(row) for row in got] == [params["top_k"]] * len(QA_PAIRS)
+    # Not vacuous: every row answers, and top_k answers where the context has that many candidate spans (a short
+    # context may have fewer; the reference then has as many: the comparison above checks it).
+    assert all(got) and max(len(row) for row in got) == params["top_k"], [len(row) for row in got]
 
 
 @pytest.mark.parametrize("defect", ["offsets shifted by one", "no word ids (no alignment)"])
