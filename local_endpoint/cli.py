@@ -7,6 +7,7 @@ mistake they can fix: every LocalEndpointError is printed as one message.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 
 from deployment_spec.endpoint import EndpointKind
@@ -99,7 +100,8 @@ def invoke_main(argv: list[str]) -> int:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
         raw_files = (args.image is not None and not args.input_name) or args.audio is not None
-        request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_files)
+        request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_files,
+                                 parameters=_request_parameters(parser, args.parameter))
         name, url = args.endpoint_name, None
         if args.url:
             url, named_in_url = runtime_address(args.url)
@@ -154,6 +156,19 @@ def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--triton-version", default=DEFAULT_TRITON_VERSION, metavar="YY.MM",
                         help="the endpoint image's release: ONNX stand-ins run its ONNX Runtime "
                              f"(default: {DEFAULT_TRITON_VERSION}; `tritonsm serve <endpoint>` passes the spec's)")
+
+
+def _request_parameters(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, object]:
+    parameters: dict[str, object] = {}
+    for item in items:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            parser.error(f"--parameter {item!r} must be KEY=VALUE, e.g. --parameter threshold=0.3")
+        try:
+            parameters[key] = json.loads(value)
+        except ValueError:  # a plain word is a text parameter
+            parameters[key] = value
+    return parameters
 
 
 def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace):
@@ -213,6 +228,9 @@ def _invoke_parser() -> argparse.ArgumentParser:
                         help="datatype of the token inputs (default INT64)")
     parser.add_argument("--binary", action="store_true",
                         help="send binary+json (application/vnd.sagemaker-triton.binary+json) instead of JSON")
+    parser.add_argument("--parameter", action="append", default=[], metavar="KEY=VALUE",
+                        help="a KServe v2 request parameter, repeatable; VALUE is read as JSON where it is one "
+                             "(numbers, true/false), else as text; e.g. --parameter threshold=0.3 for a detector")
     parser.add_argument("--output", type=pathlib.Path, help="also save the outputs (.json or .npz)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
 

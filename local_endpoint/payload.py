@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,10 @@ class DecodedResponse:
     outputs: list[NamedTensor]
 
 
-def encode_request(tensors: list[NamedTensor], *, binary: bool) -> EncodedRequest:
-    """Encode inputs as KServe v2 JSON, or binary+json with binary outputs requested."""
+def encode_request(tensors: list[NamedTensor], *, binary: bool,
+                   parameters: dict[str, Any] | None = None) -> EncodedRequest:
+    """Encode inputs as KServe v2 JSON, or binary+json with binary outputs requested; ``parameters``: the
+    request's own KServe v2 parameters (e.g. a detector's ``threshold``), which Triton hands to each step."""
     from tritonclient.http import InferenceServerClient, InferInput
     from tritonclient.utils import InferenceServerException
 
@@ -56,10 +59,13 @@ def encode_request(tensors: list[NamedTensor], *, binary: bool) -> EncodedReques
         raise InvokeError(f"input {tensor.name!r} cannot be encoded: {error.message()}") from None
     if not binary:
         # generate_request_body would ask for binary outputs; a JSON caller wants a JSON answer.
-        body = json.dumps({"inputs": [infer_input._get_tensor() for infer_input in inputs]})
+        document: dict[str, Any] = {"inputs": [infer_input._get_tensor() for infer_input in inputs]}
+        if parameters:
+            document["parameters"] = parameters
+        body = json.dumps(document)
         return EncodedRequest(body.encode(), JSON_CONTENT_TYPE)
     # A JSON header of json_size bytes followed by the raw tensors; outputs come back binary too.
-    body, json_size = InferenceServerClient.generate_request_body(inputs)
+    body, json_size = InferenceServerClient.generate_request_body(inputs, parameters=parameters or None)
     return EncodedRequest(body, f"{BINARY_CONTENT_TYPE_PREFIX}{json_size}")
 
 

@@ -11,7 +11,9 @@ standard library only: it runs on the image's own Python.
   output ``entities``, one JSON list per row (``answer_token_classification.py``).
 - object-detection: inputs ``logits`` [rows, queries, classes], ``pred_boxes`` [rows, queries, 4], ``image_size``
   [rows, 2]; output ``detections``, one JSON list per row: score, label, box in the image's pixels
-  (``answer_object_detection.py``), as ``pipeline("object-detection", threshold=...)``.
+  (``answer_object_detection.py``), as ``pipeline("object-detection", threshold=...)``; the threshold is the
+  spec's unless the request's KServe v2 ``parameters`` carry ``threshold`` (Triton forwards an ensemble request's
+  parameters to each step from release 23.10 on: triton-inference-server/core pull 261).
 - automatic-speech-recognition: input ``logits`` [rows, frames, vocabulary] of a CTC model; output ``text``,
   one string per row, greedy CTC decoding as the pipeline's (``answer_ctc.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
@@ -25,6 +27,9 @@ import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError, answer_requests  # noqa: E402
 
 try:  # absent when the build imports this file to verify the ensemble (model_build/backends/ensemble)
     import triton_python_backend_utils as pb_utils
@@ -49,6 +54,25 @@ def classify(logits, params):
     names = params["id2label"]
     labels = np.array([[names[int(i)].encode() for i in row] for row in order], dtype=np.object_)
     return {"labels": labels, "scores": np.take_along_axis(scores, order, axis=-1).astype(np.float32)}
+
+
+def with_request_parameters(task, params, parameters):
+    """The spec's answer params, with what one request's KServe v2 ``parameters`` change: object-detection's
+    ``threshold`` (a number, or a string holding one for clients whose parameters are strings). Any other
+    parameter is not this step's (``binary_data_output`` and the like belong to Triton's front end): left alone."""
+    if task != "object-detection" or "threshold" not in parameters:
+        return params
+    value = parameters["threshold"]
+    try:
+        threshold = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+    except ValueError:
+        threshold = None
+    if threshold is None or not 0 <= threshold <= 1:
+        raise RequestError(
+            f"request parameter 'threshold' is {value!r}; allowed: a number from 0 to 1, the lowest score a "
+            f"detection is answered with (this model's default: {float(params['threshold']):g}); send e.g. "
+            '"parameters": {"threshold": 0.3} beside "inputs"')
+    return {**params, "threshold": threshold}
 
 
 def answer(task, params, inputs):
@@ -112,12 +136,12 @@ class TritonPythonModel:
         self.outputs = {o["name"]: o["data_type"] for o in config["output"]}
 
     def execute(self, requests):
-        responses = []
-        for request in requests:
-            inputs = {name: pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.inputs}
-            made = answer(self.task, self.params, inputs)
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor(name, made[name] if dtype == "TYPE_STRING" else
+        return answer_requests(pb_utils, requests, self._answer)
+
+    def _answer(self, request):
+        inputs = {name: pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.inputs}
+        params = with_request_parameters(self.task, self.params, json.loads(request.parameters() or "{}"))
+        made = answer(self.task, params, inputs)
+        return [pb_utils.Tensor(name, made[name] if dtype == "TYPE_STRING" else
                                 made[name].astype(pb_utils.triton_string_to_numpy(dtype)))
-                for name, dtype in self.outputs.items()]))
-        return responses
+                for name, dtype in self.outputs.items()]

@@ -20,8 +20,9 @@ from model_build.recipes.contract import ExportableModel, PythonModel
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 # What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
-# feature extractors are numpy code in transformers, so no torch ships.
-PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4")
+# feature extractors are numpy code in transformers, so no torch ships; soundfile decodes FLAC (its wheel carries
+# libsndfile, so the image needs no system package).
+PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4", "soundfile==0.14.0")
 HEADS = {TaskKind.AUDIO_CLASSIFICATION: "AutoModelForAudioClassification",
          TaskKind.SPEECH_RECOGNITION: "AutoModelForCTC"}
 FEATURES = ("input_values", "input_features")  # raw samples (wav2vec2 family) or a spectrogram (AST, Whisper)

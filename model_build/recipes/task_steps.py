@@ -50,7 +50,7 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
     task = checkpoint_text.task_of(model)
     kind = task.kind
     params = _answer_params(model, folder)
-    files = {"model.py": TEMPLATES / "hf_answer.py"}
+    files = {"model.py": TEMPLATES / "hf_answer.py", "step_requests.py": TEMPLATES / "step_requests.py"}
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     tokens = (TensorSpec("offsets", "TYPE_INT64", (-1, 2)), TensorSpec("word_ids", "TYPE_INT64", (-1,)))

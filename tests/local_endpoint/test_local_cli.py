@@ -190,6 +190,8 @@ def test_invoke_reports_nothing_listening(tmp_path: pathlib.Path, capsys) -> Non
          "--text-pair goes with --text, sent as raw text (without --tokenizer)"),
         (["--url", "http://x:1", "--text", "hi", "--input-name", "T", "--output", "o.csv"], "--output o.csv must end in .json or .npz"),
         (["--text", "hi"], "one of the arguments --url --endpoint-name is required"),
+        (["--url", "http://x:1", "--text", "hi", "--parameter", "threshold"],
+         "--parameter 'threshold' must be KEY=VALUE, e.g. --parameter threshold=0.3"),
     ],
 )
 def test_invoke_argument_mistakes(argv: list[str], message: str, capsys) -> None:
@@ -204,7 +206,7 @@ usage: tritonsm invoke [-h] [--url URL] [--endpoint-name ENDPOINT_NAME] [--regio
                        (--input INPUT | --text TEXT | --image FILE [FILE ...] | --audio FILE [FILE ...])
                        [--text-pair TEXT_PAIR] [--input-name INPUT_NAME] [--tokenizer TOKENIZER]
                        [--max-length MAX_LENGTH] [--token-datatype {INT64,INT32}] [--binary]
-                       [--output OUTPUT] [--timeout TIMEOUT]
+                       [--parameter KEY=VALUE] [--output OUTPUT] [--timeout TIMEOUT]
 
 Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint
 (--url) or a deployed one (--endpoint-name).
@@ -247,6 +249,10 @@ options:
                         datatype of the token inputs (default INT64)
   --binary              send binary+json (application/vnd.sagemaker-triton.binary+json) instead of
                         JSON
+  --parameter KEY=VALUE
+                        a KServe v2 request parameter, repeatable; VALUE is read as JSON where it
+                        is one (numbers, true/false), else as text; e.g. --parameter threshold=0.3
+                        for a detector
   --output OUTPUT       also save the outputs (.json or .npz)
   --timeout TIMEOUT     seconds to wait for a local endpoint
 """

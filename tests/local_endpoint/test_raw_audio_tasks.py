@@ -96,7 +96,7 @@ def test_the_build_verifies_each_audio_task_against_the_pipeline(built):
         assert check.ran and check.details["reference"] == (
             f"transformers 5.23.0 pipeline('{kind}') ({FEATURES[name]})"), name
         # sounds refuses clips over 2 s by its spec: the 2 s noise is its longest
-        assert check.cases == 6 and check.details["sampling_rate"] == RATE
+        assert check.cases == 7 and check.details["sampling_rate"] == RATE
         assert check.max_abs_error < 1e-5, (name, check.max_abs_error)
     assert [(t.name, t.data_type, t.dims) for t in models["words"].inputs] == [("AUDIO", "TYPE_STRING", (1,))]
     assert [(t.name, t.dims) for t in models["words"].outputs] == [("text", (1,))]
@@ -117,7 +117,7 @@ def test_a_planted_wrong_normalisation_fails_the_check(built, tmp_path):
         audio_check.check(chain, tmp_path, print)
     assert str(caught.value).startswith(
         "model sounds: raw audio through its steps does not answer as transformers 5.23.0 "
-        "pipeline('audio-classification') (Wav2Vec2FeatureExtractor) on 6 of 6 clips: clip 0 (tone 440 Hz, 0.6 s, "
+        "pipeline('audio-classification') (Wav2Vec2FeatureExtractor) on 7 of 7 clips: clip 0 (tone 440 Hz, 0.6 s, "
         "16-bit PCM): features differ from the feature extractor's by up to "), str(caught.value)
     assert str(caught.value).endswith(audio_check.FEATURES_DIFFER)
 
@@ -169,15 +169,19 @@ def test_bad_audio_is_a_400_naming_the_input_and_the_server_goes_on(built, serve
     long_clip = audio_samples.pcm_wav(np.zeros(int(2.5 * RATE)), RATE)
     prefix = f"in ensemble '{sounds}.tar.gz', "
     bad = {
-        (b"",): "AUDIO: no bytes; this model takes one WAV (RIFF/WAVE) file per request; send the file's bytes "
-                "(row 0)",
+        (b"",): "AUDIO: no bytes; this model takes one WAV (RIFF/WAVE) or FLAC file per request; send the file's "
+                "bytes (row 0)",
+        (audio_samples.flac(np.zeros(4410), 44100),): "AUDIO: a FLAC at 44100 Hz; this model takes 16000 Hz audio "
+                                                       "(its feature extractor's sampling_rate); resample it to "
+                                                       "16000 Hz before sending (row 0)",
+        (audio_samples.flac(np.zeros(RATE), RATE)[:60],): "AUDIO: a FLAC that soundfile cannot read (",
         (audio_samples.pcm_wav(np.zeros(4410), 44100),): "AUDIO: a WAV at 44100 Hz; this model takes 16000 Hz audio "
                                                           "(its feature extractor's sampling_rate); resample it to "
                                                           "16000 Hz before sending (row 0)",
         (long_clip,): "AUDIO: a WAV of 2.50 s (40000 samples at 16000 Hz); this model takes at most 2 s (32000 "
                       "samples); cut it into pieces of at most 2 s before sending (row 0)",
         (b"ID3\x04\x00\x00\x00\x00\x00\x00mp3 frames",): "AUDIO: MPEG audio (MP3 or AAC); this model takes WAV "
-                                                          "(RIFF/WAVE) audio; convert it to WAV (16-bit PCM or 32-bit "
+                                                          "(RIFF/WAVE) or FLAC audio; convert it to WAV (16-bit PCM or 32-bit "
                                                           "float) before sending (row 0)",
         (tone[:100],): "AUDIO: a WAV whose 'data' chunk is cut short",
         (tone, audio_samples.clips(RATE)[1].data): "AUDIO: the clips of one request have 2 lengths (9600 to 20800 "

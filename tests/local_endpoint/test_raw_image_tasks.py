@@ -153,9 +153,10 @@ def test_a_planted_preprocessing_defect_fails_the_check(built, tmp_path, name, c
     assert str(caught.value).endswith(image_check.PIXELS_DIFFER)
 
 
-def _send(served, model: str, images: list[bytes], binary: bool = True):
+def _send(served, model: str, images: list[bytes], binary: bool = True, parameters=None):
     tensors = [NamedTensor("IMAGE", "BYTES", np.array([[i] for i in images], dtype=np.object_))]
-    return invoke_url(served.url, encode_request(tensors, binary=binary), target_model=f"{model}.tar.gz")
+    return invoke_url(served.url, encode_request(tensors, binary=binary, parameters=parameters),
+                      target_model=f"{model}.tar.gz")
 
 
 def _target(built, model):
@@ -190,6 +191,35 @@ def test_the_served_detector_answers_as_the_pipeline(built, served, tmp_path):
     # The tiny random detector still finds something: boxes inside the image, labels of the checkpoint.
     found = [d for row in ours for d in row]
     assert found and {d["label"] for d in found} <= set(image_checkpoints.LABELS) | {"N/A"}
+
+
+def test_a_request_sets_the_detectors_threshold_as_the_pipelines_threshold_argument(built, served, tmp_path):
+    samples = image_samples.images()
+    boxes = _target(built, "boxes")
+    _, theirs, _ = image_check.reference(_chain(built, "boxes", tmp_path), samples)
+    at_zero = theirs[len(samples):]  # the reference answers at the spec's threshold, then at LOW_THRESHOLD (0)
+    task = load_spec(built.spec_path).models["boxes"].task
+    ours = []
+    for sample, sent in zip(samples, [0, "0", 0.0] * len(samples)):
+        # the parameter as a number or as text (clients whose parameters are all text)
+        response = _send(served, boxes, [sample.data], parameters={"threshold": sent})
+        ours.append(json.loads({o.name: o.array for o in response.outputs}["detections"][0][0]))
+    worst, problems = task_reference.compare(task, ours, at_zero, 1e-5)
+    assert problems == [] and worst < 1e-5, (problems, worst)
+    # A higher threshold keeps DETR's detections scored above it, in the same order (the pipeline's rule).
+    scores = sorted(d["score"] for row in ours for d in row)
+    high = round(scores[len(scores) // 2], 2)
+    for sample, at_zero_row in zip(samples[:3], ours):
+        response = _send(served, boxes, [sample.data], parameters={"threshold": high})
+        kept = json.loads({o.name: o.array for o in response.outputs}["detections"][0][0])
+        assert kept == [d for d in at_zero_row if d["score"] > high]
+    assert 0 < sum(d["score"] > high for row in ours for d in row) < len(scores)
+    with pytest.raises(InvokeError) as caught:
+        _send(served, boxes, [samples[0].data], parameters={"threshold": 1.5})
+    assert ("the endpoint rejected the request (HTTP 400): " in str(caught.value) and
+            "request parameter 'threshold' is 1.5; allowed: a number from 0 to 1, the lowest score a detection is "
+            f"answered with (this model's default: {task.threshold:g}); send e.g. \"parameters\": "
+            "{\"threshold\": 0.3} beside \"inputs\"" in str(caught.value)), str(caught.value)
 
 
 def test_the_served_embedder_answers_as_clip_does(built, served, tmp_path):

@@ -25,9 +25,9 @@ from model_build.errors import BuildError
 from model_build.recipes import audio_steps
 from model_build.verification import verify
 
-FEATURES_DIFFER = ("The preprocessing step decodes the WAV and runs the checkpoint's feature extractor "
+FEATURES_DIFFER = ("The preprocessing step decodes the WAV or FLAC and runs the checkpoint's feature extractor "
                    "(preprocessor_config.json); its features differ from the feature extractor's on the file as "
-                   "scipy reads it")
+                   "scipy (WAV) or soundfile (FLAC) reads it")
 ANSWERS_DIFFER = ("The preprocessing step's features equal the feature extractor's; the model answers otherwise "
                   "in the serving runtime; try the other backend (onnxruntime or pytorch), or another architecture")
 FEATURE_ATOL = 1e-5

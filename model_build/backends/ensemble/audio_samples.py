@@ -1,7 +1,7 @@
-"""Raw audio an audio task's ensemble is verified on: WAV files as applications send them, made here.
+"""Raw audio an audio task's ensemble is verified on: WAV and FLAC files as applications send them, made here.
 
-Clips of several lengths (half a second to two), sample encodings (8, 16 and 24-bit PCM, 32-bit float), mono
-and stereo (averaged), and signals that differ in what a model hears: a tone, a chirp, noise, a voice-like
+Clips of several lengths (half a second to two), sample encodings (8, 16 and 24-bit PCM, 32-bit float, 16-bit
+FLAC written by libsndfile through soundfile), mono and stereo (averaged), and signals that differ in what a model hears: a tone, a chirp, noise, a voice-like
 harmonic stack with a syllable rhythm. All at the feature extractor's sampling rate: another rate is refused by
 the preprocessing step, a bad request rather than a raw input.
 """
@@ -69,6 +69,15 @@ def float_wav(samples: npt.ArrayLike, rate: int) -> bytes:
     return b"RIFF" + struct.pack("<I", len(body)) + body
 
 
+def flac(samples: npt.ArrayLike, rate: int) -> bytes:
+    """16-bit FLAC, [frames] or [frames, channels], written by libsndfile (soundfile), as audio tools write it."""
+    import soundfile
+
+    out = io.BytesIO()
+    soundfile.write(out, np.asarray(samples, dtype=np.float64), rate, format="FLAC", subtype="PCM_16")
+    return out.getvalue()
+
+
 def clips(rate: int, max_seconds: float | None = None) -> list[RawAudio]:
     """The raw clips at ``rate``, those no longer than ``max_seconds`` (what the step refuses is not an answer)."""
     left = _signal("tone", 0.8, rate, 1)
@@ -80,15 +89,23 @@ def clips(rate: int, max_seconds: float | None = None) -> list[RawAudio]:
         (0.8, RawAudio("stereo, 0.8 s, 16-bit PCM (averaged to mono)", pcm_wav(stereo, rate))),
         (0.5, RawAudio("voice-like, 0.5 s, 8-bit PCM", pcm_wav(_signal("voice", 0.5, rate, 5), rate, bits=8))),
         (1.7, RawAudio("voice-like, 1.7 s, 24-bit PCM", pcm_wav(_signal("voice", 1.7, rate, 6), rate, bits=24))),
+        (1.1, RawAudio("stereo voice-like, 1.1 s, 16-bit FLAC (averaged to mono)",
+                       flac(np.stack([_signal("voice", 1.1, rate, 7), _signal("chirp", 1.1, rate, 8)], axis=1), rate))),
     ]
     return [clip for seconds, clip in made if max_seconds is None or seconds <= max_seconds]
 
 
 def reference_waveform(data: bytes) -> tuple[npt.NDArray[np.float32], int]:
-    """The clip decoded by scipy (not the step's decoder), scaled and averaged to mono as libsndfile and
-    transformers' ``_to_mono`` do: what a user hands the pipeline."""
+    """The clip decoded by scipy (WAV: not the step's decoder) or soundfile (FLAC: what the step decodes it with,
+    as nothing else here reads FLAC; the pipeline's own ffmpeg_read needs an ffmpeg binary), scaled and averaged
+    to mono as libsndfile and transformers' ``_to_mono`` do: what a user hands the pipeline."""
     from scipy.io import wavfile
 
+    if data[:4] == b"fLaC":
+        import soundfile
+
+        samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+        return np.ascontiguousarray(samples.T.mean(axis=0), dtype=np.float32), int(rate)
     rate, samples = wavfile.read(io.BytesIO(data))
     if samples.dtype == np.uint8:
         floats = (samples.astype(np.float32) - 128) / 128
