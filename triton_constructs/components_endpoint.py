@@ -20,7 +20,7 @@ from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
-from triton_constructs.endpoint_reference import endpoint_arn, with_options
+from triton_constructs.endpoint_reference import checked_metric, endpoint_arn, with_options
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.metrics import INVOCATION_NAMESPACE
 from triton_constructs.image import TritonImage
@@ -217,19 +217,23 @@ class TritonComponentsEndpoint(Construct):
                 namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
         return with_options(component_metric(self.component_name(model), name, statistic, namespace=namespace), props)
 
+    @checked_metric()
     def metric_invocations(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """Requests to ``model``'s component per minute (Sum)."""
         return self._metric(model, "Invocations", "Sum", props)
 
+    @checked_metric()
     def metric_model_latency(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """``model``'s component's ModelLatency (microseconds, Average)."""
         return self._metric(model, "ModelLatency", "Average", props)
 
+    @checked_metric()
     def metric_errors(self, model: str, kind: str = "5XX",
                       props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """``model``'s component's ``Invocation5XXErrors`` (or ``kind="4XX"``) per minute, Sum."""
         return self._metric(model, f"Invocation{kind}Errors", "Sum", props)
 
+    @checked_metric()
     def metric_gpu_utilization(self, model: str, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU utilization of ``model``'s copies against what they reserve, 0-100 % (Average)."""
         return self._metric(model, "GPUUtilizationNormalized", "Average", props, COMPONENT_NAMESPACE)
@@ -250,6 +254,7 @@ class TritonComponentsEndpoint(Construct):
         """PromQL: requests ``model``'s component holds and has not started computing."""
         return triton_promql.pending_requests(self.endpoint_name, self.component_name(model))
 
+    @checked_metric()
     def metric_gpu_memory_utilization(self, model: str,
                                       props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU memory of ``model``'s copies against what they reserve, 0-100 % (Average)."""

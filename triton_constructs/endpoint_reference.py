@@ -2,14 +2,19 @@
 invoke it, and its CloudWatch metrics (with ``cloudwatch.MetricOptions``, as CDK's own resources)."""
 from __future__ import annotations
 
-from typing import Optional
+import functools
+import inspect
+from typing import Any, Callable, Optional, TypeVar
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam
 from constructs import Construct
 
+from deployment_spec.errors import Problem
+from deployment_spec.type_checks import hints_of, type_problems
 from triton_constructs import triton_promql
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, EndpointMetrics
+from triton_constructs.props import unknown_arguments
 
 
 def with_options(metric: cloudwatch.Metric, props: Optional[cloudwatch.MetricOptions]) -> cloudwatch.Metric:
@@ -19,6 +24,74 @@ def with_options(metric: cloudwatch.Metric, props: Optional[cloudwatch.MetricOpt
     return metric.with_(account=props.account, color=props.color, dimensions_map=props.dimensions_map,
                         label=props.label, period=props.period, region=props.region, statistic=props.statistic,
                         unit=props.unit)
+
+
+Method = TypeVar("Method", bound=Callable[..., cloudwatch.Metric])
+# What cloudwatch.MetricOptions takes: a keyword among them given to a metric method belongs in ``props``.
+_OPTION_FIELDS = tuple(inspect.signature(cloudwatch.MetricOptions).parameters)
+
+
+def checked_metric(former: str = "") -> Callable[[Method], Method]:
+    """Decorates a ``metric*`` method: a call in a form it does not take raises ``TypeError`` naming the
+    argument, the value, what is allowed and the fix, before the value reaches CDK's ``Metric.with_`` (where a
+    string in ``props`` ended in ``AttributeError: 'str' object has no attribute 'account'``).
+
+    ``former``: the parameter 0.1.0 took where ``props`` is now (``"statistic"``: 0.1.0's
+    ``metric_model_latency("p99")``); the fix then says it moved into ``cloudwatch.MetricOptions``.
+    """
+    def decorate(method: Method) -> Method:
+        signature = inspect.signature(method)
+
+        @functools.wraps(method)
+        def checked(self: Any, *args: Any, **kwargs: Any) -> cloudwatch.Metric:
+            problems = _unknown_keywords(kwargs, signature)
+            if not problems:
+                bound = signature.bind(self, *args, **kwargs)
+                problems = _argument_problems(method, bound.arguments, former)
+            if problems:
+                call = f"{type(self).__name__}.{method.__name__}({_arguments_text(args, kwargs)})"
+                raise TypeError(f"{call}: " + "; and ".join(map(str, problems)))
+            return method(self, *args, **kwargs)
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+def _unknown_keywords(kwargs: dict[str, Any], signature: inspect.Signature) -> list[Problem]:
+    """Keywords the method lacks; those of ``cloudwatch.MetricOptions`` (0.1.0's ``metric(name, statistic=...,
+    period=...)``) are told to go into ``props``, together."""
+    names = [name for name in signature.parameters if name != "self"]
+    unknown = [name for name in kwargs if name not in signature.parameters]
+    options = [name for name in unknown if name in _OPTION_FIELDS] if "props" in signature.parameters else []
+    problems = unknown_arguments([name for name in unknown if name not in options], names, "argument")
+    if options:
+        fields = ", ".join(f"{name}={_literal(kwargs[name])}" for name in options)
+        problems.append(Problem(", ".join(options), "cloudwatch.MetricOptions fields as arguments", ", ".join(names),
+                                f"pass props=cloudwatch.MetricOptions({fields})"))
+    return problems
+
+
+def _argument_problems(method: Callable[..., Any], arguments: dict[str, Any], former: str) -> list[Problem]:
+    """Each argument against the method's type hints; a string as ``props`` is told how to pass it."""
+    hints = hints_of(method)
+    problems = [p for name, value in arguments.items() if name != "self" and name in hints
+                for p in type_problems(name, value, hints[name])]
+    props = arguments.get("props")
+    if not isinstance(props, str):
+        return problems
+    moved = f"the {former} is no longer positional; " if former else ""
+    fix = f"{moved}pass props=cloudwatch.MetricOptions({former or 'statistic'}={_literal(props)})"
+    return [Problem(p.path, p.got, p.allowed, fix) if p.path == "props" else p for p in problems]
+
+
+def _arguments_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    return ", ".join([_literal(a) for a in args] + [f"{k}={_literal(v)}" for k, v in kwargs.items()])
+
+
+def _literal(value: Any) -> str:
+    """A value as a call shows it: a literal as written, anything else by its type (``Duration(...)``)."""
+    return repr(value) if isinstance(value, (str, int, float, bool, type(None))) else f"{type(value).__name__}(...)"
 
 
 def endpoint_arn(scope: Construct, endpoint_name: str) -> str:
@@ -41,6 +114,7 @@ class EndpointReference:
         return iam.Grant.add_to_principal(grantee=grantee, actions=["sagemaker:InvokeEndpoint"],
                                           resource_arns=[self.endpoint_arn])
 
+    @checked_metric()
     def metric(self, metric_name: str, props: Optional[cloudwatch.MetricOptions] = None, *,
                per_instance: bool = False) -> cloudwatch.Metric:
         """Any metric of the variant, per minute, Average unless ``props`` says otherwise: ``AWS/SageMaker``, or
@@ -49,22 +123,27 @@ class EndpointReference:
             metric_name, statistic="Average", namespace=INSTANCE_NAMESPACE if per_instance else INVOCATION_NAMESPACE),
             props)
 
+    @checked_metric()
     def metric_invocations(self, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """Requests per minute (``Invocations``, Sum)."""
         return with_options(self.metrics.invocation("Invocations", "Sum"), props)
 
+    @checked_metric(former="statistic")
     def metric_model_latency(self, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """Time the container took, in microseconds (``ModelLatency``, Average; e.g. ``statistic="p99"``)."""
         return with_options(self.metrics.invocation("ModelLatency", "Average"), props)
 
+    @checked_metric()
     def metric_errors(self, kind: str = "5XX", props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """``Invocation5XXErrors`` (or ``kind="4XX"``) per minute, Sum."""
         return with_options(self.metrics.invocation(f"Invocation{kind}Errors", "Sum"), props)
 
+    @checked_metric()
     def metric_gpu_utilization(self, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU utilization in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
         return with_options(self.metrics.instance("GPUUtilization", unit=cloudwatch.Unit.PERCENT), props)
 
+    @checked_metric()
     def metric_gpu_memory_utilization(self, props: Optional[cloudwatch.MetricOptions] = None) -> cloudwatch.Metric:
         """GPU memory in percent, summed over the instance's GPUs (0-100 x GPUs), Average."""
         return with_options(self.metrics.instance("GPUMemoryUtilization", unit=cloudwatch.Unit.PERCENT), props)

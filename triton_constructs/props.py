@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from constructs import Construct
 
@@ -27,9 +27,7 @@ def checked_props(init: Init) -> Init:
     @functools.wraps(init)
     def checked(self: Any, scope: Any, id_: Any, *args: Any, **kwargs: Any) -> None:
         subject = f"{type(self).__name__} {_path(scope, id_)}"
-        problems = [Problem(name, "an unknown prop", ", ".join(names),
-                            f"did you mean '{near}'?" if (near := suggest(name, names)) else "remove it")
-                    for name in kwargs if name not in signature.parameters]
+        problems = unknown_arguments([name for name in kwargs if name not in signature.parameters], names, "prop")
         if not problems:
             bound = signature.bind(self, scope, id_, *args, **kwargs)
             hints = hints_of(init)
@@ -39,6 +37,13 @@ def checked_props(init: Init) -> Init:
         init(self, scope, id_, *args, **kwargs)
 
     return checked  # type: ignore[return-value]
+
+
+def unknown_arguments(unknown: Iterable[str], names: Sequence[str], noun: str) -> list[Problem]:
+    """One problem per keyword the callee lacks (``noun``: what it calls them), with the nearest name it has."""
+    return [Problem(name, f"an unknown {noun}", ", ".join(names),
+                    f"did you mean '{near}'?" if (near := suggest(name, names)) else "remove it")
+            for name in unknown]
 
 
 def _path(scope: Any, id_: Any) -> str:

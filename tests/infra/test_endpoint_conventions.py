@@ -1,5 +1,7 @@
 """What CDK users expect of an L3: imports by name, metrics with options, default_child, their own alarm topic,
-every real instance type, and the same attributes on both public constructs."""
+every real instance type, the same attributes on both public constructs, and 0.1.0's metric calls told their new
+form."""
+import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_sagemaker as sagemaker, aws_sns as sns
 from aws_cdk.assertions import Template
@@ -97,3 +99,42 @@ def test_a_type_newer_than_the_pin_is_served_with_its_declared_facts(tmp_path):
                              instance_facts=facts)
     [config, *_] = [r for r in Template.from_stack(stack).find_resources("AWS::SageMaker::EndpointConfig").values()]
     assert config["Properties"]["ProductionVariants"][0]["InstanceType"] == "ml.g9.2xlarge"
+
+
+# 0.1.0's metric_model_latency took the statistic first; a string there reached CDK's Metric.with_ and ended in
+# "AttributeError: 'str' object has no attribute 'account'". The old forms now say what to write instead.
+@pytest.mark.parametrize("imported", [False, True])
+def test_the_statistic_where_0_1_0_took_it_is_refused_with_the_new_form(tmp_path, imported):
+    stack = user_stack()
+    endpoint = (TritonSageMakerEndpoint.from_endpoint_name(stack, "Search", "search-prod") if imported else
+                TritonSageMakerEndpoint(stack, "Single", models=_models(tmp_path), instance_type="ml.g5.xlarge"))
+    with pytest.raises(TypeError) as caught:
+        endpoint.metric_model_latency("p99")
+    assert str(caught.value) == (
+        f"{type(endpoint).__name__}.metric_model_latency('p99'): props: got 'p99' (str); allowed: a "
+        "cloudwatch.MetricOptions or None; fix: the statistic is no longer positional; pass "
+        "props=cloudwatch.MetricOptions(statistic='p99')")
+
+
+def test_0_1_0_s_metric_keywords_are_refused_with_the_new_form():
+    imported = TritonSageMakerEndpoint.from_endpoint_name(user_stack(), "Search", "search-prod")
+    with pytest.raises(TypeError) as caught:
+        imported.metric("ModelLatency", statistic="p99", period=cdk.Duration.minutes(5))
+    assert str(caught.value) == (
+        "ImportedTritonEndpoint.metric('ModelLatency', statistic='p99', period=Duration(...)): statistic, period: got "
+        "cloudwatch.MetricOptions fields as arguments; allowed: metric_name, props, per_instance; fix: pass "
+        "props=cloudwatch.MetricOptions(statistic='p99', period=Duration(...))")
+
+
+def test_a_string_as_a_component_metric_s_props_is_refused(tmp_path):
+    shared = TritonComponentsEndpoint(user_stack(), "Shared", models=_models(tmp_path),
+                                      instance_type="ml.g5.12xlarge")
+    with pytest.raises(TypeError) as caught:
+        shared.metric_model_latency("resnet50", "p99")
+    assert str(caught.value) == (
+        "TritonComponentsEndpoint.metric_model_latency('resnet50', 'p99'): props: got 'p99' (str); allowed: a "
+        "cloudwatch.MetricOptions or None; fix: pass props=cloudwatch.MetricOptions(statistic='p99')")
+    with pytest.raises(TypeError, match=r"^TritonComponentsEndpoint.metric_errors\(model='resnet50', knd='4XX'\): "
+                                        r"knd: got an unknown argument; allowed: model, kind, props; fix: did you "
+                                        r"mean 'kind'\?$"):
+        shared.metric_errors(model="resnet50", knd="4XX")
