@@ -1,6 +1,6 @@
 # The two commands of the README: `make` (set up, build the default models,
 # synthesize every environment with cdk-nag) and `make test`.
-.PHONY: all setup build synth test clean
+.PHONY: all setup build synth test schema docs clean
 
 all: synth
 
@@ -13,8 +13,24 @@ build: setup
 synth: build
 	.venv/bin/cdk synth --quiet
 
+# Every test; each module's time is recorded for `make check` (tests/suite_tiers.py).
 test: setup
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest --record-durations .tritonsm/module-durations.json
+
+# The edit loop's tier: the modules recorded as fast (the spec, refusals, unit tests), then mypy on what changed.
+check: setup
+	.venv/bin/python -m pytest --tier check -q
+	scripts/check_types.sh
+
+# The spec's JSON Schema (schemas/triton.schema.json), regenerated from deployment_spec after a change to it;
+# tests/spec/test_json_schema.py fails while the committed file differs.
+schema:
+	.venv/bin/tritonsm schema --output schemas/triton.schema.json
+
+# The documentation (docs/, Sphinx + MyST) as HTML in build/docs/, warnings as errors, as
+# tests/docs/test_docs_build.py builds it; the reference pages are generated from the code on every build.
+docs: setup
+	.venv/bin/python -m sphinx -W --keep-going -b dirhtml docs build/docs
 
 clean:
 	rm -rf cdk.out assets/*.tar.gz assets/manifest.json

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 
 from deployment_spec.errors import Problem
 from deployment_spec.parse import meta
+from deployment_spec.tasks import IMAGE
 
 INPUT = "DALI_INPUT_0"    # the external_source's name is the model's input name (dali_backend README, "Tips & Tricks")
 OUTPUT = "DALI_OUTPUT_0"
@@ -44,6 +45,20 @@ class PixelType(str, enum.Enum):
 
 
 TRITON_TYPE = {PixelType.FP32: "TYPE_FP32", PixelType.FP16: "TYPE_FP16"}
+
+
+class SizeRule(str, enum.Enum):
+    """How the resized size and the crop's position are rounded.
+
+    ``dali``: DALI's own rules (``resize_shorter`` rounds the longer side, keeps the exact scale on both axes;
+    the centre crop's offset rounds halves up). ``transformers``: as a checkpoint's image processor does it
+    (transformers 5.23.0 ``image_transforms.get_resize_output_image_size``: the longer side is
+    ``int(shorter_size * long / short)``, each axis scaled to its own integer size; ``center_crop``: the offset is
+    ``(size - crop) // 2``), so a task's DALI step makes the processor's pixels (deployment_spec/task_dali.py).
+    """
+
+    DALI = "dali"
+    TRANSFORMERS = "transformers"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +95,8 @@ class DaliPipeline:
     layout: Layout = Layout.NCHW
     dtype: PixelType = PixelType.FP32
     num_threads: int = dataclasses.field(default=4, metadata=meta(minimum=1, maximum=256))
+    # Set by the loader for a task's DALI step only (never read from the spec file).
+    sizes: SizeRule = dataclasses.field(default=SizeRule.DALI, metadata=meta(yaml=False))
 
     def problems(self, path: str) -> list[Problem]:
         out = []
@@ -108,12 +125,15 @@ class DaliPipeline:
 
 
 def image_inputs(models: Mapping[str, Any], name: str) -> frozenset[str]:
-    """The inputs of model ``name`` that take encoded image bytes: a dali model's, and ensemble inputs fed to one."""
+    """The inputs of model ``name`` that take encoded image bytes as UINT8 rows: a dali model's, ensemble inputs fed
+    to one, and an image task's IMAGE with ``task.preprocess: dali`` (a Python first step takes BYTES instead)."""
     model = models.get(name)
     if model is None:
         return frozenset()
     if model.backend.value == "dali":
         return frozenset({INPUT})
+    if model.task is not None and model.task.dali_preprocess():  # its DALI step's input, IMAGE in the ensemble
+        return frozenset({IMAGE})
     out: set[str] = set()
     for step in (model.ensemble.steps if model.ensemble else ()):
         if step.model != name:  # a self-call is a spec error reported elsewhere

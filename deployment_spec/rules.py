@@ -41,11 +41,15 @@ def dali_release_rules(models: Mapping[str, ModelSpec], triton_version: str) -> 
     if release is None or not release.wheel_missing:
         return []
     usable = ", ".join(f"{r.triton_version} (DALI {r.version})" for r in serving_runtimes.buildable_dali())
-    return [Problem(f"models.{name}.backend", f"'dali' with triton_version {triton_version!r}, whose image runs "
+    newest = serving_runtimes.buildable_dali()[-1].triton_version
+    # A task's DALI step (task.preprocess: dali) is named by the entry the user wrote; python is a fix there too.
+    return [Problem(f"models.{model.task_entry}.task.preprocess" if model.task_entry else f"models.{name}.backend",
+                    f"'dali' with triton_version {triton_version!r}, whose image runs "
                     f"DALI {release.version} ({release.requirement}): {release.wheel_missing}, so the build "
                     "cannot serialize a pipeline in that release's format",
-                    f"backend dali with a triton_version whose DALI the build can install: {usable}",
-                    f"set triton_version to one of those (the newest: {serving_runtimes.buildable_dali()[-1].triton_version})")
+                    f"{'preprocess' if model.task_entry else 'backend'} dali with a triton_version whose DALI the "
+                    f"build can install: {usable}", f"set triton_version to one of those (the newest: {newest})"
+                    + (", or task.preprocess: python" if model.task_entry else ""))
             for name, model in models.items() if model.backend is Backend.DALI]
 
 

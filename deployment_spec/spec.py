@@ -14,12 +14,21 @@ from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, SpecError, describe
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
-from deployment_spec.parse import check_keys, parse_dataclass, parse_value
+from deployment_spec.parse import check_keys, meta, parse_dataclass, parse_value
 from deployment_spec.pipeline import PipelineSpec, stage_rules
 
 DEFAULT_SPEC = "triton.yaml"
 TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments", "pipeline"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
+ENV_NAME_HELP = "letters and digits, starting with a letter (it names a CDK stage)"
+DEFAULT_PROJECT = "Triton"
+# `project:` is read like a field with this metadata; deployment_spec/json_schema.py describes it from the same.
+PROJECT_META = meta(help="the project's name: the first part of each stage ID (<project><Environment>) and "
+                         "SageMaker endpoint name (<project>-<environment>-<endpoint>)",
+                    pattern=ENV_NAME, pattern_help="letters and digits, starting with a letter")
+# The key of an environment taken out before the rest is parsed as an EnvironmentSpec, and what it may hold.
+OVERRIDES = "overrides"
+OVERRIDE_KEYS = ("endpoints",)
 RESERVED_STACK = "Storage"  # each stage's storage stack; stacks/stage.py names endpoint stacks by endpoint
 REQUIRED_TOP = {
     "triton_version": 'a sagemaker-tritonserver tag in quotes, e.g. "25.09"',
@@ -81,8 +90,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     for key, allowed in REQUIRED_TOP.items():
         if key not in raw:
             problems.append(Problem(key, "nothing (the key is missing)", allowed, f"add '{key}:' at the top level"))
-    project = parse_value(str, raw.get("project", "Triton"), "project", problems,
-                          {"pattern": ENV_NAME, "pattern_help": "letters and digits, starting with a letter"})
+    project = parse_value(str, raw.get("project", DEFAULT_PROJECT), "project", problems, PROJECT_META)
     version = parse_value(str, raw.get("triton_version", serving_runtimes.DEFAULT_TRITON_VERSION), "triton_version", problems, {})
     version = version if isinstance(version, str) else ""  # unparsable: reported above; rules skip it
     if version:
@@ -92,7 +100,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     # references are not checked (one "missing models" problem says it all).
     models_raw = raw.get("models")
     declared = set(models_raw) if isinstance(models_raw, dict) else None
-    models, task_problems = task_models.expand(models, declared or set())
+    models, task_problems = task_models.expand(models, declared or set(), path.parent)
     problems += task_problems
     if declared is not None:
         declared |= set(models)  # a task's steps and ensemble
@@ -154,11 +162,10 @@ def _environments(raw: dict[str, Any], endpoints: dict[str, EndpointSpec], model
     for env_name, body in envs_raw.items():
         path = f"environments.{env_name}"
         if not isinstance(env_name, str) or not re.fullmatch(ENV_NAME, env_name):
-            problems.append(Problem(path, f"the name {describe(env_name)}", "letters and digits, starting with a letter "
-                                    "(it names a CDK stage)", "rename the environment"))
+            problems.append(Problem(path, f"the name {describe(env_name)}", ENV_NAME_HELP, "rename the environment"))
             continue
         body = dict(body) if isinstance(body, dict) else body
-        overrides = body.pop("overrides", {}) if isinstance(body, dict) else {}
+        overrides = body.pop(OVERRIDES, {}) if isinstance(body, dict) else {}
         env = parse_dataclass(EnvironmentSpec, body, path, problems)
         if env is None:
             continue
@@ -211,11 +218,11 @@ def _endpoint_name_problems(project: str, environments: dict[str, EnvironmentSpe
 def _apply_overrides(path: str, overrides: Any, endpoints_raw: Any, endpoints: dict[str, EndpointSpec],
                      models: dict[str, ModelSpec], version: str, problems: list[Problem],
                      base_text: set[str], declared: set[str] | None) -> dict[str, EndpointSpec]:
-    opath = f"{path}.overrides"
+    opath = f"{path}.{OVERRIDES}"
     if not isinstance(overrides, dict):
         problems.append(Problem(opath, describe(overrides), "a mapping with endpoints:", "write overrides: {endpoints: {...}}"))
         return dict(endpoints)
-    check_keys(overrides, ["endpoints"], opath, problems)
+    check_keys(overrides, list(OVERRIDE_KEYS), opath, problems)
     per_endpoint = overrides.get("endpoints", {}) or {}
     if not isinstance(per_endpoint, dict):
         problems.append(Problem(f"{opath}.endpoints", describe(per_endpoint), "a mapping of endpoint name: settings",

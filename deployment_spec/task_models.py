@@ -2,17 +2,22 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+import pathlib
+from typing import Mapping, Optional
 
-from deployment_spec import tasks
+from deployment_spec import task_dali, tasks
+from deployment_spec.dali import DaliPipeline
 from deployment_spec.errors import Problem
 from deployment_spec.model import Backend, DynamicBatching, EnsembleSettings, EnsembleStep, ModelSpec, Source
 
 MAX_NAME = 63  # model.NAME_PATTERN
 
 
-def expand(models: Mapping[str, ModelSpec], declared: set[str]) -> tuple[dict[str, ModelSpec], list[Problem]]:
-    """The models with every task entry replaced by its ensemble (same name) and its steps after it."""
+def expand(models: Mapping[str, ModelSpec], declared: set[str], root: Optional[pathlib.Path] = None
+           ) -> tuple[dict[str, ModelSpec], list[Problem]]:
+    """The models with every task entry replaced by its ensemble (same name) and its steps after it. ``root``: the
+    spec's folder, where weights are (``task.preprocess: dali`` reads the checkpoint's processor when the spec
+    loads, so a pipeline DALI cannot express is refused before any build)."""
     out: dict[str, ModelSpec] = {}
     problems: list[Problem] = []
     for name, model in models.items():
@@ -20,13 +25,17 @@ def expand(models: Mapping[str, ModelSpec], declared: set[str]) -> tuple[dict[st
             out[name] = model
             continue
         found = tasks.name_problems(name, model.task.kind, declared, MAX_NAME)
+        pipeline = None
+        if model.task.dali_preprocess() and model.weights and not found:
+            pipeline, found = task_dali.derive((root or pathlib.Path(".")) / model.weights, model.weights,
+                                               f"models.{name}.task.preprocess")
         problems += found
         if not found:
-            out.update(_expanded(model))
+            out.update(_expanded(model, pipeline))
     return out, problems
 
 
-def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
+def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict[str, ModelSpec]:
     task = model.task
     assert task is not None  # only task entries come here
     names = tasks.step_names(model.name, task.kind)
@@ -39,6 +48,9 @@ def _expanded(model: ModelSpec) -> dict[str, ModelSpec]:
     steps = [dataclasses.replace(python_step, source=Source(recipe=tasks.first_recipe(task.kind)), name=names[0]),
              dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]), name=names[1],
                                  task_entry=model.name)]
+    if pipeline is not None:  # task.preprocess: dali: a dali model makes pixel_values (by_name.py renames its tensors)
+        steps[0] = ModelSpec(backend=Backend.DALI, dali=pipeline, max_batch_size=model.max_batch_size,
+                             dynamic_batching=batching, task=task, task_entry=model.name, name=names[0])
     if tasks.has_answer_step(task.kind):
         steps.append(dataclasses.replace(python_step, source=Source(recipe=tasks.ANSWER_RECIPE), name=names[2]))
     ensemble = ModelSpec(backend=Backend.ENSEMBLE, max_batch_size=model.max_batch_size, task=task, name=model.name,

@@ -8,7 +8,8 @@ ensemble (``models.<name>`` in the spec, the ensemble in Triton):
 
     <name>-tokenize   Python backend: the checkpoint's own ``tokenizer.json`` (Hugging Face tokenizers)
     <name>-preprocess Python backend, for images and audio: decoding and the checkpoint's own image processor
-                      or feature extractor (``preprocessor_config.json``, through transformers)
+                      or feature extractor (``preprocessor_config.json``, through transformers); with
+                      ``preprocess: dali``, a dali-backend model derived from that file (task_dali.py)
     <name>-model      the entry's backend (onnxruntime, tensorrt or pytorch): the checkpoint for its task
     <name>-answer     Python backend: labels and scores, entities, answer spans (not for embeddings,
                       whose pooling and normalisation are part of the model's graph)
@@ -41,6 +42,18 @@ class TaskKind(str, enum.Enum):
 
 IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION, TaskKind.IMAGE_EMBEDDING})
 AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
+
+
+class Preprocess(str, enum.Enum):
+    """Where an image task's first step runs the checkpoint's preprocessor_config.json."""
+
+    PYTHON = "python"  # transformers' own image processor in a Python-backend step (any processor)
+    DALI = "dali"      # a DALI pipeline derived from it (deployment_spec/task_dali.py): nvJPEG and GPU resize
+
+
+# Image kinds whose pixels DALI can make: one fixed size per batch. A detector's post-processing needs each image's
+# own size and its processors keep the aspect ratio (longest_edge), which no fixed-size pipeline expresses.
+DALI_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.IMAGE_EMBEDDING})
 
 
 class Aggregation(str, enum.Enum):
@@ -77,12 +90,19 @@ class Task:
         help="image-embedding: L2-normalise each embedding inside the graph (for cosine search)"))
     max_audio_seconds: int = dataclasses.field(default=30, metadata=meta(
         minimum=1, maximum=3600, help="audio tasks: the longest clip a request may send, in seconds"))
+    preprocess: Preprocess = dataclasses.field(default=Preprocess.PYTHON, metadata=meta(
+        help="image-classification, image-embedding: python (transformers' image processor in a Python step) or "
+             "dali (a DALI pipeline derived from preprocessor_config.json, on the GPU where the endpoint has one; "
+             "requests then send IMAGE as UINT8 bytes)"))
 
     def takes_image(self) -> bool:
         return self.kind in IMAGE_KINDS
 
     def takes_audio(self) -> bool:
         return self.kind in AUDIO_KINDS
+
+    def dali_preprocess(self) -> bool:
+        return self.preprocess is Preprocess.DALI
 
     def takes_pair(self) -> bool:
         return self.kind is TaskKind.QUESTION_ANSWERING or (
@@ -114,6 +134,12 @@ class Task:
                     what = "an image" if kinds is IMAGE_KINDS else "an audio"
                     out.append(Problem(f"{path}.{key}", str(getattr(self, key)), f"only with {what} task ("
                                        + ", ".join(sorted(k.value for k in kinds)) + ")", f"remove {key}"))
+        if self.dali_preprocess() and self.kind not in DALI_KINDS:
+            why = (" (a detector needs each image's own size, which a fixed-size DALI pipeline does not keep)"
+                   if self.kind is TaskKind.OBJECT_DETECTION else "")
+            out.append(Problem(f"{path}.preprocess", f"'dali' with {self.kind.value}{why}",
+                               "dali only with " + ", ".join(k.value for k in TaskKind if k in DALI_KINDS)
+                               + "; python with every kind", "remove preprocess (python, the default)"))
         return out
 
 

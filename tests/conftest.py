@@ -65,3 +65,24 @@ def no_server_left_behind():
         pytest.fail(f"the tests left behind Triton servers {servers} and server folders {folders} "
                     f"(in {SESSION_TMP}); every endpoint a test starts must be stopped", pytrace=False)
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+# The suite's tiers: `make check` runs the modules recorded as fast; `make test` records every module's time.
+sys.path.append(str(ROOT / "tests"))  # --import-mode=importlib puts no test folder on sys.path
+import suite_tiers  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    suite_tiers.add_options(parser)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    suite_tiers.select(config, items)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    suite_tiers.count(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    suite_tiers.write(session.config)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from typing import Callable
 
@@ -35,6 +36,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from deployment_spec.json_schema import SCHEMA_PATH, render, spec_schema
+    text = render(spec_schema())
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    if args.output.is_dir():
+        raise UserError(f"--output {args.output}: a folder; pass the file to write, e.g. --output {SCHEMA_PATH}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def _count(items: object, noun: str) -> str:
     n = len(items)  # type: ignore[arg-type]
     return f"{n} {noun}" + ("" if n == 1 else "s")
@@ -54,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("validate", "check the deployment spec and list every problem", cmd_validate)
+    # No --spec: the schema describes every spec (its keys, types, bounds and patterns).
+    schema_help = ("print the deployment spec's JSON Schema for editors and check-jsonschema, generated from the "
+                   "loader's own definitions (validate also checks the rules between fields)")
+    schema = sub.add_parser("schema", help=schema_help, description=schema_help)
+    schema.add_argument("--output", type=pathlib.Path, default=None, metavar="FILE",
+                        help="write it to this file instead of stdout (the committed one: schemas/triton.schema.json)")
+    schema.set_defaults(run=cmd_schema)
     for register in _registrations():
         register(add)
     return parser

@@ -169,7 +169,9 @@ def cases(endpoint: EndpointSpec, built: EndpointArtifacts, manifest: Manifest,
         tolerance = spec.tolerance if spec else None
         samples = root / spec.samples if spec and spec.samples and root is not None else None
         task = spec.task if spec else None
-        file_input = IMAGE if task and task.takes_image() else AUDIO if task and task.takes_audio() else None
+        # A DALI first step takes IMAGE as UINT8 rows (image_inputs below), not one file per BYTES row.
+        file_input = (IMAGE if task and task.takes_image() and not task.dali_preprocess() else
+                      AUDIO if task and task.takes_audio() else None)
         out.append(SmokeCase(name, target, entry.inputs, entry.outputs, entry.max_batch_size > 0,
                              spec.sequence_length if spec else None,
                              tolerance.atol if tolerance else 1e-3, tolerance.rtol if tolerance else 1e-3, samples,

@@ -9,6 +9,8 @@ resampling kernel's, not a different crop:
   ``antialias`` default does.
 * the centre crop starts at ``floor((size - crop) * 0.5 + 0.5)`` (``crop_pos_x``/``crop_pos_y`` default
   0.5, DALI ``fn.crop_mirror_normalize`` docs; halves round up, measured).
+* a task's pipeline (``sizes: transformers``, deployment_spec/dali.py SizeRule): the longer side floored,
+  each axis scaled to its own size, the crop at ``(size - crop) // 2``, as transformers' processors do.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import math
 
 import numpy as np
 
-from deployment_spec.dali import Color, DaliPipeline, Interpolation, Layout, PixelType
+from deployment_spec.dali import Color, DaliPipeline, Interpolation, Layout, PixelType, SizeRule
 
 _FILTERS = {Interpolation.LINEAR: "BILINEAR", Interpolation.CUBIC: "BICUBIC", Interpolation.LANCZOS: "LANCZOS"}
 
@@ -42,7 +44,11 @@ def preprocess(encoded: bytes, pipeline: DaliPipeline) -> np.ndarray:
     image = Image.open(io.BytesIO(encoded)).convert("RGB")
     resize = pipeline.resize
     width, height = image.size
-    if resize.shorter:
+    if resize.shorter and pipeline.sizes is SizeRule.TRANSFORMERS:  # each axis to its own floored size
+        size: tuple[int, int] = (resize.shorter * width // min(width, height),
+                                 resize.shorter * height // min(width, height))
+        scale_x, scale_y = size[0] / width, size[1] / height
+    elif resize.shorter:
         scale_x = scale_y = resize.shorter / min(width, height)
         size = (resize.shorter, round(height * scale_y)) if width <= height else (round(width * scale_x), resize.shorter)
     else:
@@ -58,7 +64,10 @@ def preprocess(encoded: bytes, pipeline: DaliPipeline) -> np.ndarray:
     image = image.resize(size, getattr(Image.Resampling, _FILTERS[resize.interpolation]), box=box)
     pixels = np.asarray(image, dtype=np.float32)
     crop_h, crop_w = pipeline.crop
-    top, left = math.floor((pixels.shape[0] - crop_h) * 0.5 + 0.5), math.floor((pixels.shape[1] - crop_w) * 0.5 + 0.5)
+    if pipeline.sizes is SizeRule.TRANSFORMERS:
+        top, left = (pixels.shape[0] - crop_h) // 2, (pixels.shape[1] - crop_w) // 2
+    else:
+        top, left = math.floor((pixels.shape[0] - crop_h) * 0.5 + 0.5), math.floor((pixels.shape[1] - crop_w) * 0.5 + 0.5)
     pixels = pixels[top:top + crop_h, left:left + crop_w]
     if pipeline.color is Color.BGR:
         pixels = pixels[..., ::-1]

@@ -62,6 +62,7 @@ def serialize(settings, placement, max_batch_size):
     size = ({"resize_shorter": float(resize["shorter"])} if resize.get("shorter")
             else {"resize_x": float(resize["width"]), "resize_y": float(resize["height"])})
     out_type = {"fp32": types.FLOAT, "fp16": types.FLOAT16}[settings["dtype"]]
+    crop = [float(v) for v in settings["crop"]]
 
     # device_id=None: a DALI 2.x pipeline serializes GPU operators without a GPU; the dali backend
     # sets the device of each model instance when it loads the file.
@@ -71,13 +72,50 @@ def serialize(settings, placement, max_batch_size):
         encoded = fn.external_source(name="DALI_INPUT_0", device="cpu", dtype=types.UINT8, ndim=1)
         images = fn.decoders.image(encoded, device="mixed" if gpu else "cpu",
                                    output_type={"rgb": types.RGB, "bgr": types.BGR}[settings["color"]])
-        images = fn.resize(images, device="gpu" if gpu else "cpu", interp_type=interpolation, **size)
+        sizes, where = size, {}
+        if settings.get("sizes", "dali") == "transformers":
+            sizes, where = transformers_sizes(encoded, resize, crop)
+        images = fn.resize(images, device="gpu" if gpu else "cpu", interp_type=interpolation, **sizes)
         return fn.crop_mirror_normalize(
-            images, device="gpu" if gpu else "cpu", crop=[float(v) for v in settings["crop"]],
+            images, device="gpu" if gpu else "cpu", crop=crop,
             mean=[float(v) for v in settings["mean"]], std=[float(v) for v in settings["std"]],
-            output_layout="CHW" if settings["layout"] == "nchw" else "HWC", dtype=out_type)
+            output_layout="CHW" if settings["layout"] == "nchw" else "HWC", dtype=out_type, **where)
 
     return image_pipeline().serialize()
+
+
+def transformers_sizes(encoded, resize, crop):
+    """(fn.resize's size arguments, fn.crop_mirror_normalize's crop position arguments) per image, rounded as a
+    transformers image processor rounds them (deployment_spec.dali.SizeRule.TRANSFORMERS): the longer side
+    ``floor(shorter_size * long / short)``, the crop offset ``floor((size - crop) / 2)``.
+
+    Computed from the encoded bytes' shape (fn.peek_image_shape, on the CPU: argument inputs must be CPU data in
+    either placement), which is the decoded shape: fn.decoders.image disregards EXIF orientation, as this does.
+    In float32, exact: the products are integers below 2**24, and a quotient that is not an integer is at least
+    1/short away from one, far more than float32's rounding."""
+    import nvidia.dali.fn as fn
+    import nvidia.dali.math as math
+    import nvidia.dali.types as types
+
+    if not resize.get("shorter"):  # one size for every image: the offsets are plain numbers
+        out_h, out_w = float(resize["height"]), float(resize["width"])
+        spare_h, spare_w = out_h - crop[0], out_w - crop[1]
+        return ({"resize_x": out_w, "resize_y": out_h},
+                {"crop_pos_x": (spare_w // 2) / max(spare_w, 1.0), "crop_pos_y": (spare_h // 2) / max(spare_h, 1.0)})
+    shape = fn.peek_image_shape(encoded, dtype=types.FLOAT)
+    height, width = shape[0], shape[1]
+    target = float(resize["shorter"])
+    short = math.min(height, width)
+    out_h, out_w = math.floor(target * height / short), math.floor(target * width / short)
+
+    # DALI places the crop at round(pos * (size - crop)) (halves up); pos = floor(spare / 2) / spare lands on
+    # transformers' integer offset (max(spare, 1): no spare, no offset).
+    def position(size, wanted):
+        spare = size - wanted
+        return math.floor(spare * 0.5) / math.max(spare, 1.0)
+
+    return ({"resize_x": out_w, "resize_y": out_h},
+            {"crop_pos_x": position(out_w, crop[1]), "crop_pos_y": position(out_h, crop[0])})
 
 
 class CpuPipeline:

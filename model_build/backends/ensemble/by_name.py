@@ -4,8 +4,13 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
+from deployment_spec import dali, tasks
 from deployment_spec.manifest import ModelEntry
 from deployment_spec.model import EnsembleStep, ModelSpec
+
+# A DALI first step (task.preprocess: dali) keeps the dali backend's tensor names (its external_source is the
+# model's input); the ensemble calls them what a Python first step calls them.
+ALIASES = {dali.INPUT: tasks.IMAGE, dali.OUTPUT: "pixel_values"}
 
 
 def by_name(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[EnsembleStep, ...]:
@@ -23,5 +28,6 @@ def by_name(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[Ensemble
 
 
 def plain(tensor: str) -> str:
-    """A tensor's name without the ``__<index>`` the pytorch backend's names carry (input_ids__0: input_ids)."""
-    return re.sub(r"__\d+$", "", tensor)
+    """A tensor's name without the ``__<index>`` the pytorch backend's names carry (input_ids__0: input_ids); a DALI
+    step's by its ALIASES name."""
+    return ALIASES.get(tensor) or re.sub(r"__\d+$", "", tensor)

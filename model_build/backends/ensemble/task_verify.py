@@ -1,14 +1,16 @@
 """A task's ensemble verified at build time: its built steps as a chain, checked by its modality's check
-(task_check.py for raw text, image_check.py for encoded images, audio_check.py for audio files)."""
+(task_check.py for raw text, image_check.py for encoded images, dali_image_check.py for encoded images through a
+DALI step, audio_check.py for audio files)."""
 from __future__ import annotations
 
+import functools
 import pathlib
 from typing import Mapping
 
 from deployment_spec.manifest import ModelEntry, Verification
 from deployment_spec.model import ModelSpec
 from model_build import dispatch
-from model_build.backends.ensemble import audio_check, image_check, task_check
+from model_build.backends.ensemble import audio_check, dali_image_check, image_check, task_check
 from model_build.build_context import BuildContext
 from model_build.progress import Step
 from model_build.verification.record import not_run
@@ -22,7 +24,9 @@ def verify_task(ctx: BuildContext, model: ModelSpec, built: Mapping[str, ModelEn
         return not_run(ctx.spec.triton_version, f"the model step is a {model_step.backend.value} plan, which runs only "
                        "on a GPU; the first and answer steps are checked when it is served (tritonsm smoke)")
     assert model_step.weights is not None  # a task entry without weights is refused when the spec loads
-    raw, checked = (("images", image_check.check) if model.task.takes_image() else
+    raw, checked = (("images", functools.partial(dali_image_check.check, ctx.spec.models[steps[0]]))
+                    if model.task.dali_preprocess() else
+                    ("images", image_check.check) if model.task.takes_image() else
                     ("audio", audio_check.check) if model.task.takes_audio() else ("text", task_check.check))
     step = Step(ctx, model.name, f"verify raw {raw} in, answers out against the {model.task.kind.value} reference")
     chain = task_check.Chain(model.name, model.task, model_step, built[steps[1]],
