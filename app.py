@@ -92,7 +92,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
 
     if pipeline_only and spec.pipeline is None:
         raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
-                                           "add one (README, \"Delivery pipeline\") or leave the option out"])
+                                           "add one (docs/operations/pipeline.md) or leave the option out"])
     for name in ([] if pipeline_only else spec.environments):
         make_stage(app, name)
     if spec.pipeline is not None:

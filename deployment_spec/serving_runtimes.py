@@ -117,7 +117,7 @@ RUNTIMES: dict[str, ServingRuntime] = {r.triton_version: r for r in (
 )}
 
 
-# The newest release whose runtimes verify every example model (README, "Serving runtimes").
+# The newest release whose runtimes verify every example model (docs/concepts/serving-runtimes.md).
 DEFAULT_TRITON_VERSION = "25.09"
 
 

@@ -71,9 +71,8 @@ def run_build(args: argparse.Namespace) -> int:
     if args.require_all and report.unavailable and not report.exit_code():
         names = ", ".join(sorted(report.unavailable))
         print(f"error: --require-all: {len(report.unavailable)} model(s) of {spec.path.name} not built on this "
-              f"machine: {names}; run the build on a GPU host with a Docker engine (README, \"Specs with models "
-              "this machine cannot build\"), or leave out --require-all to build the rest", file=sys.stderr,
-              flush=True)
+              f"machine: {names}; run the build on a GPU host with a Docker engine (docs/howto/unbuildable-models.md), "
+              "or leave out --require-all to build the rest", file=sys.stderr, flush=True)
         return 1
     return report.exit_code()
 

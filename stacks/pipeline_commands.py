@@ -1,5 +1,5 @@
-"""The commands each pipeline step runs, written once: the pipeline stack uses them, and the README's
-"Delivery pipeline" section shows the same lines (tests/infra/test_pipeline.py compares them).
+"""The commands each pipeline step runs, written once: the pipeline stack uses them, and
+docs/operations/pipeline.md shows the same lines (tests/infra/test_pipeline.py compares them).
 
 They are the README's own commands (``make setup``, ``tritonsm build``, ``cdk synth``) with the
 pipeline's spec (``$TRITONSM_SPEC``) and the build's output folder; nothing runs only in the pipeline.

@@ -9,7 +9,7 @@ package's CDK policy-validation plugin, so ``cdk synth`` reports what a hook wou
 
 Where this library knowingly breaks a control (a choice with a prop, or a check that only the static
 form of a rule can fail), the resource acknowledges that one finding with the reason, as cdk-nag
-findings are acknowledged; the README ("Governed accounts") lists each.
+findings are acknowledged; docs/operations/governed-accounts.md lists each.
 """
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ class TritonEndpoint(Construct):
                                  when=initial_instances < 2)
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
-        # the endpoint on a deleted config. Configs cost nothing; README says how to prune them.
+        # the endpoint on a deleted config. Configs cost nothing; docs/operations/changes.md says how to prune them.
         # A config that leaves the template (a changed logical ID) meets the same cleanup: the default
         # removal policy keeps it too; DESTROY (throw-away environments) deletes it with its stack.
         self.config.apply_removal_policy(config_removal_policy, apply_to_update_replace_policy=False)

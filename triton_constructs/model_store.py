@@ -97,7 +97,7 @@ class ModelStore(Construct):
 # SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/<endpoint name>.
 ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints/"
 # ... and an inference component's to /aws/sagemaker/InferenceComponents/<component name>: the name AWS's and
-# others' deployment scripts read; the developer guide states none (UNVERIFIED, README "Inference components").
+# others' deployment scripts read; the developer guide states none (UNVERIFIED, docs/howto/inference-components.md).
 COMPONENT_LOG_GROUPS = "/aws/sagemaker/InferenceComponents/"
 
 

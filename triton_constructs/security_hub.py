@@ -137,7 +137,7 @@ def acknowledge(scope: IConstruct, control: Control, reason: str, when: Optional
         cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=control.finding, reason=f"{control.id}: {reason}"))
 
 
-# The reasons this library gives where it knowingly breaks a control (README, "Governed accounts").
+# The reasons this library gives where it knowingly breaks a control (docs/operations/governed-accounts.md).
 AWS_IMAGE = ("the Triton image is AWS's sagemaker-tritonserver in AWS's own ECR registry, which SageMaker pulls with "
              "RepositoryAccessMode Platform, the only mode for an ECR image (https://docs.aws.amazon.com/sagemaker/"
              "latest/APIReference/API_ImageConfig.html); the rule passes only for a Docker registry inside your VPC")

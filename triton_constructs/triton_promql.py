@@ -11,7 +11,7 @@ writes it (``{"metric", "label"="value"}``). Triton's counters: its docs/user_gu
 Whether SageMaker scrapes the sagemaker-tritonserver image's metrics port is not documented (the guide
 names vLLM and SGLang; for other containers it scrapes ``/metrics`` on 8080, which Triton's SageMaker
 front end does not serve): these queries and the alarm built on them answer only once Triton's series
-appear in Query Studio. README, "What the endpoint tells you".
+appear in Query Studio. docs/operations/observability.md.
 """
 from __future__ import annotations
 

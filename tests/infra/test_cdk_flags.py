@@ -6,7 +6,7 @@ import pathlib
 # Flags the CLI itself ignores in its notice (aws-cdk CLI, lib/commands/flags/operations.ts, OBSOLETE_FLAGS).
 OBSOLETE = {"@aws-cdk/core:enableStackNameDuplicates", "@aws-cdk/aws-s3:grantWriteWithoutAcl",
             "@aws-cdk/aws-kms:defaultKeyPolicies"}
-# Kept at another value than recommended on purpose (README, "CDK feature flags").
+# Kept at another value than recommended on purpose (docs/reference/cdk-flags.md).
 KEPT = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}
 
 
@@ -24,7 +24,7 @@ def test_no_recommended_flag_is_left_unconfigured(default_synth):
     unconfigured = sorted(name for name, flag in flags.items()
                           if name not in OBSOLETE and "userValue" not in flag
                           and flag.get("unconfiguredBehavesLike", {}).get("v2", False) != flag.get("recommendedValue"))
-    assert unconfigured == [], "set these in cdk.json (or keep one off with a reason in the README): " + \
+    assert unconfigured == [], "set these in cdk.json (or keep one off with a reason in docs/reference/cdk-flags.md): " + \
         ", ".join(unconfigured)
     assert len(flags) > 80  # the report is the real one, not an empty section
 

@@ -237,7 +237,7 @@ def test_recreating_a_retained_environment_meets_its_kept_log_group(default_synt
     # What stays behind when a retained environment's endpoint stack is deleted: its log group, under
     # the name SageMaker writes to. A static name and RetainExceptOnCreate are what CloudFormation's
     # auto-import needs, so `cdk deploy --import-existing-resources` adopts it on re-create
-    # (README, "Changing a deployed spec"); a failed first create deletes it instead.
+    # (docs/operations/changes.md); a failed first create deletes it instead.
     groups = [r for r in default_synth.template("prod", "classifier").to_json()["Resources"].values()
               if r["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in r["Properties"]]
     assert [(g["Properties"]["LogGroupName"], g["DeletionPolicy"]) for g in groups] == [
@@ -318,7 +318,7 @@ def test_components_changing_the_initial_copies(tmp_path):
         _dev(raw)["bert"]["copies"] = 1  # dev keeps at most one copy
     before, after, change = _ic_change(tmp_path, two)
     # Only the runtime configuration: UpdateInferenceComponentRuntimeConfig sets the copy count (also over what
-    # the autoscaler chose, until its next step; README).
+    # the autoscaler chose, until its next step; docs/howto/inference-components.md).
     assert _updated_types(after, change) == {IC: {"RuntimeConfig"}}
     assert component_calls(after, change) == {"Shared-staging-shared-gpu-bert": {"UpdateInferenceComponentRuntimeConfig"}}
 
@@ -343,7 +343,7 @@ def test_components_changing_the_instance_type(tmp_path):
     # A new endpoint configuration and UpdateEndpoint; the components are not touched by CloudFormation (same
     # endpoint name). Their copies' scaling targets are not the variant's, so SageMaker's refusal to change a
     # scaled variant's instance type does not apply. What SageMaker does with the running copies during that
-    # UpdateEndpoint is not documented: UNVERIFIED (README).
+    # UpdateEndpoint is not documented: UNVERIFIED (docs/howto/inference-components.md).
     assert CONFIG in _types(change.replaced) and _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}
     assert not {IC, TARGET} & (_types(change.replaced) | set(_updated_types(after, change)))
     assert service_problems(before, after, change) == []

@@ -66,7 +66,7 @@ def test_every_skip_names_its_reason(default_synth, example_synths, variety_synt
             for entry in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
                 assert len(entry["comment"]) > 40, entry
                 skips.add((entry["id"], resource["Type"]))
-    # The README lists these, with their reasons.
+    # docs/operations/security.md lists these, with their reasons.
     assert skips == {
         ("CKV_AWS_18", "AWS::S3::Bucket"),                 # the access-log bucket itself
         ("CKV_AWS_115", "AWS::Lambda::Function"),          # CDK's auto-delete handler (dev stages)

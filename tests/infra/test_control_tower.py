@@ -1,7 +1,8 @@
 """AWS Control Tower's proactive controls (the cfn-guard rules of cdklabs-cdk-validator-cfnguard 0.0.62, run by the
 app's policy-validation plugin) over every stage of the default spec, every example and every test spec: synth
-fails on any finding not acknowledged, and the acknowledged ones are exactly the documented choices (README,
-"Governed accounts"). Each guard here has a twin that plants defects and sees each reported by rule name."""
+fails on any finding not acknowledged, and the acknowledged ones are exactly the documented choices
+(docs/operations/governed-accounts.md). Each guard here has a twin that plants defects and sees each reported by rule
+name."""
 import json
 import pathlib
 
@@ -39,7 +40,7 @@ def _types(templates: list[pathlib.Path]) -> dict[tuple[str, str], str]:
 
 
 def test_the_plugin_is_the_pinned_package():
-    # The rules are those of the version the README names.
+    # The rules are those of the version docs/operations/governed-accounts.md names.
     assert VERSION == "0.0.62"
 
 

@@ -99,9 +99,9 @@ def test_the_gpu_build_runs_the_readme_commands_privileged_on_a_gpu_with_a_cache
     assert synth["Environment"]["Type"] == "LINUX_CONTAINER"
 
 
-def test_the_readme_shows_the_pipeline_commands():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Delivery pipeline", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_show_the_pipeline_commands():
+    page = (ROOT / "docs" / "operations" / "pipeline.md").read_text()
+    section = page.split("# Delivery pipeline", 1)[1].split("\n# ", 1)[0]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     lines = [line for line in block.splitlines() if line and not line.startswith("#")]
     assert lines == ["export TRITONSM_SPEC=examples/tensorrt-bert-mme.yaml", *BUILD_COMMANDS, *SYNTH_COMMANDS[1:]]

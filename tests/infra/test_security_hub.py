@@ -66,7 +66,7 @@ def test_default_spec_breaks_only_the_acknowledged_controls(default_synth):
 
 def test_every_stage_and_example_passes_the_plugin(every_synth):
     failed, judged = _judge(*every_synth.values())
-    # The test specs opt out of isolation with a reason (README): acknowledged there, with it.
+    # The test specs opt out of isolation with a reason (docs/operations/governed-accounts.md): acknowledged there, with it.
     assert failed <= {("SageMaker.16", hub.MODEL), ("SageMaker.4", hub.ENDPOINT_CONFIG), ("SageMaker.5", hub.MODEL)}
     assert judged >= 150, judged
 

@@ -50,7 +50,7 @@ def test_build_help_loads_no_torch():
 
 
 def test_model_build_never_imports_aws_cdk():
-    # The two halves meet only at the manifest (README, Layout: model_build never imports aws_cdk).
+    # The two halves meet only at the manifest (docs/concepts/layout.md: model_build never imports aws_cdk).
     import re
     pattern = re.compile(r"^\s*(import|from)\s+aws_cdk", re.MULTILINE)
     offenders = [p.relative_to(ROOT).as_posix() for p in (ROOT / "model_build").rglob("*.py")
@@ -79,7 +79,7 @@ def test_require_all_fails_the_build_that_left_a_model_out(tiny_build, tmp_path,
     assert code == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
         "error: --require-all: 1 model(s) of tiny.yaml not built on this machine: plan; run the build on a GPU host "
-        "with a Docker engine (README, \"Specs with models this machine cannot build\"), or leave out --require-all "
+        "with a Docker engine (docs/howto/unbuildable-models.md), or leave out --require-all "
         "to build the rest")
     # The manifest still describes what was built, and marks the model for another host.
     assert load_manifest(out / "manifest.json").unavailable_here == ("plan",)
