@@ -106,10 +106,13 @@ def invoke_main(argv: list[str]) -> int:
         if args.url:
             url, named_in_url = runtime_address(args.url)
             name = _local_endpoint_name(url, one_name(name, named_in_url, args.url))
-        response = invoke_sagemaker_endpoint(
-            name, request, region=args.region, target_model=args.target_model,
-            inference_component=args.inference_component, endpoint_url=url, timeout=args.timeout,
-        )
+        try:
+            response = invoke_sagemaker_endpoint(
+                name, request, region=args.region, target_model=args.target_model,
+                inference_component=args.inference_component, endpoint_url=url, timeout=args.timeout,
+            )
+        except InvokeError as error:
+            raise InvokeError(_with_image_hint(str(error), args)) from None
         print(format_response(response))
         if args.output is not None:
             save_response(response, args.output)
@@ -156,6 +159,19 @@ def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--triton-version", default=DEFAULT_TRITON_VERSION, metavar="YY.MM",
                         help="the endpoint image's release: ONNX stand-ins run its ONNX Runtime "
                              f"(default: {DEFAULT_TRITON_VERSION}; `tritonsm serve <endpoint>` passes the spec's)")
+
+
+# Triton's own words when BYTES reach a UINT8 input (core src/infer_request.cc, input data-type check).
+_UINT8_WANTED = "data-type is 'BYTES', but model"
+
+
+def _with_image_hint(message: str, args: argparse.Namespace) -> str:
+    """An image sent as BYTES to a model that takes UINT8 rows (a DALI model, a task with preprocess: dali): the
+    server names the type; the fix is a flag of this command."""
+    if args.image is None or args.input_name or _UINT8_WANTED not in message or "expects 'UINT8'" not in message:
+        return message
+    return (f"{message}; this model takes each image as UINT8 rows (DALI preprocessing): add --input-name with its "
+            "image input, e.g. --input-name IMAGE for a task entry with task.preprocess: dali")
 
 
 def _request_parameters(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, object]:
