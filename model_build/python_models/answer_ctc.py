@@ -80,7 +80,8 @@ def load_params(folder: str | os.PathLike[str]) -> dict[str, Any]:
         config = _merge_special_tokens_map(config, _read_json(folder, "special_tokens_map.json") or {})
     vocab = _read_json(folder, "vocab.json")
     if not isinstance(vocab, dict):
-        raise ValueError(f"{folder}: vocab.json is missing or not a JSON object; a CTC tokenizer needs it")
+        raise ValueError(f"{folder}: vocab.json is missing or not a JSON object{_other_tokenizer(config)}; "
+                         "a CTC tokenizer needs it")
     target_lang = config.get("target_lang")
     if target_lang is not None:
         vocab = vocab[target_lang]
@@ -104,6 +105,17 @@ def load_params(folder: str | os.PathLike[str]) -> dict[str, Any]:
         "special_tokens": _special_tokens(config, named, delimiter),
         "skip_special_tokens": False,
     }
+
+
+def _other_tokenizer(config: dict[str, Any]) -> str:
+    """Where tokenizer_config.json names a tokenizer class other than Wav2Vec2CTCTokenizer (ParakeetTokenizer,
+    LasrTokenizer: tokenizers-backed ones, their vocabulary in tokenizer.json), that this decoding reads only a
+    Wav2Vec2CTCTokenizer's vocab.json: said in the refusal, as the clause to add to it ("" where none is named)."""
+    named = config.get("tokenizer_class")
+    if not named or named == "Wav2Vec2CTCTokenizer":
+        return ""
+    return (f" (tokenizer_config.json names tokenizer_class {named}; the CTC answer step decodes with a "
+            "Wav2Vec2CTCTokenizer's vocab.json only)")
 
 
 def _read_json(folder: str | os.PathLike[str], name: str) -> Any:

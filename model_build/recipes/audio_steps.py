@@ -59,14 +59,24 @@ def sampling_rate(folder: pathlib.Path) -> int:
 
 
 def feature_shape(folder: pathlib.Path) -> tuple[int, ...]:
-    """The feature tensor's shape per row; -1 where it follows the clip's length (raw samples)."""
+    """The feature tensor's shape per row; -1 where it follows the clip's length (raw samples, a spectrogram's
+    frames)."""
+    return tuple(a if a == b else -1 for a, b in zip(example_shape(folder), _row_shape(folder, 0.5)))
+
+
+def example_shape(folder: pathlib.Path) -> tuple[int, ...]:
+    """The feature tensor's shape per row for one second of audio, the model step's example: for a spectrogram
+    whose frames follow the clip's length (SeamlessM4TFeatureExtractor: 49 frames of 160 at 16 kHz), its frames,
+    not a frame per sample (16000 frames made wav2vec2-bert's relative position tensors, frames x frames x
+    head size, take 23 GB in the ONNX export)."""
+    return _row_shape(folder, 1.0)
+
+
+def _row_shape(folder: pathlib.Path, seconds: float) -> tuple[int, ...]:
     rate = sampling_rate(folder)
-    shapes = []
-    for seconds in (1.0, 0.5):
-        wave = np.zeros(int(rate * seconds), dtype=np.float32)
-        made = feature_extractor(folder)([wave], sampling_rate=rate, return_tensors="np")[feature_name(folder)]
-        shapes.append(tuple(np.asarray(made).shape[1:]))
-    return tuple(a if a == b else -1 for a, b in zip(*shapes))
+    wave = np.zeros(int(rate * seconds), dtype=np.float32)
+    made = feature_extractor(folder)([wave], sampling_rate=rate, return_tensors="np")[feature_name(folder)]
+    return tuple(np.asarray(made).shape[1:])
 
 
 def refuse_torch_only(model: ModelSpec, folder: pathlib.Path) -> None:
@@ -160,7 +170,7 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
     shape = feature_shape(folder)
     rate = sampling_rate(folder)
     # One second of audio is the example; the serving cases also try a quarter of it.
-    per_row = tuple(rate if size == -1 else size for size in shape)
+    per_row = example_shape(folder)
 
     def sample(batch: int, seed: int) -> dict[str, torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)
@@ -172,4 +182,4 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
             "logits": {0: "batch", 1: "frames"} if ctc else {0: "batch"}}
     note = f"weights from {folder} ({net.config.model_type}, {auto}), {name} {list(shape)} at {rate} Hz"
     return ExportableModel(module, sample(2, 0), (name,), ("logits",), axes, sample, note,
-                           short_length=rate // 4 if shape[0] == -1 else None)
+                           short_length=per_row[0] // 4 if shape[0] == -1 else None)

@@ -298,3 +298,18 @@ def test_nested_vocabulary_needs_target_lang(tmp_path):
         answer_ctc.load_params(tmp_path)
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"target_lang": "fra"}))
     assert answer_ctc.load_params(tmp_path)["id_to_token"]["5"] == "A"
+
+
+def test_a_tokenizer_without_vocab_json_is_refused_naming_its_class(tmp_path):
+    # transformers 5.23 maps ParakeetTokenizer / LasrTokenizer (tokenizers-backed: tokenizer.json, no vocab.json)
+    # for parakeet_ctc and lasr_ctc: the refusal says which tokenizer the checkpoint has and what is decoded.
+    with pytest.raises(ValueError) as caught:
+        answer_ctc.load_params(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: vocab.json is missing or not a JSON object; a CTC tokenizer needs it"
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "ParakeetTokenizer"}))
+    with pytest.raises(ValueError) as caught:
+        answer_ctc.load_params(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path}: vocab.json is missing or not a JSON object (tokenizer_config.json names tokenizer_class "
+        "ParakeetTokenizer; the CTC answer step decodes with a Wav2Vec2CTCTokenizer's vocab.json only); a CTC "
+        "tokenizer needs it")

@@ -11,7 +11,9 @@ manifest and the commands' output; any "Traceback (most recent call last)" in a 
 against the model it came with.
 
 Resumable: results accumulate in <work>/results.json (``Progress``) and a row with a result is not run again;
-the reports are written after every batch. Also here: the parts of the reports that read alike.
+the reports are written after every batch. Also here: serving a batch's endpoint on the local Triton server and
+sending each model one file (``invoke_each``, ``ServedEndpoint``), judging labels and scores against a pipeline's
+(``label_answer``), and the parts of the reports that read alike.
 """
 from __future__ import annotations
 
@@ -20,11 +22,14 @@ import collections
 import dataclasses
 import datetime
 import json
+import math
 import os
 import pathlib
 import platform
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from typing import Any, Callable, Mapping, Optional
@@ -44,6 +49,12 @@ Row = dict[str, Any]
 # What serving the built ones told: each model's (ok, detail), the tracebacks per model ("": counted against
 # every model), and the detail of a model that got no answer.
 Answers = tuple[dict[str, tuple[bool, str]], collections.Counter[str], str]
+SERVER_START_S = 900  # the Python steps' execution environments unpack on the first start
+SCORE_ATOL = 1e-3  # a served score against the pipeline's for the same label
+# A random tiny checkpoint whose scores for all labels are within this of each other answers alike whatever the
+# input: its agreement with the pipeline says little (the reports count them).
+FLAT = 1e-4
+FLAT_NOTE = "all labels score alike: a weak check"
 
 
 class Batch:
@@ -201,6 +212,110 @@ def run_batch(rows: list[Row], folder: pathlib.Path, started: float, coverage: C
     if refused:
         say(started, f"  pytorch way out for {', '.join(r['name'] for r in refused)}")
         build_and_serve(refused, folder / "pytorch", "pytorch", coverage)
+
+
+# --- serving on the local Triton server ---------------------------------------------------------------------
+
+def invoke_each(built: list[Row], batch: Batch, request: Callable[[Row], list[str]],
+                judge: Callable[[Row, dict[str, Any]], tuple[bool, str]]) -> Answers:
+    """Serves the batch's packed endpoint on the local Triton server and sends each built entry one request
+    (``request``: its `tritonsm invoke` input options, e.g. ["--image", FILE]); ``judge`` makes (ok, what) of the
+    answer document (`tritonsm invoke --output`). The server's tracebacks count against every model it served."""
+    folder, log_file = batch.folder, batch.log_file
+    common = ["--spec", str(batch.spec), "--manifest", str(batch.manifest)]
+    answers: dict[str, tuple[bool, str]] = {}
+    tracebacks: collections.Counter[str] = collections.Counter()
+    with ServedEndpoint(common, folder, log_file) as (url, server_lines):
+        if url is not None:
+            for row in built:
+                name = row["name"]
+                answer_file = folder / f"answer-{name}.json"
+                answer_file.unlink(missing_ok=True)
+                command = [str(BIN / "tritonsm"), "invoke", "--endpoint", ENDPOINT, *common, "--model", name,
+                           "--url", url, *request(row), "--output", str(answer_file), "--timeout", "300"]
+                status, said = run_logged(command, log_file, ROOT)
+                tracebacks[name] += sum(TRACEBACK in line for _, line in said)
+                if status != 0 or not answer_file.is_file():
+                    error = next((line for _, line in reversed(said) if line.startswith("error")),
+                                 said[-1][1] if said else f"exit status {status}")
+                    answers[name] = (False, f"tritonsm invoke failed: {error}")
+                    continue
+                answers[name] = judge(row, json.loads(answer_file.read_text()))
+    tracebacks[""] += sum(TRACEBACK in line for line in server_lines)
+    not_started = None if url else next(
+        (line for line in reversed(server_lines) if line.startswith("error")),
+        f"tritonsm serve did not announce its address (see {log_file})")
+    return answers, tracebacks, f"not served: {not_started}" if not_started else "no answer"
+
+
+class ServedEndpoint:
+    """`tritonsm serve ENDPOINT --cpu-stand-in` in the background, its output in the batch's command log: (the
+    address it announces, or None where it stopped or did not start in time; its output lines). Stopped on exit
+    with SIGINT (it stops its Triton server on the way out), SIGKILL after a minute."""
+
+    def __init__(self, common: list[str], folder: pathlib.Path, log_file: pathlib.Path) -> None:
+        self.command = [str(BIN / "tritonsm"), "serve", ENDPOINT, *common, "--cpu-stand-in",
+                        "--startup-timeout", str(SERVER_START_S), "--log-file", str(folder / "server.log")]
+        self.output, self.log_file = folder / "serve.out", log_file
+        self.proc: Optional[subprocess.Popen[str]] = None
+        self.lines: list[str] = []
+
+    def __enter__(self) -> tuple[Optional[str], list[str]]:
+        with self.log_file.open("a") as log:
+            log.write(f"$ {' '.join(self.command)} &  (its output follows the requests)\n")
+        handle = self.output.open("w")
+        self.proc = subprocess.Popen(self.command, stdout=handle, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                                     stdin=subprocess.DEVNULL)
+        handle.close()
+        deadline = time.monotonic() + SERVER_START_S + 60
+        while time.monotonic() < deadline:
+            text = self.output.read_text()
+            found = re.search(r"^serving .* at (http://\S+)", text, re.M)
+            if found:
+                return found.group(1), self.lines
+            if self.proc.poll() is not None:
+                break
+            time.sleep(2)
+        return None, self.lines
+
+    def __exit__(self, *_: object) -> None:
+        assert self.proc is not None  # __enter__
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        text = self.output.read_text()
+        self.lines.extend(text.splitlines())
+        with self.log_file.open("a") as log:
+            log.write(f"[output of tritonsm serve]\n{text}")
+
+
+def label_answer(document: dict[str, Any], known: set[str], top_k: int,
+                 reference: Callable[[], dict[str, float]]) -> tuple[bool, str]:
+    """(ok, what): a served answer's ``labels`` and ``scores`` (`tritonsm invoke --output`'s document) must be
+    ``top_k`` of the checkpoint's labels (``known``) with finite scores, and agree with ``reference`` (the
+    pipeline's score of every label, called only for an answer of that shape): each served score within
+    SCORE_ATOL of the pipeline's for its label, and none left out scoring higher (labels of nearly tied scores
+    may come in either order)."""
+    outputs = {o["name"]: o["data"] for o in document.get("outputs", [])}
+    labels, scores = outputs.get("labels"), outputs.get("scores")
+    if labels is None or scores is None:
+        return False, f"the answer has outputs {', '.join(outputs) or 'none'}, not labels and scores"
+    if len(labels) != top_k or any(label not in known for label in labels) or \
+            not all(isinstance(s, (int, float)) and math.isfinite(s) for s in scores):
+        return False, f"the answer is not {top_k} labels of the checkpoint with finite scores: {labels} {scores}"
+    want = reference()
+    got = ", ".join(f"{label} {score:.4f}" for label, score in zip(labels, scores))
+    difference = max(abs(score - want[label]) for label, score in zip(labels, scores))
+    left_out = max((score for label, score in want.items() if label not in labels), default=-math.inf)
+    if difference > SCORE_ATOL or left_out > min(scores) + SCORE_ATOL:
+        best = sorted(want.items(), key=lambda item: -item[1])[:top_k]
+        return False, f"served {got}; the pipeline answers " + ", ".join(f"{k} {v:.4f}" for k, v in best)
+    flat = max(want.values()) - min(want.values()) < FLAT
+    return True, f"{got} (as the pipeline, score difference {difference:.1g}" + (f"; {FLAT_NOTE})" if flat else ")")
 
 
 def drop_builds(folder: pathlib.Path) -> None:
