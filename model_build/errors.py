@@ -15,3 +15,10 @@ class ToolUnavailable(BuildError):
 
 class NotEnoughMemory(BuildError):
     """The largest model to build needs more memory than this machine has available; nothing was built."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name if it has none): what a refusal quotes of a
+    library's error, whose later lines are its own advice or a traceback of its internals."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

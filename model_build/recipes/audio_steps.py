@@ -14,7 +14,7 @@ import torch
 from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import AUDIO, TaskKind
-from model_build.errors import BuildError
+from model_build.errors import BuildError, first_line
 from model_build.recipes import checkpoint_text
 from model_build.recipes.contract import ExportableModel, PythonModel
 
@@ -40,7 +40,7 @@ def feature_extractor(folder: pathlib.Path) -> Any:
         return AutoFeatureExtractor.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, TypeError, KeyError, ImportError) as exc:
         raise BuildError(f"{folder}: transformers cannot load a feature extractor from it "
-                         f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); save "
+                         f"({first_line(exc)}); save "
                          "the checkpoint's feature extractor there (feature_extractor.save_pretrained)") from None
 
 

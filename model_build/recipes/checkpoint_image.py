@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from deployment_spec.model import ModelSpec
-from model_build.errors import BuildError
+from model_build.errors import BuildError, first_line
 
 # transformers' PIL backend (transformers/image_processing_backends.py); the torchvision one needs torch.
 BACKEND = "pil"
@@ -36,7 +36,7 @@ def processor(folder: pathlib.Path) -> Any:
     try:
         found = AutoImageProcessor.from_pretrained(folder, local_files_only=True, backend=BACKEND)
     except (OSError, ValueError, TypeError, KeyError, ImportError) as exc:
-        raise BuildError(f"{folder}: transformers cannot load an image processor from it ({_first_line(exc)}); "
+        raise BuildError(f"{folder}: transformers cannot load an image processor from it ({first_line(exc)}); "
                          "save the checkpoint's image processor there (image_processor.save_pretrained)") from None
     needs = [b for b in vars(type(found)).get("__backends", ()) if b in ("torch", "torchvision")]
     if needs:  # it loaded here, but would not start in the step's environment (transformers, Pillow, numpy)
@@ -98,10 +98,6 @@ def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:
                 "sigmoid" if problem == "multi_label_classification" or len(names) == 1 else "softmax")
     return {"id2label": names, "top_k": top_k, "function": function}
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def require_task(model: ModelSpec) -> None:

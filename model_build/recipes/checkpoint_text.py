@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import TaskKind, Task
-from model_build.errors import BuildError
+from model_build.errors import BuildError, first_line
 from model_build.recipes.contract import weights_dir
 
 DEFAULT_SEQUENCE = 128
@@ -42,7 +42,7 @@ def tokenizer(folder: pathlib.Path) -> Any:
     try:
         tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, TypeError, ImportError) as exc:
-        raise BuildError(f"{folder}: transformers cannot load a tokenizer from it ({_first_line(exc)}); save the "
+        raise BuildError(f"{folder}: transformers cannot load a tokenizer from it ({first_line(exc)}); save the "
                          "checkpoint's tokenizer there (tokenizer.save_pretrained)") from None
     if not getattr(tok, "is_fast", False):
         raise BuildError(f"{folder}: the tokenizer ({type(tok).__name__}) has no tokenizer.json form (a 'fast' "
@@ -63,7 +63,7 @@ def sentence_transformer(folder: pathlib.Path) -> Any:
         return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
     except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
         raise BuildError(f"{folder}: sentence-transformers cannot load it as a sentence embedder "
-                         f"({_first_line(exc)}); save a text encoder there (SentenceTransformer.save, or "
+                         f"({first_line(exc)}); save a text encoder there (SentenceTransformer.save, or "
                          "save_pretrained of a model and its tokenizer)") from None
 
 
@@ -139,7 +139,3 @@ def answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
     return {"id2label": names, "top_k": task.top_k, "max_answer_len": task.max_answer_length,
             "handle_impossible_answer": False, "align_to_words": True}
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
