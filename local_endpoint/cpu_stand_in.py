@@ -17,7 +17,7 @@ wrongly answers wrongly here too.
 
 DALI models run their own model.dali in the DALI release of the endpoint's image
 (`serving_runtimes.DALI_RELEASES`), from the side environment the build serialized
-it with, with the file's GPU operators moved to the CPU (model_build.backends.dali.placement,
+it with, with the file's GPU operators moved to the CPU (model_build.dali_pipeline.placement,
 the move the build checked). Not representative: libjpeg-turbo decodes instead of
 nvJPEG (pixels may differ by a level or two), the CPU resize, CPU threads, and latency.
 """
@@ -45,7 +45,7 @@ ORT_VERSION_PARAMETER = "tritonsm_onnxruntime_version"
 DALI_SITE_PARAMETER = "tritonsm_dali_site"
 DALI_VERSION_PARAMETER = "tritonsm_dali_version"
 DALI_CPU_FILE = "model.cpu.dali"      # model.dali with its operators moved to the CPU, written beside it
-DALI_RUNNER = "dali_worker.py"        # model_build/backends/dali/worker.py: the code the build's check ran
+DALI_RUNNER = "dali_worker.py"        # model_build/dali_pipeline/worker.py: the code the build's check ran
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +197,7 @@ def replace_model_directory(model_dir: pathlib.Path, backend: str, where: str,
 
 def _dali_files(model_file: pathlib.Path, version: pathlib.Path) -> None:
     """model.cpu.dali (the shipped file's operators on the CPU) and the runner the build's check used."""
-    from model_build.backends.dali import placement, worker
+    from model_build.dali_pipeline import placement, worker
 
     (version / DALI_CPU_FILE).write_bytes(placement.to_cpu(model_file.read_bytes()))
     shutil.copyfile(worker.__file__, version / DALI_RUNNER)

@@ -19,7 +19,8 @@ import pytest
 
 from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
-from model_build.backends.dali import check_images, placement, reference
+from model_build.backends.dali import check_images
+from model_build.dali_pipeline import placement, reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "image-ensemble-sme.yaml"

@@ -23,8 +23,8 @@ from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
-from model_build.backends.dali import build as dali_build
-from model_build.backends.dali.worker import pad
+from model_build.dali_pipeline import run as dali_build
+from model_build.dali_pipeline.worker import pad
 from model_build.backends.ensemble import dali_image_check, image_check, image_samples, task_check, task_reference
 from model_build.errors import BuildError
 from model_build.verification import side_env

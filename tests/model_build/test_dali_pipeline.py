@@ -1,7 +1,7 @@
 """The spec's image pipeline serialized by the Triton image's own DALI release, run on DALI's CPU operators
 against the plain PIL/numpy reference, on real JPEGs of six sizes made here.
 
-Tolerance (model_build/backends/dali/reference.py), in the decoded image's 0..255 units: on average at most 0.5
+Tolerance (model_build/dali_pipeline/reference.py), in the decoded image's 0..255 units: on average at most 0.5
 level; anywhere at most 2 levels with linear resizing (12 cubic, 16 Lanczos). Both sides decode with
 libjpeg-turbo; the resize rounds its 8-bit result from float weights in DALI and fixed-point ones in PIL,
 so a pixel can land one level apart (measured: linear 1.0 max, 0.04-0.15 mean); PIL clips its first
@@ -18,7 +18,8 @@ import yaml
 
 from deployment_spec.serving_runtimes import DALI_RELEASES
 from deployment_spec.spec import parse_spec
-from model_build.backends.dali import build, check_images, placement, reference
+from model_build.backends.dali import check_images
+from model_build.dali_pipeline import placement, reference, run as build
 from model_build.errors import BuildError
 from model_build.verification import side_env
 

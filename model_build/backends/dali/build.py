@@ -6,20 +6,15 @@
 2. Placement: decoding on the GPU (``mixed``, nvJPEG) with resize and normalisation on the GPU when
    every instance that serves the model has a GPU, as the reference article runs it; all on the CPU
    otherwise (a CPU endpoint or a KIND_CPU instance group).
-3. Check: the shipped file with its operators moved to the CPU (model_build/backends/dali/placement.py) must
+3. Check: the shipped file with its operators moved to the CPU (model_build/dali_pipeline/placement.py) must
    be byte-identical to the same pipeline serialized for the CPU, and that CPU pipeline must match
-   the PIL/numpy reference (model_build/backends/dali/reference.py) on real JPEGs of six sizes, fed padded
+   the PIL/numpy reference (model_build/dali_pipeline/reference.py) on real JPEGs of six sizes, fed padded
    as one batch the way Triton feeds a dynamic batch.
 """
 from __future__ import annotations
 
-import json
 import pathlib
-import subprocess
-import sys
 from typing import Mapping
-
-import numpy as np
 
 from deployment_spec import dali as dali_spec
 from deployment_spec.manifest import ModelEntry, TensorSpec
@@ -28,12 +23,10 @@ from deployment_spec.serving_runtimes import DALI_RELEASES, DaliRelease
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError
-from model_build.hashing import plain
+from model_build.dali_pipeline.run import MODEL_FILE, run_on_cpu, serialize
 from model_build.progress import Step
 from model_build.verification.record import typed
 
-WORKER = pathlib.Path(__file__).resolve().parent / "worker.py"
-MODEL_FILE = "model.dali"
 
 
 def placement(devices: set[str]) -> str:
@@ -63,17 +56,10 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
                          versions={"dali": release.version})
 
 
-def serialize(env, model: ModelSpec, where: str, target: pathlib.Path, release: DaliRelease) -> pathlib.Path:
-    """``target``: the model's pipeline serialized by ``release`` in its side environment ``env``."""
-    request = {"pipeline": plain(model.dali), "placement": where, "max_batch_size": model.max_batch_size,
-               "out": str(target)}
-    _run_worker(env, "serialize", request, target.with_suffix(f".{where}.json"), model, release)
-    return target
-
-
 def _check(env, model: ModelSpec, shipped: pathlib.Path, where: str, scratch: pathlib.Path,
            release: DaliRelease) -> dict:
-    from model_build.backends.dali import check_images, placement as placement_rewrite, reference
+    from model_build.backends.dali import check_images
+    from model_build.dali_pipeline import placement as placement_rewrite, reference
 
     cpu_file = scratch / "model.cpu.dali"
     if where == "gpu":
@@ -107,36 +93,3 @@ def _check(env, model: ModelSpec, shipped: pathlib.Path, where: str, scratch: pa
                       "for the CPU)" if where == "gpu" else "model.dali as shipped"),
             "reference": "PIL (libjpeg-turbo decode, antialiased resize) and numpy", **worst,
             "tolerance_levels": {"max": reference.max_levels(model.dali), "mean": reference.MEAN_LEVELS}}
-
-
-def run_on_cpu(env, model: ModelSpec, cpu_file: pathlib.Path, images: list[pathlib.Path], scratch: pathlib.Path,
-               release: DaliRelease) -> list[np.ndarray]:
-    """The CPU-placed pipeline's output for each image, fed zero-padded in batches of max_batch_size."""
-    out = scratch / "outputs.npz"
-    got: list[np.ndarray] = []
-    for start in range(0, len(images), model.max_batch_size):
-        request = {"model": str(cpu_file), "images": [str(p) for p in images[start:start + model.max_batch_size]],
-                   "max_batch_size": model.max_batch_size, "num_threads": model.dali.num_threads, "out": str(out)}
-        _run_worker(env, "run", request, scratch / "run.json", model, release)
-        with np.load(out) as data:
-            got += [data[f"image{i}"] for i in range(len(request["images"]))]
-    return got
-
-
-def _run_worker(env, command: str, request: dict, request_file: pathlib.Path, model: ModelSpec,
-                release: DaliRelease) -> None:
-    request_file.write_text(json.dumps(request))
-    cmd = [sys.executable, "-S", "-E", str(WORKER), str(env.site_dir), command, str(request_file)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        lines = [line for line in proc.stderr.strip().splitlines() if line.strip() and "[frame" not in line]
-        raise BuildError(f"model {model.name}: DALI {release.version} (Triton {release.triton_version}'s) could not "
-                         f"{command} the pipeline: {' | '.join(lines[-3:]) or f'exit {proc.returncode}'}"
-                         + (_GPU_FIX if command == "serialize" and "device_id" in proc.stderr else ""))
-
-
-# DALI 1.x needs a CUDA driver to place operators on the GPU even for serializing (measured with
-# 1.31.0: "Cannot add a mixed operator ... device_id should not be CPU_ONLY_DEVICE_ID"); 2.x does not.
-_GPU_FIX = ("; this DALI release places operators on the GPU only on a machine with a CUDA driver: build on a GPU "
-            "host, serve the model from CPU instances (its pipeline then runs on the CPU), or pick a triton_version "
-            "with DALI 2.x (26.05)")

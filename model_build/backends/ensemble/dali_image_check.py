@@ -6,7 +6,7 @@ Two comparisons, each with its own tolerance:
 
 1. pixel_values: the DALI step's against the processor's, in pixel levels (the difference times the pipeline's std
    on 0..255: one level is one step of the decoded 8-bit image), within the dali backend's own tolerance for the
-   filter (model_build/backends/dali/reference.py MAX_LEVELS, MEAN_LEVELS). transformers' PIL backend resizes
+   filter (model_build/dali_pipeline/reference.py MAX_LEVELS, MEAN_LEVELS). transformers' PIL backend resizes
    8-bit images with Pillow, as that reference does, so the same causes leave the same differences (rounding of
    the 8-bit resize; cubic and Lanczos ringing clipped by Pillow's first pass). The manifest records the bound in
    normalised units too: levels / std per channel.
@@ -31,7 +31,7 @@ from deployment_spec.model import ModelSpec
 from deployment_spec.serving_runtimes import DALI_RELEASES
 from deployment_spec.tasks import TaskKind
 from model_build import layout
-from model_build.backends.dali import build as dali_build, placement, reference as levels
+from model_build.dali_pipeline import placement, reference as levels, run as dali_build
 from model_build.backends.ensemble import image_check, image_samples, task_check, task_reference
 from model_build.errors import BuildError
 
