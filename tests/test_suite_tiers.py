@@ -28,3 +28,15 @@ def test_recording_merges_with_the_modules_the_run_did_not_reach(tmp_path, monke
     suite_tiers.write(Config())
     assert json.loads(path.read_text()) == {"tests/old.py": 3.0, "tests/spec/test_a.py": 0.5}
 
+
+
+def test_the_committed_record_covers_the_suite_and_the_check_tier_leaves_the_slow_modules_out():
+    # The record a `make check` falls back on: from a full run, so it names the expensive modules.
+    durations = json.loads(suite_tiers.COMMITTED.read_text())
+    modules = sorted(str(p.relative_to(suite_tiers.ROOT)) for p in (suite_tiers.ROOT / "tests").rglob("test_*.py"))
+    recorded = [m for m in modules if m in durations]
+    assert len(recorded) >= 0.9 * len(modules), set(modules) - set(durations)
+    slow = [m for m in recorded if m not in suite_tiers.fast_modules(durations, [m])]
+    assert "tests/local_endpoint/test_raw_image_tasks.py" in slow and "tests/spec/test_capacity.py" not in slow
+    # What the tier runs, by the record: a few minutes at most on 2 cores.
+    assert sum(durations[m] for m in recorded if m not in slow) < 150
