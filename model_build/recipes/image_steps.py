@@ -101,13 +101,15 @@ class EmbedderModel(torch.nn.Module):
 
 def image_embedding(model: torch.nn.Module, pixel_values: torch.Tensor) -> torch.Tensor:
     """The embedding as the model's users take it: get_image_features (its pooled output in transformers 5), else
-    the pooled output of the forward pass."""
+    the pooled output of the forward pass; [batch, dim] (a convolutional network's pooled output is
+    [batch, channels, 1, 1]: ResNet, RegNet, BiT)."""
     made = model.get_image_features(pixel_values=pixel_values) if hasattr(model, "get_image_features") else \
         model(pixel_values=pixel_values)
     vector = made if isinstance(made, torch.Tensor) else made.pooler_output
     if vector is None:
         raise ValueError(f"{type(model).__name__} gives no pooled output (pooler_output is None)")
-    return vector
+    # One vector per image: normalize (dim -1) over a trailing 1 x 1 would turn every value into its sign.
+    return vector.flatten(1)
 
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:

@@ -53,3 +53,15 @@ def test_the_labels_of_a_checkpoint_are_transformers_own(tmp_path, config, want)
 
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert checkpoint_text.labels(tmp_path) == want
+
+
+@pytest.mark.parametrize("kind", [TaskKind.IMAGE_EMBEDDING, TaskKind.SENTENCE_EMBEDDING])
+def test_two_zero_embeddings_agree_and_one_alone_is_named(kind):
+    # A (tiny, random) MobileViT embeds every image as zeros, as its eager model does: the same answer, which the
+    # cosine (0 / 0) used to refuse as "cosine 0.000000 < 0.9999".
+    task, zero, some = Task(kind), np.zeros(4, np.float32), np.array([0.6, 0.8, 0.0, 0.0], np.float32)
+    assert task_reference.compare(task, [zero], [zero], 1e-3) == (0.0, [])
+    assert task_reference.compare(task, [zero], [some], 1e-3) == (
+        1.0, ["row 0: the embedding is all zeros, the reference's is not"])
+    assert task_reference.compare(task, [some], [zero], 1e-3) == (
+        1.0, ["row 0: the reference's embedding is all zeros, this one is not"])

@@ -340,6 +340,8 @@ def add_arguments(parser: argparse.ArgumentParser, work: str, only: str, limit: 
     parser.add_argument("--work", type=pathlib.Path, default=pathlib.Path(work))
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     parser.add_argument("--fresh", action="store_true", help="forget earlier results and build caches")
+    parser.add_argument("--again", default="", help="result keys to forget and run again, comma-separated (a row "
+                        "that failed for a reason outside the product: a file someone was editing, a reinstall)")
     parser.add_argument("--keep-builds", action="store_true",
                         help=f"keep each batch's build cache and tarballs ({build_size}by default only its spec, "
                              "command log and checkpoints stay)")
@@ -364,7 +366,9 @@ class Progress:
                 shutil.rmtree(old)
         saved = json.loads(store.read_text()) if store.is_file() and not args.fresh else {}
         started = saved.get("started") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        return cls(store, saved.get("results", {}), saved.get("batches", []), started)
+        again = {key for key in args.again.split(",") if key}
+        results = {key: row for key, row in saved.get("results", {}).items() if key not in again}
+        return cls(store, results, saved.get("batches", []), started)
 
     def save(self) -> None:
         self.store.write_text(json.dumps({"started": self.started, "batches": self.batches, "results": self.results},

@@ -57,15 +57,15 @@ def _model_and_processor(family: str) -> tuple[Any, Any]:
                      num_queries=10)
         config = t.AutoConfig.for_model(family, **sizes, **labels)
         model = t.AutoModelForObjectDetection.from_config(config)
-        _spread(model)
+        spread(model)
         processor = getattr(t, DETECTORS[family])(size={"shortest_edge": 48, "longest_edge": 80})
         return model, processor
     raise ValueError(f"family {family!r}: one of vit, convnext, deit, clip, dinov2, {', '.join(DETECTORS)}")
 
 
-def _spread(model: Any) -> None:
+def spread(model: Any) -> None:
     """Seeded noise on every weight outside the norm layers: a random detector's queries then differ in boxes and
-    scores (else every query answers the same box)."""
+    scores (else every query answers the same box). Also used by benchmarks/hf_image_coverage.py."""
     import torch
 
     generator = torch.Generator().manual_seed(1)

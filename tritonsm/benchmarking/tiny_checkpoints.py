@@ -37,6 +37,8 @@ SCALARS = {
     "vocab_size": VOCABULARY,
     "image_size": IMAGE,
     "window_size": 2,   # Swin's attention windows: 2 x 2 patches tile every stage's grid (16, 8, 4, 2 patches)
+    # A detector's object queries; RT-DETR picks them among the encoder's tokens (84 at 64 x 64 pixels, not 300).
+    "num_queries": 10,
 }
 # list fields, one entry per stage: tiny values keep the number of stages
 LISTS = {
@@ -61,11 +63,12 @@ MAX_PARAMETERS = 60_000_000  # beyond this a checkpoint costs the run more than 
 
 def shrunk_config(model_type: str, gentle: bool = False) -> Any:
     """The architecture's config with its size fields made tiny (``gentle``: only those of GENTLE),
-    ``num_labels`` 3 and a pad token."""
+    ``num_labels`` 3 and a pad token; a timm backbone (timm is absent) swapped for transformers' own."""
     from transformers import AutoConfig
 
+    chosen = _without_timm(model_type)
     try:
-        default = AutoConfig.for_model(model_type)
+        default = AutoConfig.for_model(model_type, **chosen)
     except Exception as exc:  # configs raise what they like; the caller reports it
         raise NotInstantiable(f"{model_type}: its config does not construct: {_first(exc)}") from None
     sizes = _shrunk_sizes(default, gentle)
@@ -76,6 +79,24 @@ def shrunk_config(model_type: str, gentle: bool = False) -> Any:
         return AutoConfig.for_model(model_type, **sizes, num_labels=NUM_LABELS)
     except Exception as exc:
         raise NotInstantiable(f"{model_type}: its config refuses the tiny sizes {sizes}: {_first(exc)}") from None
+
+
+def _without_timm(model_type: str) -> dict[str, Any]:
+    """Where the default config's backbone is timm's ResNet-50 and timm is absent (DETR and kin: transformers
+    5.23.0 models/detr/configuration_detr.py ``__post_init__``), transformers' own ResNet (the model type their
+    ``sub_configs_defaults`` name) giving the same stages: timm's ``out_indices`` 1-4 are ResNet's layer1-4,
+    transformers' stage1-4 (Deformable DETR's 2, 3, 4: three feature levels, not the one of stage4 alone)."""
+    import importlib.util
+
+    from transformers import AutoConfig
+
+    try:
+        backbone = getattr(AutoConfig.for_model(model_type), "backbone_config", None)
+    except Exception:  # shrunk_config says why the config does not construct
+        return {}
+    if getattr(backbone, "model_type", None) != "timm_backbone" or importlib.util.find_spec("timm") is not None:
+        return {}
+    return {"backbone_config": {"model_type": "resnet", "out_indices": list(getattr(backbone, "out_indices", []))}}
 
 
 def _shrunk_sizes(config: Any, gentle: bool) -> dict[str, Any]:
@@ -90,7 +111,7 @@ def _shrunk_sizes(config: Any, gentle: bool) -> dict[str, Any]:
         if name not in documented:
             continue
         if isinstance(value, PretrainedConfig):  # given as a dict, the sub-config derives the rest again
-            sizes[name] = _shrunk_sizes(value, gentle)
+            sizes[name] = _sub_config(name, value, gentle)
             continue
         if name in SCALARS and isinstance(value, int) and not isinstance(value, bool) and value > SCALARS[name]:
             sizes[name] = SCALARS[name]
@@ -103,6 +124,32 @@ def _shrunk_sizes(config: Any, gentle: bool) -> dict[str, Any]:
         if isinstance(value, int) and value >= VOCABULARY:
             sizes[name] = TOKEN_IDS.index(name) + 1
     return sizes
+
+
+def _sub_config(name: str, config: Any, gentle: bool) -> dict[str, Any]:
+    """A sub-config as the dict its parent is made again from: its model type (a ``backbone_config`` dict is
+    made by it) and its shrunk sizes. A backbone also keeps what its parent chose where it differs from the
+    backbone class's defaults (LW-DETR's ViT of width 192, the stages ``out_features`` names) and shrinks only its
+    stages' depths and its image size: its widths are the parent's input widths (RT-DETR's
+    ``encoder_in_channels``) and its layers are the stages ``out_features`` names (LW-DETR's ViT: stage9), fields
+    of the parent this module does not know."""
+    from transformers import PretrainedConfig
+
+    if name != "backbone_config":
+        return {"model_type": config.model_type, **_shrunk_sizes(config, gentle)}
+    config_class: Any = type(config)
+    try:
+        defaults = vars(config_class())
+    except Exception:  # a backbone without defaults of its own: only the sizes
+        defaults = dict(vars(config))
+    # The stages are _out_features / _out_indices, constructor parameters of some backbones (RTDetrResNetConfig)
+    # only (ResNetConfig's are set through out_features, out_indices: the names the dict gives).
+    documented = set(inspect.signature(config_class.__init__).parameters) | {"_out_features", "_out_indices"}
+    chosen = {key.lstrip("_"): value for key, value in vars(config).items()
+              if key in documented and key in defaults and defaults[key] != value
+              and not isinstance(value, PretrainedConfig)}
+    sizes = {key: value for key, value in _shrunk_sizes(config, True).items() if key in ("depths", "image_size")}
+    return {"model_type": config.model_type, **chosen, **sizes}
 
 
 def save(model_type: str, class_name: str, folder: pathlib.Path) -> str:

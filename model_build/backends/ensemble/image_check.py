@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import pathlib
+import re
 import sys
 from typing import Any, Callable
 
@@ -50,8 +51,14 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
     detector = task.kind is TaskKind.OBJECT_DETECTION
     if detector:  # one image per request: a detector's pixels keep each image's aspect ratio
         made = [step.tensors(np.array([s.data], dtype=np.object_)) for s in samples]
-        outs, ran = task_check.run_model_requests(chain, [{"pixel_values": m["pixel_values"]} for m in made],
-                                                  scratch, log)
+        sizes = [tuple(int(d) for d in m["pixel_values"].shape[1:]) for m in made]
+        try:
+            outs, ran = task_check.run_model_requests(chain, [{"pixel_values": m["pixel_values"]} for m in made],
+                                                      scratch, log)
+        except BuildError as exc:  # "... failed on case raw N: ...": name the size the graph held fixed
+            failed = re.search(r"case raw (\d+)", str(exc))
+            hint = frozen_size(chain, sizes, {int(failed.group(1))} if failed else set())
+            raise BuildError(f"{exc}; {hint}" if hint else str(exc)) from None
         pixels = [m["pixel_values"][0] for m in made]
         ours = []
         for threshold in (task.threshold, LOW_THRESHOLD):  # the spec's, and one low enough to answer every query
@@ -75,9 +82,13 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
     if problems:
         named = [p.replace(f"row {i}:", f"row {i} ({described[i]}):", 1) if p.startswith(f"row {i}:") else p
                  for i, p in _numbered(problems)]
+        cause = PIXELS_DIFFER if wrong_pixels else ANSWERS_DIFFER
+        if detector and not wrong_pixels:  # the images that differ may be those of another size than the export's
+            hint = frozen_size(chain, sizes, {i % len(samples) for i, _ in _numbered(problems)})
+            cause = hint[:1].upper() + hint[1:] if hint else cause
         raise BuildError(f"model {chain.name}: raw images through its steps do not answer as {where} on "
                          f"{len(problems)} of {len(described)} {'answers' if detector else 'images'}: " + "; ".join(named[:3]) + ". " +
-                         (PIXELS_DIFFER if wrong_pixels else ANSWERS_DIFFER))
+                         cause)
     measure = "1 - cosine" if task.kind is TaskKind.IMAGE_EMBEDDING else "max score difference"
     log(f"  {chain.name}: {len(samples)} raw images answer as {where} ({measure} {worst:.2g})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
@@ -87,6 +98,33 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
                                  "preprocess": f"transformers {task_check.package_version('transformers')}, Pillow "
                                                f"{task_check.package_version('pillow')} (Python {sys.version_info.major}."
                                                f"{sys.version_info.minor} of the build)"})
+
+
+def frozen_size(chain: task_check.Chain, sizes: list[tuple[int, ...]], failing: set[int]) -> str:
+    """Why a detector's model step fails on some images, where all of them are images whose pixel_values are not
+    the size it was exported (and traced) at; "" where that is not so."""
+    from model_build.recipes import checkpoint_image
+
+    return frozen_size_text(chain.name, checkpoint_image.processor_class(chain.checkpoint),
+                            checkpoint_image.probe_shape(chain.checkpoint), sizes, failing)
+
+
+def frozen_size_text(name: str, processor: str, exported: tuple[int, ...], sizes: list[tuple[int, ...]],
+                     failing: set[int]) -> str:
+    """The cause and fix of ``frozen_size`` in words ("" where the failing images are not those of other sizes
+    than ``exported``, or where no image of that size passed)."""
+    other = {i for i, size in enumerate(sizes) if size != exported}
+    if not failing or not failing <= other or len(other) == len(sizes):
+        return ""
+    seen = sorted({sizes[i] for i in failing})
+    _, height, width = exported
+    return (f"the images it fails on are those whose pixel_values are not {list(exported)}, the size its model step "
+            f"was exported and traced at ({', '.join(str(list(s)) for s in seen[:3])}): its graph holds that size "
+            "fixed (a multi-scale detector's spatial shapes: Deformable DETR's), while the image processor "
+            f"({processor}) keeps each image's aspect ratio, so pixel_values follow the image; backend pytorch "
+            "traces the same fixed size. Fix: if the model was trained so, save a processor that resizes every "
+            f"image to one size (preprocessor_config.json of models.{name}.weights: size {{\"height\": {height}, "
+            f"\"width\": {width}}}), else use another architecture")
 
 
 def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]

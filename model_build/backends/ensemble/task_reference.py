@@ -163,8 +163,13 @@ def _non_finite(value: Any) -> bool:
 
 def _embedding(got: Any, want: Any, atol: float) -> tuple[float, str]:
     dot = sum(float(a) * float(b) for a, b in zip(got, want))
-    norms = math.sqrt(sum(float(a) ** 2 for a in got)) * math.sqrt(sum(float(b) ** 2 for b in want))
-    cosine = dot / norms if norms else 0.0
+    ours, theirs = (math.sqrt(sum(float(v) ** 2 for v in vector)) for vector in (got, want))
+    if not ours or not theirs:  # a zero vector has no direction: two of them are the same answer, not cosine 0
+        if not ours and not theirs:
+            return 0.0, ""
+        return 1.0, ("the embedding is all zeros, the reference's is not" if not ours else
+                     "the reference's embedding is all zeros, this one is not")
+    cosine = dot / (ours * theirs)
     problem = f"cosine {cosine:.6f} < {EMBEDDING_COSINE}" if cosine < EMBEDDING_COSINE else ""
     return 1.0 - cosine, problem
 
