@@ -48,7 +48,6 @@ import argparse
 import dataclasses
 import json
 import pathlib
-import re
 import sys
 from typing import Any, Callable
 
@@ -59,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 from tritonsm.benchmarking import audio_checkpoints, coverage_runs, tiny_checkpoints  # noqa: E402
 from tritonsm.benchmarking.coverage_runs import (BACKENDS, FLAT_NOTE, NOT_INSTANTIABLE, SERVED,  # noqa: E402
-                                                 TRITON_VERSION, Row, cell)
+                                                 TRITON_VERSION, Row, architectures, cell, entry_name, mapped)
 
 MAX_BATCH, TOP_K = 4, 2
 NO_EXTRACTOR = "no feature extractor"
@@ -89,21 +88,6 @@ TASKS = {t.kind: t for t in (
 
 # --- what to run -------------------------------------------------------------------------------------------
 
-def mapped(task: AudioTask) -> dict[str, str]:
-    """model_type -> the class transformers maps for the task (the first of a tuple of variants)."""
-    from transformers.models.auto import modeling_auto
-
-    names = getattr(modeling_auto, task.mapping)
-    return {t: c if isinstance(c, str) else c[0] for t, c in sorted(names.items())}
-
-
-def architectures(task: AudioTask) -> list[Row]:
-    return [{"task": task.kind, "model_type": model_type, "class": class_name, "key": model_type}
-            for model_type, class_name in mapped(task).items()]
-
-
-def entry_name(task: AudioTask, row: Row) -> str:
-    return f"{task.prefix}_" + re.sub(r"\W", "_", row["model_type"])
 
 
 def make_checkpoint(row: Row, folder: pathlib.Path) -> None:

@@ -74,7 +74,6 @@ import dataclasses
 import functools
 import json
 import pathlib
-import re
 import sys
 from typing import Any, Callable
 
@@ -82,8 +81,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tritonsm.benchmarking import coverage_runs, image_answers, tiny_checkpoints  # noqa: E402
-from tritonsm.benchmarking.coverage_runs import (BACKENDS, NOT_INSTANTIABLE, SERVED, TRITON_VERSION, Row,  # noqa: E402
-                                                 cell)
+from tritonsm.benchmarking.coverage_runs import (BACKENDS, NOT_INSTANTIABLE, SERVED, TRITON_VERSION,  # noqa: E402
+                                                 Row, architectures, cell, entry_name, mapped)
 
 MAX_BATCH, TOP_K = 4, 2
 NO_PROCESSOR = "no image processor"
@@ -160,21 +159,6 @@ TASKS = {task.kind: task for task in (CLASSIFICATION, DETECTION, EMBEDDING)}
 
 # --- what to run -------------------------------------------------------------------------------------------
 
-def mapped(task: ImageTask) -> dict[str, str]:
-    """model_type -> the class transformers maps for the task (the first of a tuple of variants)."""
-    from transformers.models.auto import modeling_auto as auto
-
-    names = getattr(auto, task.mapping)
-    return {t: c if isinstance(c, str) else c[0] for t, c in sorted(names.items())}
-
-
-def architectures(task: ImageTask) -> list[Row]:
-    return [{"task": task.kind, "model_type": model_type, "class": class_name, "key": model_type}
-            for model_type, class_name in mapped(task).items()]
-
-
-def entry_name(task: ImageTask, row: Row) -> str:
-    return f"{task.prefix}_" + re.sub(r"\W", "_", row["model_type"])
 
 
 # --- checkpoints -------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Callable, Iterator
 from deployment_spec import load_spec
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import load_manifest
+from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
 from local_endpoint.multi_model import MultiModelEndpoint
 from model_build.backends.ensemble import task_check
@@ -54,9 +55,12 @@ def build(root: pathlib.Path, spec: str, endpoint: str, save: Callable[[pathlib.
 
 
 @contextlib.contextmanager
-def served(built: Built, models: tuple[str, ...], runtime_name: str, logs: pathlib.Path) -> Iterator[LocalRuntime]:
-    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime."""
-    mme = MultiModelEndpoint([built.tarball(m) for m in models], log_file=logs / "mme.log", cpu_stand_in=True)
+def served(built: Built, models: tuple[str, ...], runtime_name: str, logs: pathlib.Path,
+           triton_version: str = DEFAULT_TRITON_VERSION) -> Iterator[LocalRuntime]:
+    """The endpoint as `tritonsm serve` runs it: the real Triton server behind the local SageMaker Runtime; the CPU
+    stand-ins run ``triton_version``'s runtimes (the spec's, as `tritonsm serve <endpoint>` passes it)."""
+    mme = MultiModelEndpoint([built.tarball(m) for m in models], log_file=logs / "mme.log", cpu_stand_in=True,
+                             triton_version=triton_version)
     with LocalRuntime([NamedEndpoint(runtime_name, EndpointKind.MULTI_MODEL, mme)]) as runtime:
         yield runtime
 

@@ -16,11 +16,8 @@ import pytest
 
 from deployment_spec import load_spec
 from deployment_spec.dali import SizeRule
-from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DALI_RELEASES
 from local_endpoint.invoke import invoke_url
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
 from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
 from model_build.dali_pipeline import run as dali_build
@@ -74,10 +71,8 @@ def built(module_tmp) -> task_fixtures.Built:
 
 @pytest.fixture(scope="module")
 def served(built, module_tmp):
-    # As task_fixtures.served, in the spec's release: the stand-in runs model.dali in Triton 26.05's DALI.
-    mme = MultiModelEndpoint([built.tarball(m) for m in MODELS], log_file=module_tmp.mktemp("logs") / "mme.log",
-                             cpu_stand_in=True, triton_version="26.05")
-    with LocalRuntime([NamedEndpoint(RUNTIME_NAME, EndpointKind.MULTI_MODEL, mme)]) as runtime:
+    # In the spec's release: the stand-in runs model.dali in Triton 26.05's DALI.
+    with task_fixtures.served(built, MODELS, RUNTIME_NAME, module_tmp.mktemp("logs"), "26.05") as runtime:
         yield runtime
 
 

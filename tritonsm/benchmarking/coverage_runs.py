@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from tritonsm.benchmarking.run_log import run_logged
 
@@ -91,6 +91,35 @@ def spec_document(project: str, models: list[str], served: list[str]) -> str:
                 if served else "  {}")
     return (f'project: {project}\ntriton_version: "{TRITON_VERSION}"\nmodels:\n' + "\n".join(models) +
             f"\nendpoints:\n{endpoint}\nenvironments:\n  dev: {{region: us-east-1}}\n")
+
+
+
+class MappedTask(Protocol):
+    """A benchmark's task: the kind, the transformers mapping its rows come from, the entries' name prefix."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def mapping(self) -> str: ...
+    @property
+    def prefix(self) -> str: ...
+
+
+def mapped(task: MappedTask) -> dict[str, str]:
+    """model_type -> the class transformers maps for the task (the first of a tuple of variants)."""
+    from transformers.models.auto import modeling_auto
+
+    names = getattr(modeling_auto, task.mapping)
+    return {t: c if isinstance(c, str) else c[0] for t, c in sorted(names.items())}
+
+
+def architectures(task: MappedTask) -> list[Row]:
+    return [{"task": task.kind, "model_type": model_type, "class": class_name, "key": model_type}
+            for model_type, class_name in mapped(task).items()]
+
+
+def entry_name(task: MappedTask, row: Row) -> str:
+    return f"{task.prefix}_" + re.sub(r"\W", "_", row["model_type"])
 
 
 def owner(step: str) -> str:
