@@ -13,9 +13,12 @@ build: setup
 synth: build
 	.venv/bin/cdk synth --quiet
 
-# Every test; each module's time is recorded for `make check` (tests/suite_tiers.py).
+# Every test, on two workers (a test module whole on one, the slowest modules first: tests/suite_tiers.py);
+# each module's time is recorded for `make check`. The folder is named: an xdist worker given no path and no
+# terminal on stdin looked for the tests in /tmp (pytest-xdist 3.8.0).
 test: setup
-	.venv/bin/python -m pytest --record-durations .tritonsm/module-durations.json
+	.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
+		--record-durations .tritonsm/module-durations.json tests
 
 # The edit loop's tier: the modules recorded as fast (the spec, refusals, unit tests), then mypy on what changed.
 check: setup

@@ -86,3 +86,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     suite_tiers.write(session.config)
+    # Under xdist the workers' folders (each checked and removed by its no_server_left_behind) lie in the
+    # controller's, which runs no fixture: it removes its own when the run passed (kept to look at otherwise).
+    if session.config.getoption("numprocesses", None) and not suite_tiers.is_xdist_worker(session.config) \
+            and exitstatus == 0:
+        shutil.rmtree(SESSION_TMP, ignore_errors=True)

@@ -10,6 +10,10 @@ keeping some of its tests would pay for the fixture anyway.
 
 The recorded times: ``.tritonsm/module-durations.json`` after a local ``make test`` (this machine's own), else
 ``tests/module_durations.json``, committed from a full run in CI's conditions (2 cores).
+
+``make test`` runs on two pytest-xdist workers, each test module whole on one of them (``--dist loadfile``, so a
+module's fixtures are made once), and hands out the modules slowest first (``--no-loadscope-reorder`` keeps the
+order made here): the longest modules then overlap instead of one of them running alone at the end.
 """
 from __future__ import annotations
 
@@ -52,10 +56,21 @@ def fast_modules(durations: dict[str, float], modules: list[str]) -> set[str]:
     return {m for m in modules if durations.get(m, 0.0) <= FAST_MODULE_S}
 
 
+def slowest_first(durations: dict[str, float], items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items by module, the modules by recorded time, longest first (not recorded: last, in their order).
+
+    Every process of an xdist run sorts the same way (same record, same collection), as xdist requires."""
+    first_seen = {module: n for n, module in reversed(list(enumerate(module_of(i.nodeid) for i in items)))}
+    return sorted(items, key=lambda item: (-durations.get(module_of(item.nodeid), -1.0),
+                                           first_seen[module_of(item.nodeid)]))
+
+
 def select(config: pytest.Config, items: list[pytest.Item]) -> None:
+    durations = recorded()
+    items[:] = slowest_first(durations, items)
     if config.getoption("--tier") != "check":
         return
-    keep = fast_modules(recorded(), sorted({module_of(item.nodeid) for item in items}))
+    keep = fast_modules(durations, sorted({module_of(item.nodeid) for item in items}))
     chosen = [item for item in items if module_of(item.nodeid) in keep]
     left = [item for item in items if module_of(item.nodeid) not in keep]
     if left:
@@ -67,9 +82,14 @@ def count(report: pytest.TestReport) -> None:
     _spent[module_of(report.nodeid)] += report.duration
 
 
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def write(config: pytest.Config) -> None:
     path = config.getoption("--record-durations")
-    if path is None or not _spent:
+    # xdist forwards every worker's reports to the controller, which alone writes the whole run's figures.
+    if path is None or not _spent or is_xdist_worker(config):
         return
     # Modules this run did not reach keep their earlier figures (a run of one file updates that file's time).
     known: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}

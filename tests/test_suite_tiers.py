@@ -40,3 +40,18 @@ def test_the_committed_record_covers_the_suite_and_the_check_tier_leaves_the_slo
     assert "tests/local_endpoint/test_raw_image_tasks.py" in slow and "tests/spec/test_capacity.py" not in slow
     # What the tier runs, by the record: a few minutes at most on 2 cores.
     assert sum(durations[m] for m in recorded if m not in slow) < 150
+
+
+def test_the_modules_run_slowest_first_each_kept_whole_and_in_its_own_order():
+    # What xdist hands out under --no-loadscope-reorder: the longest modules start first, so none of them runs
+    # alone at the end; a module not recorded yet goes last; the tests of a module stay together, in order.
+    class Item:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid = nodeid
+
+    items = [Item(n) for n in ("tests/a.py::one", "tests/slow.py::one", "tests/new.py::one", "tests/a.py::two",
+                               "tests/slow.py::two", "tests/mid.py::one")]
+    durations = {"tests/a.py": 0.5, "tests/slow.py": 90.0, "tests/mid.py": 12.0}
+    ordered = [item.nodeid for item in suite_tiers.slowest_first(durations, items)]  # type: ignore[arg-type]
+    assert ordered == ["tests/slow.py::one", "tests/slow.py::two", "tests/mid.py::one", "tests/a.py::one",
+                       "tests/a.py::two", "tests/new.py::one"]
