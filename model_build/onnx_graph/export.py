@@ -51,7 +51,8 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
     The torch.export-based exporter goes first; where it fails, the TorchScript-based one (``dynamo=False``)
     tries the same opset, names and dynamic axes; mixture-of-experts layers export in a form both take
     (onnx_graph/experts.py); a tensor inside that the exporter named like an output is renamed before the
-    checker sees the graph (onnx_graph/output_names.py). Returns what was done otherwise than by default ("" when
+    checker sees the graph (onnx_graph/output_names.py); a float64 Cos, Tan, Erf or Atan is computed in float32
+    (onnx_graph/double_ops.py). Returns what was done otherwise than by default ("" when
     nothing): the caller logs it and the manifest records it; the serving-runtime verification judges either graph.
     """
     import onnx
@@ -61,7 +62,8 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
     with exportable_experts(made.module) as experts_note:
         fallback = _export_either(name, made, graph, optimize)
     renamed_note = _separate_outputs(name, graph)
-    fallback = "; ".join(note for note in (experts_note, fallback, renamed_note) if note)
+    narrowed_note = _narrow_doubles(graph)
+    fallback = "; ".join(note for note in (experts_note, fallback, renamed_note, narrowed_note) if note)
     try:
         # Given the path, the checker reads the graph and checks that every weight file is there.
         onnx.checker.check_model(str(graph), full_check=True)
@@ -84,6 +86,22 @@ def _separate_outputs(name: str, graph: pathlib.Path) -> str:
     onnx.save(model, str(graph))
     return "; ".join(f"the exporter named a tensor inside the graph like the output {output}: renamed it "
                      f"{', '.join(new)} (ONNX names each tensor once)" for output, new in renamed.items())
+
+
+def _narrow_doubles(graph: pathlib.Path) -> str:
+    """Computes in float32 the float64 operators no served ONNX Runtime has a float64 kernel for
+    (onnx_graph/double_ops.py); says which, or "" when none (the file is then left as the exporter wrote it)."""
+    import onnx
+
+    from model_build.onnx_graph import double_ops
+
+    model = onnx.load(str(graph), load_external_data=False)
+    narrowed = double_ops.narrow(model)
+    if not narrowed:
+        return ""
+    onnx.save(model, str(graph))
+    return (f"{', '.join(narrowed)} computed in float32 between Casts where the graph had them in float64 (ONNX "
+            "Runtime's CPU provider has no float64 kernel for them in the releases Triton serves)")
 
 
 def _export_either(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool) -> str:
