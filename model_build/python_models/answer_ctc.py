@@ -22,6 +22,14 @@ Python-backend model.
   ``clean_up_tokenization``, and ``_from_pretrained`` (``special_tokens_map.json`` and ``added_tokens.json`` are
   read only when tokenizer_config.json has no ``added_tokens_decoder``; the map's entries override the config's).
 
+* ``transformers/models/parakeet/tokenization_parakeet.py`` ``ParakeetTokenizer._decode`` and
+  ``transformers/models/lasr/tokenization_lasr.py`` ``LasrTokenizer._decode`` (tokenizers-backed: the vocabulary
+  is tokenizer.json's): group equal consecutive ids, drop the pad id (the CTC blank), then the tokenizers
+  library's ``decode``: each id's piece (an added token before the model's vocabulary; an unknown id gives
+  nothing), the Metaspace decoder (the replacement character "▁" becomes a space, and in the first piece it is
+  dropped), joined. LasrTokenizer sets that decoder itself (``__init__``); a ParakeetTokenizer's comes from
+  tokenizer.json, and another decoder is refused.
+
 ``params["skip_special_tokens"]`` (default False, the pipeline's choice) selects the other decode,
 ``batch_decode(ids, skip_special_tokens=True)``. It is followed as it is, and it is not what a client wants:
 the blank is a special token, so it is dropped before grouping and a letter doubled across a blank
@@ -58,6 +66,10 @@ Flags = npt.NDArray[np.bool_]
 # Wav2Vec2CTCTokenizer.__init__'s defaults for what tokenizer_config.json does not say.
 _DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
              "word_delimiter_token": "|"}
+# The tokenizers-backed CTC tokenizers of transformers 5.23.0 (parakeet_ctc, lasr_ctc), and the decoder
+# LasrTokenizer.__init__ sets whatever tokenizer.json says.
+PIECE_TOKENIZERS = ("ParakeetTokenizer", "LasrTokenizer")
+_METASPACE = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"}
 # PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES
 _NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 
@@ -76,6 +88,8 @@ class _Table(NamedTuple):
 def load_params(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """What ``answer`` needs from a checkpoint's tokenizer files, JSON-serialisable (``answer_params``)."""
     config = _read_json(folder, "tokenizer_config.json") or {}
+    if config.get("tokenizer_class") in PIECE_TOKENIZERS:
+        return _piece_params(folder, config)
     if "added_tokens_decoder" not in config:  # the legacy files, read as _from_pretrained reads them
         config = _merge_special_tokens_map(config, _read_json(folder, "special_tokens_map.json") or {})
     vocab = _read_json(folder, "vocab.json")
@@ -108,14 +122,41 @@ def load_params(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _other_tokenizer(config: dict[str, Any]) -> str:
-    """Where tokenizer_config.json names a tokenizer class other than Wav2Vec2CTCTokenizer (ParakeetTokenizer,
-    LasrTokenizer: tokenizers-backed ones, their vocabulary in tokenizer.json), that this decoding reads only a
-    Wav2Vec2CTCTokenizer's vocab.json: said in the refusal, as the clause to add to it ("" where none is named)."""
+    """Where tokenizer_config.json names a tokenizer class this decoding does not follow, that it reads a
+    Wav2Vec2CTCTokenizer's vocab.json or a ParakeetTokenizer's / LasrTokenizer's tokenizer.json: said in the
+    refusal, as the clause to add to it ("" where none is named)."""
     named = config.get("tokenizer_class")
     if not named or named == "Wav2Vec2CTCTokenizer":
         return ""
     return (f" (tokenizer_config.json names tokenizer_class {named}; the CTC answer step decodes with a "
-            "Wav2Vec2CTCTokenizer's vocab.json only)")
+            f"Wav2Vec2CTCTokenizer's vocab.json or the tokenizer.json of {' or '.join(PIECE_TOKENIZERS)} only)")
+
+
+def _piece_params(folder: str | os.PathLike[str], config: dict[str, Any]) -> dict[str, Any]:
+    """A ParakeetTokenizer's or LasrTokenizer's pieces from tokenizer.json (see the module docstring)."""
+    named = config["tokenizer_class"]
+    spec = _read_json(folder, "tokenizer.json")
+    if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
+        raise ValueError(f"{folder}: tokenizer.json is missing or has no model; {named} keeps its vocabulary there "
+                         "(save the checkpoint's tokenizer with save_pretrained)")
+    decoder = _METASPACE if named == "LasrTokenizer" else spec.get("decoder") or {}
+    if decoder.get("type") != "Metaspace":
+        raise ValueError(f"{folder}: tokenizer.json's decoder is {decoder.get('type') or 'none'}; the CTC answer "
+                         f"step decodes {named} pieces with the Metaspace decoder only")
+    vocab = spec["model"].get("vocab") or []
+    pieces = ({i: str(entry[0]) for i, entry in enumerate(vocab)} if isinstance(vocab, list)  # Unigram
+              else {int(i): str(piece) for piece, i in vocab.items()})  # BPE, WordPiece: piece -> id
+    added = {int(token["id"]): token for token in spec.get("added_tokens", [])}
+    pieces.update({i: str(token["content"]) for i, token in added.items()})  # looked up before the model's
+    pad = _content(config.get("pad_token"))
+    return {
+        "id_to_token": {str(i): piece for i, piece in sorted(pieces.items())},
+        "pad_token": pad,
+        "metaspace": {"replacement": str(decoder.get("replacement", "▁")),
+                      "first": str(decoder.get("prepend_scheme", "always")) != "never"},
+        "special_tokens": [str(t["content"]) for t in added.values() if t.get("special")],
+        "skip_special_tokens": False,
+    }
 
 
 def _read_json(folder: str | os.PathLike[str], name: str) -> Any:
@@ -207,6 +248,8 @@ def _frame_counts(lengths: npt.NDArray[Any] | None, rows: int, frames: int) -> I
 
 
 def _table(params: dict[str, Any], vocab: int) -> _Table:
+    if "metaspace" in params:
+        return _piece_table(params, vocab)
     id_to_token = params["id_to_token"]
     unk = params.get("unk_token")
     delimiter = params["word_delimiter_token"]
@@ -222,6 +265,26 @@ def _table(params: dict[str, Any], vocab: int) -> _Table:
     )
 
 
+def _piece_table(params: dict[str, Any], vocab: int) -> _Table:
+    """Pieces as they are (the Metaspace decoder needs to know the first); grouped by id; an id without a piece
+    is dropped with the blank after grouping, as tokenizers' decode skips it."""
+    pieces = [params["id_to_token"].get(str(i)) for i in range(vocab)]
+    special = set(params.get("special_tokens", []))
+    return _Table(
+        shown=[p or "" for p in pieces],
+        group=np.arange(vocab, dtype=np.int64),
+        blank=np.array([p is None or p == params.get("pad_token") for p in pieces], dtype=bool),
+        skipped=np.array([p in special for p in pieces], dtype=bool),
+    )
+
+
+def _metaspace(pieces: list[str], rule: dict[str, Any]) -> str:
+    """tokenizers' Metaspace decoder: the replacement character becomes a space, and in the first piece
+    (prepend_scheme other than "never") it is dropped."""
+    mark = rule["replacement"]
+    return "".join(p.replace(mark, "" if n == 0 and rule["first"] else " ") for n, p in enumerate(pieces))
+
+
 def _text(ids: Ints, table: _Table, params: dict[str, Any], skip_special_tokens: bool) -> str:
     if skip_special_tokens:
         ids = ids[~table.skipped[ids]]
@@ -230,6 +293,8 @@ def _text(ids: Ints, table: _Table, params: dict[str, Any], skip_special_tokens:
     first_of_run[1:] = groups[1:] != groups[:-1]
     kept = ids[first_of_run]
     kept = kept[~table.blank[kept]]
+    if "metaspace" in params:
+        return _metaspace([table.shown[i] for i in kept], params["metaspace"])
     text = "".join(table.shown[i] for i in kept).strip()
     if params.get("do_lower_case"):
         text = text.lower()

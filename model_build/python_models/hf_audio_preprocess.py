@@ -3,9 +3,10 @@
 The first step of an audio ``task:`` ensemble (deployment_spec/tasks.py). Each row of ``AUDIO`` (BYTES: one WAV
 or FLAC file) is decoded to a mono float32 waveform by ``audio_decode.py`` beside this file (its rules: the
 sampling rate must be the feature extractor's, stereo is averaged, a clip longer than ``max_audio_seconds`` is
-refused), then ``preprocessor_config.json`` beside this file is loaded by transformers'
-``AutoFeatureExtractor`` (numpy: no torch in the execution environment) and run as
-``pipeline("audio-classification")`` / ``pipeline("automatic-speech-recognition")`` run it on one waveform.
+refused), then the feature extractor of ``preprocessor_config.json`` beside this file (``audio_features.py``:
+transformers' own where it runs on numpy, a numpy stand-in where transformers marks it as needing torch; there
+is no torch in the execution environment) runs as ``pipeline("audio-classification")`` /
+``pipeline("automatic-speech-recognition")`` run it on one waveform.
 
 The model step takes no attention mask, so the rows of one request must have one length: a request whose
 clips differ in length is refused (send one clip per request, or clips of one length); Triton's dynamic
@@ -21,7 +22,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its helpers ship beside this file
+import audio_features  # noqa: E402
 from step_requests import RequestError, answer_requests  # noqa: E402
 
 import numpy as np
@@ -38,13 +40,11 @@ class Preprocess:
     """Decoding and the checkpoint's feature extractor with the parameters of config.pbtxt; no Triton types."""
 
     def __init__(self, folder, params):
-        from transformers import AutoFeatureExtractor
-
         if folder not in sys.path:  # audio_decode.py ships beside this file
             sys.path.insert(0, folder)
         self.decoder = importlib.import_module("audio_decode")
-        self.extractor = AutoFeatureExtractor.from_pretrained(folder, local_files_only=True)
-        found = type(self.extractor).__name__
+        self.extractor = audio_features.load(folder, params["feature_class"])
+        found = audio_features.class_name(self.extractor)
         if found != params["feature_class"]:
             raise RuntimeError(f"the feature extractor loaded as {found}, the build verified "
                                f"{params['feature_class']}: rebuild the model with the same transformers")

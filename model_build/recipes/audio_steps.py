@@ -15,13 +15,14 @@ from deployment_spec.manifest import TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import AUDIO, TaskKind
 from model_build.errors import BuildError, first_line
+from model_build.python_models.audio_stand_ins import STAND_INS
 from model_build.recipes import checkpoint_text
 from model_build.recipes.contract import ExportableModel, PythonModel
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 # What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
-# feature extractors are numpy code in transformers, so no torch ships; soundfile decodes FLAC (its wheel carries
-# libsndfile, so the image needs no system package).
+# feature extractors are numpy code in transformers or numpy stand-ins (python_models/audio_stand_ins.py), so no
+# torch ships; soundfile decodes FLAC (its wheel carries libsndfile, so the image needs no system package).
 PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4", "soundfile==0.14.0")
 HEADS = {TaskKind.AUDIO_CLASSIFICATION: "AutoModelForAudioClassification",
          TaskKind.SPEECH_RECOGNITION: "AutoModelForCTC"}
@@ -81,17 +82,19 @@ def _row_shape(folder: pathlib.Path, seconds: float) -> tuple[int, ...]:
 
 def refuse_torch_only(model: ModelSpec, folder: pathlib.Path) -> None:
     """The step's environment has transformers without torch: a feature extractor transformers marks as needing
-    torch (``@requires(backends=("torch",))``, e.g. ASTFeatureExtractor, which pads with torch) cannot start there."""
+    torch (``@requires(backends=("torch",))``) cannot start there, unless a numpy stand-in computes its features
+    (python_models/audio_stand_ins.py: AST, Parakeet, LASR)."""
     found = type(feature_extractor(folder))
     needs = tuple(vars(found).get("__backends", ()))
-    if "torch" in needs:
+    if "torch" in needs and found.__name__ not in STAND_INS:
         raise BuildError(
             f"models.{model.task_entry or model.name}.weights: its feature extractor {found.__name__} needs torch "
             f"(transformers {_transformers_version()} marks it so), and the preprocessing step's execution "
             "environment has transformers and numpy only; allowed: feature extractors that run on numpy "
-            "(Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, SeamlessM4TFeatureExtractor...); fix: use a "
-            "checkpoint with one of them, or serve the model with a recipe of your own (source: {recipe: "
-            "module:function}) that takes the features your application computes")
+            "(Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, SeamlessM4TFeatureExtractor...) and those with a "
+            f"numpy stand-in here ({', '.join(sorted(STAND_INS))}); fix: use a checkpoint with one of them, or "
+            "serve the model with a recipe of your own (source: {recipe: module:function}) that takes the features "
+            "your application computes")
 
 
 def _transformers_version() -> str:
@@ -107,18 +110,21 @@ def preprocess(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     name = feature_name(folder)
     shape = feature_shape(folder)
     files = {"model.py": TEMPLATES / "hf_audio_preprocess.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
+             "audio_features.py": TEMPLATES / "audio_features.py",
+             "audio_stand_ins.py": TEMPLATES / "audio_stand_ins.py",
              "step_requests.py": TEMPLATES / "step_requests.py",
              "preprocessor_config.json": folder / "preprocessor_config.json"}
     if (folder / "config.json").is_file():  # AutoFeatureExtractor falls back on the model type where it names none
         files["config.json"] = folder / "config.json"
     extractor = type(feature_extractor(folder)).__name__
+    how = f"its numpy stand-in (audio_stand_ins.py {STAND_INS[extractor].__name__})" if extractor in STAND_INS else ""
     return PythonModel(
         files=files, inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
         outputs=(TensorSpec(name, "TYPE_FP32", shape),),
         parameters={"sampling_rate": str(sampling_rate(folder)), "max_audio_seconds": str(task.max_audio_seconds),
                     "feature_class": extractor, "output": name},
-        note=f"feature extractor {extractor} from {folder}/preprocessor_config.json: {name} {list(shape)} at "
-             f"{sampling_rate(folder)} Hz",
+        note=f"feature extractor {extractor}{' as ' + how if how else ''} from {folder}/preprocessor_config.json: "
+             f"{name} {list(shape)} at {sampling_rate(folder)} Hz",
         requirements=PREPROCESS_REQUIREMENTS)
 
 

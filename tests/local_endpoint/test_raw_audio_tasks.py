@@ -1,5 +1,6 @@
 """Audio files in, labels and transcripts out: tiny checkpoints with their own feature extractors (wav2vec2's
-group-normalised raw samples, HuBERT's layer-normalised ones with a CTC head and a character tokenizer),
+group-normalised raw samples, AST's log-mel filter bank through its numpy stand-in, HuBERT's layer-normalised
+raw samples with a CTC head and a character tokenizer),
 built as ``task:`` ensembles, verified at build time against transformers' pipeline on raw WAV files (lengths,
 encodings, stereo), then served by the real Triton server and compared with the pipeline again.
 
@@ -42,7 +43,7 @@ models:
   scenes:
     task: {kind: audio-classification}
     backend: pytorch
-    weights: scenes-wav2vec2
+    weights: scenes-ast
     max_batch_size: 4
   words:
     task: {kind: automatic-speech-recognition}
@@ -57,12 +58,12 @@ endpoints:
 environments:
   dev: {region: us-east-1}
 """
-CHECKPOINTS = {"sounds-wav2vec2": ("audio-classification", "wav2vec2"), "scenes-wav2vec2": ("audio-classification", "wav2vec2"),
+CHECKPOINTS = {"sounds-wav2vec2": ("audio-classification", "wav2vec2"), "scenes-ast": ("audio-classification", "ast"),
                "words-hubert": ("automatic-speech-recognition", "hubert")}
 MODELS = ("sounds", "scenes", "words")
 RUNTIME_NAME = "Sounds-dev-sounds"
 RATE = audio_checkpoints.RATE
-FEATURES = {"sounds": "Wav2Vec2FeatureExtractor", "scenes": "Wav2Vec2FeatureExtractor",
+FEATURES = {"sounds": "Wav2Vec2FeatureExtractor", "scenes": "ASTFeatureExtractor",
             "words": "Wav2Vec2FeatureExtractor"}
 
 
@@ -102,6 +103,10 @@ def test_the_build_verifies_each_audio_task_against_the_pipeline(built):
     assert [(t.name, t.dims) for t in models["words"].outputs] == [("text", (1,))]
     assert [(t.name, t.dims) for t in models["sounds-model"].inputs] == [("input_values", (-1,))]
     assert models["scenes"].verification.runtime == "torch" and models["sounds"].verification.runtime == "onnxruntime"
+    # AST's extractor needs torch in transformers; the step runs its numpy stand-in, and the manifest says so
+    stand_in = models["scenes"].verification.details["feature_stand_in"]
+    assert stand_in["class"] == "ASTFeatures" and stand_in["max_feature_difference"] <= stand_in["feature_atol"]
+    assert "feature_stand_in" not in models["sounds"].verification.details
 
 
 def test_the_check_passes_on_the_built_steps(built, tmp_path):
@@ -227,24 +232,29 @@ def test_the_sagemaker_runtime_api_and_the_cli_take_audio_bytes(built, runtime, 
     assert f"row 0 text: {json.dumps(want)}" in capsys.readouterr().out
 
 
-def test_a_feature_extractor_that_needs_torch_is_refused(tmp_path):
-    # transformers 5.23 marks ASTFeatureExtractor @requires(backends=("torch",)): it would not start in the step's
-    # environment (transformers and numpy), whatever the build machine has.
+def test_a_feature_extractor_that_needs_torch_without_a_stand_in_is_refused(tmp_path):
+    # transformers 5.23 marks ClapFeatureExtractor @requires(backends=("torch",)) and there is no numpy stand-in
+    # of it: it would not start in the step's environment (transformers and numpy), whatever the build machine has.
+    import transformers
+
     from deployment_spec.model import Backend, ModelSpec
     from deployment_spec.tasks import Task, TaskKind
     from model_build.recipes import audio_steps
 
-    folder = audio_checkpoints.save(tmp_path / "ast", "audio-classification", "ast")
+    folder = audio_checkpoints.save(tmp_path / "clap", "audio-classification", "ast")
+    transformers.ClapFeatureExtractor().save_pretrained(folder)  # planted: the checkpoint's extractor is CLAP's
     model = ModelSpec(backend=Backend.PYTHON, weights=str(folder), task=Task(TaskKind.AUDIO_CLASSIFICATION),
                       name="scenes-preprocess", task_entry="scenes")
     with pytest.raises(BuildError) as caught:
         audio_steps.preprocess(model, tmp_path)
     assert str(caught.value) == (
-        "models.scenes.weights: its feature extractor ASTFeatureExtractor needs torch (transformers 5.23.0 marks it "
+        "models.scenes.weights: its feature extractor ClapFeatureExtractor needs torch (transformers 5.23.0 marks it "
         "so), and the preprocessing step's execution environment has transformers and numpy only; allowed: feature "
         "extractors that run on numpy (Wav2Vec2FeatureExtractor, WhisperFeatureExtractor, "
-        "SeamlessM4TFeatureExtractor...); fix: use a checkpoint with one of them, or serve the model with a recipe of "
-        "your own (source: {recipe: module:function}) that takes the features your application computes")
+        "SeamlessM4TFeatureExtractor...) and those with a numpy stand-in here (ASTFeatureExtractor, "
+        "LasrFeatureExtractor, ParakeetFeatureExtractor); fix: use a checkpoint with one of them, or serve the model "
+        "with a recipe of your own (source: {recipe: module:function}) that takes the features your application "
+        "computes")
 
 
 def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
@@ -255,17 +265,19 @@ def test_smoke_sends_each_task_model_a_file_of_its_kind(built, runtime, capsys):
 
 
 def test_the_shipped_environment_preprocesses_as_the_build_did(built, tmp_path):
-    # The preprocessing step's own code (WAV decoding, the feature extractor) in the environment that ships for
-    # the image's CPython 3.12: the same features as the build's check computed.
+    # The preprocessing step's own code (WAV decoding, the feature extractor: transformers' own for words, the
+    # numpy stand-in of AST's for scenes) in the environment that ships for the image's CPython 3.12, without torch:
+    # the same features as the build's check computed.
     python = shipped_env.interpreter("python3.12")
     if python is None:
         pytest.skip("no python3.12 here: the shipped environment is built for the Triton 25.09 image's CPython 3.12")
-    chain = _chain(built, "words", tmp_path)
-    params = task_check.step_parameters(chain.dirs[0])
-    step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(str(layout.version_dir(chain.dirs[0])),
-                                                                        params)
-    for clip in audio_samples.clips(RATE):
-        rows = np.array([clip.data], dtype=np.object_)
-        shipped = shipped_env.run_preprocess(chain.dirs[0], python, "features", rows, params)
-        assert shipped["python"].startswith("3.12.")
-        assert np.abs(shipped["made"] - step.features(rows)).max() <= 1e-6, clip.what
+    for name in ("words", "scenes"):
+        chain = _chain(built, name, tmp_path / name)
+        params = task_check.step_parameters(chain.dirs[0])
+        step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(
+            str(layout.version_dir(chain.dirs[0])), params)
+        for clip in audio_samples.clips(RATE):
+            rows = np.array([clip.data], dtype=np.object_)
+            shipped = shipped_env.run_preprocess(chain.dirs[0], python, "features", rows, params)
+            assert shipped["python"].startswith("3.12.")
+            assert np.abs(shipped["made"] - step.features(rows)).max() <= 1e-6, (name, clip.what)

@@ -301,15 +301,61 @@ def test_nested_vocabulary_needs_target_lang(tmp_path):
 
 
 def test_a_tokenizer_without_vocab_json_is_refused_naming_its_class(tmp_path):
-    # transformers 5.23 maps ParakeetTokenizer / LasrTokenizer (tokenizers-backed: tokenizer.json, no vocab.json)
-    # for parakeet_ctc and lasr_ctc: the refusal says which tokenizer the checkpoint has and what is decoded.
+    # A tokenizer class this decoding does not follow: the refusal says which the checkpoint has and what is read.
     with pytest.raises(ValueError) as caught:
         answer_ctc.load_params(tmp_path)
     assert str(caught.value) == f"{tmp_path}: vocab.json is missing or not a JSON object; a CTC tokenizer needs it"
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "ParakeetTokenizer"}))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "MyCTCTokenizer"}))
     with pytest.raises(ValueError) as caught:
         answer_ctc.load_params(tmp_path)
     assert str(caught.value) == (
         f"{tmp_path}: vocab.json is missing or not a JSON object (tokenizer_config.json names tokenizer_class "
-        "ParakeetTokenizer; the CTC answer step decodes with a Wav2Vec2CTCTokenizer's vocab.json only); a CTC "
-        "tokenizer needs it")
+        "MyCTCTokenizer; the CTC answer step decodes with a Wav2Vec2CTCTokenizer's vocab.json or the tokenizer.json "
+        "of ParakeetTokenizer or LasrTokenizer only); a CTC tokenizer needs it")
+
+
+def test_a_piece_tokenizer_without_tokenizer_json_or_with_another_decoder_is_refused(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "ParakeetTokenizer"}))
+    with pytest.raises(ValueError) as caught:
+        answer_ctc.load_params(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path}: tokenizer.json is missing or has no model; ParakeetTokenizer keeps its vocabulary there (save "
+        "the checkpoint's tokenizer with save_pretrained)")
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}},
+                                                         "decoder": {"type": "ByteLevel"}}))
+    with pytest.raises(ValueError) as caught:
+        answer_ctc.load_params(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path}: tokenizer.json's decoder is ByteLevel; the CTC answer step decodes ParakeetTokenizer pieces "
+        "with the Metaspace decoder only")
+
+
+@pytest.mark.parametrize("kind", ["ParakeetTokenizer", "LasrTokenizer"])
+def test_piece_tokenizers_decode_as_the_pipeline_does(kind, tmp_path):
+    # transformers' own tokenizer of the class, saved and loaded as the pipeline loads it, decodes argmax ids as
+    # pipeline("automatic-speech-recognition") does (skip_special_tokens=False): repeats, blanks, word pieces,
+    # a piece with the word mark inside, added special tokens, ids past the vocabulary.
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    pieces = [("<pad>", 0.0), ("<unk>", 0.0), ("\u2581", -1.0), ("\u2581the", -1.5), ("ing", -1.5),
+              ("a\u2581b", -3.0)] + [(c, -2.0) for c in "ABCDEFGH'"]
+    backend = Tokenizer(models.Unigram(pieces, unk_id=1))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    made = getattr(transformers, kind)(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>")
+    made.add_special_tokens({"eos_token": "</s>"})
+    made.save_pretrained(tmp_path)
+    loaded = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    assert type(loaded).__name__ == kind
+    params = answer_ctc.load_params(tmp_path)
+    vocab = len(loaded) + 2  # a head wider than the tokenizer: those ids decode to nothing
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        ids = rng.integers(0, vocab, size=int(rng.integers(1, 14)))
+        ids = np.repeat(ids, rng.integers(1, 3, size=len(ids)))  # runs of one id, which CTC collapses
+        logits = np.full((1, len(ids), vocab), -5.0, dtype=np.float32)
+        logits[0, np.arange(len(ids)), ids] = 5.0
+        want = loaded.decode(ids.tolist(),
+                             skip_special_tokens=False)
+        assert answer_ctc.answer(logits, None, params) == [want], ids.tolist()
