@@ -114,10 +114,10 @@ class ParakeetFeatures:
 
     replaces = "ParakeetFeatureExtractor"
     model_input_names = ["input_features", "attention_mask"]
-    # torch's float32 FFT (MKL) is not reproducible bit for bit on numpy: measured up to 8e-5 (in features of
-    # unit variance) on clips of 0.1 to 3 s, from the lowest mel bins; torch's own float32 and float64 STFTs differ
-    # by as much. A clip of two frames (25 ms) normalises over two values, which amplifies it to 5e-4
-    feature_atol = 2e-4
+    # torch's float32 FFT (MKL) is not reproducible bit for bit on numpy (1.26 computes in float64): measured up to
+    # 8e-5 (in features of unit variance) on noise of 0.1 to 3 s, and 3.7e-4 on the build's synthetic chirp, whose
+    # nearly empty mel bins have a small std to divide by; torch's own float32 and float64 STFTs differ as much
+    feature_atol = 5e-4
 
     def __init__(self, settings):
         from transformers.audio_utils import mel_filter_bank
