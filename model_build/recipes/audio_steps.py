@@ -138,28 +138,73 @@ def classification_params(folder: pathlib.Path, top_k: int) -> dict[str, Any]:
     return {"id2label": names, "top_k": top_k, "function": function}
 
 
-class SamplesModel(torch.nn.Module):
-    """``input_values`` (raw samples) passed by name (transformers 5 rejects positional export calls); logits out."""
+def masked_end_frames(model: ModelSpec, folder: pathlib.Path) -> int:
+    """How many frames at the end of an unpadded clip the attention_mask the task's pipeline hands the model marks
+    as padding: 0 for most extractors (no mask, or all ones), 1 for Parakeet's (its last STFT frame). The
+    pipeline asks for the mask for CTC (transformers 5.23.0 pipelines/automatic_speech_recognition.py:
+    ``return_attention_mask=True``) and passes what the extractor gives by default for classification
+    (pipelines/audio_classification.py). The model step makes that mask itself from the features' length (the
+    step sends the features only); a mask of another form is refused."""
+    task = checkpoint_text.task_of(model)
+    extractor, rate, name = feature_extractor(folder), sampling_rate(folder), feature_name(folder)
+    ask = {"return_attention_mask": True} if task.kind is TaskKind.SPEECH_RECOGNITION else {}
+    found = set()
+    for seconds in (0.25, 0.5, 1.0, 1.5):
+        made = extractor([np.zeros(int(rate * seconds), dtype=np.float32)], sampling_rate=rate, return_tensors="np",
+                         **ask)
+        if "attention_mask" not in made:
+            return 0
+        mask, frames = np.asarray(made["attention_mask"])[0].astype(bool), np.asarray(made[name]).shape[1]
+        valid = int(mask.sum())
+        if len(mask) != frames or not mask[:valid].all():
+            raise BuildError(
+                f"models.{model.task_entry or model.name}.weights: its feature extractor {type(extractor).__name__} "
+                f"gives a {seconds} s clip an attention_mask of {len(mask)} frames ({valid} valid) that is not ones "
+                f"then zeros over the {frames} frames of {name}; the model step makes the mask from the clip's "
+                "length and takes no other; fix: serve the model with a recipe of your own (source: {recipe: "
+                "module:function})")
+        found.add(frames - valid)
+    if len(found) > 1:
+        raise BuildError(
+            f"models.{model.task_entry or model.name}.weights: its feature extractor {type(extractor).__name__} masks "
+            f"{sorted(found)} frames at the end of clips of 0.25 to 1.5 s; the model step makes the mask from the "
+            "clip's length with a fixed count only; fix: serve the model with a recipe of your own (source: "
+            "{recipe: module:function})")
+    return found.pop()
 
-    def __init__(self, model: torch.nn.Module) -> None:
+
+class _Logits(torch.nn.Module):
+    """The model with its features passed by name (transformers 5 rejects positional export calls); logits out.
+    With ``masked_end_frames``, also the attention_mask the pipeline would pass for one unpadded clip: ones, then
+    that many zeros, made here from the features' length (every row of a request has one length)."""
+
+    def __init__(self, model: torch.nn.Module, masked_end_frames: int = 0) -> None:
         super().__init__()
         self.model = model
+        self.masked_end_frames = masked_end_frames
+
+    def logits(self, name: str, features: torch.Tensor) -> torch.Tensor:
+        given = {name: features}
+        if self.masked_end_frames:
+            frames = features.shape[1]
+            valid = torch.arange(frames, device=features.device) < frames - self.masked_end_frames
+            given["attention_mask"] = valid.unsqueeze(0).expand(features.shape[0], -1).to(torch.long)
+        logits: torch.Tensor = self.model(**given).logits
+        return logits
+
+
+class SamplesModel(_Logits):
+    """``input_values`` (raw samples, or AST's spectrogram, which transformers names so) in."""
 
     def forward(self, input_values: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.model(input_values=input_values).logits
-        return logits
+        return self.logits("input_values", input_values)
 
 
-class SpectrogramModel(torch.nn.Module):
-    """``input_features`` (a spectrogram: AST, Whisper) passed by name; logits out."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
+class SpectrogramModel(_Logits):
+    """``input_features`` (a spectrogram: Whisper, Parakeet, LASR) in."""
 
     def forward(self, input_features: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.model(input_features=input_features).logits
-        return logits
+        return self.logits("input_features", input_features)
 
 
 def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
@@ -182,10 +227,13 @@ def exportable(model: ModelSpec, root: pathlib.Path) -> ExportableModel:
         gen = torch.Generator().manual_seed(seed)
         return {name: 0.1 * torch.randn(batch, *per_row, generator=gen)}
 
-    module = (SamplesModel if name == "input_values" else SpectrogramModel)(net.eval())
+    masked = masked_end_frames(model, folder)
+    module = (SamplesModel if name == "input_values" else SpectrogramModel)(net.eval(), masked)
     ctc = task.kind is TaskKind.SPEECH_RECOGNITION
     axes = {name: {0: "batch", **({1: "samples"} if shape[0] == -1 else {})},
             "logits": {0: "batch", 1: "frames"} if ctc else {0: "batch"}}
-    note = f"weights from {folder} ({net.config.model_type}, {auto}), {name} {list(shape)} at {rate} Hz"
+    note = f"weights from {folder} ({net.config.model_type}, {auto}), {name} {list(shape)} at {rate} Hz" + (
+        f"; the attention_mask the pipeline passes (the last {masked} frame(s) masked) is made in the graph"
+        if masked else "")
     return ExportableModel(module, sample(2, 0), (name,), ("logits",), axes, sample, note,
                            short_length=per_row[0] // 4 if shape[0] == -1 else None)

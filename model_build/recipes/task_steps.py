@@ -79,7 +79,8 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
                   TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
                   *tokens, TensorSpec("attention_mask", id_type, (-1,)))
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
-    what = (f"{len(params['id_to_token'])} tokens from {folder}/vocab.json" if kind is TaskKind.SPEECH_RECOGNITION
+    vocabulary = "tokenizer.json" if "metaspace" in params else "vocab.json"  # answer_ctc.load_params read it
+    what = (f"{len(params['id_to_token'])} tokens from {folder}/{vocabulary}" if kind is TaskKind.SPEECH_RECOGNITION
             else f"{len(params['id2label'])} labels from {folder}/config.json" + (
                 f" ({params['rule']}, threshold {params['threshold']})" if kind is TaskKind.OBJECT_DETECTION else ""))
     return PythonModel(files=files, inputs=inputs, outputs=outputs,

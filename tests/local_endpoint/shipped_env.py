@@ -28,7 +28,8 @@ module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 args = pickle.load(open(args_file, "rb"))
 step = module.Preprocess(args["folder"], args["params"])
-made = {"made": getattr(step, args["method"])(args["rows"]), "python": sys.version.split()[0],
+call = getattr(step, args["method"])
+made = {"made": [call(rows) for rows in args["batches"]], "python": sys.version.split()[0],
         "site": [m.__file__ for m in (__import__("numpy"), __import__("transformers"))]}
 pickle.dump(made, open(out_file, "wb"))
 """
@@ -48,6 +49,14 @@ def interpreter(python: str) -> Optional[str]:
 
 def run_preprocess(step_dir: pathlib.Path, python: str, method: str, rows: Any, params: dict[str, str]) -> dict:
     """``Preprocess(folder, params).<method>(rows)`` of the step in ``step_dir`` inside its shipped environment."""
+    done = run_preprocess_each(step_dir, python, method, [rows], params)
+    return {**done, "made": done["made"][0]}
+
+
+def run_preprocess_each(step_dir: pathlib.Path, python: str, method: str, batches: list[Any],
+                        params: dict[str, str]) -> dict:
+    """``run_preprocess`` on each of ``batches`` (requests of different shapes), in one environment and one child:
+    "made" is the list of what each made (the environment's unpacking and transformers' import are most of it)."""
     (archive,) = step_dir.glob("python-env-*.tar.gz")
     with tempfile.TemporaryDirectory() as work_dir:
         work = pathlib.Path(work_dir)
@@ -55,7 +64,7 @@ def run_preprocess(step_dir: pathlib.Path, python: str, method: str, rows: Any, 
             tar.extractall(work / "env", filter="tar")  # bin/python3 links to the image's interpreter
         (site,) = (work / "env").glob("lib/python3*/site-packages")
         (work / "args.pkl").write_bytes(pickle.dumps({"folder": str(layout.version_dir(step_dir)), "params": params,
-                                                     "method": method, "rows": rows}))
+                                                     "method": method, "batches": batches}))
         subprocess.run([python, "-I", "-c", CHILD, str(site), str(layout.version_dir(step_dir) / "model.py"),
                         str(work / "args.pkl"), str(work / "out.pkl")], check=True, capture_output=True, text=True)
         return pickle.loads((work / "out.pkl").read_bytes())

@@ -1,6 +1,7 @@
 """Audio files in, labels and transcripts out: tiny checkpoints with their own feature extractors (wav2vec2's
 group-normalised raw samples, AST's log-mel filter bank through its numpy stand-in, HuBERT's layer-normalised
-raw samples with a CTC head and a character tokenizer),
+raw samples with a CTC head and a character tokenizer, Parakeet's log-mel features through their numpy stand-in
+with the attention_mask the pipeline passes and a SentencePiece tokenizer),
 built as ``task:`` ensembles, verified at build time against transformers' pipeline on raw WAV files (lengths,
 encodings, stereo), then served by the real Triton server and compared with the pipeline again.
 
@@ -50,21 +51,27 @@ models:
     backend: onnxruntime
     weights: words-hubert
     max_batch_size: 4
+  speech:
+    task: {kind: automatic-speech-recognition}
+    backend: pytorch
+    weights: speech-parakeet
+    max_batch_size: 4
 endpoints:
   sounds:
     kind: multi-model
-    models: [sounds, scenes, words]
+    models: [sounds, scenes, words, speech]
     instance_type: ml.g5.xlarge
 environments:
   dev: {region: us-east-1}
 """
 CHECKPOINTS = {"sounds-wav2vec2": ("audio-classification", "wav2vec2"), "scenes-ast": ("audio-classification", "ast"),
                "words-hubert": ("automatic-speech-recognition", "hubert")}
-MODELS = ("sounds", "scenes", "words")
+MODELS = ("sounds", "scenes", "words", "speech")
+SPEECH = ("words", "speech")
 RUNTIME_NAME = "Sounds-dev-sounds"
 RATE = audio_checkpoints.RATE
 FEATURES = {"sounds": "Wav2Vec2FeatureExtractor", "scenes": "ASTFeatureExtractor",
-            "words": "Wav2Vec2FeatureExtractor"}
+            "words": "Wav2Vec2FeatureExtractor", "speech": "ParakeetFeatureExtractor"}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +79,7 @@ def built(module_tmp) -> task_fixtures.Built:
     def save(root: pathlib.Path) -> None:
         for folder, (task, family) in CHECKPOINTS.items():
             audio_checkpoints.save(root / folder, task, family)
+        audio_checkpoints.save_mapped("parakeet_ctc", "ParakeetForCTC", root / "speech-parakeet")
     return task_fixtures.build(module_tmp.mktemp("raw-audio"), SPEC, "sounds", save)
 
 
@@ -93,7 +101,7 @@ def test_the_build_verifies_each_audio_task_against_the_pipeline(built):
     models = built.manifest().models
     for name in MODELS:
         check = models[name].verification
-        kind = "automatic-speech-recognition" if name == "words" else "audio-classification"
+        kind = "automatic-speech-recognition" if name in SPEECH else "audio-classification"
         assert check.ran and check.details["reference"] == (
             f"transformers 5.23.0 pipeline('{kind}') ({FEATURES[name]})"), name
         # sounds refuses clips over 2 s by its spec: the 2 s noise is its longest
@@ -158,12 +166,12 @@ def test_the_served_ensembles_answer_as_the_pipeline(built, served, tmp_path):
         ours = []
         for clip in clips:  # one clip per request, as the clips differ in length
             outputs = {o.name: o.array for o in _send(served, _target(built, name), [clip.data]).outputs}
-            ours.append(outputs["text"][0][0].decode() if name == "words" else task_check.label_rows(outputs)[0])
-        _, theirs, _ = audio_check.reference(_chain(built, name, tmp_path / name), clips, RATE,
-                                             "input_values")
+            ours.append(outputs["text"][0][0].decode() if name in SPEECH else task_check.label_rows(outputs)[0])
+        chain = _chain(built, name, tmp_path / name)
+        _, theirs, _ = audio_check.reference(chain, clips, RATE, task_check.step_parameters(chain.dirs[0])["output"])
         worst, problems = task_reference.compare(task, ours, theirs, 1e-5)
         assert problems == [] and worst < 1e-5, (name, problems, worst)
-        texts += ours if name == "words" else []
+        texts += ours if name in SPEECH else []
     # The tiny random CTC head still spells: transcripts with letters and word breaks, not empty strings.
     assert all(text.strip() for text in texts) and any(" " in text for text in texts), texts
 
@@ -276,8 +284,9 @@ def test_the_shipped_environment_preprocesses_as_the_build_did(built, tmp_path):
         params = task_check.step_parameters(chain.dirs[0])
         step = task_check.step_module(chain.dirs[0], "preprocess").Preprocess(
             str(layout.version_dir(chain.dirs[0])), params)
-        for clip in audio_samples.clips(RATE):
-            rows = np.array([clip.data], dtype=np.object_)
-            shipped = shipped_env.run_preprocess(chain.dirs[0], python, "features", rows, params)
-            assert shipped["python"].startswith("3.12.")
-            assert np.abs(shipped["made"] - step.features(rows)).max() <= 1e-6, (name, clip.what)
+        clips = audio_samples.clips(RATE)
+        batches = [np.array([clip.data], dtype=np.object_) for clip in clips]  # one clip per request
+        shipped = shipped_env.run_preprocess_each(chain.dirs[0], python, "features", batches, params)
+        assert shipped["python"].startswith("3.12.") and len(shipped["made"]) == len(clips) == 7
+        for clip, rows, made in zip(clips, batches, shipped["made"]):
+            assert np.abs(made - step.features(rows)).max() <= 1e-6, (name, clip.what)

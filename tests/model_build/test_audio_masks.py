@@ -1,0 +1,68 @@
+"""The attention_mask the audio pipelines hand the model for one unpadded clip, made by the model step from the
+features' length (model_build/recipes/audio_steps.py ``masked_end_frames``): Parakeet's extractor masks its last
+STFT frame, the others mask nothing; a mask of another form is refused with the model's key."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.tasks import Task, TaskKind
+from model_build.errors import BuildError
+from model_build.recipes import audio_steps
+
+
+def _model(kind: TaskKind, folder) -> ModelSpec:
+    return ModelSpec(backend=Backend.ONNXRUNTIME, weights=str(folder), task=Task(kind), name="words-model",
+                     task_entry="words")
+
+
+def _saved(extractor, tmp_path):
+    audio_steps.feature_extractor.cache_clear()
+    extractor.save_pretrained(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("extractor, kind, masked", [
+    (transformers.ParakeetFeatureExtractor(), TaskKind.SPEECH_RECOGNITION, 1),
+    (transformers.Wav2Vec2FeatureExtractor(return_attention_mask=True), TaskKind.SPEECH_RECOGNITION, 0),
+    (transformers.Wav2Vec2FeatureExtractor(return_attention_mask=False), TaskKind.AUDIO_CLASSIFICATION, 0),
+    (transformers.ASTFeatureExtractor(), TaskKind.AUDIO_CLASSIFICATION, 0),
+], ids=["parakeet-ctc", "wav2vec2-ctc", "wav2vec2-classification", "ast-classification"])
+def test_the_frames_the_pipelines_mask_at_the_end_of_a_clip(extractor, kind, masked, tmp_path):
+    folder = _saved(extractor, tmp_path)
+    assert audio_steps.masked_end_frames(_model(kind, folder), folder) == masked
+
+
+def test_the_model_step_passes_the_mask_it_makes_as_the_pipeline_passes_it():
+    # A stand-in model that answers with the mask it was given: ones, then the masked frames, for every row.
+    class Echo(torch.nn.Module):
+        def forward(self, input_features, attention_mask=None):
+            return type("Out", (), {"logits": attention_mask})()
+
+    step = audio_steps.SpectrogramModel(Echo(), masked_end_frames=1)
+    made = step(input_features=torch.zeros(2, 5, 80))
+    assert made.tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 0]]
+    assert audio_steps.SpectrogramModel(Echo())(input_features=torch.zeros(1, 3, 80)) is None
+
+
+def test_a_mask_that_changes_with_the_clip_is_refused(tmp_path, monkeypatch):
+    class Varying:  # planted: masks more frames the longer the clip
+        sampling_rate = 16000
+        model_input_names = ["input_features", "attention_mask"]
+
+        def __call__(self, waves, sampling_rate, return_tensors, **_):
+            frames = 1 + len(waves[0]) // 160
+            mask = np.ones((1, frames), dtype=bool)
+            mask[:, frames - frames // 40:] = False
+            return {"input_features": np.zeros((1, frames, 80), np.float32), "attention_mask": mask}
+
+    monkeypatch.setattr(audio_steps, "feature_extractor", lambda folder: Varying())
+    with pytest.raises(BuildError) as caught:
+        audio_steps.masked_end_frames(_model(TaskKind.SPEECH_RECOGNITION, tmp_path), tmp_path)
+    assert str(caught.value) == (
+        "models.words.weights: its feature extractor Varying masks [0, 1, 2, 3] frames at the end of clips of 0.25 to "
+        "1.5 s; the model step makes the mask from the clip's length with a fixed count only; fix: serve the model "
+        "with a recipe of your own (source: {recipe: module:function})")
