@@ -95,7 +95,7 @@ def reference(chain: task_check.Chain, samples: list[audio_samples.RawAudio], ra
         if chain.task.kind is TaskKind.SPEECH_RECOGNITION:
             answers.append(pipe(given)["text"])
         else:
-            answers.append(list(pipe(given, top_k=chain.task.top_k)))
+            answers.append(list(pipe(given, top_k=task_reference.reference_top_k(chain.task))))
         made = pipe.feature_extractor(wave, sampling_rate=found, return_tensors="np")[name]
         features.append(np.asarray(made, dtype=np.float32))
     where = (f"transformers {transformers.__version__} pipeline('{chain.task.kind.value}') "

@@ -142,7 +142,7 @@ def reference(chain: task_check.Chain, samples: list[image_samples.RawImage]
     if kind is TaskKind.OBJECT_DETECTION:
         answers = [list(pipe(image, threshold=t)) for t in (chain.task.threshold, LOW_THRESHOLD) for image in opened]
     else:
-        answers = [list(a) for a in pipe(opened, top_k=chain.task.top_k)]
+        answers = [list(a) for a in pipe(opened, top_k=task_reference.reference_top_k(chain.task))]
     # The pipeline's own preprocessing of each image, to tell a pixel difference from a model difference.
     pixels = [np.asarray(pipe.preprocess(Image.open(io.BytesIO(s.data)))["pixel_values"])[0] for s in samples]
     where = f"transformers {transformers.__version__} pipeline('{kind.value}') ({type(pipe.image_processor).__name__})"

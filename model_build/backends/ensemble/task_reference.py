@@ -71,7 +71,7 @@ def reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Row])
     pipe = transformers.pipeline(task.kind.value, model=str(folder), tokenizer=str(folder), device="cpu")
     if task.kind is TaskKind.TEXT_CLASSIFICATION:
         given = [{"text": r.text, "text_pair": r.pair} if r.pair is not None else r.text for r in inputs]
-        return where, [list(a) for a in pipe(given, top_k=task.top_k, truncation=True, max_length=seq)]
+        return where, [list(a) for a in pipe(given, top_k=reference_top_k(task), truncation=True, max_length=seq)]
     if task.kind is TaskKind.TOKEN_CLASSIFICATION:
         pipe.tokenizer.model_max_length = seq  # the pipeline cuts at the tokenizer's limit
         return where, [list(pipe(r.text, aggregation_strategy=task.aggregation.value)) for r in inputs]
@@ -132,15 +132,28 @@ def qa_reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Ro
             "4.57.6's span rules (transformers 5 has no such pipeline)"), answers
 
 
+def reference_top_k(task: Task) -> int:
+    """The labels to ask a classification pipeline for: one past the task's top_k, so that two equal scores at the
+    last place shown (a saturated softmax gives several 0.0), listed in either order, are told from another
+    answer: the label shown in the pipeline's stead is then known with its score."""
+    return task.top_k + 1
+
+
 def compare(task: Task, ours: Sequence[Any], theirs: Sequence[Any], atol: float,
             tokens: Optional[dict[int, str]] = None) -> tuple[float, list[str]]:
     """(worst difference: score error, or 1 - cosine for embeddings; problems, one per row that differs, its
-    tokens' problem first)."""
+    tokens' problem first). A classification reference may hold one label more than the task shows
+    (``reference_top_k``)."""
     worst, problems = 0.0, []
     for index, (got, want) in enumerate(zip(ours, theirs)):
+        row = _ROW[task.kind]
         # NaN compares false with everything: a NaN score or embedding would pass every test below unnoticed.
-        error, problem = (1.0, "it holds NaN or infinite values") if _non_finite(got) else \
-            _ROW[task.kind](got, want, atol)
+        if _non_finite(got):
+            error, problem = 1.0, "it holds NaN or infinite values"
+        elif row is _labels:
+            error, problem = _labels(got, want[:task.top_k], atol, scores=want)
+        else:
+            error, problem = row(got, want, atol)
         worst = max(worst, error)
         problem = (tokens or {}).get(index) or problem
         if problem:
@@ -174,9 +187,10 @@ def _embedding(got: Any, want: Any, atol: float) -> tuple[float, str]:
     return 1.0 - cosine, problem
 
 
-def _labels(got: Any, want: Any, atol: float) -> tuple[float, str]:
-    """Same labels in the same order (a swap of two scores closer than atol is no difference), scores within atol."""
-    by_label = {w["label"]: w["score"] for w in want}
+def _labels(got: Any, want: Any, atol: float, scores: Any = None) -> tuple[float, str]:
+    """Same labels in the same order (a swap of two scores closer than atol is no difference, also with the label
+    past the last one shown, from ``scores``), scores within atol."""
+    by_label = {w["label"]: w["score"] for w in (scores if scores is not None else want)}
     error = max((abs(g["score"] - by_label.get(g["label"], -1.0)) for g in got), default=0.0)
     for position, (g, w) in enumerate(zip(got, want)):
         if g["label"] != w["label"] and abs(by_label.get(g["label"], -1.0) - w["score"]) > atol:
