@@ -263,10 +263,7 @@ def arguments() -> argparse.Namespace:
                                 limit="run at most N architectures not run before", build_size="")
     args = parser.parse_args()
     args.work = args.work / args.task  # one results.json per task
-    args.only = {t for t in args.only.split(",") if t}
-    unknown = sorted(args.only - set(mapped(TASKS[args.task])))
-    if unknown:
-        parser.error(f"--only {', '.join(unknown)}: not a model type transformers maps for {args.task}")
+    coverage_runs.parse_only(parser, args, mapped(TASKS[args.task]), args.task)
     return args
 
 
@@ -274,8 +271,7 @@ def main() -> int:
     args = arguments()
     task = TASKS[args.task]
     progress = coverage_runs.Progress.load(args)
-    todo = [row for row in architectures(task)
-            if row["key"] not in progress.results and (not args.only or row["model_type"] in args.only)][:args.limit]
+    todo = coverage_runs.pending(architectures(task), progress, args)
     summary = coverage_runs.run(todo, progress, args, coverage(task), lambda done: write_reports(task, done, args.out))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("refused", "pytorch_way_out")}, indent=1),
           flush=True)

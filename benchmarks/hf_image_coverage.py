@@ -438,11 +438,7 @@ def arguments() -> argparse.Namespace:
     coverage_runs.add_arguments(parser, task.work, only="model types, comma-separated",
                                 limit="run at most N architectures not run before", build_size="")
     args = parser.parse_args()
-    args.only = {t for t in args.only.split(",") if t}
-    unknown = sorted(args.only - set(mapped(task)))
-    if unknown:
-        parser.error(f"--only {', '.join(unknown)}: not a model type transformers maps for {task.kind} "
-                     f"({task.mapping})")
+    coverage_runs.parse_only(parser, args, mapped(task), f"{task.kind} ({task.mapping})")
     return args
 
 
@@ -450,8 +446,7 @@ def main() -> int:
     args = arguments()
     task = TASKS[args.task]
     progress = coverage_runs.Progress.load(args)
-    todo = [row for row in architectures(task)
-            if row["key"] not in progress.results and (not args.only or row["model_type"] in args.only)][:args.limit]
+    todo = coverage_runs.pending(architectures(task), progress, args)
     write: Callable[[coverage_runs.Progress], Row] = functools.partial(write_reports, task, out=args.out)
     summary = coverage_runs.run(todo, progress, args, coverage(task), write)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("refused", "pytorch_way_out")}, indent=1),

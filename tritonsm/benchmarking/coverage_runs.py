@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Mapping, Optional, Protocol
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol
 
 from tritonsm.benchmarking.run_log import run_logged
 
@@ -374,6 +374,20 @@ def add_arguments(parser: argparse.ArgumentParser, work: str, only: str, limit: 
     parser.add_argument("--keep-builds", action="store_true",
                         help=f"keep each batch's build cache and tarballs ({build_size}by default only its spec, "
                              "command log and checkpoints stay)")
+
+
+def parse_only(parser: argparse.ArgumentParser, args: argparse.Namespace, known: Iterable[str], what: str) -> None:
+    """``args.only`` as a set of model types; an exit naming those transformers does not map for ``what``."""
+    args.only = {t for t in args.only.split(",") if t}
+    unknown = sorted(args.only - set(known))
+    if unknown:
+        parser.error(f"--only {', '.join(unknown)}: not a model type transformers maps for {what}")
+
+
+def pending(rows: list[Row], progress: Progress, args: argparse.Namespace) -> list[Row]:
+    """The rows not run before, of ``--only``'s model types where given, at most ``--limit`` of them."""
+    return [row for row in rows if row["key"] not in progress.results
+            and (not args.only or row["model_type"] in args.only)][:args.limit]
 
 
 @dataclasses.dataclass
