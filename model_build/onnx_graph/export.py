@@ -61,9 +61,7 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
 
     with exportable_experts(made.module) as experts_note:
         fallback = _export_either(name, made, graph, optimize)
-    renamed_note = _separate_outputs(name, graph)
-    narrowed_note = _narrow_doubles(graph)
-    fallback = "; ".join(note for note in (experts_note, fallback, renamed_note, narrowed_note) if note)
+    fallback = "; ".join(note for note in (experts_note, fallback, *_rewrite(name, graph)) if note)
     try:
         # Given the path, the checker reads the graph and checks that every weight file is there.
         onnx.checker.check_model(str(graph), full_check=True)
@@ -72,36 +70,26 @@ def export_graph(name: str, made: ExportableModel, graph: pathlib.Path, optimize
     return fallback
 
 
-def _separate_outputs(name: str, graph: pathlib.Path) -> str:
-    """Renames tensors inside the graph that have an output's name (onnx_graph/output_names.py); says which,
-    or "" when none had (the file is then left as the exporter wrote it)."""
+def _rewrite(name: str, graph: pathlib.Path) -> list[str]:
+    """The exported graph's fixes, in one read and at most one write (the weights stay in their file, referenced
+    by name): tensors inside the graph that have an output's name renamed (onnx_graph/output_names.py), float64
+    operators no served ONNX Runtime has a kernel for computed in float32 (onnx_graph/double_ops.py). Says what
+    was done, [] when nothing (the file is then left as the exporter wrote it)."""
     import onnx
 
-    from model_build.onnx_graph import output_names
-
-    model = onnx.load(str(graph), load_external_data=False)  # the weights stay in their file, referenced by name
-    renamed = output_names.separate(name, model.graph)
-    if not renamed:
-        return ""
-    onnx.save(model, str(graph))
-    return "; ".join(f"the exporter named a tensor inside the graph like the output {output}: renamed it "
-                     f"{', '.join(new)} (ONNX names each tensor once)" for output, new in renamed.items())
-
-
-def _narrow_doubles(graph: pathlib.Path) -> str:
-    """Computes in float32 the float64 operators no served ONNX Runtime has a float64 kernel for
-    (onnx_graph/double_ops.py); says which, or "" when none (the file is then left as the exporter wrote it)."""
-    import onnx
-
-    from model_build.onnx_graph import double_ops
+    from model_build.onnx_graph import double_ops, output_names
 
     model = onnx.load(str(graph), load_external_data=False)
+    notes = [f"the exporter named a tensor inside the graph like the output {output}: renamed it "
+             f"{', '.join(new)} (ONNX names each tensor once)"
+             for output, new in output_names.separate(name, model.graph).items()]
     narrowed = double_ops.narrow(model)
-    if not narrowed:
-        return ""
-    onnx.save(model, str(graph))
-    return (f"{', '.join(narrowed)} computed in float32 between Casts where the graph had them in float64 (ONNX "
-            "Runtime's CPU provider has no float64 kernel for them in the releases Triton serves)")
+    if narrowed:
+        notes.append(f"{', '.join(narrowed)} computed in float32 between Casts where the graph had them in float64 "
+                     "(ONNX Runtime's CPU provider has no float64 kernel for them in the releases Triton serves)")
+    if notes:
+        onnx.save(model, str(graph))
+    return notes
 
 
 def _export_either(name: str, made: ExportableModel, graph: pathlib.Path, optimize: bool) -> str:

@@ -10,8 +10,11 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # audio_stand_ins.py ships beside this file
-from audio_stand_ins import STAND_INS  # noqa: E402
+try:  # the build imports this file as model_build.python_models.audio_features
+    from .audio_stand_ins import STAND_INS
+except ImportError:  # the step imports it as a module of its own folder, audio_stand_ins.py beside it
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from audio_stand_ins import STAND_INS
 
 CONFIG = "preprocessor_config.json"
 EXACT = 0.0  # transformers' own class: the step runs the very code the build ran

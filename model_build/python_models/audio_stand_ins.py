@@ -83,6 +83,16 @@ def _same_length_batch(waves):
     return np.stack(waves)
 
 
+def _read_frame_settings(extractor, settings, feature_size):
+    """The framing settings Parakeet's and LASR's extractors share, with the defaults of both classes' __init__
+    (they differ in feature_size only)."""
+    extractor.feature_size = int(settings.get("feature_size", feature_size))
+    extractor.sampling_rate = int(settings.get("sampling_rate", 16000))
+    extractor.hop_length = int(settings.get("hop_length", 160))
+    extractor.n_fft = int(settings.get("n_fft", 512))
+    extractor.win_length = int(settings.get("win_length", 400))
+
+
 def _torch_hann_window_float32(length):
     """``torch.hann_window(length, periodic=False)`` in float32. torch computes it as
     ``arange(N).mul_(2*pi/(N-1)).cos_().mul_(-0.5).add_(0.5)`` in the window's dtype (ATen hamming_window);
@@ -122,11 +132,7 @@ class ParakeetFeatures:
     def __init__(self, settings):
         from transformers.audio_utils import mel_filter_bank
 
-        self.feature_size = int(settings.get("feature_size", 80))
-        self.sampling_rate = int(settings.get("sampling_rate", 16000))
-        self.hop_length = int(settings.get("hop_length", 160))
-        self.n_fft = int(settings.get("n_fft", 512))
-        self.win_length = int(settings.get("win_length", 400))
+        _read_frame_settings(self, settings, feature_size=80)
         # None in the config means no preemphasis step at all (the source tests `is not None`)
         preemphasis = settings.get("preemphasis", 0.97)
         self.preemphasis = None if preemphasis is None else float(preemphasis)
@@ -218,11 +224,7 @@ class LasrFeatures:
     def __init__(self, settings):
         from transformers.audio_utils import window_function
 
-        self.feature_size = int(settings.get("feature_size", 128))
-        self.sampling_rate = int(settings.get("sampling_rate", 16000))
-        self.hop_length = int(settings.get("hop_length", 160))
-        self.n_fft = int(settings.get("n_fft", 512))
-        self.win_length = int(settings.get("win_length", 400))
+        _read_frame_settings(self, settings, feature_size=128)
         # lower/upper edges are fixed at 125 and 7500 Hz in the source's __init__, not settings
         self.mel_filters = lasr_mel_weight_matrix(self.feature_size, self.n_fft // 2 + 1, self.sampling_rate,
                                                   125.0, 7500.0)
