@@ -82,6 +82,12 @@ def test_missing_credentials_are_explained(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # boto3.client() uses boto3's default session, which keeps the credentials it found first: another test in
+    # this pytest process (an xdist worker runs many modules) may have made it with keys. A fresh one, as the CLI
+    # starts with.
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     with pytest.raises(InvokeError) as caught:
         invoke_sagemaker_endpoint("vision-sme", REQUEST, region="eu-west-1")
     assert str(caught.value) == (
