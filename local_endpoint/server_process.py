@@ -6,6 +6,7 @@ import atexit
 import http.client
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -63,20 +64,30 @@ class TritonProcess:
         return self._process.poll()
 
     def wait_until_ready(self, port: int, timeout: float) -> None:
-        """Poll the SageMaker `/ping` until it answers 200, the process exits, or time is up."""
+        """Poll the SageMaker `/ping` until it answers 200 (and the metrics port, when on, accepts), the
+        process exits, or time is up.
+
+        Triton starts its metrics service after the SageMaker one (src/main.cc, StartEndpoints; the log
+        shows "Started Metrics Service" some 40 ms after "Started Sagemaker HTTPService"), so a ready
+        /ping alone let a caller scrape a port nobody listened on yet.
+        """
         deadline = time.monotonic() + timeout
+        pinged = False
         while time.monotonic() < deadline:
             if self.exit_code() is not None:
                 raise ServerStartError(
                     f"the Triton server exited during start-up with {describe_exit(self.exit_code())}; "
                     f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
                 )
-            if ping(port) == 200:
+            pinged = pinged or ping(port) == 200
+            if pinged and (self.metrics_port is None or accepts(self.metrics_port)):
                 return
             time.sleep(POLL_SECONDS)
         self.stop()
+        waited_for = (f"answered /ping but did not open its metrics port {self.metrics_port}" if pinged
+                      else "did not answer /ping with 200")
         raise ServerStartError(
-            f"the Triton server did not answer /ping with 200 within {timeout:g} s; "
+            f"the Triton server {waited_for} within {timeout:g} s; "
             f"if the models are just slow to load, raise the start-up timeout (--startup-timeout); "
             f"last lines of its log "
             f"({self.log_path}):\n{self.log_tail()}"
@@ -146,3 +157,12 @@ def ping(port: int, host: str = "127.0.0.1") -> int | None:
         return None
     finally:
         connection.close()
+
+
+def accepts(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts a TCP connection on ``port``."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
