@@ -5,7 +5,7 @@ the same SAGEMAKER_TRITON_* settings it gets on SageMaker. No aws_cdk, no torch.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from deployment_spec.endpoint import Container
 
@@ -16,7 +16,7 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
 
 
 def container_environment(container: Container, *, multi_model: bool, default_model: Optional[str] = None,
-                          verbose_default: bool = False) -> dict[str, str]:
+                          verbose_default: bool = False, extra_args: Sequence[str] = ()) -> dict[str, str]:
     """The SAGEMAKER_TRITON_* variables for one model (the Triton server's docker/sagemaker/serve script, r25.09), deterministic and sorted.
 
     Args:
@@ -26,6 +26,8 @@ def container_environment(container: Container, *, multi_model: bool, default_mo
             ensemble and its steps): the model ``/invocations`` serves. Defaults to none (one directory).
         verbose_default: ``SAGEMAKER_TRITON_LOG_VERBOSE`` when the spec leaves it unset. Defaults to False:
             the container's own default is verbose, which no production endpoint wants.
+        extra_args: Triton arguments the endpoint's own settings need (an asynchronous endpoint's input-size
+            limit, ``Asynchronous.triton_args``), after ``container.additional_args``. Defaults to none.
 
     Returns:
         The variables; ``container.environment`` entries override computed ones.
@@ -46,7 +48,7 @@ def container_environment(container: Container, *, multi_model: bool, default_mo
         "SAGEMAKER_TRITON_SHM_DEFAULT_BYTE_SIZE": container.shm_default_bytes,
         "SAGEMAKER_TRITON_SHM_GROWTH_BYTE_SIZE": container.shm_growth_bytes,
         "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": container.model_load_gpu_limit,
-        "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join(container.additional_args) or None,
+        "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join((*container.additional_args, *extra_args)) or None,
     }
     env.update({k: str(v) for k, v in optional.items() if v is not None})
     if container.metrics:  # the serve script's default is --allow-metrics=false

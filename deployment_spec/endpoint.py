@@ -7,6 +7,7 @@ import re
 from typing import Mapping, Optional
 
 from deployment_spec import instances, network_rules, triton_metrics
+from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
@@ -282,6 +283,8 @@ class EndpointSpec(Validated):
     observability: Observability = Observability()
     model_cache: bool = True
     data_capture: Optional[DataCapture] = None
+    # SageMaker Asynchronous Inference (single-model only): a queue in front, payloads and answers in S3.
+    asynchronous: Optional[Asynchronous] = None
     network: Optional[Network] = None
     volume_size_gb: Optional[int] = dataclasses.field(default=None, metadata=meta(minimum=1, maximum=512))
     startup_timeout_s: int = dataclasses.field(default=600, metadata=meta(minimum=60, maximum=3600))
@@ -298,6 +301,11 @@ class EndpointSpec(Validated):
     def instance(self) -> Optional[instances.InstanceType]:
         """The instance type's facts: declared, or from the table (None: not a type this product serves on)."""
         return instances.lookup(self.instance_type, self.instance_facts)
+
+    @property
+    def triton_args(self) -> tuple[str, ...]:
+        """Triton arguments this endpoint's settings need beyond ``container.additional_args``."""
+        return self.asynchronous.triton_args() if self.asynchronous else ()
 
     @property
     def deploy_instances(self) -> int:

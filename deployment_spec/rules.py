@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from deployment_spec import component_endpoint, instances, sagemaker_rules, serving_runtimes, triton_metrics
+from deployment_spec import asynchronous, component_endpoint, instances, sagemaker_rules, serving_runtimes, triton_metrics
 from deployment_spec.capacity_reservation import reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
@@ -128,7 +128,7 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
     out += _unique_names(path, served)
     out += _instance_rules(path, ep, served, triton_version)
     environment = container_environment(ep.container, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
-                                        default_model=ep.default_model)
+                                        default_model=ep.default_model, extra_args=ep.triton_args)
     out += sagemaker_rules.prefixed(path, sagemaker_rules.container_environment_limits(environment))
     return out
 
@@ -154,7 +154,11 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         initial_instances=ep.initial_instances, scaling=ep.scaling if variant else None,
         volume_size_gb=ep.volume_size_gb, model_cache=ep.model_cache or not variant,
         data_capture=ep.data_capture is not None and variant, instance_facts=ep.instance_facts,
-        enhanced_metrics=ep.observability.enhanced))
+        enhanced_metrics=ep.observability.enhanced, asynchronous=ep.asynchronous is not None))
+    if ep.asynchronous is not None:
+        out += sagemaker_rules.prefixed(path, asynchronous.combination_problems(
+            ep.asynchronous, kind=ep.kind.value, data_capture=ep.data_capture is not None, scaling=ep.scaling,
+            triton_version=triton_version))
     out += triton_metrics.graphs_problems(
         ep.observability.graphs, detailed=ep.observability.detailed, container_metrics=ep.container.metrics,
         path=f"{path}.observability.graphs")

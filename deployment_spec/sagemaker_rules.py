@@ -108,16 +108,18 @@ def scalable_instance_type(found: instances.InstanceType) -> list[Problem]:
                     "remove scaling or use a non-burstable type such as ml.c5.xlarge")]
 
 
-def zero_instances_need_components(min_instances: int, field: str = "scaling.min_instances") -> list[Problem]:
+def zero_instances_need_components(min_instances: int, field: str = "scaling.min_instances",
+                                   asynchronous: bool = False) -> list[Problem]:
     """A variant's instances scale to zero only when the endpoint hosts inference components
-    (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html)."""
-    if min_instances != 0:
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html) or serves
+    asynchronously (developer guide, "Autoscale an asynchronous endpoint": MinCapacity 0)."""
+    if min_instances != 0 or asynchronous:
         return []
     return [Problem(field, "0",
-                    "1 or more on a variant endpoint: an endpoint scales to zero instances only when it hosts "
-                    "inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
-                    "endpoint-auto-scaling-zero-instances.html)",
-                    "raise min_instances to 1, or use kind: inference-components with "
+                    "1 or more on a real-time variant endpoint: an endpoint scales to zero instances only when it "
+                    "hosts inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                    "endpoint-auto-scaling-zero-instances.html) or serves asynchronously",
+                    "raise min_instances to 1, add an asynchronous block, or use kind: inference-components with "
                     "managed_instances.min_instances: 0")]
 
 
@@ -278,8 +280,9 @@ def enhanced_metrics_not_multi_model(multi_model: bool, enhanced: Optional[bool]
 def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: str, initial_instances: int,
                       scaling: Optional[Scaling], volume_size_gb: Optional[int], model_cache: bool = True,
                       data_capture: bool = False, instance_facts: Optional[instances.InstanceFacts] = None,
-                      enhanced_metrics: Optional[bool] = None) -> list[Problem]:
-    """Every rule on an endpoint's mode, instance type, storage and scaling, in one list."""
+                      enhanced_metrics: Optional[bool] = None, asynchronous: bool = False) -> list[Problem]:
+    """Every rule on an endpoint's mode, instance type, storage and scaling, in one list (``asynchronous``: the
+    endpoint serves through SageMaker's queue, whose own rules are ``asynchronous.combination_problems``)."""
     out = model_cache_multi_model_only(multi_model, model_cache) + data_capture_single_model_only(
         multi_model, data_capture) + enhanced_metrics_not_multi_model(multi_model, enhanced_metrics)
     known = instance_type_known(instance_type, instance_facts)
@@ -291,12 +294,13 @@ def endpoint_problems(*, instance_type: str, multi_model: bool, triton_version: 
     out += gpu_generation(found, triton_version)
     out += volume_size_without_nvme(found, volume_size_gb)
     if scaling is not None:
-        out += zero_instances_need_components(scaling.min_instances)
+        out += zero_instances_need_components(scaling.min_instances, asynchronous=asynchronous)
         out += concurrency_single_model_only(multi_model, scaling.concurrent_requests_per_model,
                                               scaling.load_metric)
         for i, schedule in enumerate(scaling.schedules):
             if schedule.min_instances is not None:
-                out += zero_instances_need_components(schedule.min_instances, f"scaling.schedules[{i}].min_instances")
+                out += zero_instances_need_components(schedule.min_instances, f"scaling.schedules[{i}].min_instances",
+                                                      asynchronous)
         out += scalable_instance_type(found)
         out += initial_within_bounds(initial_instances, scaling.min_instances, scaling.max_instances)
         out += gpu_target_on_gpu(found, scaling.gpu_utilization_target)

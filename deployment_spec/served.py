@@ -52,7 +52,8 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
     built = built_artifacts(manifest_path, endpoint.name, endpoint.models)
     multi = endpoint.kind is EndpointKind.MULTI_MODEL
     env = container_environment(endpoint.container, multi_model=multi, default_model=built.default_model,
-                                verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY)
+                                verbose_default=spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY,
+                                extra_args=endpoint.triton_args)
     manifest = load_manifest(manifest_path)
     components: tuple[LocalComponent, ...] = ()
     if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:

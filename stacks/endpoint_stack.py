@@ -67,7 +67,8 @@ class EndpointStack(cdk.Stack):
             # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
             log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
-            download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint))
+            download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint),
+            asynchronous=endpoint.asynchronous)
 
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]
@@ -80,7 +81,10 @@ class EndpointStack(cdk.Stack):
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
 
     def _scaling(self, endpoint: EndpointSpec, capacity: Mapping[str, Measurement]) -> Any:
-        """The spec's scaling, with the load target capacity.json measured when the spec gives none."""
+        """The spec's scaling, with the load target capacity.json measured when the spec gives none (an
+        asynchronous endpoint's load target is its backlog per instance, set in its asynchronous block)."""
+        if endpoint.asynchronous is not None:
+            return endpoint.scaling
         target = load_target(endpoint, dict(capacity))
         if endpoint.scaling is not None and endpoint.scaling.on_concurrency and target is None:
             cdk.Annotations.of(self).add_warning_v2(

@@ -23,6 +23,7 @@ with the same words as the YAML spec's validator. The building blocks (``TritonM
 ``TritonEndpoint``, ``VariantScaling``, ...) live in their own modules. Nothing here imports torch
 or model_build.
 """
+from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
 from deployment_spec.endpoint import (CaptureMode, Container, DataCapture, Deployment, LoadMetric, Observability, Scaling,
@@ -39,7 +40,7 @@ from triton_constructs.network import NetworkProps
 from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
-__all__ = ["Alarms", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
+__all__ = ["Alarms", "Asynchronous", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
            "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
            "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint"]

@@ -8,8 +8,10 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as act
                      aws_kms as kms, aws_sns as sns)
 from constructs import Construct
 
+from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.endpoint import Alarms
 from triton_constructs import control_tower, triton_promql
+from triton_constructs.async_alarms import queue_alarms
 from triton_constructs.metrics import EndpointMetrics
 
 
@@ -32,6 +34,8 @@ class EndpointAlarms(Construct):
         topic: Notify this topic of yours instead. Defaults to none.
         triton_metrics: The container publishes Triton's metrics and SageMaker's detailed observability is on:
             add the PromQL alarm on Triton's queue time (``triton_promql``). Defaults to False.
+        asynchronous: The endpoint serves asynchronously: add the queue's alarms (``async_alarms``); latency and
+            5XX stay, among the common endpoint metrics SageMaker publishes for it. Defaults to none.
 
     Attributes:
         latency, errors: The alarms that roll a guarded deployment back.
@@ -41,7 +45,8 @@ class EndpointAlarms(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
                  gpu_count: int, multi_model: bool = False, notify: bool = False,
-                 topic: Optional[sns.ITopic] = None, triton_metrics: bool = False) -> None:
+                 topic: Optional[sns.ITopic] = None, triton_metrics: bool = False,
+                 asynchronous: Optional[Asynchronous] = None) -> None:
         super().__init__(scope, id_)
         endpoint_name = metrics.endpoint_name
 
@@ -61,6 +66,10 @@ class EndpointAlarms(Construct):
         self.errors = alarm("Errors5xx", metrics.invocation("Invocation5XXErrors", "Sum"), t.error_5xx_threshold,
                             f"{t.error_5xx_threshold:g} or more 5XX errors per minute", periods=1)
         self.all: list[cloudwatch.AlarmBase] = [self.latency, self.errors]
+        self.queue: list[cloudwatch.Alarm] = []
+        if asynchronous is not None:
+            self.queue = queue_alarms(alarm, metrics, asynchronous)
+            self.all += self.queue
         if gpu_count:
             self.all.append(alarm("GpuMemory", metrics.instance("GPUMemoryUtilization"),
                                   t.gpu_memory_percent * gpu_count,

@@ -7,6 +7,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from deployment_spec.asynchronous import Asynchronous
+from triton_constructs.async_dashboard import queue_widgets
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.promql_graphs import PromQLGraphs
 
@@ -32,6 +34,8 @@ class EndpointDashboard(Construct):
             or drawn by ``triton_graphs``. Defaults to none.
         triton_alarm: The PromQL alarm on Triton's queue time, shown by its state. Defaults to none.
         triton_graphs: Draws ``triton_queries`` (a custom widget each). Defaults to none: listed as text.
+        asynchronous: The queue's graphs instead of the invocation and instance graphs, whose metrics an
+            asynchronous endpoint does not publish (``async_dashboard``). Defaults to none.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
@@ -41,11 +45,11 @@ class EndpointDashboard(Construct):
                  gpu_count: int, gpu_target: Optional[float] = None, multi_model: bool = False,
                  triton_queries: Optional[Mapping[str, str]] = None,
                  triton_alarm: Optional[cloudwatch.IAlarm] = None,
-                 triton_graphs: Optional[PromQLGraphs] = None) -> None:
+                 triton_graphs: Optional[PromQLGraphs] = None, asynchronous: Optional[Asynchronous] = None) -> None:
         super().__init__(scope, id_)
         metric, per_instance = metrics.invocation, metrics.instance
 
-        widgets: list[cloudwatch.IWidget] = [
+        widgets: list[cloudwatch.IWidget] = queue_widgets(graph, metrics, asynchronous) if asynchronous else [
             graph("Latency (microseconds): model vs overhead", [
                 metric("ModelLatency", "Average", "model (avg)"), metric("ModelLatency", "p99", "model (p99)"),
                 metric("OverheadLatency", "Average", "SageMaker overhead (avg)")],

@@ -90,6 +90,8 @@ class TritonEndpoint(Construct):
         capacity_reservation: The ML capacity reservation the instances launch into. Defaults to none.
         pool_model_names: The model each fallback pool serves instead of ``model`` (by instance type). Defaults to
             none.
+        async_config: The configuration's ``AsyncInferenceConfig`` (``AsyncInference.config``): an asynchronous
+            endpoint. Defaults to none: real-time.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
@@ -119,7 +121,8 @@ class TritonEndpoint(Construct):
                  observability: Observability = Observability(), multi_model: bool = False,
                  fallback_instance_types: Sequence[str] = (),
                  capacity_reservation: Optional[CapacityReservation] = None,
-                 pool_model_names: Optional[Mapping[str, str]] = None) -> None:
+                 pool_model_names: Optional[Mapping[str, str]] = None,
+                 async_config: Optional[sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty] = None) -> None:
         super().__init__(scope, id_)
         itype = instances.lookup(instance_type, instance_facts)
         nvme = bool(itype and itype.family.nvme)
@@ -160,6 +163,7 @@ class TritonEndpoint(Construct):
                     json_content_types=["application/json"]))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config", production_variants=[variant], data_capture_config=capture,
+            async_inference_config=async_config,
             metrics_config=metrics_config(observability, multi_model),
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
         security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,

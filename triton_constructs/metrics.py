@@ -49,3 +49,10 @@ class EndpointMetrics:
                  unit: Optional[cloudwatch.Unit] = None) -> cloudwatch.Metric:
         """A per-instance metric of ``/aws/sagemaker/Endpoints`` (GPUUtilization, DiskUtilization, ...)."""
         return self.metric(metric_name, statistic=statistic, namespace=INSTANCE_NAMESPACE, label=label, unit=unit)
+
+    def queue(self, metric_name: str, statistic: str = "Average", label: Optional[str] = None) -> cloudwatch.Metric:
+        """An asynchronous endpoint's queue metric of ``AWS/SageMaker``, keyed by ``EndpointName`` only
+        (``ApproximateBacklogSize``, ``ApproximateBacklogSizePerInstance``, ``ApproximateAgeOfOldestRequest``,
+        ``HasBacklogWithoutCapacity``; developer guide, "Monitoring asynchronous endpoints")."""
+        return cloudwatch.Metric(namespace=INVOCATION_NAMESPACE, metric_name=metric_name, statistic=statistic,
+                                 label=label, dimensions_map={"EndpointName": self.endpoint_name}, period=ONE_MINUTE)

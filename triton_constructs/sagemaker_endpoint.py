@@ -4,18 +4,20 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_ecr as ecr, aws_kms as kms, aws_logs as logs, aws_s3 as s3
+from aws_cdk import aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec import instances, network_rules, sagemaker_rules, triton_metrics
+from deployment_spec import asynchronous as async_rules, instances, network_rules, sagemaker_rules, triton_metrics
+from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec, Scaling
-from deployment_spec.errors import raise_problems
+from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
+from triton_constructs.async_inference import AsyncInference
 from triton_constructs.dashboard import EndpointDashboard
 from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
@@ -100,6 +102,10 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             ``triton_version`` (copy it there first): for accounts that allow only their own registries. Still an
             ECR pull (``RepositoryAccessMode: Platform``), so Security Hub's SageMaker.16 stays acknowledged.
             Defaults to AWS's ``sagemaker-tritonserver`` repository.
+        asynchronous: Serve through SageMaker Asynchronous Inference (``Asynchronous``): requests and answers in
+            S3 under the bucket's ``async/<storage_name>/`` (or your locations), success and error topics, scaling
+            on the queue with ``scaling.min_instances`` 0 allowed, the queue's alarms; single-model only. Callers
+            get ``grant_invoke_async``. Defaults to none: real-time.
 
     Attributes:
         models: What it serves.
@@ -109,6 +115,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         pool_models: The ``TritonModel`` of each pool with a build of its own, by instance type.
         alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
         graphs: ``PromQLGraphs`` (``observability.graphs``) or None.
+        asynchronous: ``AsyncInference`` (locations, topics) or None.
     """
 
     @checked_props
@@ -126,13 +133,16 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
                  capacity_reservation: Optional[CapacityReservation] = None,
                  pool_models: Optional[Mapping[str, ModelRepositories]] = None,
-                 image_repository: Optional[ecr.IRepository] = None) -> None:
+                 image_repository: Optional[ecr.IRepository] = None,
+                 asynchronous: Optional[Asynchronous] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
         subnet_ids = network.subnet_ids()
+        triton_args = asynchronous.triton_args() if asynchronous else ()
         environment = container_environment(container, multi_model=multi_model,
-                                            default_model=None if multi_model else models.served_default())
+                                            default_model=None if multi_model else models.served_default(),
+                                            extra_args=triton_args)
         deploy_instances = scaling.min_instances if scaling else initial_instances
         # The scalar props, checked against the spec's own bounds (EndpointSpec's field metadata: one home).
         problems = values_problems(EndpointSpec, dict(
@@ -145,7 +155,11 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             instance_type=instance_type, multi_model=multi_model, triton_version=triton_version,
             initial_instances=initial_instances, scaling=scaling, volume_size_gb=volume_size_gb,
             model_cache=model_cache, data_capture=data_capture is not None, instance_facts=instance_facts,
-            enhanced_metrics=observability.enhanced)
+            enhanced_metrics=observability.enhanced, asynchronous=asynchronous is not None)
+        if asynchronous is not None:
+            problems += async_rules.combination_problems(
+                asynchronous, kind="multi-model" if multi_model else "single-model", data_capture=data_capture is not None,
+                scaling=scaling, triton_version=triton_version)
         if deployment is not None:
             problems += sagemaker_rules.deployment_problems(deployment, deploy_instances=deploy_instances,
                                                             download_timeout_s=download_timeout_s,
@@ -179,7 +193,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         storage_name = storage_name or name
         local = [a for a in models.archives if a.path is not None]
         self.bucket, self.key = endpoint_storage.storage(self, bucket, encryption_key, removal_policy,
-                                                         needed=bool(local) or data_capture is not None)
+                                                         needed=bool(local) or data_capture is not None
+                                                         or asynchronous is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
         image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         placement = network.function_placement(self)
@@ -189,6 +204,11 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, capture_bucket=self.bucket,
                                         capture_prefix=capture_prefix, vpc=bool(subnet_ids))
+        self.asynchronous = AsyncInference(self, "Async", settings=asynchronous, bucket=self.bucket, key=self.key,
+                                           storage_name=storage_name) \
+            if asynchronous is not None and self.bucket is not None and self.key is not None else None
+        if self.asynchronous is not None:
+            self.asynchronous.grant_serve(self.role.role)
         # RetainExceptOnCreate: kept on update and delete, but removed when the operation that created it rolls
         # back (a retry does not fail on the log group's fixed name; a failed update leaves no orphan config).
         kept = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if removal_policy == cdk.RemovalPolicy.RETAIN \
@@ -221,7 +241,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
                                      gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic,
                                      topic=getattr(alarms, "topic", None),
-                                     triton_metrics=container.metrics and observability.detailed)
+                                     triton_metrics=container.metrics and observability.detailed,
+                                     asynchronous=asynchronous)
         rollback = [self.alarms.errors, self.alarms.latency] if deployment and deployment.auto_rollback else []
         self.endpoint = TritonEndpoint(
             self, "Endpoint", model=self.model, endpoint_name=name, instance_type=instance_type,
@@ -238,13 +259,15 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
             observability=observability, multi_model=multi_model,
             fallback_instance_types=tuple(fallback_instance_types), capacity_reservation=capacity_reservation,
-            pool_model_names={t: m.model_name for t, m in self.pool_models.items()})
+            pool_model_names={t: m.model_name for t, m in self.pool_models.items()},
+            async_config=self.asynchronous.config() if self.asynchronous else None)
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:
             self.role.grant_describe_alarms(rollback)
         self.scaling = VariantScaling(self, "Scaling", endpoint=self.endpoint, scaling=scaling,
-                                      log_key=self.key, placement=placement) if scaling else None
+                                      log_key=self.key, placement=placement, asynchronous=asynchronous) \
+            if scaling else None
         self.graphs = PromQLGraphs(self, "TritonGraphs", log_key=self.key, placement=placement) \
             if observability.graphs else None
         self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
@@ -253,7 +276,17 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                            multi_model=multi_model,
                                            triton_queries=triton_promql.dashboard_queries(name)
                                            if self.alarms.triton_queue is not None else None,
-                                           triton_alarm=self.alarms.triton_queue, triton_graphs=self.graphs)
+                                           triton_alarm=self.alarms.triton_queue, triton_graphs=self.graphs,
+                                           asynchronous=asynchronous)
+
+    def grant_invoke_async(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` call this asynchronous endpoint: ``sagemaker:InvokeEndpointAsync`` on its ARN, writing
+        requests under its input prefix (``asynchronous.input_url``), reading its answers and failures."""
+        if self.asynchronous is None:
+            raise PropsError(f"TritonSageMakerEndpoint {self.node.path}: grant_invoke_async", [Problem(
+                "asynchronous", "nothing (a real-time endpoint)", "an asynchronous endpoint",
+                "use grant_invoke for a real-time endpoint, or set asynchronous=Asynchronous(...)")])
+        return self.asynchronous.grant_invoke(grantee, self.endpoint_arn)
 
     @classmethod
     def from_endpoint_name(cls, scope: Construct, id_: str, endpoint_name: str, *,

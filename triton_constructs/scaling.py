@@ -9,7 +9,9 @@ from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_cloudwatch a
 from constructs import Construct
 
 from deployment_spec import instances
+from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
+from triton_constructs.async_scaling import backlog_metric, scale_out_from_zero
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.network import FunctionPlacement
 from triton_constructs.scaling_handover import ScalingHandover
@@ -37,14 +39,20 @@ class VariantScaling(Construct):
         scaling: Bounds, targets and cooldowns (``sagemaker_rules.endpoint_problems`` has checked them
             against the instance type and the initial count).
         log_key: Encrypts the scaling handover function's log group. Defaults to Logs' own encryption.
+        asynchronous: The endpoint serves asynchronously: the load policy tracks the queue per instance
+            (``backlog_per_instance``), a step policy scales out from zero (``async_scaling``), and GPU utilization
+            is tracked only where ``gpu_utilization_target`` is set (at zero instances it has no data). Defaults
+            to none.
 
     Attributes:
         target: The ``ScalableTarget``.
         gpu_target: The GPUUtilization target value, or None on CPU instance types.
+        from_zero: The alarm that adds the first instance to an asynchronous endpoint at zero, or None.
     """
 
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, scaling: Scaling,
-                 log_key: Optional[kms.IKey] = None, placement: Optional[FunctionPlacement] = None) -> None:
+                 log_key: Optional[kms.IKey] = None, placement: Optional[FunctionPlacement] = None,
+                 asynchronous: Optional[Asynchronous] = None) -> None:
         super().__init__(scope, id_)
         itype = endpoint.instance
         if itype is None:
@@ -63,8 +71,10 @@ class VariantScaling(Construct):
         scale_out = cdk.Duration.seconds(scaling.scale_out_cooldown_s)
 
         def track(id_: str, target_value: float, *, predefined: Optional[autoscaling.PredefinedMetric] = None,
-                  metric_name: Optional[str] = None) -> autoscaling.TargetTrackingScalingPolicy:
-            custom = endpoint.metrics.instance(metric_name, unit=cloudwatch.Unit.PERCENT) if metric_name else None
+                  metric_name: Optional[str] = None,
+                  custom: Optional[cloudwatch.Metric] = None) -> autoscaling.TargetTrackingScalingPolicy:
+            if metric_name:
+                custom = endpoint.metrics.instance(metric_name, unit=cloudwatch.Unit.PERCENT)
             return self.target.scale_to_track_metric(id_, target_value=target_value, predefined_metric=predefined,
                                                      custom_metric=custom, scale_in_cooldown=scale_in,
                                                      scale_out_cooldown=scale_out)
@@ -74,8 +84,10 @@ class VariantScaling(Construct):
         if invocations is not None:
             policies.append(track("Invocations", invocations,
                                   predefined=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE))
+        if asynchronous is not None:
+            policies.append(track("Backlog", asynchronous.backlog_per_instance, custom=backlog_metric(endpoint.metrics)))
         self.gpu_target: Optional[float] = None
-        if itype.is_gpu:
+        if itype.is_gpu and (asynchronous is None or scaling.gpu_utilization_target is not None):
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count
             policies.append(track("GpuUtilization", self.gpu_target, metric_name="GPUUtilization"))
         if scaling.concurrent_requests_per_model is not None:
@@ -90,7 +102,15 @@ class VariantScaling(Construct):
         if scaling.cpu_utilization_target is not None:
             policies.append(track("CpuUtilization", scaling.cpu_utilization_target * itype.vcpus,
                                   metric_name="CPUUtilization"))
+        self.from_zero = scale_out_from_zero(
+            self, target=self.target, metrics=endpoint.metrics, cooldown=scale_out,
+            instance_types=endpoint.instance_types) if asynchronous is not None and _reaches_zero(scaling) else None
         # An instance-type change of this variant needs it deregistered around the endpoint update.
         self.handover = ScalingHandover(self, "Handover", endpoint=endpoint, target=self.target,
                                         min_capacity=scaling.min_instances, max_capacity=scaling.max_instances,
                                         policies=policies, log_key=log_key, placement=placement)
+
+
+def _reaches_zero(scaling: Scaling) -> bool:
+    """The bounds let the variant reach zero instances (its minimum, or a schedule's)."""
+    return scaling.min_instances == 0 or any(s.min_instances == 0 for s in scaling.schedules)

@@ -72,10 +72,11 @@ CASES = {
               lambda raw: raw["endpoints"]["shared-gpu"].pop("managed_instances"),
               lambda raw: raw["endpoints"]["shared-gpu"].pop("rolling_update"),
               _set(f"{EP}.scaling", {"min_instances": 0, "max_instances": 2})),
-        f"{EP}.scaling.min_instances: got 0; allowed: 1 or more on a variant endpoint: an endpoint scales to zero "
-        "instances only when it hosts inference components "
-        "(https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html); fix: raise "
-        "min_instances to 1, or use kind: inference-components with managed_instances.min_instances: 0"),
+        f"{EP}.scaling.min_instances: got 0; allowed: 1 or more on a real-time variant endpoint: an endpoint "
+        "scales to zero instances only when it hosts inference components "
+        "(https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html) or serves "
+        "asynchronously; fix: raise min_instances to 1, add an asynchronous block, or use kind: inference-components "
+        "with managed_instances.min_instances: 0"),
     "a component at zero copies in production": (
         _both(_component("bert", "scaling.min_copies", 0), _set(f"{EP}.initial_instances", 2),
               _set(f"{EP}.managed_instances", {"min_instances": 2, "max_instances": 2}),

@@ -71,10 +71,10 @@ CASES = {
                                "types; fix: remove scaling or use a non-burstable type such as ml.c5.xlarge"),
     "zero_instances_need_components": (
         lambda: rules.zero_instances_need_components(1), lambda: rules.zero_instances_need_components(0),
-        "scaling.min_instances: got 0; allowed: 1 or more on a variant endpoint: an endpoint scales to zero instances "
-        "only when it hosts inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
-        "endpoint-auto-scaling-zero-instances.html); fix: raise min_instances to 1, or use kind: "
-        "inference-components with managed_instances.min_instances: 0"),
+        "scaling.min_instances: got 0; allowed: 1 or more on a real-time variant endpoint: an endpoint scales to "
+        "zero instances only when it hosts inference components (https://docs.aws.amazon.com/sagemaker/latest/dg/"
+        "endpoint-auto-scaling-zero-instances.html) or serves asynchronously; fix: raise min_instances to 1, add an "
+        "asynchronous block, or use kind: inference-components with managed_instances.min_instances: 0"),
     "initial_within_bounds": (lambda: rules.initial_within_bounds(2, 1, 4), lambda: rules.initial_within_bounds(5, 1, 4),
                               "initial_instances: got 5; allowed: an integer within "
                               "scaling.min_instances..scaling.max_instances (1..4); fix: move initial_instances into "
