@@ -32,7 +32,8 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, Spec, load_spec  # noqa: E402
 from deployment_spec.errors import ProblemsError  # noqa: E402
-from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, Measurement, load_capacity  # noqa: E402
+from deployment_spec.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
+                                      load_drains)
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
@@ -67,12 +68,14 @@ def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
 
 
 def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
-              capacity: dict[str, Measurement] | None = None, app: cdk.App | None = None,
+              capacity: dict[str, Measurement] | None = None, drains: dict[str, Drain] | None = None,
+              app: cdk.App | None = None,
               endpoints: list[str] | None = None, spec_file: str | None = None,
               pipeline_only: bool = False, pool_manifests: dict[pathlib.Path, Manifest] | None = None) -> cdk.App:
     """Adds one stage per environment and the checks (cdk-nag, Control Tower, Security Hub) to ``app``.
 
-    ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
+    ``capacity`` and ``drains``: capacity.json's load and drain measurements, for the scaling targets a spec
+    leaves out. ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
     ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
     relative to this checkout). ``pipeline_only``: only the pipeline stack, without stages, for its first
     deploy from a machine that cannot build every model; its first run's self-mutation adds the stages.
@@ -83,7 +86,7 @@ def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
     def make_stage(scope: Construct, name: str) -> TritonStage:
         stage = TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
                             manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
-                            endpoints=endpoints, pool_manifests=pool_manifests)
+                            drains=drains or {}, endpoints=endpoints, pool_manifests=pool_manifests)
         # AWS Control Tower's proactive controls as cfn-guard rules (what a landing zone's hooks refuse at deploy),
         # on what a stage deploys into the workload accounts; the delivery pipeline's own stack (CDK Pipelines'
         # generated resources, in the tooling account) is not checked against them.
@@ -128,7 +131,8 @@ def main() -> int:
         manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
         pools = {pathlib.Path(p.strip()): load_manifest(pathlib.Path(p.strip()))
                  for p in str(app.node.try_get_context("pool_manifests") or "").split(",") if p.strip()}
-        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path), app=app, endpoints=endpoints,
+        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path),
+                  drains=load_drains(capacity_path), app=app, endpoints=endpoints,
                   pipeline_only=pipeline_only, pool_manifests=pools)
     # ProblemsError: the spec's (SpecError) and the constructs' props (PropsError, e.g. a stale build).
     except (ProblemsError, ManifestError, CapacityError, SynthError) as exc:

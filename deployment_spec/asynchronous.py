@@ -25,6 +25,9 @@ MAX_INPUT_SIZE_FROM_RELEASE = "26.03"
 MAX_PAYLOAD_MB = 1024  # InvokeEndpointAsync's input: up to 1 GB (developer guide, "Asynchronous inference")
 DEFAULT_REQUEST_TTL_S = 21600  # InvokeEndpointAsync RequestTTLSeconds default (SageMaker Runtime model)
 DEFAULT_INVOCATION_TIMEOUT_S = 900  # InvokeEndpointAsync InvocationTimeoutSeconds default
+# Queued requests per instance when neither the spec nor a measurement says: the developer guide's autoscaling
+# example's target ("Autoscale an asynchronous endpoint", TargetValue 5.0).
+DEFAULT_BACKLOG_PER_INSTANCE = 5.0
 
 _S3_PATH = r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?"
 _TOPIC_ARN = r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?"
@@ -41,7 +44,9 @@ class Asynchronous(Validated):
     ``max_processing_s``: the longest one request may take in the container: the default
     ``InvocationTimeoutSeconds`` of the local queue, and the processing-time alarm's threshold.
     ``request_ttl_s``: how long a request may wait, queue included (the local default; SageMaker's is 21600).
-    ``backlog_per_instance``: the scaling target on ``ApproximateBacklogSizePerInstance``.
+    ``backlog_per_instance``: the scaling target on ``ApproximateBacklogSizePerInstance``. Left out: derived from
+    the drain rate ``tritonsm bench drain --record`` measured (``deployment_spec.capacity.backlog_target``), else
+    ``DEFAULT_BACKLOG_PER_INSTANCE``.
     ``oldest_request_age_s``: the latency SLA: an alarm when the oldest queued request is older.
     ``output_path`` / ``failure_path``: ``s3://`` locations of your own; default: the stage's encrypted bucket,
     ``async/<endpoint>/output/`` and ``async/<endpoint>/failure/``.
@@ -55,7 +60,7 @@ class Asynchronous(Validated):
                                             metadata=meta(minimum=1, maximum=MAX_PAYLOAD_MB))
     max_processing_s: int = dataclasses.field(default=DEFAULT_INVOCATION_TIMEOUT_S, metadata=meta(minimum=1, maximum=3600))
     request_ttl_s: int = dataclasses.field(default=DEFAULT_REQUEST_TTL_S, metadata=meta(minimum=60, maximum=21600))
-    backlog_per_instance: float = dataclasses.field(default=5.0, metadata=meta(minimum=0.1))
+    backlog_per_instance: Optional[float] = dataclasses.field(default=None, metadata=meta(minimum=0.1))
     oldest_request_age_s: int = dataclasses.field(default=1800, metadata=meta(minimum=60, maximum=21600))
     output_path: Optional[str] = dataclasses.field(default=None, metadata=meta(
         pattern=_S3_PATH, pattern_help="an s3:// location such as s3://my-bucket/async/output",
@@ -70,6 +75,11 @@ class Asynchronous(Validated):
         pattern=_TOPIC_ARN, pattern_help="an SNS topic ARN such as arn:aws:sns:eu-west-1:123456789012:failed",
         pattern_fix="copy the topic's ARN from the SNS console or `aws sns list-topics`"))
     include_response_in_notifications: bool = False
+
+    @property
+    def backlog_target(self) -> float:
+        """The backlog-per-instance target: as set, else the default (the CDK app puts a measured one in first)."""
+        return self.backlog_per_instance if self.backlog_per_instance is not None else DEFAULT_BACKLOG_PER_INSTANCE
 
     @property
     def max_payload_bytes(self) -> int:

@@ -6,13 +6,16 @@ SageMakerVariantInvocationsPerInstance target from it when the spec gives neithe
 ``scaling.invocations_target`` nor ``scaling.max_rps_per_instance``, and with
 ``scaling.load_metric: concurrency`` the high-resolution concurrency target when the spec gives
 no ``scaling.concurrent_requests_per_model``.
+
+An asynchronous endpoint's measurement is its drain rate (`tritonsm bench drain --record`, the file's ``drain``
+section): the backlog-per-instance target follows from it and the latency SLA (``backlog_target``).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import pathlib
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from deployment_spec.endpoint import EndpointSpec
 
@@ -37,6 +40,17 @@ class Measurement:
 
 
 @dataclasses.dataclass(frozen=True)
+class Drain:
+    """How fast one instance empties a full queue (``tritonsm bench drain``)."""
+
+    drain_rps_per_instance: float  # answers written per second while requests waited
+    concurrency: int               # MaxConcurrentInvocationsPerInstance it ran with
+    requests: int                  # queued at once
+    measured_on: str
+    command: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Target:
     value: float
     source: str               # "spec: invocations_target", "spec: max_rps_per_instance", "capacity.json: ..."
@@ -47,32 +61,59 @@ class Target:
         return self.source.startswith("capacity.json")
 
 
-def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Measurement]:
-    """Endpoint name -> measurement; an absent file means no measurements."""
-    path = pathlib.Path(path)
+def _read(path: pathlib.Path) -> dict[str, Any]:
+    """The file's JSON object (schema checked); an absent file is an empty one."""
     if not path.exists():
-        return {}
+        return {"schema": SCHEMA_VERSION, "endpoints": {}}
     try:
         raw = json.loads(path.read_text())
-        if not isinstance(raw, dict):
-            raise TypeError("a JSON object is expected")
-        if raw.get("schema") != SCHEMA_VERSION:
-            raise CapacityError(f"{path}: schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
-                                "rerun `tritonsm bench load --record`")
-        return {name: Measurement(**body) for name, body in raw["endpoints"].items()}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CapacityError(f"{path}: malformed capacity file ({exc}); rerun `tritonsm bench load --record` "
+                            "or delete the file") from None
+    if not isinstance(raw, dict):
+        raise CapacityError(f"{path}: malformed capacity file (a JSON object is expected); rerun `tritonsm bench "
+                            "load --record` or delete the file")
+    if raw.get("schema") != SCHEMA_VERSION:
+        raise CapacityError(f"{path}: schema {raw.get('schema')!r}, this tool reads {SCHEMA_VERSION}; "
+                            "rerun `tritonsm bench load --record`")
+    return raw
+
+
+def _section(path: pathlib.Path, key: str, cls: type) -> dict[str, Any]:
+    raw = _read(path)
+    try:
+        return {name: cls(**body) for name, body in raw.get(key, {}).items()}
+    except (TypeError, AttributeError) as exc:
         raise CapacityError(f"{path}: malformed capacity file ({exc}); rerun `tritonsm bench load --record` "
                             "or delete the file") from None
 
 
-def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
-    body = {"schema": SCHEMA_VERSION,
-            # An unmeasured concurrency is left out: a recommender import writes what it wrote before.
-            "endpoints": {k: {f: x for f, x in dataclasses.asdict(v).items() if x is not None}
-                          for k, v in sorted(measurements.items())}}
+def _write_section(path: pathlib.Path, key: str, values: Mapping[str, Any]) -> None:
+    """Replaces one section, keeping the other (a load test and a drain test of different endpoints)."""
+    raw = _read(path)
+    # An unmeasured field is left out: a recommender import writes what it wrote before.
+    raw[key] = {k: {f: x for f, x in dataclasses.asdict(v).items() if x is not None} for k, v in sorted(values.items())}
     tmp = pathlib.Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Measurement]:
+    """Endpoint name -> measurement; an absent file means no measurements."""
+    return _section(pathlib.Path(path), "endpoints", Measurement)
+
+
+def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
+    _write_section(pathlib.Path(path), "endpoints", measurements)
+
+
+def load_drains(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, "Drain"]:
+    """Endpoint name -> drain measurement of an asynchronous endpoint."""
+    return _section(pathlib.Path(path), "drain", Drain)
+
+
+def save_drains(drains: dict[str, "Drain"], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
+    _write_section(pathlib.Path(path), "drain", drains)
 
 
 def invocations_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Optional[Target]:
@@ -115,3 +156,25 @@ def load_target(endpoint: EndpointSpec, capacity: dict[str, Measurement]) -> Opt
     if sc is not None and sc.on_concurrency:
         return concurrency_target(endpoint, capacity)
     return invocations_target(endpoint, capacity)
+
+
+def backlog_target(endpoint: EndpointSpec, drains: dict[str, Drain]) -> Optional[Target]:
+    """An asynchronous endpoint's backlog-per-instance target: the spec's, else from the measured drain rate.
+
+    A request behind a backlog of B per instance waits about B / drain seconds, so B = drain rate x the latency
+    SLA (``asynchronous.oldest_request_age_s``) x the safety factor keeps the oldest request at that share of the
+    SLA while the scale-out comes.
+    """
+    settings = endpoint.asynchronous
+    if settings is None:
+        return None
+    if settings.backlog_per_instance is not None:
+        return Target(settings.backlog_per_instance, "spec: asynchronous.backlog_per_instance", "backlog")
+    m = drains.get(endpoint.name)
+    if m is None:
+        return None
+    safety = endpoint.scaling.safety_factor if endpoint.scaling else 0.5
+    value = max(0.1, round(m.drain_rps_per_instance * settings.oldest_request_age_s * safety, 1))
+    return Target(value, f"capacity.json: drain {m.drain_rps_per_instance:g} requests/s per instance at concurrency "
+                         f"{m.concurrency} measured on {m.measured_on} x SLA {settings.oldest_request_age_s} s x "
+                         f"{safety}", "backlog")

@@ -10,7 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.capacity import Measurement, load_target
+from deployment_spec.capacity import Drain, Measurement, backlog_target, load_target
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
@@ -33,6 +33,7 @@ class EndpointStack(cdk.Stack):
         manifest, manifest_path: The build manifest and where it was read from.
         storage: The environment's storage stack (model bucket and key).
         capacity: Measured capacity per endpoint, for the load target the spec leaves out.
+        drains: Measured drain rates, for the backlog target an asynchronous endpoint's spec leaves out.
         pool_manifests: Builds made on other GPUs, for the fallback pools the endpoint's own plans do not run on.
         **kwargs: ``cdk.Stack`` arguments.
     """
@@ -40,7 +41,7 @@ class EndpointStack(cdk.Stack):
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec,
                  endpoint: EndpointSpec, endpoint_name: str, manifest: Manifest, manifest_path: pathlib.Path,
                  storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None,
-                 pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None, **kwargs: Any) -> None:
+                 drains: Optional[Mapping[str, Drain]] = None, pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
         models = ModelRepositories.from_built(
@@ -68,7 +69,7 @@ class EndpointStack(cdk.Stack):
             log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
             download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint),
-            asynchronous=endpoint.asynchronous)
+            asynchronous=self._asynchronous(endpoint, drains or {}))
 
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]
@@ -79,6 +80,17 @@ class EndpointStack(cdk.Stack):
                             "response.json")
         if multi:
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
+
+    def _asynchronous(self, endpoint: EndpointSpec, drains: Mapping[str, Drain]) -> Any:
+        """The spec's asynchronous settings, with the backlog target the measured drain rate implies when the
+        spec gives none."""
+        target = backlog_target(endpoint, dict(drains))
+        if endpoint.asynchronous is None or target is None or not target.measured:
+            return endpoint.asynchronous
+        cdk.Annotations.of(self).add_warning_v2(
+            "tritonsm:backlogTargetFromCapacity",
+            f"backlog target {target.value:g} requests per instance comes from {target.source}")
+        return dataclasses.replace(endpoint.asynchronous, backlog_per_instance=target.value)
 
     def _scaling(self, endpoint: EndpointSpec, capacity: Mapping[str, Measurement]) -> Any:
         """The spec's scaling, with the load target capacity.json measured when the spec gives none (an

@@ -8,7 +8,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.capacity import Measurement
+from deployment_spec.capacity import Drain, Measurement
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
@@ -33,6 +33,7 @@ class TritonStage(cdk.Stage):
         manifest: The build manifest.
         manifest_path: Where it was read from (for messages).
         capacity: Measured capacity per endpoint (capacity.json). Defaults to none.
+        drains: Measured drain rates of asynchronous endpoints (capacity.json's ``drain``). Defaults to none.
         endpoints: Only these endpoints get a stack (``cdk synth -c endpoints=...``). Defaults to all.
         pool_manifests: Builds made on other GPUs, for fallback pools (``cdk synth -c pool_manifests=...``).
 
@@ -43,7 +44,7 @@ class TritonStage(cdk.Stage):
 
     def __init__(self, scope: Construct, id_: str, *, spec: Spec, environment: EnvironmentSpec, manifest: Manifest,
                  manifest_path: pathlib.Path, capacity: Optional[Mapping[str, Measurement]] = None,
-                 endpoints: Optional[Collection[str]] = None,
+                 drains: Optional[Mapping[str, Drain]] = None, endpoints: Optional[Collection[str]] = None,
                  pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None) -> None:
         super().__init__(scope, id_, env=cdk.Environment(account=environment.account, region=environment.region))
         prefix = f"{spec.project}-{environment.name}"
@@ -68,4 +69,4 @@ class TritonStage(cdk.Stage):
                 self, name, stack_name=endpoint_name, termination_protection=protect, spec=spec,
                 environment=environment, endpoint=endpoint, endpoint_name=endpoint_name, manifest=manifest,
                 manifest_path=manifest_path, storage=self.storage,
-                capacity=dict(capacity or {}), pool_manifests=dict(pool_manifests or {}))
+                capacity=dict(capacity or {}), drains=dict(drains or {}), pool_manifests=dict(pool_manifests or {}))

@@ -22,7 +22,7 @@ def queue_widgets(graph: Graph, metrics: EndpointMetrics, settings: Asynchronous
             queue("ApproximateBacklogSize", "Average", "backlog"),
             queue("ApproximateBacklogSizePerInstance", "Average", "per instance"),
             queue("HasBacklogWithoutCapacity", "Maximum", "backlog and no instance (1)")],
-            (settings.backlog_per_instance, "scaling target per instance")),
+            (settings.backlog_target, "scaling target per instance")),
         graph("Queue: age of the oldest request (s)", [
             queue("ApproximateAgeOfOldestRequest", "Maximum", "oldest request")],
             (settings.oldest_request_age_s, "latency SLA")),

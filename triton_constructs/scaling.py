@@ -85,7 +85,7 @@ class VariantScaling(Construct):
             policies.append(track("Invocations", invocations,
                                   predefined=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE))
         if asynchronous is not None:
-            policies.append(track("Backlog", asynchronous.backlog_per_instance, custom=backlog_metric(endpoint.metrics)))
+            policies.append(track("Backlog", asynchronous.backlog_target, custom=backlog_metric(endpoint.metrics)))
         self.gpu_target: Optional[float] = None
         if itype.is_gpu and (asynchronous is None or scaling.gpu_utilization_target is not None):
             self.gpu_target = (scaling.gpu_utilization_target or DEFAULT_GPU_TARGET) * itype.gpu_count

@@ -4,17 +4,23 @@ its exact message. (The example spec examples/image-async-sme.yaml runs through 
 Control Tower, Security Hub and the API-model check with every other example: tests/infra/test_cdk_app.py.)"""
 from __future__ import annotations
 
+import pathlib
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam, aws_lambda as lambda_
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from synth_helpers import resource_id, statements
+import yaml
+
+from deployment_spec.capacity import Drain
+from synth_helpers import resource_id, statements, synth_spec
 from user_app import user_stack
 from triton_constructs import (Asynchronous, DataCapture, LoadMetric, ModelArchive, ModelRepositories, PropsError,
                                Scaling, TritonSageMakerEndpoint)
 
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "image-async-sme.yaml"
 ARCHIVE = "s3://my-models/photos/photos-0123456789ab.tar.gz"
 NAME = "photos-async"
 
@@ -246,3 +252,23 @@ def test_grant_invoke_async_on_a_real_time_endpoint_says_what_to_use():
         "TritonSageMakerEndpoint UserApp/Photos: grant_invoke_async: 1 problem\n"
         "  - asynchronous: got nothing (a real-time endpoint); allowed: an asynchronous endpoint; fix: use "
         "grant_invoke for a real-time endpoint, or set asynchronous=Asynchronous(...)")
+
+
+def test_the_app_takes_the_backlog_target_from_the_recorded_drain_rate(tmp_path):
+    # The example sets backlog_per_instance; without it a recorded drain rate decides, and synth says where the
+    # number came from.
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    del raw["endpoints"]["photos"]["asynchronous"]["backlog_per_instance"]
+    spec_path = tmp_path / "async.yaml"
+    spec_path.write_text(yaml.safe_dump(raw))
+    drain = Drain(drain_rps_per_instance=0.5, concurrency=4, requests=100, measured_on="ml.g5.xlarge",
+                  command="tritonsm bench drain --endpoint photos --record")
+    synth = synth_spec(spec_path, tmp_path, drains={"photos": drain})
+    template = synth.template("dev", "photos")
+    # 0.5 answers/s x the 900 s SLA x the safety factor 0.5
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
+        "TargetTrackingScalingPolicyConfiguration": Match.object_like({"TargetValue": 225})})
+    warnings = Annotations.from_stack(synth.stack("dev", "photos")).find_warning(
+        "*", Match.string_like_regexp("backlog target 225 requests per instance comes from capacity.json: drain 0.5 "
+                                      "requests/s per instance at concurrency 4 measured on ml.g5.xlarge"))
+    assert len(warnings) == 1

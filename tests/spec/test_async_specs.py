@@ -10,6 +10,9 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError, load_spec
+from deployment_spec.asynchronous import DEFAULT_BACKLOG_PER_INSTANCE
+from deployment_spec.capacity import (Drain, Measurement, backlog_target, load_capacity, load_drains, save_capacity,
+                                      save_drains)
 from deployment_spec.spec import parse_spec
 from spec_mutations import all_of, set_path
 
@@ -78,3 +81,42 @@ def test_the_example_loads_with_zero_instances_allowed_and_the_input_size_argume
     assert endpoint.scaling is not None and endpoint.scaling.min_instances == 0
     assert endpoint.triton_args == ("--http-max-input-size=209715200",)
     assert endpoint.asynchronous is not None and endpoint.asynchronous.request_ttl_s == 21600  # SageMaker's default
+
+
+# --- the backlog target: the spec's, else from the drain rate tritonsm bench drain recorded -----------------
+
+def _endpoint(**asynchronous):
+    raw = copy.deepcopy(BASE)
+    raw["endpoints"]["photos"]["asynchronous"] = {"oldest_request_age_s": 600, **asynchronous}
+    return parse_spec(raw, pathlib.Path("spec.yaml")).environments["dev"].endpoints["photos"]
+
+
+DRAIN = Drain(drain_rps_per_instance=2.5, concurrency=4, requests=200, measured_on="local CPU (2 cores)",
+              command="tritonsm bench drain --endpoint photos --record")
+
+
+def test_a_measured_drain_rate_sets_the_backlog_target_the_spec_leaves_out(tmp_path):
+    path = tmp_path / "capacity.json"
+    save_drains({"photos": DRAIN}, path)
+    target = backlog_target(_endpoint(), load_drains(path))
+    # 2.5 answers/s x the 600 s SLA x the default safety factor 0.5: a request behind it waits ~300 s.
+    assert (target.value, target.metric, target.measured) == (750.0, "backlog", True)
+    assert target.source == ("capacity.json: drain 2.5 requests/s per instance at concurrency 4 measured on "
+                             "local CPU (2 cores) x SLA 600 s x 0.5")
+
+
+def test_the_spec_s_backlog_target_wins_and_nothing_known_leaves_the_default():
+    assert backlog_target(_endpoint(backlog_per_instance=12), {"photos": DRAIN}).source == (
+        "spec: asynchronous.backlog_per_instance")
+    endpoint = _endpoint()
+    assert backlog_target(endpoint, {}) is None
+    assert endpoint.asynchronous.backlog_target == DEFAULT_BACKLOG_PER_INSTANCE == 5.0
+
+
+def test_drain_and_load_measurements_share_the_file_without_erasing_each_other(tmp_path):
+    path = tmp_path / "capacity.json"
+    load = Measurement(max_rps_per_instance=40, latency_sla_ms=200, p99_ms=150, measured_on="ml.g5.xlarge",
+                       command="tritonsm bench load --record classifier")
+    save_drains({"photos": DRAIN}, path)
+    save_capacity({"classifier": load}, path)
+    assert (load_drains(path), load_capacity(path)) == ({"photos": DRAIN}, {"classifier": load})
