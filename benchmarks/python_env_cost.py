@@ -90,9 +90,9 @@ def _timed(command: list[str], env: dict) -> dict:
 def _first_request(root: pathlib.Path, cache: pathlib.Path) -> dict:
     os.environ["TRITONSM_CACHE_DIR"] = str(cache)
     from deployment_spec.served import resolve_endpoint
-    from local_endpoint.invoke import invoke_url
-    from local_endpoint.multi_model import MultiModelEndpoint
-    from local_endpoint.payload import NamedTensor, encode_request
+    from local_endpoint.client.invoke import invoke_url
+    from local_endpoint.client.payload import NamedTensor, encode_request
+    from local_endpoint.endpoints.multi_model import MultiModelEndpoint
     import numpy as np
 
     local = resolve_endpoint(SPEC, "t5-mme", None, root / "assets" / "manifest.json")

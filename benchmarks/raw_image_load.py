@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from local_endpoint import encode_request  # noqa: E402
-from local_endpoint.payload import NamedTensor  # noqa: E402
+from local_endpoint.client.payload import NamedTensor  # noqa: E402
 from tritonsm.benchmarking import paired_endpoints, raw_input_load  # noqa: E402
 from tritonsm.benchmarking.load_phases import PhasePlan  # noqa: E402
 

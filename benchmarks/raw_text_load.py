@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from local_endpoint import SingleModelEndpoint, encode_request  # noqa: E402
-from local_endpoint.payload import NamedTensor  # noqa: E402
+from local_endpoint.client.payload import NamedTensor  # noqa: E402
 from model_build.recipes import minilm, sentences  # noqa: E402
 from tritonsm.benchmarking import paired_endpoints, raw_input_load  # noqa: E402
 from tritonsm.benchmarking.load_compare import SERVER_ENV  # noqa: E402

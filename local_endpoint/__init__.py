@@ -5,7 +5,7 @@ Public API (plain parameters, no spec objects, so any front end can wire it):
 - `SingleModelEndpoint(tarball, default_model=, env=, port=, log_file=, startup_timeout=, cpu_stand_in=)`
 - `MultiModelEndpoint(tarballs, env=, port=, capacity=, log_file=, startup_timeout=, cpu_stand_in=)`
   (`cpu_stand_in`: onnxruntime/pytorch models run as labelled Python-backend
-  stand-ins on the CPU, see `local_endpoint.cpu_stand_in`)
+  stand-ins on the CPU, see `local_endpoint.stand_in.cpu_stand_in`)
 - `encode_request(tensors, binary=)`, `read_input_file(path, input_name)`,
   `tokenize_text(text, tokenizer_dir, ...)`, `text_tensor(text, input_name)`
 - `LocalRuntime([NamedEndpoint(name, kind, endpoint)], port=)`: endpoints behind the SageMaker Runtime API
@@ -18,6 +18,11 @@ Public API (plain parameters, no spec objects, so any front end can wire it):
 Heavy modules (transformers, boto3, grpc protobufs) load only when used.
 """
 
+from local_endpoint.client.invoke import invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.client.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
+from local_endpoint.client.request_inputs import read_input_file, text_tensor, tokenize_text
+from local_endpoint.endpoints.multi_model import MultiModelEndpoint
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.errors import (
     EnvironmentVariableError,
     InvokeError,
@@ -28,12 +33,7 @@ from local_endpoint.errors import (
     TarballError,
     UnsupportedBackendError,
 )
-from local_endpoint.invoke import invoke_sagemaker_endpoint, invoke_url
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
-from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
-from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
 
 __all__ = [
     "DecodedResponse",

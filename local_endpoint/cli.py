@@ -13,21 +13,20 @@ import pathlib
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from deployment_spec.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
-from local_endpoint.components import ComponentsEndpoint
-from local_endpoint.errors import LocalEndpointError
-from local_endpoint.local_runtime import DEFAULT_VARIANT, NamedEndpoint
-from local_endpoint.errors import InvokeError
-from local_endpoint.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
-                                   split_local_url)
-from local_endpoint.multi_model import MultiModelEndpoint
-from local_endpoint.payload import encode_request
-from local_endpoint.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
-                                          text_tensor, tokenize_text)
-from local_endpoint.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
-from local_endpoint.runtime_routes import endpoint_in_path
-from local_endpoint.runtime_cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
-from local_endpoint.serve_flags import MME, SME
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
+                                          split_local_url)
+from local_endpoint.client.payload import encode_request
+from local_endpoint.client.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
+                                                  text_tensor, tokenize_text)
+from local_endpoint.client.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
+from local_endpoint.endpoints.components import ComponentsEndpoint
+from local_endpoint.endpoints.multi_model import MultiModelEndpoint
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
+from local_endpoint.errors import InvokeError, LocalEndpointError
+from local_endpoint.runtime.cli import DEFAULT_ENDPOINT_NAME, fail as _fail, serve_one
+from local_endpoint.runtime.local_runtime import DEFAULT_VARIANT, NamedEndpoint
+from local_endpoint.runtime.routes import endpoint_in_path
+from local_endpoint.server.serve_flags import MME, SME
 
 KIND_OF_MODE = {SME: EndpointKind.SINGLE_MODEL, MME: EndpointKind.MULTI_MODEL}
 

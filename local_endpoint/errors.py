@@ -19,7 +19,7 @@ class TarballError(LocalEndpointError):
 
 
 class NoSpaceError(LocalEndpointError):
-    """The disk filled up while a model was unpacked or prepared (local_endpoint.disk_space)."""
+    """The disk filled up while a model was unpacked or prepared (local_endpoint.server.disk_space)."""
 
 
 class EnvironmentVariableError(LocalEndpointError):

@@ -2,7 +2,7 @@
 "[Errno 28] No space left on device: <some file>" that reads like a broken file or a crashed server.
 
 Used where the project writes hundreds of MB: the build (exported models, archives) and the local endpoints
-(unpacked models, local_endpoint.disk_space); each caller names what it was doing and its own fix.
+(unpacked models, local_endpoint.server.disk_space); each caller names what it was doing and its own fix.
 """
 from __future__ import annotations
 

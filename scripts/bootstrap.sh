@@ -11,9 +11,9 @@ STAMP=$VENV/.bootstrap-stamp
 # nvidia-pytriton is installed without its dependencies: we only use the
 # tritonserver binary it ships, and its Python API's importlib_metadata>=7
 # requirement clashes with sagemaker-core's importlib-metadata<7 pin.
-# The pin lives in local_endpoint/triton_install.py (its error message names it to users of the wheel).
-PYTRITON=$(sed -n 's/^PYTRITON = "\(.*\)"$/\1/p' local_endpoint/triton_install.py)
-[[ -n $PYTRITON ]] || { echo "bootstrap: no PYTRITON pin in local_endpoint/triton_install.py" >&2; exit 1; }
+# The pin lives in local_endpoint/server/triton_install.py (its error message names it to users of the wheel).
+PYTRITON=$(sed -n 's/^PYTRITON = "\(.*\)"$/\1/p' local_endpoint/server/triton_install.py)
+[[ -n $PYTRITON ]] || { echo "bootstrap: no PYTRITON pin in local_endpoint/server/triton_install.py" >&2; exit 1; }
 
 want=$( { cat requirements.lock requirements-checkov.lock requirements-models.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh; echo "$PYTRITON"; } \
   | sha256sum | cut -d' ' -f1)

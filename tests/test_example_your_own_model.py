@@ -46,7 +46,7 @@ def _argv(command: str, port: int) -> list[str]:
 
 @pytest.mark.triton
 def test_the_walkthrough_runs_as_written(tmp_path):
-    from local_endpoint.ports import free_port
+    from local_endpoint.server.ports import free_port
 
     shutil.copytree(EXAMPLE, tmp_path / "examples" / "your-own-model",
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -120,7 +120,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:
-    """Each component as the container serves a single-model endpoint, behind one port (local_endpoint.components)."""
+    """Each component as the container serves a single-model endpoint, behind one port
+    (local_endpoint.endpoints.components)."""
     chosen = list(local.components)
     if args.component:
         by_model = {c.model: c for c in local.components}
@@ -143,8 +144,8 @@ def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int
     from local_endpoint.cli import KIND_OF_MODE, announce
     from local_endpoint.errors import LocalEndpointError
     from local_endpoint.image.endpoints import for_spec_endpoint
-    from local_endpoint.local_runtime import NamedEndpoint
-    from local_endpoint.runtime_cli import serve_one
+    from local_endpoint.runtime.cli import serve_one
+    from local_endpoint.runtime.local_runtime import NamedEndpoint
     try:
         endpoint = for_spec_endpoint(local, args.image, region=args.region, capacity=args.mme_capacity,
                                      log_file=args.log_file, startup_timeout=args.startup_timeout)

@@ -16,10 +16,10 @@ from tritonsm.serve_names import check_image_flags, deployed_name, runtime_name
 
 def run_serve_all(args: argparse.Namespace) -> int:
     _check_flags(args)
+    from local_endpoint.endpoints.spec_servers import describe, kind_of, local_server
     from local_endpoint.errors import LocalEndpointError
-    from local_endpoint.local_runtime import Endpoint, NamedEndpoint
-    from local_endpoint.runtime_cli import serve_all
-    from local_endpoint.spec_servers import describe, kind_of, local_server
+    from local_endpoint.runtime.cli import serve_all
+    from local_endpoint.runtime.local_runtime import Endpoint, NamedEndpoint
 
     named, skipped = [], {}
     for name in load_spec(args.spec).endpoints:

@@ -119,7 +119,7 @@ def _target(args, spec, env_name: str, endpoint, client):
         yield smoke.DeployedClient(name, client=client, endpoint_url=url), f"{name} at {url}"
     elif args.image:
         from local_endpoint.image.endpoints import for_spec_endpoint
-        from local_endpoint.stop_signals import interrupting
+        from local_endpoint.server.stop_signals import interrupting
         local = resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest)
         if local.components:
             # Skipped, not failed: the deployed smoke test then checks its answers against the manifest only.
@@ -132,8 +132,8 @@ def _target(args, spec, env_name: str, endpoint, client):
                 yield smoke.DeployedClient(name, endpoint_url=runtime.url), \
                     f"{server.image.uri} in container {server.container_name}"
     else:
+        from local_endpoint.endpoints.spec_servers import local_server
         from local_endpoint.errors import UnsupportedBackendError
-        from local_endpoint.spec_servers import local_server
         local = resolve_endpoint(args.spec, endpoint.name, args.environment, args.manifest)
         runtime = _runtime(name, local, local_server(local, cpu_stand_in=True))
         try:
@@ -151,7 +151,7 @@ def _target(args, spec, env_name: str, endpoint, client):
 def _runtime(name: str, local, server):
     """``server`` behind the local SageMaker Runtime, under its deployed name: smoke calls it as it calls the
     deployed endpoint."""
-    from local_endpoint.local_runtime import NamedEndpoint, LocalRuntime
-    from local_endpoint.spec_servers import kind_of
+    from local_endpoint.endpoints.spec_servers import kind_of
+    from local_endpoint.runtime.local_runtime import NamedEndpoint, LocalRuntime
     variant = local.endpoint.variant_name if local.endpoint else "AllTraffic"
     return LocalRuntime([NamedEndpoint(name, kind_of(local), server, variant)])

@@ -13,7 +13,7 @@ import subprocess
 
 from local_endpoint.errors import ServerStartError
 from local_endpoint.image import docker_argv
-from local_endpoint.server_process import TritonProcess, start_logged
+from local_endpoint.server.server_process import TritonProcess, start_logged
 
 # Text docker prints when the host cannot give a container GPUs, and what to do about it.
 NO_GPU_RUNTIME = ("could not select device driver", "nvidia-container-cli", "unknown or invalid runtime")

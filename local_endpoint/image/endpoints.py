@@ -21,16 +21,16 @@ import sys
 from typing import Callable, Optional
 
 from deployment_spec.served import LocalEndpoint
-from local_endpoint import archive, backends, disk_space, ports, work_dirs
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
+from local_endpoint.endpoints.mme_front_door import FrontDoor
+from local_endpoint.endpoints.model_cache import MultiModelCache
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, shared_memory
 from local_endpoint.image.container import Container
-from local_endpoint.launch import default_log_path
-from local_endpoint.lifecycle import LocalEndpointLifecycle
-from local_endpoint.mme_front_door import FrontDoor
-from local_endpoint.model_cache import MultiModelCache
-from local_endpoint.ports import free_port
-from local_endpoint.serve_flags import MME, SME, validate_environment
+from local_endpoint.server import archive, backends, disk_space, ports, work_dirs
+from local_endpoint.server.launch import default_log_path
+from local_endpoint.server.ports import free_port
+from local_endpoint.server.serve_flags import MME, SME, validate_environment
 
 
 def say(line: str) -> None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import pathlib
 from typing import Iterable
 
-from local_endpoint import backends
-from local_endpoint.serve_flags import DEFAULT_SHM_BYTE_SIZE, DEFAULT_SHM_GROWTH_BYTE_SIZE
+from local_endpoint.server import backends
+from local_endpoint.server.serve_flags import DEFAULT_SHM_BYTE_SIZE, DEFAULT_SHM_GROWTH_BYTE_SIZE
 
 MIB = 1 << 20
 DOCKER_DEFAULT_SHM = 64 * MIB

@@ -153,7 +153,7 @@ def test_rounds_merge_tritons_figures_by_medians_and_drop_them_when_a_round_lack
 
 
 def test_tritons_metrics_page_is_summed_over_versions_and_differenced():
-    from local_endpoint.triton_metrics import parse, since
+    from local_endpoint.server.triton_metrics import parse, since
 
     page = """# HELP nv_inference_request_success Number of successful inference requests
 nv_inference_request_success{model="bert",version="1"} 10

@@ -65,7 +65,7 @@ def _copy_checkout(into: pathlib.Path) -> None:
 @pytest.mark.triton
 @pytest.mark.slow
 def test_the_five_minute_path_runs_as_written(tmp_path):
-    from local_endpoint.ports import free_port
+    from local_endpoint.server.ports import free_port
 
     work = tmp_path / "checkout"
     _copy_checkout(work)

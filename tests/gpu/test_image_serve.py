@@ -15,9 +15,9 @@ import sys
 import numpy as np
 import pytest
 
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.ports import free_port
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.server.ports import free_port
 from tritonsm.cli import main as tritonsm_main
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "local_endpoint"))

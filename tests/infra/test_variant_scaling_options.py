@@ -80,7 +80,7 @@ def test_a_schedule_to_zero_instances_on_a_variant_is_refused(tmp_path):
     weekend = ScheduledScaling(name="weekend", schedule="cron(0 0 ? * SAT *)", min_instances=0)
     with pytest.raises(PropsError) as caught:
         _endpoint(tmp_path, Scaling(max_instances=4, schedules=(weekend,)))
-    assert "  - scaling.schedules[0].min_instances: got 0; allowed: 1 or more on a variant endpoint" in str(caught.value)
+    assert "  - scaling.schedules[0].min_instances: got 0; allowed: 1 or more on a real-time variant endpoint" in str(caught.value)
 
 
 def test_a_malformed_schedule_and_time_zone_are_refused():

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 
-from local_endpoint.payload import DecodedResponse, NamedTensor
-from local_endpoint.response_output import format_response
+from local_endpoint.client.payload import DecodedResponse, NamedTensor
+from local_endpoint.client.response_output import format_response
 
 
 def _bytes(rows):

@@ -17,7 +17,7 @@ import tempfile
 import pytest
 
 from local_endpoint.cli import serve_main
-from local_endpoint.model_cache import MultiModelCache
+from local_endpoint.endpoints.model_cache import MultiModelCache
 
 
 def expected(folder: pathlib.Path, doing: str) -> re.Pattern[str]:

@@ -6,8 +6,8 @@ import struct
 import threading
 import time
 
-from local_endpoint.mme_front_door import FrontDoor
-from local_endpoint.ports import free_port
+from local_endpoint.endpoints.mme_front_door import FrontDoor
+from local_endpoint.server.ports import free_port
 
 
 def handler_threads() -> set[threading.Thread]:

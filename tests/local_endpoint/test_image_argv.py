@@ -16,11 +16,11 @@ from botocore.stub import Stubber
 from deployment_spec import images as registry
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import Container
-from local_endpoint import archive
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, serve_script, shared_memory
 from local_endpoint.image.endpoints import container_name
-from local_endpoint.serve_flags import MME, SME, sagemaker_server_launch
+from local_endpoint.server import archive
+from local_endpoint.server.serve_flags import MME, SME, sagemaker_server_launch
 from tritonsm import serve as tritonsm_serve
 from image_fixtures import install_fake_docker
 

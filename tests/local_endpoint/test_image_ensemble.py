@@ -45,7 +45,7 @@ def runtime(built, module_tmp):
     from deployment_spec.endpoint import EndpointKind
     from deployment_spec.served import resolve_endpoint
     from local_endpoint import SingleModelEndpoint
-    from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
+    from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
 
     _, manifest = built
     local = resolve_endpoint(EXAMPLE, "image-ensemble", None, manifest)

@@ -20,9 +20,9 @@ import numpy as np
 import psutil
 import pytest
 
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.ports import free_port
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.server.ports import free_port
 from tritonsm.cli import main as tritonsm_main
 from image_fixtures import install_fake_docker, write_built_spec
 

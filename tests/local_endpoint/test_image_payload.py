@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from local_endpoint.cli import invoke_main
+from local_endpoint.client.request_inputs import image_bytes_tensor, image_tensor
 from local_endpoint.errors import InvokeError
-from local_endpoint.request_inputs import image_bytes_tensor, image_tensor
 from model_build.backends.dali.check_images import jpeg
 
 
@@ -47,9 +47,9 @@ def test_without_an_input_name_each_file_is_one_bytes_row_of_image(tmp_path: pat
 
 
 def test_a_dali_stand_in_for_a_release_without_a_dali_wheel_is_refused():
-    from local_endpoint.backends import ModelBackend
-    from local_endpoint.cpu_stand_in import prepare_runtime
     from local_endpoint.errors import LocalEndpointError
+    from local_endpoint.server.backends import ModelBackend
+    from local_endpoint.stand_in.cpu_stand_in import prepare_runtime
 
     with pytest.raises(LocalEndpointError) as caught:
         prepare_runtime("25.09", [ModelBackend("preprocess", "dali", ())])

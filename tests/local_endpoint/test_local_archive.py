@@ -9,9 +9,9 @@ import tarfile
 import pytest
 
 import triton_model_fixtures as models
-from local_endpoint import archive, backends
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.errors import TarballError, UnsupportedBackendError
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.server import archive, backends
 
 
 def test_sme_refuses_a_bare_config_pbtxt(tarballs: dict[str, pathlib.Path]) -> None:

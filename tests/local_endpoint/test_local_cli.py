@@ -13,12 +13,12 @@ import numpy as np
 import psutil
 import pytest
 
-from local_endpoint import work_dirs
+from local_endpoint.server import work_dirs
 from deployment_spec.endpoint import EndpointKind
 from local_endpoint.cli import invoke_main, serve_main
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.ports import free_port
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
+from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.server.ports import free_port
 from tritonsm.cli import main as tritonsm_main
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]

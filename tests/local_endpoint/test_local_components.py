@@ -21,11 +21,11 @@ from tritonsm.benchmarking import smoke
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from deployment_spec.served import LocalComponent
-from local_endpoint.components import ComponentsEndpoint
+from local_endpoint.client.http_call import call
+from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.errors import InvokeError
-from local_endpoint.http_call import call
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
 
 INPUT = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -11,11 +11,11 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
 import triton_model_fixtures as models
-from local_endpoint.cpu_stand_in import MODEL_CODE, replace_model_directory
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.errors import LocalEndpointError, TarballError, UnsupportedBackendError
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.stand_in.cpu_stand_in import MODEL_CODE, replace_model_directory
 
 # Everything an onnxruntime config may carry that the stand-in must keep.
 ONNX_CONFIG = """\

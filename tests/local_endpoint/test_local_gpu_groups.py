@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import triton_model_fixtures as models
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.errors import UnsupportedBackendError
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.single_model import SingleModelEndpoint
 
 pytestmark = pytest.mark.skipif(
     __import__("shutil").which("nvidia-smi") is not None, reason="this machine has a GPU: KIND_GPU loads as is")

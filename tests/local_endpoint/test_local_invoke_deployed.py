@@ -11,9 +11,9 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from local_endpoint.client.invoke import invoke_sagemaker_endpoint
+from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.errors import InvokeError
-from local_endpoint.invoke import invoke_sagemaker_endpoint
-from local_endpoint.payload import NamedTensor, encode_request
 
 REQUEST = encode_request([NamedTensor("INPUT", "FP32", np.array([[1.0, 2.0]], dtype=np.float32))], binary=True)
 

@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
+from local_endpoint.client.http_call import call
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.multi_model import MultiModelEndpoint
 from local_endpoint.errors import InvokeError, ServerCrashedError, UnsupportedBackendError
-from local_endpoint.http_call import call
-from local_endpoint.invoke import invoke_url
-from local_endpoint.multi_model import MultiModelEndpoint
-from local_endpoint.payload import NamedTensor, encode_request
 
 pytestmark = pytest.mark.triton
 

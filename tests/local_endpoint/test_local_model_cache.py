@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from local_endpoint.model_cache import MultiModelCache
+from local_endpoint.endpoints.model_cache import MultiModelCache
 
 
 class FakeTriton(ThreadingHTTPServer):

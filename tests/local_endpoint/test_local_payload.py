@@ -8,10 +8,10 @@ import pathlib
 import numpy as np
 import pytest
 
+from local_endpoint.client.payload import NamedTensor, decode_response, encode_request
+from local_endpoint.client.request_inputs import read_input_file, text_tensor, tokenize_text
+from local_endpoint.client.response_output import format_response, save_response
 from local_endpoint.errors import InvokeError
-from local_endpoint.payload import NamedTensor, decode_response, encode_request
-from local_endpoint.request_inputs import read_input_file, text_tensor, tokenize_text
-from local_endpoint.response_output import format_response, save_response
 
 A = NamedTensor("A", "FP32", np.array([[1.0, 2.0]], dtype=np.float32))
 

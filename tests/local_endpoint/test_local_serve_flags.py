@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from local_endpoint.errors import EnvironmentVariableError
-from local_endpoint.serve_flags import (
+from local_endpoint.server.serve_flags import (
     MME,
     SME,
     effective_ping_mode,

@@ -13,11 +13,11 @@ import psutil
 import pytest
 
 import triton_model_fixtures as models
+from local_endpoint.client.http_call import call
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.errors import InvokeError, PortInUseError, ServerCrashedError, ServerStartError
-from local_endpoint.http_call import call
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.single_model import SingleModelEndpoint
 
 pytestmark = pytest.mark.triton
 
@@ -154,7 +154,7 @@ def triton_children() -> set[int]:
 def test_tritons_metrics_count_the_requests_sent(tarballs: dict[str, pathlib.Path]) -> None:
     # The spec's default container environment turns the metrics on (port 23000 on SageMaker); locally each
     # server gets a free port, and the counters match what was sent.
-    from local_endpoint.triton_metrics import explain, scrape, since
+    from local_endpoint.server.triton_metrics import explain, scrape, since
 
     env = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true", "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
     with SingleModelEndpoint(tarballs["add"], env=env) as endpoint:

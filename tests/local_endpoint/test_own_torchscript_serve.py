@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from deployment_spec.manifest import load_manifest
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from tritonsm.cli import main as tritonsm_main
 
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from deployment_spec.manifest import load_manifest
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from tritonsm.cli import main as tritonsm_main
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from deployment_spec import load_spec
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.errors import InvokeError
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
 from model_build.backends.ensemble import audio_check, audio_samples, task_check, task_reference
 from model_build.errors import BuildError

@@ -17,8 +17,8 @@ import pytest
 from deployment_spec import load_spec
 from deployment_spec.dali import SizeRule
 from deployment_spec.serving_runtimes import DALI_RELEASES
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
 from model_build import layout
 from model_build.dali_pipeline import run as dali_build
 from model_build.dali_pipeline.worker import pad

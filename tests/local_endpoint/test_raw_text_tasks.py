@@ -16,9 +16,9 @@ import pytest
 
 from deployment_spec import load_spec
 from deployment_spec.tasks import TaskKind
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.errors import InvokeError
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
 from model_build import layout
 from tritonsm.benchmarking import text_checkpoints
 from model_build.backends.ensemble import task_check, task_reference

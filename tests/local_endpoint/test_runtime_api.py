@@ -17,12 +17,12 @@ from botocore.config import Config
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.served import LocalComponent
-from local_endpoint.components import ComponentsEndpoint
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
-from local_endpoint.ports import free_port
-from local_endpoint.runtime_routes import RuntimeTarget, invoke
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.endpoints.components import ComponentsEndpoint
+from local_endpoint.endpoints.multi_model import MultiModelEndpoint
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
+from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.runtime.routes import RuntimeTarget, invoke
+from local_endpoint.server.ports import free_port
 
 import triton_model_fixtures as models
 

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from deployment_spec.manifest import Manifest, load_manifest
-from local_endpoint.http_call import call
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import NamedTensor, encode_request
-from local_endpoint.ports import free_port
-from local_endpoint.single_model import SingleModelEndpoint
+from local_endpoint.client.http_call import call
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import NamedTensor, encode_request
+from local_endpoint.endpoints.single_model import SingleModelEndpoint
+from local_endpoint.server.ports import free_port
 from tritonsm.cli import main as tritonsm_main
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ METRICS_LINE = "Triton metrics (Prometheus): "
 @pytest.mark.triton
 def test_serve_prints_tritons_metrics_url_and_its_counters_follow_requests(text_sme: Served) -> None:
     # The spec's container turns Triton's metrics on (port 23000 on SageMaker); the local server gets a free port.
-    from local_endpoint.triton_metrics import scrape, since
+    from local_endpoint.server.triton_metrics import scrape, since
 
     [url] = [line[len(METRICS_LINE):] for line in text_sme.lines if line.startswith(METRICS_LINE)]
     assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics") and ":23000/" not in url

@@ -14,9 +14,9 @@ import textwrap
 import pytest
 
 from local_endpoint.errors import ServerStartError
-from local_endpoint.ports import free_port
-from local_endpoint.server_process import TritonProcess, accepts
-from local_endpoint.triton_install import TritonInstall
+from local_endpoint.server.ports import free_port
+from local_endpoint.server.server_process import TritonProcess, accepts
+from local_endpoint.server.triton_install import TritonInstall
 
 _STAND_IN = textwrap.dedent("""\
     import http.server, socket, sys, time

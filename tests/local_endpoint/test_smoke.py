@@ -18,7 +18,7 @@ from tritonsm.benchmarking import smoke
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from local_endpoint import SingleModelEndpoint
-from local_endpoint.payload import encode_request
+from local_endpoint.client.payload import encode_request
 
 FOUR = (TensorSpec("A", "TYPE_FP32", (4,)), TensorSpec("B", "TYPE_FP32", (4,)))
 

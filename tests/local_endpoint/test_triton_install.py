@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from local_endpoint import triton_install
 from local_endpoint.errors import LocalEndpointError
+from local_endpoint.server import triton_install
 
 
 def test_without_nvidia_pytriton_the_message_gives_the_pip_command_of_this_python(monkeypatch):

@@ -106,7 +106,7 @@ def test_the_stub_of_the_images_python_serves_the_model_in_its_shipped_environme
     if found is None:
         pytest.skip(f"needs a CPython 3.12 with a shared libpython, like the image's (tried: {tried})")
     tarball, entry = probe_tarball
-    from local_endpoint import archive
+    from local_endpoint.server import archive
     archive.extract_tarball(tarball, tmp_path / "repository")
     status, detail, facts = python_stub.check(tarball, tmp_path / "repository", case_for(entry, None),
                                               env={"SAGEMAKER_TRITON_LOG_VERBOSE": "false"}, python="3.12",

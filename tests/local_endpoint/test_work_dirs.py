@@ -9,7 +9,7 @@ import sys
 
 import psutil
 
-from local_endpoint import work_dirs
+from local_endpoint.server import work_dirs
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 

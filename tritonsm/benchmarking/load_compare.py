@@ -23,7 +23,7 @@ from tritonsm.benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, re
 from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase
 
 if TYPE_CHECKING:
-    from local_endpoint.triton_metrics import ModelCounters
+    from local_endpoint.server.triton_metrics import ModelCounters
 
 WARMUP_REQUESTS = 20
 # Quiet server log: verbose logging costs CPU that the model needs on a small machine. Triton's metrics on,
@@ -36,7 +36,8 @@ GAIN_CONCURRENCY = 16
 
 def compare(config_names: list[str], plan: PhasePlan, work: pathlib.Path, log: Callable[[str], None],
             binary: bool = True, repeats: int = 1) -> dict:
-    from local_endpoint import SingleModelEndpoint, encode_request, triton_metrics
+    from local_endpoint import SingleModelEndpoint, encode_request
+    from local_endpoint.server import triton_metrics
 
     request = encode_request([request_tensor()], binary=binary)
     started = time.monotonic()
@@ -122,7 +123,7 @@ def median_phase(runs: list[PhaseResult]) -> PhaseResult:
 
 def triton_figures(counters: dict[str, "ModelCounters"]) -> Optional[dict[str, float]]:
     """The load model's figures for one phase, from Triton's counters (None when it saw no request)."""
-    from local_endpoint import triton_metrics
+    from local_endpoint.server import triton_metrics
 
     model = counters.get(MODEL_NAME)
     return triton_metrics.figures(model) if model is not None else None
@@ -130,7 +131,7 @@ def triton_figures(counters: dict[str, "ModelCounters"]) -> Optional[dict[str, f
 
 def explain(figures: dict[str, float], concurrency: int) -> str:
     """What the figures mean for the configuration, in one sentence."""
-    from local_endpoint import triton_metrics
+    from local_endpoint.server import triton_metrics
 
     return f"at concurrency {concurrency}: {triton_metrics.meaning(figures)}"
 

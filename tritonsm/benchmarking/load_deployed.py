@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional
 from tritonsm.benchmarking.load_endpoint import EndpointLoad
 from tritonsm.benchmarking.load_phases import CallFailed, PhasePlan, best_within_threshold, phases_until_stop, run_users
 from tritonsm.benchmarking.smoke import DeployedClient, SmokeCase
+from local_endpoint.client.payload import encode_request
 from local_endpoint.errors import InvokeError
-from local_endpoint.payload import encode_request
 
 
 def measure(endpoint: str, endpoint_name: str, instance_type: str, instances: int, case: SmokeCase,

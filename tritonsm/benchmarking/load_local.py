@@ -43,7 +43,7 @@ from local_endpoint import (  # noqa: E402
     read_input_file,
     text_tensor,
 )
-from local_endpoint.request_inputs import image_tensor  # noqa: E402
+from local_endpoint.client.request_inputs import image_tensor  # noqa: E402
 from deployment_spec.dali import image_inputs  # noqa: E402
 from deployment_spec.errors import UserError  # noqa: E402
 from deployment_spec.served import resolve_endpoint  # noqa: E402

@@ -9,7 +9,7 @@ every time), the two taking turns in an order rotated each round, so load that l
 on both alike. Per concurrency: the median throughput and p99 of each side over the rounds, the candidate's
 throughput over the baseline's paired per round and over the quieter half of the rounds
 (``stats.paired_and_quieter``), the errors, and Triton's own counters per model (average batch formed, queue
-share, queue and compute ms per request: ``local_endpoint.triton_metrics``) of the median round's phase.
+share, queue and compute ms per request: ``local_endpoint.server.triton_metrics``) of the median round's phase.
 
 Used by benchmarks/raw_text_load.py (raw text vs token ids) and benchmarks/raw_image_load.py (JPEG bytes vs
 pixel_values).
@@ -27,7 +27,7 @@ from tritonsm.benchmarking.load_compare import SERVER_ENV
 from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, run_phase
 
 if TYPE_CHECKING:
-    from local_endpoint.payload import EncodedRequest
+    from local_endpoint.client.payload import EncodedRequest
 
     # One side: the model archive, the model /invocations serves, the request sent in every phase.
     Side = tuple[pathlib.Path, str, EncodedRequest]
@@ -44,7 +44,8 @@ def compare(sides: Mapping[str, Side], plan: PhasePlan, repeats: int, *, keys: t
     ``keys`` name the two sides in the summary (``<key>_rps``, ``<key>_p99_ms``, ``steps_<key>``); the result is
     ``{"per_concurrency": [...]}`` (``summarize``).
     """
-    from local_endpoint import SingleModelEndpoint, triton_metrics
+    from local_endpoint import SingleModelEndpoint
+    from local_endpoint.server import triton_metrics
 
     log = log or _print
     if len(sides) != 2 or len(keys) != 2:

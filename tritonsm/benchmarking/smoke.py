@@ -30,8 +30,8 @@ from deployment_spec.errors import UserError
 from deployment_spec.manifest import EndpointArtifacts, Manifest, TensorSpec
 from deployment_spec.model import ModelSpec
 from deployment_spec.tasks import AUDIO, IMAGE
+from local_endpoint.client.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
 from local_endpoint.errors import InvokeError
-from local_endpoint.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request
 
 SAMPLE_TEXT = "a fine film"   # BYTES inputs (text models that tokenize inside)
 SAMPLE_IMAGE = (640, 480)      # encoded-image inputs: a JPEG of this size
@@ -56,7 +56,7 @@ class LocalClient:
 
     def invoke(self, request: EncodedRequest, target_model: Optional[str],
                inference_component: Optional[str] = None) -> DecodedResponse:
-        from local_endpoint.invoke import invoke_url
+        from local_endpoint.client.invoke import invoke_url
         return invoke_url(self.url, request, target_model=target_model, inference_component=inference_component)
 
 
@@ -72,7 +72,7 @@ class DeployedClient:
 
     def invoke(self, request: EncodedRequest, target_model: Optional[str],
                inference_component: Optional[str] = None) -> DecodedResponse:
-        from local_endpoint.invoke import invoke_sagemaker_endpoint
+        from local_endpoint.client.invoke import invoke_sagemaker_endpoint
         return invoke_sagemaker_endpoint(self.endpoint_name, request, region=self.region,
                                          target_model=target_model, inference_component=inference_component,
                                          client=self.client, endpoint_url=self.endpoint_url)

@@ -14,7 +14,7 @@ import numpy as np
 from tritonsm.benchmarking.smoke import SmokeCase
 from deployment_spec.manifest import ModelEntry
 from deployment_spec.model import ModelSpec
-from local_endpoint.payload import NamedTensor
+from local_endpoint.client.payload import NamedTensor
 
 LARGER_BATCH = 4
 DEFAULT_TOLERANCE = 1e-3

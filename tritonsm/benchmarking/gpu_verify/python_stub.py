@@ -21,15 +21,15 @@ from tritonsm.benchmarking import smoke
 from tritonsm.benchmarking.gpu_verify import interpreters
 from tritonsm.benchmarking.gpu_verify.inputs import model_folder
 from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
-from local_endpoint import python_envs
+from local_endpoint.client.invoke import invoke_url
+from local_endpoint.client.payload import encode_request
 from local_endpoint.errors import InvokeError, LocalEndpointError, ServerStartError
-from local_endpoint.invoke import invoke_url
-from local_endpoint.payload import encode_request
-from local_endpoint.ports import free_port
-from local_endpoint.serve_flags import SME, sagemaker_server_launch
-from local_endpoint.server_process import TritonProcess
-from local_endpoint.triton_install import (StubPython, find_triton_install, prepare_backend_directory,
-                                           server_process_environment)
+from local_endpoint.server import python_envs
+from local_endpoint.server.ports import free_port
+from local_endpoint.server.serve_flags import SME, sagemaker_server_launch
+from local_endpoint.server.server_process import TritonProcess
+from local_endpoint.server.triton_install import (StubPython, find_triton_install, prepare_backend_directory,
+                                                  server_process_environment)
 
 UNPACKED = "python-env-verify"
 

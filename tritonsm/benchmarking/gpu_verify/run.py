@@ -25,7 +25,7 @@ from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, Check, Repo
 from deployment_spec import load_spec, serving_runtimes
 from deployment_spec.errors import UserError
 from deployment_spec.served import resolve_endpoint
-from local_endpoint import archive, backends, disk_space
+from local_endpoint.server import archive, backends, disk_space
 
 FILES = {"pytorch": "model.pt", "onnxruntime": "model.onnx", "tensorrt": "model.plan"}
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 from local_endpoint.errors import ServerCrashedError, ServerStartError
-from local_endpoint.triton_install import TritonInstall
+from local_endpoint.server.triton_install import TritonInstall
 
 LOG_TAIL_LINES = 30
 STOP_GRACE_SECONDS = 15.0
@@ -53,7 +53,8 @@ class TritonProcess:
 
     @property
     def metrics_url(self) -> str | None:
-        """Triton's Prometheus metrics (``local_endpoint.triton_metrics``), when the environment turns them on."""
+        """Triton's Prometheus metrics (``local_endpoint.server.triton_metrics``), when the environment turns
+        them on."""
         return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
 
     @property

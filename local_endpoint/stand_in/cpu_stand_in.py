@@ -32,9 +32,9 @@ import sys
 from typing import Callable
 
 from deployment_spec import serving_runtimes
-from local_endpoint.backends import ModelBackend
-from local_endpoint.stand_in_kinds import NO_STAND_IN, STAND_INS, StandInKind  # noqa: F401  (re-exported)
 from local_endpoint.errors import LocalEndpointError, TarballError
+from local_endpoint.server.backends import ModelBackend
+from local_endpoint.server.stand_in_kinds import NO_STAND_IN, STAND_INS, StandInKind  # noqa: F401  (re-exported)
 
 MODEL_CODE = pathlib.Path(__file__).resolve().parent / "stand_in_models" / "cpu_stand_in_model.py"
 # Config parameters the stand-in model reads; their names make the config self-describing.

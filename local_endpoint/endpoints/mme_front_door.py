@@ -15,15 +15,16 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from local_endpoint.http_call import HttpReply, call
-from local_endpoint.model_cache import JSON, TARGET_MODEL_HEADER, MultiModelCache, error_reply
+from local_endpoint.client.http_call import HttpReply, call
+from local_endpoint.client.invoke import TARGET_MODEL_HEADER
+from local_endpoint.endpoints.model_cache import JSON, MultiModelCache, error_reply
 
 
 class FrontDoor(ThreadingHTTPServer):
     """Threaded HTTP server bound to what it serves from; serves until `shutdown()`.
 
     ``cache`` is the MME model cache for ``FrontDoorHandler``; another handler class (the inference-component
-    router, ``local_endpoint.components``) reads its own object there.
+    router, ``local_endpoint.endpoints.components``) reads its own object there.
     """
 
     daemon_threads = True

@@ -15,14 +15,14 @@ import pathlib
 from typing import Protocol, Sequence
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from local_endpoint.client.http_call import HttpReply, call
+from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
+from local_endpoint.endpoints.mme_front_door import FrontDoor, FrontDoorHandler
+from local_endpoint.endpoints.model_cache import JSON, error_reply
+from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 from local_endpoint.errors import LocalEndpointError
-from local_endpoint.http_call import HttpReply, call
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER
-from local_endpoint.lifecycle import LocalEndpointLifecycle
-from local_endpoint.mme_front_door import FrontDoor, FrontDoorHandler
-from local_endpoint.model_cache import JSON, error_reply
-from local_endpoint import ports
-from local_endpoint.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
+from local_endpoint.server import ports
 
 
 class Component(Protocol):

@@ -12,10 +12,10 @@ import sys
 import threading
 from typing import Callable, Sequence
 
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import LocalEndpointError
-from local_endpoint.lifecycle import LocalEndpointLifecycle
-from local_endpoint.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.stop_signals import interrupt
+from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
+from local_endpoint.server.stop_signals import interrupt
 
 CRASH_POLL_SECONDS = 0.5
 DEFAULT_ENDPOINT_NAME = "tritonsm-local"

@@ -7,8 +7,8 @@ import pathlib
 
 import numpy as np
 
+from local_endpoint.client.payload import NamedTensor
 from local_endpoint.errors import InvokeError
-from local_endpoint.payload import NamedTensor
 
 # KServe v2 datatypes Triton accepts over HTTP (BF16 travels only as binary).
 DATATYPES = (

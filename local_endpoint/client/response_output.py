@@ -7,8 +7,8 @@ import pathlib
 
 import numpy as np
 
+from local_endpoint.client.payload import DecodedResponse
 from local_endpoint.errors import InvokeError
-from local_endpoint.payload import DecodedResponse
 
 OUTPUT_FILE_SUFFIXES = (".json", ".npz")
 

@@ -21,11 +21,11 @@ import uuid
 from typing import Callable, Mapping, Optional
 
 from deployment_spec.endpoint import EndpointKind
-from local_endpoint import runtime_errors
-from local_endpoint.http_call import call
-from local_endpoint.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE_COMPONENT
-from local_endpoint.model_cache import TARGET_MODEL_HEADER as TARGET_MODEL
-from local_endpoint.runtime_errors import RuntimeReply
+from local_endpoint.client.http_call import call
+from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE_COMPONENT
+from local_endpoint.client.invoke import TARGET_MODEL_HEADER as TARGET_MODEL
+from local_endpoint.runtime import errors
+from local_endpoint.runtime.errors import RuntimeReply
 
 SME, MME, COMPONENTS = EndpointKind.SINGLE_MODEL, EndpointKind.MULTI_MODEL, EndpointKind.INFERENCE_COMPONENTS
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
@@ -76,8 +76,8 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
     """One InvokeEndpoint call: checked as SageMaker checks it, then sent to the endpoint's container."""
     target = targets.get(name)
     if target is None:
-        return runtime_errors.validation_error(
-            f"Endpoint {name} of account {runtime_errors.LOCAL_ACCOUNT} not found. This local runtime serves "
+        return errors.validation_error(
+            f"Endpoint {name} of account {errors.LOCAL_ACCOUNT} not found. This local runtime serves "
             f"{', '.join(sorted(targets))}; pass one of them as EndpointName (the deployed name "
             "<project>-<environment>-<endpoint> of the spec's environment)")
     headers = {key.lower(): value for key, value in headers.items()}   # HTTP header names ignore case
@@ -92,19 +92,19 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
     except (socket.timeout, TimeoutError):
         model = headers.get(TARGET_MODEL.lower())
         if was_loaded is not None and model not in was_loaded:
-            return runtime_errors.model_not_ready(
+            return errors.model_not_ready(
                 f"Model {model} of endpoint {name} is still loading (it was not loaded and {timeout:g} s passed); "
                 "loading goes on: wait and try your request again")
-        return runtime_errors.model_error(
+        return errors.model_error(
             name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
             f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again.", target.log)
     except OSError as error:
-        return runtime_errors.service_unavailable(
+        return errors.service_unavailable(
             f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
             "and the server log. Try your call again once it runs")
     if reply.status >= 400:
-        return runtime_errors.model_error(name, target.variant, reply.status,
-                                          reply.body.decode(errors="replace"), target.log)
+        return errors.model_error(name, target.variant, reply.status,
+                                  reply.body.decode(errors="replace"), target.log)
     answer = {"Content-Type": reply.content_type or "application/octet-stream",
               INVOKED_VARIANT: target.variant, "x-amzn-RequestId": str(uuid.uuid4())}
     if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):
@@ -117,24 +117,24 @@ def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optiona
     names in lower case)."""
     model, component = headers.get(TARGET_MODEL.lower()), headers.get(INFERENCE_COMPONENT.lower())
     if target.kind != MME and model:
-        return runtime_errors.validation_error(
+        return errors.validation_error(
             f"Endpoint {target.name} is not a multi-model endpoint and does not support target model header. "
             f"Leave TargetModel out (it is {target.kind.value}).", "TARGET_MODEL_HEADER_NOT_SUPPORTED")
     if target.kind == MME and model not in target.target_models:
         said = (f"TargetModel {model!r} is not one of its models" if model else
                 "the request is missing a target model header")
-        return runtime_errors.validation_error(
+        return errors.validation_error(
             f"Endpoint {target.name} is a multi-model endpoint and {said}; pass TargetModel, one of: "
             f"{', '.join(target.target_models)} (tritonsm invoke --model resolves a model name)")
     if target.kind != COMPONENTS and component:
-        return runtime_errors.validation_error(
+        return errors.validation_error(
             f"Endpoint {target.name} hosts no inference components ({target.kind.value}); leave InferenceComponentName "
             f"out (got {component!r})")
     if target.kind == COMPONENTS and component not in target.components:
         said = (f"InferenceComponentName {component!r} is not one of them" if component else
                 "Inference Component Name header is required for endpoints to which you plan to deploy "
                 "inference components")
-        return runtime_errors.validation_error(
+        return errors.validation_error(
             f"Endpoint {target.name} hosts inference components and {said}; pass InferenceComponentName, one of: "
             f"{', '.join(target.components)}")
     return None

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import urllib.parse
 
+from local_endpoint.client.http_call import call
+from local_endpoint.client.payload import DecodedResponse, EncodedRequest, decode_response, error_message
 from local_endpoint.errors import InvokeError
-from local_endpoint.http_call import call
-from local_endpoint.model_cache import TARGET_MODEL_HEADER
-from local_endpoint.payload import DecodedResponse, EncodedRequest, decode_response, error_message
 
 DEFAULT_TIMEOUT = 60.0  # InvokeEndpoint's own limit
 LOCAL_REGION = "us-east-1"  # any region: the client needs one, the local runtime reads none
+# InvokeEndpoint's TargetModel (a multi-model endpoint's model) travels in this header (botocore's
+# sagemaker-runtime model, InvokeEndpointInput.TargetModel: location header).
+TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 # InvokeEndpoint's InferenceComponentName travels in this header (botocore's sagemaker-runtime model,
 # InvokeEndpointInput.InferenceComponentName: location header).
 INFERENCE_COMPONENT_HEADER = "X-Amzn-SageMaker-Inference-Component"

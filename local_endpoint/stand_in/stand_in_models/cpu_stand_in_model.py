@@ -1,6 +1,6 @@
 """CPU stand-in for an onnxruntime, pytorch or dali model, run by Triton's Python backend.
 
-`local_endpoint.cpu_stand_in` copies this file as `<version>/model.py` next to
+`local_endpoint.stand_in.cpu_stand_in` copies this file as `<version>/model.py` next to
 the model's own file (model.onnx, model.pt, or model.dali with its CPU-placed
 copy model.cpu.dali and the build's DALI runner) and keeps the model's name,
 inputs, outputs and batching; the parameter `tritonsm_cpu_stand_in` says for

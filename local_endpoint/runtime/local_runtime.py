@@ -13,12 +13,12 @@ import dataclasses
 from typing import Iterable, Optional, Protocol, Sequence
 
 from deployment_spec.endpoint import EndpointKind
-from local_endpoint import ports
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle, Server
+from local_endpoint.endpoints.mme_front_door import FrontDoor
 from local_endpoint.errors import UnsupportedBackendError
-from local_endpoint.lifecycle import LocalEndpointLifecycle, Server
-from local_endpoint.mme_front_door import FrontDoor
-from local_endpoint.runtime_front import RuntimeHandler
-from local_endpoint.runtime_routes import INVOKE_TIMEOUT, RuntimeTarget
+from local_endpoint.runtime.front import RuntimeHandler
+from local_endpoint.runtime.routes import INVOKE_TIMEOUT, RuntimeTarget
+from local_endpoint.server import ports
 
 DEFAULT_VARIANT = "AllTraffic"   # the project's constructs' default variant name
 

@@ -11,7 +11,7 @@ import pathlib
 import shutil
 from typing import Iterable, Optional, Protocol, Self
 
-from local_endpoint.mme_front_door import FrontDoor
+from local_endpoint.endpoints.mme_front_door import FrontDoor
 
 
 class Server(Protocol):

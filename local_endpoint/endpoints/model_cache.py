@@ -20,11 +20,12 @@ import pathlib
 import shutil
 import threading
 
-from local_endpoint import archive, backends, cpu_stand_in, disk_space, python_envs
+from local_endpoint.client.http_call import HttpReply, call
+from local_endpoint.client.invoke import TARGET_MODEL_HEADER
 from local_endpoint.errors import NoSpaceError, TarballError
-from local_endpoint.http_call import HttpReply, call
+from local_endpoint.server import archive, backends, disk_space, python_envs
+from local_endpoint.stand_in import cpu_stand_in
 
-TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 JSON = "application/json"
 
 

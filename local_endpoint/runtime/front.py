@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Mapping, Optional, Protocol
 
-from local_endpoint.http_call import HttpReply, call
-from local_endpoint.mme_front_door import FrontDoorHandler
-from local_endpoint.model_cache import JSON, error_reply
-from local_endpoint.runtime_errors import RuntimeReply
-from local_endpoint.runtime_routes import FORWARDED, RuntimeTarget, endpoint_in_path, invoke
+from local_endpoint.client.http_call import HttpReply, call
+from local_endpoint.endpoints.mme_front_door import FrontDoorHandler
+from local_endpoint.endpoints.model_cache import JSON, error_reply
+from local_endpoint.runtime.errors import RuntimeReply
+from local_endpoint.runtime.routes import FORWARDED, RuntimeTarget, endpoint_in_path, invoke
 
 PING_TIMEOUT = 5.0
 

@@ -6,12 +6,12 @@ import os
 import pathlib
 import tempfile
 
-from local_endpoint import work_dirs
 from local_endpoint.errors import PortInUseError, ServerStartError
-from local_endpoint.ports import free_port
-from local_endpoint.serve_flags import sagemaker_server_launch
-from local_endpoint.server_process import TritonProcess
-from local_endpoint.triton_install import (
+from local_endpoint.server import work_dirs
+from local_endpoint.server.ports import free_port
+from local_endpoint.server.serve_flags import sagemaker_server_launch
+from local_endpoint.server.server_process import TritonProcess
+from local_endpoint.server.triton_install import (
     TritonInstall,
     prepare_backend_directory,
     server_process_environment,

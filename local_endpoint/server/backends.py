@@ -15,7 +15,7 @@ import shutil
 import tarfile
 
 from local_endpoint.errors import TarballError, UnsupportedBackendError
-from local_endpoint.stand_in_kinds import NO_STAND_IN, STAND_INS
+from local_endpoint.server.stand_in_kinds import NO_STAND_IN, STAND_INS
 
 # Platform names Triton maps to a backend (CORE src/constants.h).
 PLATFORM_BACKENDS = {

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pathlib
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, disk_space, ports, python_envs, work_dirs
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import EnvironmentVariableError
-from local_endpoint.launch import default_log_path, start_sagemaker_triton
-from local_endpoint.lifecycle import LocalEndpointLifecycle
-from local_endpoint.serve_flags import SME, validate_environment
-from local_endpoint.server_process import TritonProcess
-from local_endpoint.triton_install import find_triton_install
+from local_endpoint.server import archive, backends, disk_space, ports, python_envs, work_dirs
+from local_endpoint.server.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.server.serve_flags import SME, validate_environment
+from local_endpoint.server.server_process import TritonProcess
+from local_endpoint.server.triton_install import find_triton_install
+from local_endpoint.stand_in import cpu_stand_in
 
 DEFAULT_STARTUP_TIMEOUT = 120.0
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pathlib
 import tarfile
 
-from local_endpoint.backends import TOP_LEVEL, ModelFiles
 from local_endpoint.errors import TarballError
+from local_endpoint.server.backends import TOP_LEVEL, ModelFiles
 from model_build import disk_space
 
 

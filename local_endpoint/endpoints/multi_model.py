@@ -5,16 +5,17 @@ from __future__ import annotations
 import pathlib
 
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from local_endpoint import archive, backends, cpu_stand_in, ports, python_envs, work_dirs
+from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
+from local_endpoint.endpoints.mme_front_door import FrontDoor
+from local_endpoint.endpoints.model_cache import MultiModelCache
 from local_endpoint.errors import LocalEndpointError
-from local_endpoint.launch import default_log_path, start_sagemaker_triton
-from local_endpoint.lifecycle import LocalEndpointLifecycle
-from local_endpoint.mme_front_door import FrontDoor
-from local_endpoint.model_cache import MultiModelCache
-from local_endpoint.ports import free_port
-from local_endpoint.serve_flags import MME, validate_environment
-from local_endpoint.server_process import TritonProcess
-from local_endpoint.triton_install import find_triton_install
+from local_endpoint.server import archive, backends, ports, python_envs, work_dirs
+from local_endpoint.server.launch import default_log_path, start_sagemaker_triton
+from local_endpoint.server.ports import free_port
+from local_endpoint.server.serve_flags import MME, validate_environment
+from local_endpoint.server.server_process import TritonProcess
+from local_endpoint.server.triton_install import find_triton_install
+from local_endpoint.stand_in import cpu_stand_in
 
 DEFAULT_STARTUP_TIMEOUT = 60.0
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.served import LocalEndpoint
-from local_endpoint.components import ComponentsEndpoint
-from local_endpoint.multi_model import MultiModelEndpoint
-from local_endpoint.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
+from local_endpoint.endpoints.components import ComponentsEndpoint
+from local_endpoint.endpoints.multi_model import MultiModelEndpoint
+from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 
 
 def kind_of(local: LocalEndpoint) -> EndpointKind:

@@ -1,7 +1,7 @@
 """Which backends `--cpu-stand-in` can stand in for, and which it cannot (with what to do instead).
 
-Its own module so that both the backend checks (local_endpoint.backends) and the stand-in
-rewriting (local_endpoint.cpu_stand_in) read it without importing each other.
+Its own module so that both the backend checks (local_endpoint.server.backends) and the stand-in
+rewriting (local_endpoint.stand_in.cpu_stand_in) read it without importing each other.
 """
 from __future__ import annotations
 
