@@ -10,10 +10,12 @@ Public API (plain parameters, no spec objects, so any front end can wire it):
   `tokenize_text(text, tokenizer_dir, ...)`, `text_tensor(text, input_name)`
 - `LocalRuntime([NamedEndpoint(name, kind, endpoint)], port=)`: endpoints behind the SageMaker Runtime API
   (`POST /endpoints/{EndpointName}/invocations`, SageMaker's error classes), for boto3, the AWS CLI and the
-  SageMaker SDK with `endpoint_url` / `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` set to its URL
+  SageMaker SDK with `endpoint_url` / `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` set to its URL;
+  `NamedEndpoint(..., asynchronous=local_endpoint.asynchronous.AsyncSetup(settings, storage_name, region))`
+  makes one an asynchronous endpoint (InvokeEndpointAsync, a queue, local S3/SNS/SQS: `local_endpoint.asynchronous`)
 - `invoke_url(url, request, target_model=)` (the container contract),
   `invoke_sagemaker_endpoint(endpoint_name, request, region=, target_model=, client=, endpoint_url=)`
-- `local_endpoint.cli.serve_main(argv)`, `local_endpoint.cli.invoke_main(argv)`
+- `local_endpoint.cli.serve_main(argv, asynchronous=)`, `local_endpoint.cli.invoke_main(argv)`
 
 Heavy modules (transformers, boto3, grpc protobufs) load only when used.
 """

@@ -13,6 +13,7 @@ import pathlib
 from deployment_spec.endpoint import EndpointKind
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
 from deployment_spec.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
+from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
                                           split_local_url)
 from local_endpoint.client.payload import encode_request
@@ -31,8 +32,9 @@ from local_endpoint.server.serve_flags import MME, SME
 KIND_OF_MODE = {SME: EndpointKind.SINGLE_MODEL, MME: EndpointKind.MULTI_MODEL}
 
 
-def serve_main(argv: list[str]) -> int:
-    """Serve tarballs on the local Triton server until Ctrl-C; 0 on a clean stop."""
+def serve_main(argv: list[str], asynchronous: AsyncSetup | None = None) -> int:
+    """Serve tarballs on the local Triton server until Ctrl-C; 0 on a clean stop. ``asynchronous``: serve them as
+    an asynchronous endpoint (InvokeEndpointAsync, `tritonsm serve` of a spec endpoint with an asynchronous block)."""
     parser = _serve_parser()
     try:
         args = parser.parse_args(argv)
@@ -41,7 +43,7 @@ def serve_main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     except LocalEndpointError as error:
         return _fail(error)
-    named = NamedEndpoint(args.endpoint_name, KIND_OF_MODE[args.mode], endpoint, args.variant_name)
+    named = NamedEndpoint(args.endpoint_name, KIND_OF_MODE[args.mode], endpoint, args.variant_name, asynchronous)
     return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
 
 

@@ -39,7 +39,14 @@ class ServerStartError(LocalEndpointError):
 
 
 class ServerCrashedError(LocalEndpointError):
-    """The Triton server exited while it was serving."""
+    """The Triton server (or another server of the endpoint) exited while it was serving.
+
+    ``exit_code``: its exit status where the process is ours to see (negative: the signal), else None.
+    """
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class InvokeError(LocalEndpointError):

@@ -115,8 +115,9 @@ def run_serve(args: argparse.Namespace) -> int:
     for flag, value in (("--port", args.port), ("--mme-capacity", args.mme_capacity), ("--log-file", args.log_file)):
         if value is not None:
             argv += [flag, str(value)]
+    from local_endpoint.asynchronous import AsyncSetup
     from local_endpoint.cli import serve_main
-    return serve_main(argv)
+    return serve_main(argv, AsyncSetup.of(local, args.endpoint))
 
 
 def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:
@@ -141,6 +142,7 @@ def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tup
 
 def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int:
     check_image_flags(args)
+    from local_endpoint.asynchronous import AsyncSetup
     from local_endpoint.cli import KIND_OF_MODE, announce
     from local_endpoint.errors import LocalEndpointError
     from local_endpoint.image.endpoints import for_spec_endpoint
@@ -152,8 +154,9 @@ def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int
     except LocalEndpointError as error:
         raise UserError(str(error)) from None
     mode = "mme" if local.multi_model else "sme"
-    return serve_one(NamedEndpoint(named[0], KIND_OF_MODE[mode], endpoint, named[1]), args.port,
-                     lambda url: announce(endpoint, mode, url))
+    asynchronous = AsyncSetup.of(local, args.endpoint)
+    named_endpoint = NamedEndpoint(named[0], KIND_OF_MODE[mode], endpoint, named[1], asynchronous)
+    return serve_one(named_endpoint, args.port, lambda url: announce(endpoint, mode, url))
 
 
 def run_invoke(args: argparse.Namespace) -> int:

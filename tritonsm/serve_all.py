@@ -17,6 +17,7 @@ from tritonsm.serve_names import check_image_flags, deployed_name, runtime_name
 def run_serve_all(args: argparse.Namespace) -> int:
     _check_flags(args)
     from local_endpoint.endpoints.spec_servers import describe, kind_of, local_server
+    from local_endpoint.asynchronous import AsyncSetup
     from local_endpoint.errors import LocalEndpointError
     from local_endpoint.runtime.cli import serve_all
     from local_endpoint.runtime.local_runtime import Endpoint, NamedEndpoint
@@ -45,7 +46,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
             server = local_server(local, cpu_stand_in=args.cpu_stand_in, mme_capacity=args.mme_capacity,
                                   startup_timeout=args.startup_timeout or 120.0)
         endpoint_name, variant = runtime_name(args, local, name)
-        named.append(NamedEndpoint(endpoint_name, kind, server, variant))
+        named.append(NamedEndpoint(endpoint_name, kind, server, variant, AsyncSetup.of(local, name)))
     if not named:
         raise UserError("no endpoint of the spec has been built: " + "; ".join(
             f"{name}: {why}" for name, why in skipped.items()))

@@ -56,9 +56,14 @@ def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Ca
 
 
 def _announce_runtime(runtime: LocalRuntime) -> None:
-    print(f"SageMaker Runtime API: InvokeEndpoint at {runtime.url}/endpoints/ENDPOINT_NAME/invocations for "
-          f"{', '.join(runtime.targets)}", flush=True)
+    queued = runtime.asynchronous.queues if runtime.asynchronous else {}
+    realtime = [name for name in runtime.targets if name not in queued]   # an asynchronous one refuses InvokeEndpoint
+    if realtime:
+        print(f"SageMaker Runtime API: InvokeEndpoint at {runtime.url}/endpoints/ENDPOINT_NAME/invocations for "
+              f"{', '.join(realtime)}", flush=True)
     print(f"point boto3, the AWS CLI and the SageMaker SDK here: export {runtime.aws_environment}", flush=True)
+    for line in runtime.asynchronous.announcement(runtime.url) if runtime.asynchronous else []:
+        print(line, flush=True)
     print("press Ctrl-C to stop", flush=True)
 
 

@@ -51,6 +51,15 @@ def _error(status: int, code: str, body: dict[str, object]) -> RuntimeReply:
     return RuntimeReply(status, headers, json.dumps(body).encode())
 
 
+def content_too_large(limit: int, detail: str) -> RuntimeReply:
+    """A body over InvokeEndpoint's limit, refused before any endpoint is looked up, as SageMaker's front refuses
+    it: HTTP 413 with no error type, so botocore names the error by its status ("An error occurred (413) ...:
+    HTTP content length exceeded N bytes.", quoted in aws/sagemaker-python-sdk#171 at the limit of its day)."""
+    headers = {"Content-Type": JSON, "x-amzn-RequestId": str(uuid.uuid4())}
+    message = f"HTTP content length exceeded {limit} bytes. ({detail})"
+    return RuntimeReply(413, headers, json.dumps({"message": message}).encode())
+
+
 def validation_error(message: str, error_code: str = "VALIDATION_ERROR") -> RuntimeReply:
     return _error(400, "ValidationError", {"ErrorCode": error_code, "Message": message})
 
@@ -68,10 +77,21 @@ def model_error(endpoint_name: str, variant: str, original_status: int, original
     """The container answered ``original_status`` (4xx/5xx, or 0 when it did not answer in time); ``log`` is
     its server log, where SageMaker names the endpoint's CloudWatch log group."""
     side = "client" if 400 <= original_status < 500 else "server"
-    group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
-    message = (f"Received {side} error ({original_status}) from {variant} with message \"{original_message}\". "
-               f"See {log or 'the server log'} (deployed: log group {group}) for more information.")
+    message = model_error_message(endpoint_name, variant, original_status, original_message, log)
+    group = _log_group(endpoint_name)
     log_stream = f"arn:aws:logs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:log-group:{group}:log-stream:{variant}/local"
     return _error(424, "ModelError", {"ErrorCode": f"{side.upper()}_ERROR_FROM_MODEL", "Message": message,
                                       "OriginalStatusCode": original_status, "OriginalMessage": original_message,
                                       "LogStreamArn": log_stream})
+
+
+def model_error_message(endpoint_name: str, variant: str, original_status: int, original_message: str,
+                        log: str = "") -> str:
+    """ModelError's message; also an asynchronous request's failure reason when the container refused it."""
+    side = "client" if 400 <= original_status < 500 else "server"
+    return (f"Received {side} error ({original_status}) from {variant} with message \"{original_message}\". "
+            f"See {log or 'the server log'} (deployed: log group {_log_group(endpoint_name)}) for more information.")
+
+
+def _log_group(endpoint_name: str) -> str:
+    return f"/aws/sagemaker/Endpoints/{endpoint_name}"

@@ -1,6 +1,8 @@
 """The HTTP handler of the local SageMaker Runtime: InvokeEndpoint, and the container contract passed on.
 
-``POST /endpoints/{EndpointName}/invocations`` is InvokeEndpoint (``runtime_routes``). In front of one
+``POST /endpoints/{EndpointName}/invocations`` is InvokeEndpoint (``runtime_routes``);
+``POST /endpoints/{EndpointName}/async-invocations`` is InvokeEndpointAsync, for the asynchronous endpoints
+(``local_endpoint.asynchronous``), which refuse InvokeEndpoint as SageMaker does. In front of one
 endpoint (``tritonsm serve ENDPOINT``) every other request (``GET /ping``, ``POST /invocations``, an MME's
 ``GET /models``) goes on unchanged to that endpoint, so the port also keeps the container contract that
 ``curl`` and Triton's own clients speak. ``GET /endpoints`` lists the endpoint names (a local
@@ -12,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Mapping, Optional, Protocol
 
+from local_endpoint.asynchronous import AsyncService
+from local_endpoint.asynchronous.route import ASYNC_SUFFIX, invoke_async, realtime_refusal
 from local_endpoint.client.http_call import HttpReply, call
 from local_endpoint.endpoints.mme_front_door import FrontDoorHandler
 from local_endpoint.endpoints.model_cache import JSON, error_reply
@@ -26,6 +30,7 @@ class Runtime(Protocol):
 
     targets: Mapping[str, RuntimeTarget]
     invoke_timeout: float
+    asynchronous: Optional[AsyncService]
 
     @property
     def passthrough(self) -> Optional[RuntimeTarget]: ...
@@ -38,10 +43,15 @@ class RuntimeHandler(FrontDoorHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = dict(self.headers.items())
+        queues = self.runtime.asynchronous.queues if self.runtime.asynchronous else {}
         name = endpoint_in_path(self.path)
-        if name is not None:
-            headers = dict(self.headers.items())
-            self._send_runtime(invoke(self.runtime.targets, name, headers, body, self.runtime.invoke_timeout))
+        asynchronous_name = endpoint_in_path(self.path, ASYNC_SUFFIX)
+        if asynchronous_name is not None:
+            self._send_runtime(invoke_async(queues, self.runtime.targets, asynchronous_name, headers, body))
+        elif name is not None:
+            self._send_runtime(realtime_refusal(queues, name) or invoke(self.runtime.targets, name, headers, body,
+                                                                        self.runtime.invoke_timeout))
         else:
             self._pass_on("POST", body)
 
@@ -58,7 +68,9 @@ class RuntimeHandler(FrontDoorHandler):
         target = self.runtime.passthrough
         if target is None:
             self._send(error_reply(404, f"no route {method} {self.path}; this local SageMaker Runtime serves "
-                                        "POST /endpoints/{EndpointName}/invocations (InvokeEndpoint) and GET /ping"))
+                                        "POST /endpoints/{EndpointName}/invocations (InvokeEndpoint), "
+                                        "POST /endpoints/{EndpointName}/async-invocations (InvokeEndpointAsync) "
+                                        "and GET /ping"))
             return
         headers = {key: self.headers[key] for key in FORWARDED if self.headers.get(key)}
         self._relay(lambda: call("127.0.0.1", target.port, method, self.path, body=body, headers=headers,

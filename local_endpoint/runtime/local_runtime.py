@@ -6,6 +6,9 @@ service-specific endpoint variable), the same code reaches the local endpoints, 
 it has when deployed. Every endpoint starts on a free port of its own (its container contract), then the
 front (``runtime_front``) on ``port``, bound to 127.0.0.1. Stopping goes front first, then each
 endpoint, so nothing is sent to a server that is going away.
+
+Asynchronous endpoints (``NamedEndpoint.asynchronous``) also answer InvokeEndpointAsync: their queues and the
+local S3/SNS/SQS server (``local_endpoint.asynchronous``) start once the endpoints run and stop before them.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import dataclasses
 from typing import Iterable, Optional, Protocol, Sequence
 
 from deployment_spec.endpoint import EndpointKind
+from local_endpoint.asynchronous import AsyncService, AsyncSetup
+from local_endpoint.asynchronous.processing import Container
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle, Server
 from local_endpoint.endpoints.mme_front_door import FrontDoor
 from local_endpoint.errors import UnsupportedBackendError
@@ -39,12 +44,14 @@ class Endpoint(Server, Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class NamedEndpoint:
-    """One endpoint of the runtime: its EndpointName, kind and production variant, and the server itself."""
+    """One endpoint of the runtime: its EndpointName, kind and production variant, and the server itself;
+    ``asynchronous``: what makes it an asynchronous endpoint (it then answers InvokeEndpointAsync only)."""
 
     name: str
     kind: EndpointKind
     server: Endpoint
     variant: str = DEFAULT_VARIANT
+    asynchronous: Optional[AsyncSetup] = None
 
 
 class LocalRuntime(LocalEndpointLifecycle):
@@ -76,6 +83,7 @@ class LocalRuntime(LocalEndpointLifecycle):
         self._container_contract = container_contract
         self._skip_unsupported = skip_unsupported
         self.skipped: dict[str, str] = {}   # EndpointName: why the local server cannot run it
+        self.asynchronous: Optional[AsyncService] = None   # the asynchronous endpoints' queues and local S3/SNS/SQS
         self._requested_port = port
         self.port: Optional[int] = None
 
@@ -105,6 +113,7 @@ class LocalRuntime(LocalEndpointLifecycle):
             if not self.targets:
                 raise UnsupportedBackendError("the local server can run none of the endpoints: " + "; ".join(
                     f"{name}: {why}" for name, why in self.skipped.items()))
+            self._start_asynchronous()
             logs = ", ".join(target.log for target in self.targets.values())
             self._front_door = FrontDoor(self.port, self, logs, handler=RuntimeHandler)  # type: ignore[arg-type]
             self._front_door.start_in_background()
@@ -113,8 +122,15 @@ class LocalRuntime(LocalEndpointLifecycle):
             raise
         return self
 
+    def _start_asynchronous(self) -> None:
+        queued = {e.name: (e.asynchronous, Container(self.targets[e.name], e.server.check_running))
+                  for e in self.endpoints if e.asynchronous is not None and e.name in self.targets}
+        if queued:
+            self.asynchronous = AsyncService(queued).start()
+
     def _servers(self) -> Iterable[Server]:
-        return [e.server for e in self.endpoints]
+        # The queues first: what they still hold gets its failure object while the endpoints and S3 still run.
+        return [*([self.asynchronous] if self.asynchronous else []), *(e.server for e in self.endpoints)]
 
 
 def _target(endpoint: NamedEndpoint) -> RuntimeTarget:

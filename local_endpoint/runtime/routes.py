@@ -18,10 +18,10 @@ import dataclasses
 import socket
 import urllib.parse
 import uuid
-from typing import Callable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from deployment_spec.endpoint import EndpointKind
-from local_endpoint.client.http_call import call
+from local_endpoint.client.http_call import HttpReply, call
 from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE_COMPONENT
 from local_endpoint.client.invoke import TARGET_MODEL_HEADER as TARGET_MODEL
 from local_endpoint.runtime import errors
@@ -29,12 +29,16 @@ from local_endpoint.runtime.errors import RuntimeReply
 
 SME, MME, COMPONENTS = EndpointKind.SINGLE_MODEL, EndpointKind.MULTI_MODEL, EndpointKind.INFERENCE_COMPONENTS
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+INFERENCE_ID = "X-Amzn-SageMaker-Inference-Id"
 # What reaches the container besides the body (InvokeEndpointInput's header members that a container reads).
-FORWARDED = ("Content-Type", "Accept", CUSTOM_ATTRIBUTES, TARGET_MODEL, INFERENCE_COMPONENT,
-             "X-Amzn-SageMaker-Inference-Id")
+FORWARDED = ("Content-Type", "Accept", CUSTOM_ATTRIBUTES, TARGET_MODEL, INFERENCE_COMPONENT, INFERENCE_ID)
 INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"   # InvokeEndpointOutput.InvokedProductionVariant
 PATH_PREFIX, PATH_SUFFIX = "/endpoints/", "/invocations"
 INVOKE_TIMEOUT = 60.0   # "A customer's model containers must respond to requests within 60 seconds" (InvokeEndpoint)
+MAX_BODY_BYTES = 6_291_456   # InvokeEndpointInput.Body: BodyBlob, max 6291456 (botocore's service model)
+# Where a request too large or too slow for InvokeEndpoint belongs.
+ASYNC_HINT = ("a larger or slower request belongs on an asynchronous endpoint (an asynchronous: block in the spec: "
+              "payloads up to 1 GB through S3, up to an hour each; docs/howto/asynchronous.md)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,33 +66,32 @@ class RuntimeTarget:
     log: str = ""
 
 
-def endpoint_in_path(path: str) -> Optional[str]:
-    """The EndpointName of ``/endpoints/{EndpointName}/invocations`` (URL-decoded), else None."""
+def endpoint_in_path(path: str, suffix: str = PATH_SUFFIX) -> Optional[str]:
+    """The EndpointName of ``/endpoints/{EndpointName}/invocations`` (URL-decoded), else None; ``suffix``:
+    another operation's (InvokeEndpointAsync's ``/async-invocations``)."""
     path = path.split("?", 1)[0]
-    if not (path.startswith(PATH_PREFIX) and path.endswith(PATH_SUFFIX)):
+    if not (path.startswith(PATH_PREFIX) and path.endswith(suffix)):
         return None
-    name = path[len(PATH_PREFIX):-len(PATH_SUFFIX)]
+    name = path[len(PATH_PREFIX):-len(suffix)]
     return urllib.parse.unquote(name) if name and "/" not in name else None
 
 
 def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str, str], body: bytes,
            timeout: float = INVOKE_TIMEOUT) -> RuntimeReply:
     """One InvokeEndpoint call: checked as SageMaker checks it, then sent to the endpoint's container."""
+    if len(body) > MAX_BODY_BYTES:
+        return errors.content_too_large(MAX_BODY_BYTES, f"the body has {len(body):,} bytes; InvokeEndpoint takes at "
+                                                        f"most {MAX_BODY_BYTES:,}: {ASYNC_HINT}")
     target = targets.get(name)
     if target is None:
-        return errors.validation_error(
-            f"Endpoint {name} of account {errors.LOCAL_ACCOUNT} not found. This local runtime serves "
-            f"{', '.join(sorted(targets))}; pass one of them as EndpointName (the deployed name "
-            "<project>-<environment>-<endpoint> of the spec's environment)")
+        return unknown_endpoint(name, targets)
     headers = {key.lower(): value for key, value in headers.items()}   # HTTP header names ignore case
     refused = _check_headers(target, headers)
     if refused is not None:
         return refused
     was_loaded = target.loaded() if target.loaded else None
-    forwarded = {key: headers[key.lower()] for key in FORWARDED if headers.get(key.lower())}
     try:
-        reply = call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded,
-                     timeout=timeout)
+        reply = send_to_container(target, headers, body, timeout)
     except (socket.timeout, TimeoutError):
         model = headers.get(TARGET_MODEL.lower())
         if was_loaded is not None and model not in was_loaded:
@@ -97,7 +100,8 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
                 "loading goes on: wait and try your request again")
         return errors.model_error(
             name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
-            f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again.", target.log)
+            f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again; "
+            f"{ASYNC_HINT}.", target.log)
     except OSError as error:
         return errors.service_unavailable(
             f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
@@ -110,6 +114,22 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
     if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):
         answer[CUSTOM_ATTRIBUTES] = reply.headers[CUSTOM_ATTRIBUTES.lower()]
     return RuntimeReply(reply.status, answer, reply.body)
+
+
+def unknown_endpoint(name: str, served: Iterable[str]) -> RuntimeReply:
+    """SageMaker's ValidationError for an EndpointName this runtime does not serve."""
+    return errors.validation_error(
+        f"Endpoint {name} of account {errors.LOCAL_ACCOUNT} not found. This local runtime serves "
+        f"{', '.join(sorted(served))}; pass one of them as EndpointName (the deployed name "
+        "<project>-<environment>-<endpoint> of the spec's environment)")
+
+
+def send_to_container(target: RuntimeTarget, headers: Mapping[str, str], body: bytes, timeout: float) -> HttpReply:
+    """The container contract's ``POST /invocations`` with the body and the headers SageMaker passes on
+    (``FORWARDED``, names in any case). Raises OSError (socket.timeout past ``timeout``) if nothing answers."""
+    given = {key.lower(): value for key, value in headers.items()}
+    forwarded = {key: given[key.lower()] for key in FORWARDED if given.get(key.lower())}
+    return call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded, timeout=timeout)
 
 
 def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optional[RuntimeReply]:

@@ -1,4 +1,5 @@
-"""Owning one `tritonserver` process: start, readiness, crash report, stop."""
+"""Owning one `tritonserver` process (or another child server, ``LoggedProcess``): start, readiness, crash report,
+stop."""
 
 from __future__ import annotations
 
@@ -33,29 +34,24 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-class TritonProcess:
-    """A running `tritonserver` whose output goes to `log_path`."""
+class LoggedProcess:
+    """A child process whose output goes to ``log_path``: started in a session of its own and dying with us
+    (``start_logged``), its exit reported with the tail of its log, stopped with SIGTERM, then SIGKILL.
 
-    def __init__(
-        self,
-        install: TritonInstall,
-        arguments: list[str],
-        environment: dict[str, str],
-        log_path: pathlib.Path,
-    ) -> None:
+    ``what`` names it in those reports ("the Triton server"; moto's server for an asynchronous endpoint).
+    """
+
+    what = "the process"
+
+    def __init__(self, command: list[str], environment: dict[str, str] | None, log_path: pathlib.Path,
+                 what: str | None = None) -> None:
+        if what is not None:
+            self.what = what
         self.log_path = log_path
-        # Triton's Prometheus metrics port, when the environment turns them on (set by the launcher).
-        self.metrics_port: int | None = None
         self._stopping = False
-        self.command = [str(install.server_binary), *arguments]
+        self.command = command
         self._process = start_logged(self.command, environment, log_path)
         atexit.register(self.stop)
-
-    @property
-    def metrics_url(self) -> str | None:
-        """Triton's Prometheus metrics (``local_endpoint.server.triton_metrics``), when the environment turns
-        them on."""
-        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
 
     @property
     def pid(self) -> int:
@@ -64,43 +60,22 @@ class TritonProcess:
     def exit_code(self) -> int | None:
         return self._process.poll()
 
-    def wait_until_ready(self, port: int, timeout: float) -> None:
-        """Poll the SageMaker `/ping` until it answers 200 (and the metrics port, when on, accepts), the
-        process exits, or time is up.
-
-        Triton starts its metrics service after the SageMaker one (src/main.cc, StartEndpoints; the log
-        shows "Started Metrics Service" some 40 ms after "Started Sagemaker HTTPService"), so a ready
-        /ping alone let a caller scrape a port nobody listened on yet.
-        """
-        deadline = time.monotonic() + timeout
-        pinged = False
-        while time.monotonic() < deadline:
-            if self.exit_code() is not None:
-                raise ServerStartError(
-                    f"the Triton server exited during start-up with {describe_exit(self.exit_code())}; "
-                    f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
-                )
-            pinged = pinged or ping(port) == 200
-            if pinged and (self.metrics_port is None or accepts(self.metrics_port)):
-                return
-            time.sleep(POLL_SECONDS)
-        self.stop()
-        waited_for = (f"answered /ping but did not open its metrics port {self.metrics_port}" if pinged
-                      else "did not answer /ping with 200")
-        raise ServerStartError(
-            f"the Triton server {waited_for} within {timeout:g} s; "
-            f"if the models are just slow to load, raise the start-up timeout (--startup-timeout); "
-            f"last lines of its log "
-            f"({self.log_path}):\n{self.log_tail()}"
-        )
+    def raise_if_exited_during_start(self) -> None:
+        """ServerStartError, with the log tail, if the process has exited while its owner waits for it."""
+        code = self.exit_code()
+        if code is not None:
+            raise ServerStartError(
+                f"{self.what} exited during start-up with {describe_exit(code)}; "
+                f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
+            )
 
     def check_running(self) -> None:
-        """Raise ServerCrashedError, with the log tail, if the server has exited."""
+        """Raise ServerCrashedError, with the log tail and the exit code, if the process has exited."""
         code = self.exit_code()
         if code is not None and not self._stopping:
             raise ServerCrashedError(
-                f"the Triton server exited unexpectedly with {describe_exit(code)}; "
-                f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
+                f"{self.what} exited unexpectedly with {describe_exit(code)}; "
+                f"last lines of its log ({self.log_path}):\n{self.log_tail()}", exit_code=code
             )
 
     def stop(self) -> None:
@@ -121,7 +96,58 @@ class TritonProcess:
         return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 
 
-def start_logged(command: list[str], environment: dict[str, str] | None, log_path: pathlib.Path) -> subprocess.Popen:
+class TritonProcess(LoggedProcess):
+    """A running `tritonserver` whose output goes to `log_path`."""
+
+    what = "the Triton server"
+    # Triton's Prometheus metrics port, when the environment turns them on (set by the launcher). A class default:
+    # the image's Container, which starts `docker run` itself, keeps its metrics in the container (none here).
+    metrics_port: int | None = None
+
+    def __init__(
+        self,
+        install: TritonInstall,
+        arguments: list[str],
+        environment: dict[str, str],
+        log_path: pathlib.Path,
+    ) -> None:
+        super().__init__([str(install.server_binary), *arguments], environment, log_path)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Triton's Prometheus metrics (``local_endpoint.server.triton_metrics``), when the environment turns
+        them on."""
+        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port else None
+
+    def wait_until_ready(self, port: int, timeout: float) -> None:
+        """Poll the SageMaker `/ping` until it answers 200 (and the metrics port, when on, accepts), the
+        process exits, or time is up.
+
+        Triton starts its metrics service after the SageMaker one (src/main.cc, StartEndpoints; the log
+        shows "Started Metrics Service" some 40 ms after "Started Sagemaker HTTPService"), so a ready
+        /ping alone let a caller scrape a port nobody listened on yet.
+        """
+        deadline = time.monotonic() + timeout
+        pinged = False
+        while time.monotonic() < deadline:
+            self.raise_if_exited_during_start()
+            pinged = pinged or ping(port) == 200
+            if pinged and (self.metrics_port is None or accepts(self.metrics_port)):
+                return
+            time.sleep(POLL_SECONDS)
+        self.stop()
+        waited_for = (f"answered /ping but did not open its metrics port {self.metrics_port}" if pinged
+                      else "did not answer /ping with 200")
+        raise ServerStartError(
+            f"the Triton server {waited_for} within {timeout:g} s; "
+            f"if the models are just slow to load, raise the start-up timeout (--startup-timeout); "
+            f"last lines of its log "
+            f"({self.log_path}):\n{self.log_tail()}"
+        )
+
+
+def start_logged(command: list[str], environment: dict[str, str] | None,
+                 log_path: pathlib.Path) -> subprocess.Popen[bytes]:
     """Start `command` with its output in `log_path` (headed by the command line), dying with us."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
@@ -150,9 +176,14 @@ def describe_exit(code: int | None) -> str:
 
 def ping(port: int, host: str = "127.0.0.1") -> int | None:
     """Status of GET /ping, or None if nothing answers."""
+    return http_status(port, "/ping", host)
+
+
+def http_status(port: int, path: str, host: str = "127.0.0.1") -> int | None:
+    """Status of GET ``path``, or None if nothing answers."""
     connection = http.client.HTTPConnection(host, port, timeout=2)
     try:
-        connection.request("GET", "/ping")
+        connection.request("GET", path)
         return connection.getresponse().status
     except OSError:
         return None

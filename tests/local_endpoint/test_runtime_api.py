@@ -78,6 +78,22 @@ def test_a_single_model_endpoint_answers_invoke_endpoint_as_deployed(client) -> 
 
 
 @pytest.mark.triton
+def test_a_body_over_invoke_endpoints_6_mb_is_refused_as_sagemaker_refuses_it(client) -> None:
+    # InvokeEndpoint's Body holds at most 6,291,456 bytes (botocore's service model); botocore does not check it,
+    # the service answers 413. The same request padded with JSON whitespace to exactly the limit is answered.
+    at_limit = ADD_BODY + " " * (6_291_456 - len(ADD_BODY))
+    assert outputs(client.invoke_endpoint(EndpointName=SME, ContentType="application/json", Body=at_limit)) == [
+        2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(client.exceptions.ClientError) as caught:
+        client.invoke_endpoint(EndpointName=SME, ContentType="application/json", Body=at_limit + " ")
+    error = caught.value.response
+    assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"], error["Error"]["Message"]) == (
+        413, "413", "HTTP content length exceeded 6291456 bytes. (the body has 6,291,457 bytes; InvokeEndpoint takes at most 6,291,456: a larger or "
+             "slower request belongs on an asynchronous endpoint (an asynchronous: block in the spec: payloads up to "
+             "1 GB through S3, up to an hour each; docs/howto/asynchronous.md))")
+
+
+@pytest.mark.triton
 def test_binary_json_built_and_read_by_tritonclient(client) -> None:
     import tritonclient.http as httpclient
     inputs = [httpclient.InferInput(name, [1, 4], "FP32") for name in ("A", "B")]
@@ -235,7 +251,9 @@ def test_a_loaded_model_too_slow_to_answer_is_a_model_error_not_model_not_ready(
         client.invoke_endpoint(Body=X_BODY.replace("[1, 2, 3]", "[-1, 2, 3]"), **call)
     assert (caught.value.response["OriginalStatusCode"], caught.value.response["OriginalMessage"]) == (
         0, "Your invocation timed out while waiting for a response from container AllTraffic (4 s). Review the "
-           "server log, resolve the issue, and try again.")
+           "server log, resolve the issue, and try again; a larger or slower request belongs on an asynchronous "
+           "endpoint (an asynchronous: block in the spec: payloads up to 1 GB through S3, up to an hour each; "
+           "docs/howto/asynchronous.md).")
 
 
 @pytest.mark.triton
