@@ -1,4 +1,4 @@
-"""`tritonsm bench runtime | load | recommender`: the numbers the reference articles measure by hand.
+"""`tritonsm bench runtime | load | drain | recommender`: the numbers the reference articles measure by hand.
 
 Only argparse here; each subcommand runs from tritonsm.benchmarking.commands, which imports its heavy
 code (torch, onnxruntime, the Triton server, botocore) when it runs.
@@ -13,11 +13,12 @@ DEFAULT_OUT = pathlib.Path("bench-results")
 
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> None:
-    parser = add("bench", "benchmark models and endpoints: runtime comparison, local load test, "
-                          "Inference Recommender job request", _dispatch)
+    parser = add("bench", "benchmark models and endpoints: runtime comparison, local load test, asynchronous "
+                          "drain rate, Inference Recommender job request", _dispatch)
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     _register_runtime(sub)
     _register_load(sub)
+    _register_drain(sub)
     _register_recommender(sub)
 
 
@@ -100,6 +101,33 @@ def _register_load(sub) -> None:
                    help="directory for load.json and load.md (default: bench-results/load)")
     p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
                    help="scratch directory for the model archives (default: bench-results/work)")
+
+
+def _register_drain(sub) -> None:
+    p = _subcommand(sub, "drain", "how fast one instance empties an asynchronous endpoint's full queue (real Triton "
+                                  "server, local queue and S3), per concurrency; --record writes capacity.json's "
+                                  "drain, which sets the backlog target", _run("run_drain"))
+    p.add_argument("--endpoint", required=True, help="an asynchronous single-model endpoint of the spec, built")
+    p.add_argument("--concurrency", default=None,
+                   help="MaxConcurrentInvocationsPerInstance values to try, comma-separated (default: 1, 2, 4, 8 and "
+                        "the spec's own)")
+    p.add_argument("--requests", type=int, default=100, help="requests queued at once per round (default: 100)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds a round may take (default: 600)")
+    p.add_argument("--record", action="store_true",
+                   help="write the drain rate at the spec's own concurrency into the capacity file")
+    p.add_argument("--cpu-stand-in", action="store_true",
+                   help="serve ONNX Runtime / TorchScript models as labelled CPU stand-ins")
+    p.add_argument("--json", action="store_true", help="send JSON payloads instead of binary+json")
+    p.add_argument("--environment", help="whose overrides apply (default: the first)")
+    p.add_argument("--manifest", type=pathlib.Path, default=pathlib.Path("assets/manifest.json"),
+                   help="the build manifest (default: assets/manifest.json)")
+    p.add_argument("--input", type=pathlib.Path, help="request inputs (.json or .npz); text models get a sample "
+                                                      "sentence, image models a sample JPEG by default")
+    p.add_argument("--image-file", type=pathlib.Path, nargs="+", metavar="FILE",
+                   help="image files each request sends as one batch of encoded bytes")
+    p.add_argument("--capacity", type=pathlib.Path, default=None, help="capacity file (default: capacity.json)")
+    p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "drain",
+                   help="directory for drain.md and drain.png (default: bench-results/drain)")
 
 
 def _register_recommender(sub) -> None:

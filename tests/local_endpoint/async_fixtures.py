@@ -4,6 +4,8 @@ ended in exactly one object, the overlap measured at the container, and a model 
 from __future__ import annotations
 
 import collections
+import hashlib
+import shutil
 import dataclasses
 import json
 import pathlib
@@ -14,8 +16,37 @@ import boto3
 from botocore.config import Config
 
 import triton_model_fixtures as models
+from deployment_spec.manifest import SCHEMA_VERSION
 
 REGION = "us-east-1"
+# An asynchronous spec endpoint serving the tests' ``add`` archive (adder_spec).
+SPEC = """\
+project: Tests
+triton_version: "25.04"
+models:
+  add: {backend: python, source: {python_dir: add_model}, max_batch_size: 8}
+endpoints:
+  adder:
+    kind: single-model
+    models: [add]
+    instance_type: ml.c5.xlarge
+    asynchronous: {max_concurrent_invocations_per_instance: 2, max_payload_mb: 1}
+environments:
+  dev: {region: eu-west-1, removal_policy: destroy}
+"""
+
+
+def adder_spec(root: pathlib.Path, add_tarball: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """``SPEC`` and a hand-written build manifest over the ``add`` archive (no `tritonsm build`) under ``root``."""
+    (root / "spec.yaml").write_text(SPEC)
+    (root / "add_model").mkdir()
+    tarball = shutil.copy(add_tarball, root / "add.tar.gz")
+    data = pathlib.Path(tarball).read_bytes()
+    manifest = {"schema": SCHEMA_VERSION, "triton_version": "25.04", "models": {}, "endpoints": {"adder": {
+        "kind": "single-model", "default_model": "add", "artifacts": [
+            {"file": "add.tar.gz", "sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "models": ["add"]}]}}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root / "spec.yaml", root / "manifest.json"
 # The application's own credentials: the local servers check no signature, any key signs.
 KEYS = {"aws_access_key_id": "app-key", "aws_secret_access_key": "app-secret"}
 

@@ -5,7 +5,6 @@ The spec's model is the tests' ``add`` archive under a hand-written build manife
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pathlib
@@ -19,26 +18,12 @@ import textwrap
 import psutil
 import pytest
 
-from deployment_spec.manifest import SCHEMA_VERSION
+from async_fixtures import adder_spec
 from local_endpoint.server.ports import free_port
 
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
 STARTED = "press Ctrl-C to stop"
 NAME = "Tests-dev-adder"   # <project>-<environment>-<endpoint>
-SPEC = """\
-project: Tests
-triton_version: "25.04"
-models:
-  add: {backend: python, source: {python_dir: add_model}, max_batch_size: 8}
-endpoints:
-  adder:
-    kind: single-model
-    models: [add]
-    instance_type: ml.c5.xlarge
-    asynchronous: {max_concurrent_invocations_per_instance: 2, max_payload_mb: 1}
-environments:
-  dev: {region: eu-west-1, removal_policy: destroy}
-"""
 # The application: plain boto3 clients, configured by the environment only (as deployed, but for the URLs).
 APP = textwrap.dedent("""\
     import json, sys, time
@@ -61,16 +46,7 @@ APP = textwrap.dedent("""\
 
 @pytest.fixture(scope="module")
 def spec(tarballs: dict[str, pathlib.Path], module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
-    root = module_tmp.mktemp("async-spec")
-    (root / "spec.yaml").write_text(SPEC)
-    (root / "add_model").mkdir()
-    tarball = shutil.copy(tarballs["add"], root / "add.tar.gz")
-    data = pathlib.Path(tarball).read_bytes()
-    manifest = {"schema": SCHEMA_VERSION, "triton_version": "25.04", "models": {}, "endpoints": {"adder": {
-        "kind": "single-model", "default_model": "add", "artifacts": [
-            {"file": "add.tar.gz", "sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "models": ["add"]}]}}}
-    (root / "manifest.json").write_text(json.dumps(manifest))
-    return root / "spec.yaml", root / "manifest.json"
+    return adder_spec(module_tmp.mktemp("async-spec"), tarballs["add"])
 
 
 def start_serve(spec: tuple[pathlib.Path, pathlib.Path], port: int) -> tuple[subprocess.Popen, list[str]]:

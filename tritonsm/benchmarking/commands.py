@@ -189,6 +189,69 @@ def run_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_drain(args: argparse.Namespace) -> int:
+    """An asynchronous endpoint's drain rate per concurrency; --record writes the spec's own into capacity.json."""
+    import os
+
+    from deployment_spec import load_spec
+    from deployment_spec.capacity import DEFAULT_CAPACITY, Drain, backlog_target, load_drains, save_drains
+    from local_endpoint import LocalEndpointError
+    from tritonsm.benchmarking import drain
+    from tritonsm.benchmarking.load_local import DEFAULT_TEXT
+
+    spec = load_spec(args.spec)
+    if args.endpoint not in spec.endpoints:
+        raise UserError(f"--endpoint {args.endpoint}: no such endpoint in {spec.path} ({', '.join(spec.endpoints)})")
+    settings = spec.endpoints[args.endpoint].asynchronous
+    if settings is None:
+        raise UserError(f"--endpoint {args.endpoint}: a real-time endpoint of {spec.path}; bench drain measures an "
+                        "asynchronous endpoint's queue (an asynchronous: block); bench load measures this one")
+    own = settings.max_concurrent_invocations_per_instance
+    concurrencies = sorted(set(_positive_list(args.concurrency, "--concurrency") if args.concurrency
+                               else [1, 2, 4, 8, own]))
+    if args.record and own not in concurrencies:
+        raise UserError(f"--record with --concurrency {args.concurrency}: the spec's own concurrency ({own}) is what "
+                        f"deploys, and it is not among them; add {own}")
+    if not 1 <= args.requests <= 10000:
+        raise UserError(f"--requests {args.requests}: use 1 to 10000")
+    _log(f"bench drain --endpoint {args.endpoint}: {args.requests} requests queued at once, at concurrency "
+         f"{', '.join(map(str, concurrencies))} per instance")
+    try:
+        result = drain.measure(spec.path, args.endpoint, environment=args.environment, manifest=args.manifest,
+                               input_path=args.input, text=DEFAULT_TEXT, image=args.image_file,
+                               cpu_stand_in=args.cpu_stand_in, binary=not args.json, concurrencies=concurrencies,
+                               requests=args.requests, timeout_s=args.timeout, log=_log)
+    except LocalEndpointError as exc:
+        raise UserError(str(exc)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    table = drain.markdown(result)
+    (args.out / "drain.md").write_text(table)
+    drain.plot(result, args.out / "drain.png")
+    print()
+    print(table)
+    _log(f"wrote {args.out / 'drain.md'}, {args.out / 'drain.png'}")
+    if not args.record:
+        return 0
+    run = next(r for r in result.runs if r.concurrency == own)
+    if run.failed or run.succeeded < run.requests:
+        unfinished = run.requests - run.succeeded - run.failed
+        raise UserError(f"--record: at concurrency {own}, {run.failed} failed and {unfinished} did not finish in "
+                        f"{args.timeout:g} s; nothing recorded (see the failure objects' reasons, or raise --timeout)")
+    path = args.capacity or DEFAULT_CAPACITY
+    drains = load_drains(path)
+    drains[args.endpoint] = Drain(drain_rps_per_instance=round(run.drain_rps, 3), concurrency=own,
+                                  requests=run.requests, measured_on=result.model, command=_command(args, "drain"))
+    save_drains(drains, path)
+    target = backlog_target(spec.endpoints[args.endpoint], drains)
+    if target is None or not target.measured:
+        _log(f"recorded in {path}; the spec sets asynchronous.backlog_per_instance for {args.endpoint}, which wins "
+             "over the measurement: remove it to use this one")
+    else:
+        _log(f"recorded in {path}: backlog target {target.value:g} requests per instance ({target.source})")
+    _log(f"note: measured on this machine ({os.cpu_count()} cores), not on {args.endpoint}'s instance type")
+    return 0
+
+
 def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -> int:
     """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
     import os
