@@ -74,10 +74,19 @@ class EndpointStack(cdk.Stack):
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]
         target_flag = f" --target-model {objects[0]}" if multi else ""
+        call = (f"aws sagemaker-runtime invoke-endpoint --region {self.region} --endpoint-name {endpoint_name}"
+                f"{target_flag} --content-type application/json --body fileb://request.json response.json")
+        if self.endpoint.asynchronous is not None:   # no InvokeEndpoint: the request goes through S3
+            request = f"{self.endpoint.asynchronous.input_url}request.json"
+            call = (f"aws s3 cp request.json {request} && aws sagemaker-runtime invoke-endpoint-async --region "
+                    f"{self.region} --endpoint-name {endpoint_name} --content-type application/json --input-location "
+                    f"{request}")
         cdk.CfnOutput(self, "InvokeCommand", description="Example call (request.json: a KServe v2 JSON request)",
-                      value=f"aws sagemaker-runtime invoke-endpoint --region {self.region} --endpoint-name "
-                            f"{endpoint_name}{target_flag} --content-type application/json --body fileb://request.json "
-                            "response.json")
+                      value=call)
+        if self.endpoint.asynchronous is not None:
+            # Where callers put requests; `tritonsm smoke --deployed` reads it (the stack is named like the endpoint).
+            cdk.CfnOutput(self, "AsyncInputLocation", value=self.endpoint.asynchronous.input_url,
+                          description="InvokeEndpointAsync requests go under this S3 location")
         if multi:
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
 

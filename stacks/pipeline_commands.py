@@ -6,6 +6,8 @@ pipeline's spec (``$TRITONSM_SPEC``) and the build's output folder; nothing runs
 """
 from __future__ import annotations
 
+from typing import Collection
+
 SPEC_VARIABLE = "TRITONSM_SPEC"
 BUILD_OUTPUT = "build-output"      # the GPU build's tarballs + manifest.json; an additional input of later steps
 EXPECTED = f"{BUILD_OUTPUT}/expected"  # each endpoint's answers in its own image on the build GPU
@@ -28,9 +30,11 @@ SYNTH_COMMANDS = (
 
 
 def post_deploy_commands(environment: str, endpoints: list[str], *, phase_seconds: int,
-                         concurrency: tuple[int, ...]) -> list[str]:
+                         concurrency: tuple[int, ...], asynchronous: Collection[str] = ()) -> list[str]:
     """Smoke test of every endpoint (each model of a multi-model endpoint), then a bounded load test
-    whose max RPS within the latency SLA goes into the capacity record (``load-results/capacity.json``)."""
+    whose max RPS within the latency SLA goes into the capacity record (``load-results/capacity.json``).
+    ``asynchronous`` endpoints get the smoke test only (through S3): the load test sends InvokeEndpoint, which they
+    do not take, and their scaling target comes from a drain rate (`tritonsm bench drain`)."""
     common = f'--spec "${SPEC_VARIABLE}" --environment {environment} --manifest {BUILD_OUTPUT}/manifest.json'
     out = ["make setup", f"mkdir -p {LOAD_OUTPUT}"]
     out += [f".venv/bin/tritonsm smoke {name} {common} --deployed --expected-dir {EXPECTED}" for name in endpoints]
@@ -38,5 +42,5 @@ def post_deploy_commands(environment: str, endpoints: list[str], *, phase_second
     out += [f'.venv/bin/tritonsm bench --spec "${SPEC_VARIABLE}" load --endpoint {name} --deployed '
             f"--environment {environment} --manifest {BUILD_OUTPUT}/manifest.json --concurrency {levels} "
             f"--phase-seconds {phase_seconds} --record {name} --capacity {LOAD_OUTPUT}/capacity.json "
-            f"--out {LOAD_OUTPUT}/{name}" for name in endpoints]
+            f"--out {LOAD_OUTPUT}/{name}" for name in endpoints if name not in asynchronous]
     return out

@@ -152,14 +152,51 @@ class PipelineStack(cdk.Stack):
                                 resource_name=checks.endpoint_name(spec.project, name, e).lower(),
                                 region=environment.region or self.region, account=environment.account or self.account)
                 for e in endpoints]
+        queued = [e for e in endpoints if environment.endpoints[e].asynchronous is not None]
         return pipelines.CodeBuildStep(
             f"SmokeAndLoadTest-{name}", input=source, additional_inputs={BUILD_OUTPUT: build}, env=env,
             commands=post_deploy_commands(name, endpoints, phase_seconds=pipeline_spec.load_test_phase_seconds,
-                                          concurrency=pipeline_spec.load_test_concurrency),
+                                          concurrency=pipeline_spec.load_test_concurrency, asynchronous=queued),
             primary_output_directory=LOAD_OUTPUT,
             partial_build_spec=codebuild.BuildSpec.from_object({"phases": {"install": INSTALL}}),
-            # Only invoking this stage's endpoints: no describe, no other endpoint, no other action.
-            role_policy_statements=[iam.PolicyStatement(actions=["sagemaker:InvokeEndpoint"], resources=arns)])
+            # Only invoking this stage's endpoints: no describe, no other endpoint, no other action (an
+            # asynchronous endpoint's smoke request goes through its S3 locations: async_smoke_statements).
+            role_policy_statements=[iam.PolicyStatement(actions=["sagemaker:InvokeEndpoint"], resources=arns),
+                                    *async_smoke_statements(self, spec, name, queued)])
+
+
+def async_smoke_statements(stack: cdk.Stack, spec: Spec, environment: str,
+                           endpoints: list[str]) -> list[iam.PolicyStatement]:
+    """What `tritonsm smoke --deployed` needs of each asynchronous endpoint: InvokeEndpointAsync, its stack's
+    AsyncInputLocation output, a request under its input prefix, the answer or failure back. The stage bucket's and
+    key's names are generated in another stage (no reference can cross into the pipeline stack), so the bucket is
+    a wildcard limited to the endpoint's own prefixes, and the key is used only through S3."""
+    if not endpoints:
+        return []
+    env = spec.environments[environment]
+    region, account = env.region or stack.region, env.account or stack.account
+    names = {e: checks.endpoint_name(spec.project, environment, e) for e in endpoints}
+    objects = []
+    for e in endpoints:
+        settings = env.endpoints[e].asynchronous
+        assert settings is not None  # only asynchronous endpoints are passed
+        objects += [f"arn:{cdk.Aws.PARTITION}:s3:::*/async/{e}/{part}/*" for part in ("input", "output", "failure")]
+        objects += [f"arn:{cdk.Aws.PARTITION}:s3:::{path.removeprefix('s3://').rstrip('/')}/*"
+                    for path in (settings.output_path, settings.failure_path) if path]
+    sid = "AsyncSmokeTest"
+    return [
+        iam.PolicyStatement(sid=f"{sid}Invoke", actions=["sagemaker:InvokeEndpointAsync"], resources=[
+            stack.format_arn(service="sagemaker", resource="endpoint", resource_name=n.lower(), region=region,
+                             account=account)
+            for n in names.values()]),
+        iam.PolicyStatement(sid=f"{sid}Stacks", actions=["cloudformation:DescribeStacks"], resources=[
+            stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{n}/*", region=region,
+                             account=account)
+            for n in names.values()]),
+        iam.PolicyStatement(sid=f"{sid}Objects", actions=["s3:PutObject", "s3:GetObject"], resources=objects),
+        iam.PolicyStatement(sid=f"{sid}Key", actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=["*"],
+                            conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}),
+    ]
 
 
 def _image_problems(spec: Spec, pipeline_spec: PipelineSpec) -> list[str]:

@@ -40,6 +40,10 @@ class BuildCache(Construct):
 
 # Why each kind of wildcard in CDK Pipelines' generated policies is as narrow as it gets (first match wins).
 _REASONS = (
+    ("AsyncSmokeTest", "the staging smoke test of an asynchronous endpoint (stacks.pipeline_stack."
+                       "async_smoke_statements): the stage bucket's and key's names are generated in the stage, so "
+                       "requests and answers are reachable only under the endpoint's own async/<endpoint>/ prefixes "
+                       "of any bucket, the key only through S3, and its stack's outputs by the stack's name"),
     ("sts:AssumeRole", "CDK Pipelines assumes only the CDK bootstrap roles (condition iam:ResourceTag/"
                        "aws-cdk:bootstrap-role in image-publishing, file-publishing, deploy) in the stage accounts"),
     ("log-group:/aws/codebuild/", "the CodeBuild project's own log group (/aws/codebuild/<project>), whose streams "

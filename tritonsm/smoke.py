@@ -110,12 +110,19 @@ def _target(args, spec, env_name: str, endpoint, client):
 
     name = endpoint_name(spec.project, env_name, endpoint.name)
     if args.deployed:
-        yield smoke.DeployedClient(name, args.region or spec.environments[env_name].region, client), \
-            f"deployed endpoint {name}"
+        region = args.region or spec.environments[env_name].region
+        if endpoint.asynchronous is not None:
+            yield _deployed_async(name, region, client), f"deployed asynchronous endpoint {name}"
+            return
+        yield smoke.DeployedClient(name, region, client), f"deployed endpoint {name}"
     elif args.url:
         from local_endpoint.cli import one_name, runtime_address
         url, named_in_url = runtime_address(args.url)
         one_name(name, named_in_url, args.url)
+        if endpoint.asynchronous is not None:
+            yield _served_async(name, endpoint, spec.environments[env_name].region, url, client), \
+                f"asynchronous {name} at {url}"
+            return
         yield smoke.DeployedClient(name, client=client, endpoint_url=url), f"{name} at {url}"
     elif args.image:
         from local_endpoint.image.endpoints import for_spec_endpoint
@@ -129,8 +136,7 @@ def _target(args, spec, env_name: str, endpoint, client):
         with interrupting():
             server = for_spec_endpoint(local, args.image, region=args.region)
             with _runtime(name, local, server) as runtime:
-                yield smoke.DeployedClient(name, endpoint_url=runtime.url), \
-                    f"{server.image.uri} in container {server.container_name}"
+                yield _local_client(name, runtime), f"{server.image.uri} in container {server.container_name}"
     else:
         from local_endpoint.endpoints.spec_servers import local_server
         from local_endpoint.errors import UnsupportedBackendError
@@ -143,7 +149,7 @@ def _target(args, spec, env_name: str, endpoint, client):
             yield None, f"the local server cannot run it: {exc}"
             return
         try:
-            yield smoke.DeployedClient(name, endpoint_url=runtime.url), f"{name} at {runtime.url}, CPU stand-ins"
+            yield _local_client(name, runtime), f"{name} at {runtime.url}, CPU stand-ins"
         finally:
             runtime.stop()
 
@@ -151,7 +157,64 @@ def _target(args, spec, env_name: str, endpoint, client):
 def _runtime(name: str, local, server):
     """``server`` behind the local SageMaker Runtime, under its deployed name: smoke calls it as it calls the
     deployed endpoint."""
+    from local_endpoint.asynchronous import AsyncSetup
     from local_endpoint.endpoints.spec_servers import kind_of
     from local_endpoint.runtime.local_runtime import NamedEndpoint, LocalRuntime
     variant = local.endpoint.variant_name if local.endpoint else "AllTraffic"
-    return LocalRuntime([NamedEndpoint(name, kind_of(local), server, variant)])
+    asynchronous = AsyncSetup.of(local, local.endpoint.name) if local.endpoint else None
+    return LocalRuntime([NamedEndpoint(name, kind_of(local), server, variant, asynchronous)])
+
+
+def _local_client(name: str, runtime):
+    """How smoke calls an endpoint it started: InvokeEndpoint, or InvokeEndpointAsync through the local S3."""
+    from tritonsm.benchmarking import smoke
+    queue = runtime.asynchronous.queues.get(name) if runtime.asynchronous else None
+    if queue is None:
+        return smoke.DeployedClient(name, endpoint_url=runtime.url)
+    return smoke.AsyncClient(name, queue.locations.input.url, _client("sagemaker-runtime", runtime.url),
+                             _client("s3", runtime.asynchronous.aws.url, queue.locations.success_topic.region))
+
+
+def _served_async(name: str, endpoint, region, url: str, client):
+    """An asynchronous endpoint of a running `tritonsm serve`: its local S3 is the one AWS_ENDPOINT_URL_S3 names
+    (the banner prints it), its input location the spec's layout there."""
+    import os
+
+    from local_endpoint.asynchronous.locations import locations_for
+    from tritonsm.benchmarking import smoke
+    s3_url = os.environ.get("AWS_ENDPOINT_URL_S3")
+    if not s3_url:
+        raise UserError(f"endpoint {endpoint.name} is asynchronous: its requests go through the local S3 of "
+                        "`tritonsm serve`; set AWS_ENDPOINT_URL_S3 to the URL its banner prints (local S3, SNS and "
+                        "SQS at ...) and run smoke again")
+    where = locations_for(endpoint.name, endpoint.asynchronous, region or "us-east-1")
+    return smoke.AsyncClient(name, where.input.url, client or _client("sagemaker-runtime", url),
+                             _client("s3", s3_url, region))
+
+
+def _deployed_async(name: str, region, client):
+    """A deployed asynchronous endpoint: its input location is its stack's AsyncInputLocation output (the stack is
+    named like the endpoint)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from tritonsm.benchmarking import smoke
+    try:
+        stack = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=name)["Stacks"][0]
+    except (BotoCoreError, ClientError) as error:
+        raise UserError(f"endpoint {name} is asynchronous: smoke reads its input location from stack {name}'s "
+                        f"AsyncInputLocation output, and could not: {error}") from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    if "AsyncInputLocation" not in outputs:
+        raise UserError(f"stack {name} has no AsyncInputLocation output; deploy it with this version (cdk deploy) "
+                        "and run smoke again")
+    return smoke.AsyncClient(name, outputs["AsyncInputLocation"],
+                             client or boto3.client("sagemaker-runtime", region_name=region),
+                             boto3.client("s3", region_name=region))
+
+
+def _client(service: str, url: str, region=None):
+    """A boto3 client of the local servers (they check no signature: any key signs)."""
+    import boto3
+    return boto3.client(service, endpoint_url=url, region_name=region or "us-east-1",
+                        aws_access_key_id="local", aws_secret_access_key="local")

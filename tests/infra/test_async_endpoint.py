@@ -272,3 +272,15 @@ def test_the_app_takes_the_backlog_target_from_the_recorded_drain_rate(tmp_path)
         "*", Match.string_like_regexp("backlog target 225 requests per instance comes from capacity.json: drain 0.5 "
                                       "requests/s per instance at concurrency 4 measured on ml.g5.xlarge"))
     assert len(warnings) == 1
+
+
+def test_the_stack_outputs_where_requests_go_and_an_asynchronous_call(tmp_path):
+    # tritonsm smoke --deployed reads AsyncInputLocation (the stack is named like the endpoint); InvokeEndpoint is
+    # refused on an asynchronous endpoint, so the example command goes through S3.
+    outputs = synth_spec(EXAMPLE, tmp_path).template("dev", "photos").to_json()["Outputs"]
+    location = outputs["AsyncInputLocation"]["Value"]
+    assert location == {"Fn::Join": ["", ["s3://", {"Fn::ImportValue": "PhotoLabels-dev-Storage-BucketName"},
+                                          "/async/photos/input/"]]}
+    command = outputs["InvokeCommand"]["Value"]["Fn::Join"][1]
+    assert "invoke-endpoint-async" in "".join(part for part in command if isinstance(part, str))
+    assert "invoke-endpoint " not in "".join(part for part in command if isinstance(part, str))

@@ -244,3 +244,25 @@ def test_pipeline_only_deploys_the_pipeline_without_stages_or_a_build(tmp_path):
     assert not list((tmp_path / "out").glob("assembly-*"))
     template = json.loads((tmp_path / "out" / "TrtBertPipeline.template.json").read_text())
     assert [a[0] for a in _actions(template)] == ["Source", "Build", "Build", "UpdatePipeline"]
+
+
+def test_an_asynchronous_endpoint_is_smoke_tested_through_s3_and_not_load_tested(tmp_path):
+    # InvokeEndpoint is refused on an asynchronous endpoint: the smoke test goes through its S3 locations (the
+    # role may use only its own async/<endpoint>/ prefixes and its stack's outputs); no load test (bench drain's
+    # drain rate sets its target instead). cdk-nag runs on the synth: every finding is acknowledged with a reason.
+    synth = _synth(ROOT / "examples" / "image-async-sme.yaml", tmp_path, stages=["dev", "staging", "prod"])
+    template = json.loads((pathlib.Path(synth.app.synth().directory) / "PhotoLabelsPipeline.template.json").read_text())
+    [smoke] = [p for p in _projects(template).values() if any("--deployed" in c for c in _commands(p))]
+    assert [c.split(" --")[0] for c in _commands(smoke) if "tritonsm" in c] == [".venv/bin/tritonsm smoke photos"]
+    role = smoke["ServiceRole"]["Fn::GetAtt"][0]
+    statements = {s.get("Sid", ""): s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  and {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["AsyncSmokeTestInvoke"]["Resource"] == (
+        "arn:aws:sagemaker:eu-west-1:123456789012:endpoint/photolabels-staging-photos")
+    assert statements["AsyncSmokeTestStacks"]["Resource"] == (
+        "arn:aws:cloudformation:eu-west-1:123456789012:stack/PhotoLabels-staging-photos/*")
+    objects = [r["Fn::Join"][1][-1] for r in statements["AsyncSmokeTestObjects"]["Resource"]]
+    assert sorted(objects) == [":s3:::*/async/photos/failure/*", ":s3:::*/async/photos/input/*",
+                               ":s3:::*/async/photos/output/*"]
+    assert statements["AsyncSmokeTestKey"]["Condition"] == {
+        "StringEquals": {"kms:ViaService": "s3.eu-west-1.amazonaws.com"}}

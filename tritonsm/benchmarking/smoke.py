@@ -79,6 +79,23 @@ class DeployedClient:
 
 
 @dataclasses.dataclass(frozen=True)
+class AsyncClient:
+    """InvokeEndpointAsync through boto3 (an asynchronous endpoint takes no InvokeEndpoint): the body under its
+    input location, the answer read back from S3; deployed, or local with the URLs `tritonsm serve` prints."""
+
+    endpoint_name: str
+    input_url: str          # s3://bucket/async/<endpoint>/input/
+    runtime: Any            # a sagemaker-runtime client
+    s3: Any                 # an s3 client
+
+    def invoke(self, request: EncodedRequest, target_model: Optional[str],
+               inference_component: Optional[str] = None) -> DecodedResponse:
+        from local_endpoint.client.invoke_async import invoke_async_endpoint
+        return invoke_async_endpoint(self.endpoint_name, request, input_url=self.input_url, runtime=self.runtime,
+                                     s3=self.s3)
+
+
+@dataclasses.dataclass(frozen=True)
 class SmokeCase:
     model: str                       # the Triton model answering
     target_model: Optional[str]      # multi-model: the tarball (TargetModel)
