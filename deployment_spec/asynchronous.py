@@ -29,6 +29,21 @@ DEFAULT_INVOCATION_TIMEOUT_S = 900  # InvokeEndpointAsync InvocationTimeoutSecon
 # example's target ("Autoscale an asynchronous endpoint", TargetValue 5.0).
 DEFAULT_BACKLOG_PER_INSTANCE = 5.0
 
+# The layout under the stage bucket, shared by the constructs, the local queue and the smoke test:
+# async/<endpoint>/input/ (callers' requests), .../output/ and .../failure/ (SageMaker's answers).
+ASYNC_PREFIX = "async/"
+
+
+def endpoint_prefix(storage_name: str) -> str:
+    """``async/<endpoint>/``: an asynchronous endpoint's folder in the stage bucket."""
+    return f"{ASYNC_PREFIX}{storage_name}/"
+
+
+def input_prefix(storage_name: str) -> str:
+    """Where callers put an asynchronous endpoint's requests (its execution role reads only there)."""
+    return f"{endpoint_prefix(storage_name)}input/"
+
+
 _S3_PATH = r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?"
 _TOPIC_ARN = r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?"
 

@@ -77,16 +77,16 @@ class EndpointStack(cdk.Stack):
         call = (f"aws sagemaker-runtime invoke-endpoint --region {self.region} --endpoint-name {endpoint_name}"
                 f"{target_flag} --content-type application/json --body fileb://request.json response.json")
         if self.endpoint.asynchronous is not None:   # no InvokeEndpoint: the request goes through S3
-            request = f"{self.endpoint.asynchronous.input_url}request.json"
-            call = (f"aws s3 cp request.json {request} && aws sagemaker-runtime invoke-endpoint-async --region "
-                    f"{self.region} --endpoint-name {endpoint_name} --content-type application/json --input-location "
-                    f"{request}")
+            # The bucket by its storage stack's output, looked up when the command runs: an output holding the
+            # imported name would be an ImportValue in an output (cfn-lint W6001).
+            request = f"s3://$bucket/{self.endpoint.asynchronous.input_prefix}request.json"
+            call = (f"bucket=$(aws cloudformation describe-stacks --region {self.region} --stack-name "
+                    f"{storage.stack_name} --query \"Stacks[0].Outputs[?OutputKey=='BucketName'].OutputValue\" "
+                    f"--output text) && aws s3 cp request.json {request} && aws sagemaker-runtime "
+                    f"invoke-endpoint-async --region {self.region} --endpoint-name {endpoint_name} --content-type "
+                    f"application/json --input-location {request}")
         cdk.CfnOutput(self, "InvokeCommand", description="Example call (request.json: a KServe v2 JSON request)",
                       value=call)
-        if self.endpoint.asynchronous is not None:
-            # Where callers put requests; `tritonsm smoke --deployed` reads it (the stack is named like the endpoint).
-            cdk.CfnOutput(self, "AsyncInputLocation", value=self.endpoint.asynchronous.input_url,
-                          description="InvokeEndpointAsync requests go under this S3 location")
         if multi:
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
 

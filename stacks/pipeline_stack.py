@@ -167,8 +167,8 @@ class PipelineStack(cdk.Stack):
 
 def async_smoke_statements(stack: cdk.Stack, spec: Spec, environment: str,
                            endpoints: list[str]) -> list[iam.PolicyStatement]:
-    """What `tritonsm smoke --deployed` needs of each asynchronous endpoint: InvokeEndpointAsync, its stack's
-    AsyncInputLocation output, a request under its input prefix, the answer or failure back. The stage bucket's and
+    """What `tritonsm smoke --deployed` needs of each asynchronous endpoint: InvokeEndpointAsync, the stage's
+    storage stack's outputs (the bucket's name), a request under its input prefix, the answer or failure back. The stage bucket's and
     key's names are generated in another stage (no reference can cross into the pipeline stack), so the bucket is
     a wildcard limited to the endpoint's own prefixes, and the key is used only through S3."""
     if not endpoints:
@@ -190,9 +190,8 @@ def async_smoke_statements(stack: cdk.Stack, spec: Spec, environment: str,
                              account=account)
             for n in names.values()]),
         iam.PolicyStatement(sid=f"{sid}Stacks", actions=["cloudformation:DescribeStacks"], resources=[
-            stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{n}/*", region=region,
-                             account=account)
-            for n in names.values()]),
+            stack.format_arn(service="cloudformation", resource="stack",
+                             resource_name=f"{spec.project}-{environment}-Storage/*", region=region, account=account)]),
         iam.PolicyStatement(sid=f"{sid}Objects", actions=["s3:PutObject", "s3:GetObject"], resources=objects),
         iam.PolicyStatement(sid=f"{sid}Key", actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=["*"],
                             conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}),

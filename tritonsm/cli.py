@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         if missing is None:
             raise
         package, extra = missing
-        print(f"error: tritonsm {args.command} needs the Python package '{package}', which the base install (the "
-              f"construct library) leaves out; install the {extra} extra: pip install "
+        print(f"error: tritonsm {args.command} needs the Python package '{package}', which is not installed (the "
+              f"base install, the construct library, leaves it out); install the {extra} extra: pip install "
               f"'triton-sagemaker-cdk[{extra}]' (in a checkout of the repository, `make` installs everything)",
               file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -112,7 +112,8 @@ def _target(args, spec, env_name: str, endpoint, client):
     if args.deployed:
         region = args.region or spec.environments[env_name].region
         if endpoint.asynchronous is not None:
-            yield _deployed_async(name, region, client), f"deployed asynchronous endpoint {name}"
+            yield _deployed_async(name, f"{spec.project}-{env_name}-Storage", endpoint.name, region, client), \
+                f"deployed asynchronous endpoint {name}"
             return
         yield smoke.DeployedClient(name, region, client), f"deployed endpoint {name}"
     elif args.url:
@@ -192,23 +193,24 @@ def _served_async(name: str, endpoint, region, url: str, client):
                              _client("s3", s3_url, region))
 
 
-def _deployed_async(name: str, region, client):
-    """A deployed asynchronous endpoint: its input location is its stack's AsyncInputLocation output (the stack is
-    named like the endpoint)."""
+def _deployed_async(name: str, storage_stack: str, storage_name: str, region, client):
+    """A deployed asynchronous endpoint: its input location is under the stage bucket, named by the storage stack's
+    BucketName output, at the prefix the construct gives it (``async/<endpoint>/input/``)."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from deployment_spec.asynchronous import input_prefix
     from tritonsm.benchmarking import smoke
     try:
-        stack = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=name)["Stacks"][0]
+        stack = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=storage_stack)["Stacks"][0]
     except (BotoCoreError, ClientError) as error:
-        raise UserError(f"endpoint {name} is asynchronous: smoke reads its input location from stack {name}'s "
-                        f"AsyncInputLocation output, and could not: {error}") from None
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    if "AsyncInputLocation" not in outputs:
-        raise UserError(f"stack {name} has no AsyncInputLocation output; deploy it with this version (cdk deploy) "
+        raise UserError(f"endpoint {name} is asynchronous: smoke reads its stage bucket from stack {storage_stack}'s "
+                        f"BucketName output, and could not: {error}") from None
+    bucket = next((o["OutputValue"] for o in stack.get("Outputs", []) if o["OutputKey"] == "BucketName"), None)
+    if bucket is None:
+        raise UserError(f"stack {storage_stack} has no BucketName output; deploy it with this version (cdk deploy) "
                         "and run smoke again")
-    return smoke.AsyncClient(name, outputs["AsyncInputLocation"],
+    return smoke.AsyncClient(name, f"s3://{bucket}/{input_prefix(storage_name)}",
                              client or boto3.client("sagemaker-runtime", region_name=region),
                              boto3.client("s3", region_name=region))
 

@@ -41,6 +41,13 @@ def input_unreadable(location: str, code: str, detail: str, s3_url: str) -> Fail
         "pass the InputLocation you uploaded to.")
 
 
+def input_outside(location: str, inputs_url: str) -> Failure:
+    return Failure.said(
+        f"The input {location} is outside this endpoint's input location {inputs_url}: the deployed endpoint's "
+        "execution role reads requests only there, so SageMaker could not download it (RequestDownloadFailures). "
+        f"Upload the request body under {inputs_url} and pass that InputLocation.")
+
+
 def payload_too_large(location: str, size: int, limit_mb: int) -> Failure:
     return Failure.said(
         f"The input {location} is {size} bytes ({size / 2**20:.1f} MB), over this endpoint's limit of {limit_mb} MB "

@@ -12,11 +12,10 @@ import dataclasses
 import re
 from typing import Optional
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.asynchronous import Asynchronous, endpoint_prefix
 from local_endpoint.runtime.errors import LOCAL_ACCOUNT   # the local runtime's account: its topics' too
 
 LOCAL_BUCKET = "tritonsm-local"          # the local stand-in for the stage bucket
-ASYNC_PREFIX = "async/"                  # triton_constructs.async_inference.ASYNC_PREFIX (not imported: CDK code)
 
 _S3_URL = re.compile(r"s3://(?P<bucket>[^/]+)/?(?P<key>.*)")
 # InvokeEndpointAsync's InputLocation may also be an https:// S3 URL (botocore: "^(https|s3)://([^/]+)/?(.*)$"):
@@ -99,7 +98,7 @@ def locations_for(storage_name: str, settings: Asynchronous, region: str,
                   account: str = LOCAL_ACCOUNT) -> AsyncLocations:
     """The cloud's layout for ``storage_name`` (the spec's endpoint name) in the local S3 and SNS; topics the spec
     does not name go in ``region`` and ``account`` (the local server's one account, ``topic_accounts``)."""
-    base = S3Location(LOCAL_BUCKET, f"{ASYNC_PREFIX}{storage_name}/")
+    base = S3Location(LOCAL_BUCKET, endpoint_prefix(storage_name))
 
     def topic(arn: Optional[str], suffix: str) -> Topic:
         return Topic.from_arn(arn) if arn else Topic(f"{storage_name}-async-{suffix}", region, account)

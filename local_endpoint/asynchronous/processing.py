@@ -42,14 +42,23 @@ class Container:
 
 
 def process(job: Job, *, settings: Asynchronous, s3: Any, s3_url: str, container: Container,
-            clock: Callable[[], float]) -> Outcome:
-    """What one request came to; never raises for anything the request, the input or the container did."""
+            clock: Callable[[], float], inputs: S3Location) -> Outcome:
+    """What one request came to; never raises for anything the request, the input or the container did.
+
+    ``inputs``: the endpoint's input location. The deployed execution role reads requests only there
+    (triton_constructs.async_inference), so an input elsewhere fails here as it would fail there.
+    """
     request = job.request
     waited = clock() - job.accepted_at
     if waited > request.ttl_s:
         return failures.expired(waited, request.ttl_s)
+    location = request.input_location or ""
+    place = S3Location.parse(location)
+    if request.inline_body is None and place is not None and (
+            place.bucket != inputs.bucket or not place.key.startswith(inputs.key)):
+        return failures.input_outside(location, inputs.url)
     payload = request.inline_body if request.inline_body is not None else _read_input(
-        request.input_location or "", settings.max_payload_mb, s3, s3_url)
+        location, settings.max_payload_mb, s3, s3_url)
     if isinstance(payload, Failure):
         return payload
     headers = {"Content-Type": request.content_type, "Accept": request.accept,

@@ -118,7 +118,7 @@ class AsyncQueue:
     def _outcome(self, job: Job) -> Outcome:
         try:
             return process(job, settings=self.settings, s3=self._s3, s3_url=self._aws_url,
-                           container=self._container, clock=self._clock)
+                           container=self._container, clock=self._clock, inputs=self.locations.input)
         except Exception as error:   # a fault of this code: the request still gets its object, with the error
             return Failure.said(f"The local endpoint failed on this request ({type(error).__name__}: {error}); "
                                 "please report it with the request.")

@@ -212,7 +212,7 @@ def raise_if_unsupported(
         "cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n  "
         + "\n  ".join(lines)
         + f"\nit has only: {', '.join(available)}; test these models on a deployed "
-        f"endpoint (tritonsm invoke --endpoint-name ...){hint}"
+        f"endpoint (tritonsm invoke --endpoint ENDPOINT --deployed){hint}"
     )
 
 

@@ -152,6 +152,6 @@ def test_the_command_line_says_which_extra_a_command_needs(installed, tmp_path):
     assert _run([tritonsm, "validate", "--spec", ROOT / "triton.yaml"], cwd=tmp_path).returncode == 0
     done = _run([tritonsm, "build", "--spec", ROOT / "triton.yaml"], cwd=tmp_path)
     assert (done.returncode, done.stderr.splitlines()[-1]) == (2, (
-        "error: tritonsm build needs the Python package 'protobuf', which the base install (the construct library) "
-        "leaves out; install the build extra: pip install 'triton-sagemaker-cdk[build]' (in a checkout of the "
+        "error: tritonsm build needs the Python package 'protobuf', which is not installed (the base install, the "
+        "construct library, leaves it out); install the build extra: pip install 'triton-sagemaker-cdk[build]' (in a checkout of the "
         "repository, `make` installs everything)"))

@@ -260,7 +260,7 @@ def test_an_asynchronous_endpoint_is_smoke_tested_through_s3_and_not_load_tested
     assert statements["AsyncSmokeTestInvoke"]["Resource"] == (
         "arn:aws:sagemaker:eu-west-1:123456789012:endpoint/photolabels-staging-photos")
     assert statements["AsyncSmokeTestStacks"]["Resource"] == (
-        "arn:aws:cloudformation:eu-west-1:123456789012:stack/PhotoLabels-staging-photos/*")
+        "arn:aws:cloudformation:eu-west-1:123456789012:stack/PhotoLabels-staging-Storage/*")
     objects = [r["Fn::Join"][1][-1] for r in statements["AsyncSmokeTestObjects"]["Resource"]]
     assert sorted(objects) == [":s3:::*/async/photos/failure/*", ":s3:::*/async/photos/input/*",
                                ":s3:::*/async/photos/output/*"]

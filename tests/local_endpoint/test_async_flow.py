@@ -159,6 +159,19 @@ def test_an_input_that_is_not_there_ends_in_a_failure_saying_where_to_upload(s3,
 
 
 @pytest.mark.triton
+def test_an_input_outside_the_endpoints_input_location_fails_as_the_deployed_role_would(s3, sagemaker) -> None:
+    # The deployed execution role reads requests only under the input location: an object elsewhere, though it
+    # exists, fails there (RequestDownloadFailures), so it fails here too.
+    bucket, _ = INPUTS.removeprefix("s3://").split("/", 1)
+    s3.put_object(Bucket=bucket, Key="elsewhere/request.json", Body=b"{}")
+    elsewhere = f"s3://{bucket}/elsewhere/request.json"
+    assert failure_of(s3, invoke_async(sagemaker, InputLocation=elsewhere)) == (
+        f"The input {elsewhere} is outside this endpoint's input location {INPUTS}: the deployed endpoint's execution "
+        "role reads requests only there, so SageMaker could not download it (RequestDownloadFailures). Upload the "
+        f"request body under {INPUTS} and pass that InputLocation.")
+
+
+@pytest.mark.triton
 def test_a_payload_over_max_payload_mb_ends_in_a_failure_naming_the_limit(s3, sagemaker) -> None:
     location = put_input(s3, "big.json", b" " * (3 * 2**19))   # 1.5 MB, over max_payload_mb: 1
     assert failure_of(s3, invoke_async(sagemaker, InputLocation=location)) == (

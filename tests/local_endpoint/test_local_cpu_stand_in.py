@@ -89,7 +89,7 @@ def test_a_tensorrt_plan_cannot_be_stood_in(tmp_path: pathlib.Path) -> None:
         f"  model 'plan' in {tarball} needs the 'tensorrt' backend: a TensorRT plan (model.plan) is GPU-only and "
         "cannot be stood in on the CPU; serve the ONNX variant of the model (backend: onnxruntime) with "
         "--cpu-stand-in, or test it on a deployed endpoint\n"
-        "it has only: ensemble, python; test these models on a deployed endpoint (tritonsm invoke --endpoint-name ...)"
+        "it has only: ensemble, python; test these models on a deployed endpoint (tritonsm invoke --endpoint ENDPOINT --deployed)"
     )
 
 

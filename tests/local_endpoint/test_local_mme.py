@@ -128,7 +128,7 @@ def test_models_of_missing_backends_are_named_before_start(tarballs: dict[str, p
         "cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n"
         f"  model 'resnet' in {tarballs['onnx']} needs the 'onnxruntime' backend\n"
         "it has only: ensemble, python; test these models on a deployed endpoint "
-        "(tritonsm invoke --endpoint-name ...), or exercise their payloads locally with --cpu-stand-in "
+        "(tritonsm invoke --endpoint ENDPOINT --deployed), or exercise their payloads locally with --cpu-stand-in "
         "(onnxruntime models then run as labelled Python-backend stand-ins on the CPU; latency is not "
         "representative)"
     )

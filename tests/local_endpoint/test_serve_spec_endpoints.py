@@ -422,7 +422,7 @@ def test_an_onnx_model_without_the_stand_in_flag_names_the_flag(built: Built, ca
         1, "error: cannot serve locally, the Triton server of the nvidia-pytriton wheel lacks a backend:\n"
            f"  model 'classifier' in {tarball} needs the 'onnxruntime' backend\n"
            "it has only: ensemble, python; test these models on a deployed endpoint (tritonsm invoke "
-           "--endpoint-name ...), or exercise their payloads locally with --cpu-stand-in (onnxruntime models then "
+           "--endpoint ENDPOINT --deployed), or exercise their payloads locally with --cpu-stand-in (onnxruntime models then "
            "run as labelled Python-backend stand-ins on the CPU; latency is not representative)\n")
 
 

@@ -193,6 +193,8 @@ def run_drain(args: argparse.Namespace) -> int:
     """An asynchronous endpoint's drain rate per concurrency; --record writes the spec's own into capacity.json."""
     import os
 
+    import matplotlib  # noqa: F401 (the plot comes last: a missing bench extra is said before the rounds run)
+
     from deployment_spec import load_spec
     from deployment_spec.capacity import DEFAULT_CAPACITY, Drain, backlog_target, load_drains, save_drains
     from local_endpoint import LocalEndpointError
