@@ -4,6 +4,7 @@ stop."""
 from __future__ import annotations
 
 import atexit
+import os
 import http.client
 import pathlib
 import signal
@@ -79,21 +80,41 @@ class LoggedProcess:
             )
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period. Safe to call twice."""
+        """SIGTERM, then SIGKILL after a grace period; then whatever of its process group is left. Safe to call
+        twice."""
         self._stopping = True
         atexit.unregister(self.stop)
-        if self._process.poll() is not None:
-            return
-        self._process.send_signal(signal.SIGTERM)
-        try:
-            self._process.wait(timeout=STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        _end_orphans(self._process.pid)
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+# What a Triton server leaves running when it dies hard: its backends' stub processes.
+_ORPHAN_NAMES = ("triton_python_backend_stub", "tritonserver")
+
+
+def _end_orphans(group: int) -> None:
+    """Kills what is left of a server's process group: a server that died hard (SIGKILL, the OOM killer) leaves
+    its Python-backend stubs re-parented to init. They share its group (``start_logged`` gives the server a session
+    of its own, whose id is its pid); only processes of Triton's names are killed, in case the group id was
+    reused after the group emptied."""
+    import psutil
+
+    for process in psutil.process_iter(["name"]):
+        try:
+            if process.info["name"] in _ORPHAN_NAMES and os.getpgid(process.pid) == group:
+                process.kill()
+        except (ProcessLookupError, psutil.Error):
+            continue
 
 
 class TritonProcess(LoggedProcess):
