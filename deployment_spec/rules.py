@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from deployment_spec import asynchronous, component_endpoint, instances, sagemaker_rules, serving_runtimes, triton_metrics
+from deployment_spec import asynchronous, component_endpoint, variants, instances, sagemaker_rules, serving_runtimes, triton_metrics
 from deployment_spec.capacity_reservation import reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
@@ -108,6 +108,7 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
     # Inference components: one archive per model, with what it loads (an ensemble's steps).
     per_component = {m: served_models(dataclasses.replace(ep, models=(m,)), models) for m in ep.models}
     out += component_endpoint.endpoint_problems(path, ep, models, per_component)
+    out += variants.combination_problems(ep, set(declared), path)
     if sme:
         if len(ep.models) > 1 and ep.default_model is None:
             out.append(Problem(f"{path}.default_model", "nothing", f"one of {', '.join(ep.models)}",
