@@ -12,7 +12,8 @@ from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
 from deployment_spec.errors import Problem, describe
 from deployment_spec.parse import Validated, join, meta
-from deployment_spec.scaling import DEFAULT_GPU_TARGET, LoadMetric, Scaling  # re-exported: their old home
+# Re-exported: their home before deployment_spec.scaling.
+from deployment_spec.scaling import DEFAULT_GPU_TARGET as DEFAULT_GPU_TARGET, LoadMetric as LoadMetric, Scaling as Scaling
 from deployment_spec.variants import Comparison, Shadow, Variant
 
 ENV_KEY = r"[a-zA-Z_][a-zA-Z0-9_]*"

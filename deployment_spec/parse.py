@@ -60,8 +60,10 @@ def join(path: str, key: str) -> str:
 def parse_dataclass(cls: type, raw: Any, path: str, problems: list[Problem]) -> Any:
     """Parses ``raw`` into ``cls``; returns None (and records problems) when it can't."""
     if not isinstance(raw, dict):
-        problems.append(Problem(path or "(top level)", describe(raw), f"a mapping of {cls.__name__} settings",
-                                "write the settings as 'key: value' lines under this key"))
+        # A class may say what it is instead (a ClassVar NOT_A_MAPPING = (allowed, fix)): e.g. one shadow per endpoint.
+        allowed, fix = getattr(cls, "NOT_A_MAPPING", (f"a mapping of {cls.__name__} settings",
+                                                      "write the settings as 'key: value' lines under this key"))
+        problems.append(Problem(path or "(top level)", describe(raw), allowed, fix))
         return None
     fields = yaml_fields(cls)
     names = [f.name for f in fields]

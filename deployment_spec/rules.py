@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Mapping, Optional
 
-from deployment_spec import asynchronous, component_endpoint, variants, instances, sagemaker_rules, serving_runtimes, triton_metrics
+from deployment_spec import asynchronous, component_endpoint, variant_plan, instances, sagemaker_rules, serving_runtimes, triton_metrics
 from deployment_spec.capacity_reservation import reservation_problems
 from deployment_spec.container_env import container_environment
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
@@ -12,6 +12,7 @@ from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem, describe
 from deployment_spec.model import Backend, InstanceKind, ModelSpec
 from deployment_spec.parse import suggest
+from deployment_spec.variants import Shadow, Variant
 
 
 def unknown_name(path: str, name: str, known: Mapping[str, object], what: str) -> Problem:
@@ -108,7 +109,8 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
     # Inference components: one archive per model, with what it loads (an ensemble's steps).
     per_component = {m: served_models(dataclasses.replace(ep, models=(m,)), models) for m in ep.models}
     out += component_endpoint.endpoint_problems(path, ep, models, per_component)
-    out += variants.combination_problems(ep, set(declared), path)
+    out += variant_plan.combination_problems(ep, set(declared), path)
+    out += variant_rules(path, ep, models, triton_version)
     if sme:
         if len(ep.models) > 1 and ep.default_model is None:
             out.append(Problem(f"{path}.default_model", "nothing", f"one of {', '.join(ep.models)}",
@@ -172,20 +174,84 @@ def _instance_rules(path: str, ep: EndpointSpec, served: list[ModelSpec], triton
         ep.capacity_reservation, instance_type=ep.instance_type, fallbacks=ep.fallback_instance_types,
         initial_instances=ep.initial_instances, max_instances=ceiling,
         max_field="scaling.max_instances" if variant else "managed_instances.max_instances"))
+    return out + _served_on_cpu(ep, served, f"{path}.instance_type", f"endpoint {path.split('.', 1)[-1]}")
+
+
+def _served_on_cpu(ep: EndpointSpec, served: list[ModelSpec], type_path: str, where: str) -> list[Problem]:
+    """Models that need a GPU, served on ``ep``'s instance type where that is a CPU type."""
     itype = ep.instance
     if itype is None or itype.is_gpu:
-        return out
+        return []
+    out = []
     for m in served:
         if any(g.kind is InstanceKind.GPU for g in m.instance_groups):
             out.append(Problem(f"models.{m.name}.instance_groups", "kind gpu",
-                               f"kind cpu or auto on the CPU instance type {ep.instance_type} "
-                               f"(endpoint {path.split('.', 1)[-1]})",
+                               f"kind cpu or auto on the CPU instance type {ep.instance_type} ({where})",
                                "use kind: cpu (or auto), or a GPU instance type"))
         if m.backend is Backend.TENSORRT:
-            out.append(Problem(f"{path}.instance_type", describe(ep.instance_type),
+            out.append(Problem(type_path, describe(ep.instance_type),
                                f"a GPU instance type for the TensorRT model {m.name}",
                                "use a GPU instance type such as ml.g5.xlarge"))
     return out
+
+
+# What a variant or the shadow may set for itself; everything else is the endpoint's.
+VARIANT_FIELDS = ("instance_type", "initial_instances", "scaling")
+
+
+def variant_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str) -> list[Problem]:
+    """Each variant and the shadow as it runs: its model on its instance type, with its instance count and scaling,
+    under the rules the endpoint's own settings pass (sagemaker_rules.endpoint_problems, the Scaling rules and the
+    zero-instance rule among them), reported at the variant's path. Only what the variant's own settings add: a
+    problem of the endpoint's settings is reported once, at the endpoint."""
+    if ep.kind is not EndpointKind.SINGLE_MODEL or not ep.models or ep.asynchronous is not None:
+        return []  # variant_plan.combination_problems refuses these; the views below assume a real-time SME
+    own = _endpoint_instance_problems(ep, triton_version)
+    out: list[Problem] = []
+    named: list[tuple[str, str, Optional[str], Variant | Shadow]] = [
+        (f"{path}.variants[{i}]", v.name, v.model, v) for i, v in enumerate(ep.variants)]
+    if ep.shadow is not None:
+        named.append((f"{path}.shadow", ep.shadow.name, ep.shadow.model, ep.shadow))
+    for vpath, name, model, settings in named:
+        view = dataclasses.replace(
+            ep, models=(model or variant_plan.served_model(ep),), default_model=None, variants=(), shadow=None,
+            instance_type=settings.instance_type or ep.instance_type,
+            initial_instances=settings.initial_instances or ep.initial_instances,
+            scaling=settings.scaling or ep.scaling,
+            # instance_facts describe the endpoint's own type; another type must be one the table knows
+            instance_facts=ep.instance_facts if settings.instance_type in (None, ep.instance_type) else None)
+        for p in _endpoint_instance_problems(view, triton_version):
+            if p in own:
+                continue
+            if p.path.split(".")[0] in VARIANT_FIELDS:
+                out.append(_for_variant(p, vpath))
+            else:
+                out.append(dataclasses.replace(p, path=f"{path}.{p.path}"))
+        if view.instance_type != ep.instance_type or view.models[0] not in {m.name for m in served_models(ep, models)}:
+            out += _served_on_cpu(view, served_models(view, models), f"{vpath}.instance_type",
+                                  f"endpoint {path.split('.', 1)[-1]}, variant {name}")
+    return out
+
+
+def _endpoint_instance_problems(ep: EndpointSpec, triton_version: str) -> list[Problem]:
+    """sagemaker_rules.endpoint_problems of a real-time single-model endpoint, paths relative to it."""
+    return sagemaker_rules.endpoint_problems(
+        instance_type=ep.instance_type, multi_model=False, triton_version=triton_version,
+        initial_instances=ep.initial_instances,
+        scaling=ep.scaling, volume_size_gb=ep.volume_size_gb, model_cache=ep.model_cache,
+        data_capture=ep.data_capture is not None, instance_facts=ep.instance_facts,
+        enhanced_metrics=ep.observability.enhanced)
+
+
+def _for_variant(p: Problem, vpath: str) -> Problem:
+    """A problem of the variant's own settings at its path; the variant cannot declare instance_facts."""
+    fix = p.fix
+    if "instance_facts" in fix:
+        fix = "use a type this library knows; instance_facts describes only the endpoint's own instance_type"
+    if p.path.endswith("min_instances") and p.got == "0":  # the zero-instance rule's other ways take no variants
+        fix = ("raise min_instances to 1: variants and a shadow serve in real time (the endpoints that scale to "
+               "zero, asynchronous and inference-components ones, take none)")
+    return dataclasses.replace(p, path=f"{vpath}.{p.path}", fix=fix)
 
 
 def production_rules(env: EnvironmentSpec) -> list[Problem]:
@@ -196,7 +262,10 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
     for name, ep in env.endpoints.items():
         if ep.kind is EndpointKind.INFERENCE_COMPONENTS:
             out += component_endpoint.production_problems(f"endpoints.{name}", ep, env.name)
-        if ep.deploy_instances >= 2 and ep.initial_instances >= 2 or (ep.single_instance_reason or "").strip():
+        if (ep.single_instance_reason or "").strip():
+            continue
+        out += _production_variants(name, ep, env.name)
+        if ep.deploy_instances >= 2 and ep.initial_instances >= 2:
             continue
         floor = "managed_instances.min_instances" if ep.managed_instances else "scaling.min_instances"
         field = floor if ep.deploy_instances < 2 and (ep.scaling or ep.managed_instances) else "initial_instances"
@@ -207,6 +276,30 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
             "in different Availability Zones (AWS Config rule SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT)",
             f"set initial_instances and {floor} to 2 under environments.{env.name}.overrides."
             f"endpoints.{name}, or give single_instance_reason there"))
+    return out
+
+
+def _production_variants(name: str, ep: EndpointSpec, env_name: str) -> list[Problem]:
+    """The same rule per production variant that sets its own instance count or scaling (the Config rule checks
+    every ProductionVariants entry; the others have the endpoint's, checked with it). The shadow is left out: it
+    answers no caller, and is listed under ShadowProductionVariants."""
+    out = []
+    for i, v in enumerate(ep.variants):
+        if v.initial_instances is None and v.scaling is None:
+            continue
+        initial = v.initial_instances or ep.initial_instances
+        scaling = v.scaling or ep.scaling
+        floor = scaling.min_instances if scaling else initial
+        if floor >= 2 and initial >= 2:
+            continue
+        field = "scaling.min_instances" if scaling and floor < 2 else "initial_instances"
+        out.append(Problem(
+            f"endpoints.{name}.variants[{i}].{field}", str(floor if field != "initial_instances" else initial),
+            f"2 or more in environment {env_name} (production: true) for every production variant, so that "
+            "SageMaker can place its instances in different Availability Zones (AWS Config rule "
+            "SAGEMAKER_ENDPOINT_CONFIG_PROD_INSTANCE_COUNT)",
+            f"set the variant's initial_instances and scaling.min_instances to 2 under environments.{env_name}."
+            f"overrides.endpoints.{name}.variants, or give the endpoint single_instance_reason there"))
     return out
 
 

@@ -16,6 +16,7 @@ from deployment_spec.errors import UserError
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parse import suggest
 from deployment_spec.spec import Spec, load_spec
+from deployment_spec.variant_plan import build_for, served_by_variants, weights_share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +27,21 @@ class LocalComponent:
     model: str                  # the model it serves
     tarball: pathlib.Path
     default_model: str | None   # SAGEMAKER_TRITON_DEFAULT_MODEL_NAME where the archive holds several models
+    env: dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalVariant:
+    """One variant of an endpoint with ``variants:`` or ``shadow:``, as the local endpoint serves it: its own
+    single-model server on the archive of its build (``deployment_spec.variant_plan.build_for``)."""
+
+    name: str                   # VariantName (InvokedProductionVariant, TargetVariant)
+    model: str                  # the spec model it serves
+    build: str                  # its build manifest entry: the endpoint's, or <endpoint>.<variant>
+    share: float                # a production variant's share of the traffic, 0-1; the shadow: 0
+    shadow: bool
+    tarball: pathlib.Path
+    default_model: str | None   # SAGEMAKER_TRITON_DEFAULT_MODEL_NAME of its build
     env: dict[str, str]
 
 
@@ -42,6 +58,8 @@ class LocalEndpoint:
     endpoint: EndpointSpec | None = None  # the spec's endpoint (instance type, start-up timeout), for `--image`
     region: str | None = None             # the environment's region, if the spec names one
     components: tuple[LocalComponent, ...] = ()  # kind: inference-components: one container per component
+    # variants: or shadow: the production variants, then the shadow, each on a server of its own (none otherwise)
+    variants: tuple[LocalVariant, ...] = ()
 
 
 def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
@@ -60,9 +78,47 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
         disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
         components = tuple(_component(spec.project, env_name, endpoint, artifact, manifest, disposable)
                            for artifact in built.artifacts)
-    return LocalEndpoint(tuple(manifest.artifact_path(a) for a in built.artifacts), multi,
-                         None if multi else built.default_model, env, manifest, spec.triton_version,
-                         endpoint, spec.environments[env_name].region, components)
+    tarballs = tuple(manifest.artifact_path(a) for a in built.artifacts)
+    local = LocalEndpoint(tarballs, multi, None if multi else built.default_model, env, manifest,
+                          spec.triton_version, endpoint, spec.environments[env_name].region, components)
+    if endpoint.variants or endpoint.shadow is not None:
+        disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
+        local = dataclasses.replace(local, variants=_variants(local, endpoint, manifest_path, disposable))
+    return local
+
+
+def _variants(local: LocalEndpoint, endpoint: EndpointSpec, manifest_path: pathlib.Path,
+              disposable: bool) -> tuple[LocalVariant, ...]:
+    """The production variants (beside a shadow: the endpoint's own model, as ``variant_name``), then the shadow."""
+    shares = weights_share(endpoint)
+    shadow = endpoint.shadow.name if endpoint.shadow is not None else None
+    served = [(name, model, build_for(endpoint, name)) for name, model, _ in served_by_variants(endpoint)]
+    if not endpoint.variants:
+        served.insert(0, (endpoint.variant_name, local.default_model or endpoint.models[0], endpoint.name))
+    out = []
+    for name, model, build in served:
+        if build == endpoint.name:
+            tarball, default, env = local.tarballs[0], local.default_model, local.env
+        else:
+            built = _variant_build(local.manifest, manifest_path, endpoint.name, name, model, build)
+            tarball, default = local.manifest.artifact_path(built.artifacts[0]), built.default_model
+            env = container_environment(endpoint.container, multi_model=False, default_model=default,
+                                        verbose_default=disposable, extra_args=endpoint.triton_args)
+        out.append(LocalVariant(name, model, build, 0.0 if name == shadow else shares.get(name, 0.0),
+                                name == shadow, tarball, default, env))
+    return tuple(out)
+
+
+def _variant_build(manifest: Manifest, manifest_path: pathlib.Path, endpoint: str, variant: str, model: str,
+                   build: str) -> EndpointArtifacts:
+    """The build of a variant serving a model of its own: `tritonsm build` writes it as ``<endpoint>.<variant>``."""
+    if build not in manifest.endpoints:
+        reason = manifest.not_built.get(f"endpoints.{build}")
+        raise UserError(f"{manifest_path}: variant {variant!r} of endpoint {endpoint!r} (model {model}) has not been "
+                        f"built: the manifest has no entry {build!r}"
+                        + (f" ({reason}); run `tritonsm build` where it can be built" if reason else
+                           "; run `tritonsm build` (it builds every variant's model)"))
+    return built_artifacts(manifest_path, build, (model,))
 
 
 def _component(project: str, env_name: str, endpoint: EndpointSpec, artifact: Artifact, manifest: Manifest,

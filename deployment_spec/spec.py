@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import component_endpoint, rules, sagemaker_rules, serving_runtimes, task_models
+from deployment_spec import component_endpoint, rules, sagemaker_rules, serving_runtimes, task_models, variant_plan
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -113,6 +113,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
         base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version, declared or set(ep.models))
     problems += base
     environments = _environments(raw, endpoints, models, version, problems, base, declared)
+    problems += variant_plan.build_conflicts(endpoints, {n: e.endpoints for n, e in environments.items()})
     if isinstance(project, str):
         problems += _endpoint_name_problems(project, environments)
         problems += component_endpoint.name_problems(project, environments)

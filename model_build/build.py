@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Callable, Iterable, Optional
 
-from deployment_spec import Spec, serving_runtimes
+from deployment_spec import Spec, serving_runtimes, variant_plan
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging
@@ -238,7 +238,8 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
         for triton_name in spec.models[name].triton_names():
             models[triton_name] = dataclasses.replace(entry, name=triton_name)
     endpoints: dict[str, EndpointArtifacts] = {}
-    for ep_name, endpoint in spec.endpoints.items():
+    # The spec's endpoints and the own builds of their variants (deployment_spec.variants: <endpoint>.<variant>).
+    for ep_name, endpoint in variant_plan.endpoints_to_build(spec).items():
         planned = packaging.plan(spec, endpoint)
         missing = sorted({m for p in planned for _, m in p.members if m not in dirs})
         if missing:

@@ -28,9 +28,9 @@ class BuildContext:
 def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:
     """The devices the model's instances run on ("cuda", "cpu") over every endpoint and environment serving it."""
     from deployment_spec.model import InstanceKind
+    from deployment_spec.variant_plan import serving_endpoints
 
-    endpoints = list(spec.endpoints.values()) + [ep for env in spec.environments.values()
-                                                 for ep in env.endpoints.values()]
+    endpoints = serving_endpoints(spec)  # every environment's, and their variants' own builds
     kinds = {group.kind for group in model.instance_groups} or {InstanceKind.AUTO}
     out: set[str] = set()
     for endpoint in endpoints:

@@ -14,6 +14,7 @@ from deployment_spec.capacity import Drain, Measurement, backlog_target, load_ta
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
+from deployment_spec.variant_plan import build_for, own_builds
 from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.pool_builds import pool_models
@@ -43,11 +44,14 @@ class EndpointStack(cdk.Stack):
                  storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None,
                  drains: Optional[Mapping[str, Drain]] = None, pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
-        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
-        models = ModelRepositories.from_built(
-            manifest, built.artifacts, origin=str(manifest_path), default_model=built.default_model,
-            hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
-                                    for m in spec.served_models(endpoint) if m.tensorrt})
+        models = self._built(spec, endpoint, manifest, manifest_path)
+        # A variant or shadow whose model or instance type is not the endpoint's serves a build of its own, the
+        # manifest's <endpoint>.<variant> entry (deployment_spec.variant_plan.own_builds).
+        derived = own_builds(endpoint)
+        variant_models = {variant: self._built(spec, derived[build], manifest, manifest_path)
+                          for variant in [v.name for v in endpoint.variants] + (
+                              [endpoint.shadow.name] if endpoint.shadow else [])
+                          if (build := build_for(endpoint, variant)) != endpoint.name}
         disposable = environment.removal_policy is RemovalPolicy.DESTROY
         bucket, key = storage.import_into(self)
         multi = endpoint.kind is EndpointKind.MULTI_MODEL
@@ -69,7 +73,11 @@ class EndpointStack(cdk.Stack):
             log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
             download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint),
-            asynchronous=self._asynchronous(endpoint, drains or {}))
+            asynchronous=self._asynchronous(endpoint, drains or {}),
+            # A variant served by the endpoint's own build names no model: the construct's model is a label for
+            # archives of its own (variant_models).
+            variants=[v if v.name in variant_models else dataclasses.replace(v, model=None) for v in endpoint.variants],
+            shadow=endpoint.shadow, variant_models=variant_models, comparison=endpoint.comparison)
 
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")
         objects = [archive.object_name for archive in models.archives]
@@ -89,6 +97,16 @@ class EndpointStack(cdk.Stack):
                       value=call)
         if multi:
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
+
+    @staticmethod
+    def _built(spec: Spec, endpoint: EndpointSpec, manifest: Manifest, manifest_path: pathlib.Path
+               ) -> ModelRepositories:
+        """The manifest's archives for ``endpoint`` (or a variant's own build), checked against the spec."""
+        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
+        return ModelRepositories.from_built(
+            manifest, built.artifacts, origin=str(manifest_path), default_model=built.default_model,
+            hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
+                                    for m in spec.served_models(endpoint) if m.tensorrt})
 
     def _asynchronous(self, endpoint: EndpointSpec, drains: Mapping[str, Drain]) -> Any:
         """The spec's asynchronous settings, with the backlog target the measured drain rate implies when the

@@ -9,6 +9,13 @@ The public face is one construct and its props::
                                        scaling=Scaling(max_instances=4))
     endpoint.grant_invoke(my_function)
 
+A candidate model on 10 % of the traffic, alarming against the incumbent (or ``shadow=Shadow(model="v2")``)::
+
+    endpoint = TritonSageMakerEndpoint(stack, "Classifier", models=models, instance_type="ml.g5.xlarge",
+                                       variants=[Variant(name="incumbent", weight=90),
+                                                 Variant(name="candidate", model="v2", weight=10)],
+                                       variant_models={"candidate": ModelRepositories.from_manifest(...)})
+
 Several models on one endpoint, each an inference component with its own reservation and copies::
 
     from triton_constructs import ComponentSpec, CopyScaling, TritonComponentsEndpoint
@@ -26,10 +33,11 @@ or model_build.
 from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
-from deployment_spec.endpoint import (CaptureMode, Container, DataCapture, Deployment, LoadMetric, Observability, Scaling,
-                                     Strategy)
+from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Strategy
 from deployment_spec.errors import Problem, PropsError
+from deployment_spec.scaling import LoadMetric, Scaling
 from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
+from deployment_spec.variants import Comparison, Shadow, Variant
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.components_endpoint import TritonComponentsEndpoint
 from triton_constructs.endpoint_reference import ImportedTritonEndpoint
@@ -40,7 +48,7 @@ from triton_constructs.network import NetworkProps
 from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 
-__all__ = ["Alarms", "Asynchronous", "CapacityReservation", "CaptureMode", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
+__all__ = ["Alarms", "Asynchronous", "CapacityReservation", "CaptureMode", "Comparison", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
            "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
-           "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Strategy", "SynthError", "TritonComponentsEndpoint",
-           "TritonSageMakerEndpoint"]
+           "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Shadow", "Strategy", "SynthError", "TritonComponentsEndpoint",
+           "TritonSageMakerEndpoint", "Variant"]

@@ -36,6 +36,8 @@ class EndpointAlarms(Construct):
             add the PromQL alarm on Triton's queue time (``triton_promql``). Defaults to False.
         asynchronous: The endpoint serves asynchronously: add the queue's alarms (``async_alarms``); latency and
             5XX stay, among the common endpoint metrics SageMaker publishes for it. Defaults to none.
+        subject: What the descriptions name, e.g. ``<endpoint> variant B`` beside another variant's alarms.
+            Defaults to the endpoint's name.
 
     Attributes:
         latency, errors: The alarms that roll a guarded deployment back.
@@ -46,9 +48,9 @@ class EndpointAlarms(Construct):
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
                  gpu_count: int, multi_model: bool = False, notify: bool = False,
                  topic: Optional[sns.ITopic] = None, triton_metrics: bool = False,
-                 asynchronous: Optional[Asynchronous] = None) -> None:
+                 asynchronous: Optional[Asynchronous] = None, subject: Optional[str] = None) -> None:
         super().__init__(scope, id_)
-        endpoint_name = metrics.endpoint_name
+        endpoint_name = subject or metrics.endpoint_name
 
         def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
                   *, below: bool = False, periods: int = 3) -> cloudwatch.Alarm:

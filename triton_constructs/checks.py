@@ -16,6 +16,7 @@ from deployment_spec.errors import raise_problems
 from deployment_spec.manifest import Artifact, Manifest
 from deployment_spec.model import ModelSpec
 from deployment_spec.rules import served_models
+from deployment_spec.variants import BUILD_SEPARATOR
 from triton_constructs.errors import SynthError
 from triton_constructs.model_repositories import REBUILD, artifact_file_problems
 
@@ -62,7 +63,7 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     Raises:
         SynthError: listing every missing or stale artifact; each problem says to run `tritonsm build`.
     """
-    subject = f"endpoint '{endpoint.name}'"
+    subject = _subject(endpoint.name)
     if manifest.triton_version != triton_version:
         raise SynthError(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks "
                                    f"for {triton_version}; {REBUILD}"])
@@ -94,6 +95,13 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     return BuiltEndpoint(built.artifacts, default_model)
 
 
+def _subject(build: str) -> str:
+    """Whom a problem is about: an endpoint, or a variant whose model is built apart (deployment_spec.variants)."""
+    endpoint, _, variant = build.partition(BUILD_SEPARATOR)
+    return f"variant '{variant}' of endpoint '{endpoint}' (its own build, '{build}')" if variant else \
+        f"endpoint '{build}'"
+
+
 def _not_built(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], manifest: Manifest,
                manifest_path: pathlib.Path) -> list[str]:
     """Why the build left the endpoint out, per model, and the ways forward."""
@@ -109,7 +117,14 @@ def _not_built(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], manifest
                "build's manifest: `cdk synth -c manifest=PATH`")
     else:
         way = f"fix the error above and {REBUILD}"
-    built = [name for name in manifest.endpoints if name != endpoint.name]
+    # `-c endpoints=` takes endpoint names: a variant's own build (<endpoint>.<variant>) is synthesized with its
+    # endpoint, so an endpoint is offered only where none of its builds was left out.
+    def endpoint_of(build: str) -> str:
+        return build.removeprefix("endpoints.").split(BUILD_SEPARATOR, 1)[0]
+
+    left_out = {endpoint_of(key) for key in manifest.not_built if key.startswith("endpoints.")}
+    left_out.add(endpoint_of(endpoint.name))
+    built = [name for name in dict.fromkeys(map(endpoint_of, manifest.endpoints)) if name not in left_out]
     if built:
         way += f"; or synthesize only the built endpoints: `cdk synth -c endpoints={','.join(built)}`"
     return out + [way]

@@ -35,8 +35,59 @@ class DataCaptureSettings:
     mode: CaptureMode = CaptureMode.BOTH
 
 
+@dataclasses.dataclass(frozen=True)
+class ServedVariant:
+    """One variant of the endpoint configuration: what it serves, on what, and its ``InitialVariantWeight``.
+
+    Attributes:
+        name: ``VariantName``.
+        model: The model it serves.
+        instance_type: e.g. ``ml.g5.xlarge``.
+        initial_instances: Instances at creation.
+        weight: ``InitialVariantWeight``: a production variant's share of the traffic is its weight / the sum of
+            the production variants' weights (botocore's SageMaker service model, ``ProductionVariant``); a
+            shadow's, ``deployment_spec.variants.shadow_weight``.
+        instance_facts: The facts of a type the instance table lacks. Defaults to the table's.
+        fallback_instance_types: Instance pools after ``instance_type``. Defaults to none.
+        pool_model_names: The model each pool serves instead of ``model``. Defaults to none.
+        capacity_reservation: The ML capacity reservation its instances launch into. Defaults to none.
+    """
+
+    name: str
+    model: TritonModel
+    instance_type: str
+    initial_instances: int = 1
+    weight: float = 1.0
+    instance_facts: Optional[instances.InstanceFacts] = None
+    fallback_instance_types: tuple[str, ...] = ()
+    pool_model_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    capacity_reservation: Optional[CapacityReservation] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointVariant:
+    """What scaling, alarms and dashboards need of one variant of a ``TritonEndpoint``.
+
+    Attributes:
+        endpoint_name, variant_name: The variant.
+        instance_type: Its instance type (the first pool's with instance pools).
+        instance: That type's facts, or None for a type the rules have refused.
+        instance_types: Every type it may run on, the pools' in priority order.
+        metrics: Its CloudWatch metrics (``VariantName`` = its name, a shadow's too).
+        shadow: It is the shadow variant.
+    """
+
+    endpoint_name: str
+    variant_name: str
+    instance_type: str
+    instance: Optional[instances.InstanceType]
+    instance_types: tuple[str, ...]
+    metrics: EndpointMetrics
+    shadow: bool = False
+
+
 class TritonEndpoint(Construct):
-    """A real-time SageMaker endpoint with one production variant serving a ``TritonModel``.
+    """A real-time SageMaker endpoint whose production variants (one by default) serve ``TritonModel`` s.
 
     Settings SageMaker would reject at deploy time are handled at synth:
     ``VolumeSizeInGB`` is left out on instance types with local NVMe storage.
@@ -45,7 +96,11 @@ class TritonEndpoint(Construct):
     exists and says it then does not encrypt that storage, which a hardware
     module encrypts; the template's metadata says which applies.
     With auto-scaling, ``RetainAllVariantProperties`` keeps the instance
-    count the autoscaler chose across configuration updates.
+    count the autoscaler chose across configuration updates; the weights and data capture still follow the
+    configuration (``ExcludeRetainedVariantProperties``), so weights changed at run time with
+    UpdateEndpointWeightsAndCapacities return to the configuration's on the next update of the endpoint.
+    SageMaker applies ``RetainAllVariantProperties`` to every variant of the endpoint.
+    Several production variants, or a shadow, leave ``DeploymentConfig`` out, with an info annotation (see ``guarded``).
 
     Args:
         scope: Parent construct.
@@ -92,12 +147,19 @@ class TritonEndpoint(Construct):
             none.
         async_config: The configuration's ``AsyncInferenceConfig`` (``AsyncInference.config``): an asynchronous
             endpoint. Defaults to none: real-time.
+        variants: The production variants, the incumbent first (``ServedVariant``), instead of the one variant
+            the arguments above describe. Defaults to that one.
+        shadow: The shadow variant (``ShadowProductionVariants``): a copy of the production variant's requests,
+            its answers never returned. Needs exactly one production variant. Defaults to none.
 
     The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
 
     Attributes:
-        metrics: The variant's CloudWatch metrics.
+        metrics: The (first) production variant's CloudWatch metrics.
+        variants: Every variant, the shadow last, as ``EndpointVariant`` by name.
+        guarded: The update is guarded (``DeploymentConfig``): a deployment was asked for and the endpoint has one
+            production variant and no shadow.
         config: The ``CfnEndpointConfig``.
         resource: The ``CfnEndpoint``.
         log_group: The endpoint's log group, ``/aws/sagemaker/Endpoints/<name>``.
@@ -122,35 +184,65 @@ class TritonEndpoint(Construct):
                  fallback_instance_types: Sequence[str] = (),
                  capacity_reservation: Optional[CapacityReservation] = None,
                  pool_model_names: Optional[Mapping[str, str]] = None,
-                 async_config: Optional[sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty] = None) -> None:
+                 async_config: Optional[sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty] = None,
+                 variants: Sequence[ServedVariant] = (), shadow: Optional[ServedVariant] = None) -> None:
         super().__init__(scope, id_)
-        itype = instances.lookup(instance_type, instance_facts)
-        nvme = bool(itype and itype.family.nvme)
+        production = list(variants) or [ServedVariant(
+            variant_name, model, instance_type, initial_instances, 1.0, instance_facts,
+            tuple(fallback_instance_types), dict(pool_model_names or {}), capacity_reservation)]
+        served = production + ([shadow] if shadow is not None else [])
         fleet_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())
-        if deployment is not None:
-            deployment = deployment.resolved(deploy_instances or initial_instances, fleet_start_s)
+        # Deployment guardrails need the same variant names in the old and the new configuration (SageMaker
+        # developer guide, "Deployment guardrails > Exclusions"), which adding or removing a variant or a shadow
+        # breaks, and synth cannot see what is deployed. So only a lone production variant is guarded; with more,
+        # SageMaker's default applies: "If no update policy is specified, SageMaker uses a blue/green deployment
+        # strategy with all at once traffic shifting by default" (botocore's SageMaker service model,
+        # DeploymentConfig.BlueGreenUpdatePolicy), and the comparison alarms watch the candidate instead.
+        self.guarded = deployment is not None and len(production) == 1 and shadow is None
+        if deployment is not None and not self.guarded:
+            cdk.Annotations.of(self).add_info((
+                f"endpoint {endpoint_name}: deployment guardrails left out with {len(production)} production "
+                f"variant(s){' and a shadow' if shadow is not None else ''}: a blue/green update needs the same "
+                "variant names in the old and the new configuration (SageMaker developer guide, Deployment "
+                "guardrails > Exclusions), which adding or removing a variant breaks; SageMaker updates the "
+                "endpoint blue/green with all traffic shifted at once and no auto-rollback, and the comparison "
+                "alarms watch the candidate against the incumbent"))
+        deployment = deployment.resolved(deploy_instances or initial_instances, fleet_start_s) \
+            if deployment is not None and self.guarded else None
+        first = production[0]
+        itype = instances.lookup(first.instance_type, first.instance_facts)
         self.endpoint_name = endpoint_name
-        self.variant_name = variant_name
-        self.instance_type = instance_type
+        self.variant_name = first.name
+        self.instance_type = first.instance_type
         self.instance = itype
-        self.metrics = EndpointMetrics(endpoint_name, variant_name)
+        self.metrics = EndpointMetrics(endpoint_name, first.name)
         # SageMaker writes the container's output here; created up front to set retention and removal.
         self.log_group = logs.LogGroup(self, "Logs", log_group_name=f"/aws/sagemaker/Endpoints/{endpoint_name}",
                                        retention=log_retention, removal_policy=log_removal_policy,
                                        encryption_key=log_key)
         if log_key is not None:
             control_tower.acknowledge_imported_key(self.log_group, log_key)
-        pools = instance_pools(instance_type, fallback_instance_types, pool_model_names or {})
-        self.instance_types = (instance_type, *fallback_instance_types)
-        variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=variant_name, model_name=model.model_name,
-            instance_type=None if pools else instance_type, instance_pools=pools,
-            initial_instance_count=initial_instances, initial_variant_weight=1.0,
-            inference_ami_version=inference_ami_version if itype and itype.is_gpu else None,
-            volume_size_in_gb=None if nvme else volume_size_gb,
-            container_startup_health_check_timeout_in_seconds=int(startup_timeout.to_seconds()),
-            model_data_download_timeout_in_seconds=int(download_timeout.to_seconds()),
-            capacity_reservation_config=reservation_config(capacity_reservation))
+        self.instance_types = (first.instance_type, *first.fallback_instance_types)
+        self.variants = {v.name: EndpointVariant(
+            endpoint_name, v.name, v.instance_type, instances.lookup(v.instance_type, v.instance_facts),
+            (v.instance_type, *v.fallback_instance_types), EndpointMetrics(endpoint_name, v.name), v is shadow)
+            for v in served}
+
+        def production_variant(v: ServedVariant) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+            found = self.variants[v.name].instance
+            pools = instance_pools(v.instance_type, v.fallback_instance_types, v.pool_model_names)
+            return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name=v.name, model_name=v.model.model_name,
+                instance_type=None if pools else v.instance_type, instance_pools=pools,
+                initial_instance_count=v.initial_instances, initial_variant_weight=v.weight,
+                inference_ami_version=inference_ami_version if found and found.is_gpu else None,
+                volume_size_in_gb=None if found and found.family.nvme else volume_size_gb,
+                container_startup_health_check_timeout_in_seconds=int(startup_timeout.to_seconds()),
+                model_data_download_timeout_in_seconds=int(download_timeout.to_seconds()),
+                capacity_reservation_config=reservation_config(v.capacity_reservation))
+
+        variant_properties = [production_variant(v) for v in production]
+        nvme = [v.instance_type for v in served if (found := self.variants[v.name].instance) and found.family.nvme]
         capture = None
         if data_capture is not None:
             capture = sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
@@ -161,13 +253,17 @@ class TritonEndpoint(Construct):
                 # JSON requests (KServe v2) stay readable; binary+json payloads are stored base64.
                 capture_content_type_header=sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
                     json_content_types=["application/json"]))
+        # One DataCaptureConfig covers every variant, the shadow's too (SageMaker writes
+        # <destination>/<endpoint>/<variant>/yyyy/mm/dd/hh/; developer guide, "Create a shadow test": data capture
+        # logs the production and shadow variants' requests and responses).
         self.config = sagemaker.CfnEndpointConfig(
-            self, "Config", production_variants=[variant], data_capture_config=capture,
+            self, "Config", production_variants=variant_properties, data_capture_config=capture,
+            shadow_production_variants=[production_variant(shadow)] if shadow is not None else None,
             async_inference_config=async_config,
             metrics_config=metrics_config(observability, multi_model),
             kms_key_id=volume_key.key_arn if volume_key is not None else None)
         security_hub.acknowledge(self.config, security_hub.INSTANCE_COUNT, security_hub.ONE_INSTANCE,
-                                 when=initial_instances < 2)
+                                 when=any(v.initial_instances < 2 for v in production))
         # A replaced config is kept, not deleted in the stack update's cleanup: if SageMaker's auto-rollback
         # returned the endpoint to it while CloudFormation saw the update succeed, deleting it would leave
         # the endpoint on a deleted config. Configs cost nothing; docs/operations/changes.md says how to prune them.
@@ -175,13 +271,13 @@ class TritonEndpoint(Construct):
         # removal policy keeps it too; DESTROY (throw-away environments) deletes it with its stack.
         self.config.apply_removal_policy(config_removal_policy, apply_to_update_replace_policy=False)
         self.config.cfn_options.update_replace_policy = cdk.CfnDeletionPolicy.RETAIN
-        if inference_ami_reason and variant.inference_ami_version:
+        if inference_ami_reason and any(v.inference_ami_version for v in variant_properties):
             self.config.add_metadata("InferenceAmiVersion", inference_ami_reason)
         if nvme and volume_key is not None:
             self.config.add_metadata("KmsKeyId", (
-                f"{instance_type} has local NVMe instance storage, which a hardware module on the instance "
-                "encrypts; the key encrypts what SageMaker keeps on an attached volume (CreateEndpointConfig, "
-                "KmsKeyId). VolumeSizeInGB is left out: there is no such volume to size."))
+                f"{', '.join(dict.fromkeys(nvme))} has local NVMe instance storage, which a hardware module on the "
+                "instance encrypts; the key encrypts what SageMaker keeps on an attached volume (CreateEndpointConfig, "
+                "KmsKeyId). VolumeSizeInGB is left out there: there is no such volume to size."))
         self.resource = sagemaker.CfnEndpoint(
             self, "Resource", endpoint_config_name=self.config.attr_endpoint_config_name,
             endpoint_name=endpoint_name, retain_all_variant_properties=scaled,

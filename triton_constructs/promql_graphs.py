@@ -16,8 +16,11 @@ from triton_constructs.custom_resource import custom_resource_function
 from triton_constructs.nag import acknowledge
 from triton_constructs.network import FunctionPlacement
 
-# QueryMetrics needs both (CloudWatch-PromQL-API-QueryMetrics.html); neither has resource-level permissions
-# (Service Authorization Reference, Amazon CloudWatch: resource types "*").
+# QueryMetrics needs both (CloudWatch-PromQL-API-QueryMetrics.html, "Required IAM permissions"); neither has
+# resource-level permissions (Service Authorization Reference, Amazon CloudWatch: resource types "*"). SageMaker's
+# monitoring-detailed-observability-promql.html also lists "cloudwatch:QueryMetrics", but that is no IAM action: the
+# IAM action list cfn-lint 1.58 ships (AWS's policy data, Policies.json) has none such for CloudWatch and its W3037
+# refuses it. The PromQL QueryMetrics operation is authorized by the two actions CloudWatch's own page names.
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 
 

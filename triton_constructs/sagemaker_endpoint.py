@@ -11,16 +11,19 @@ from deployment_spec import asynchronous as async_rules, instances, network_rule
 from deployment_spec.asynchronous import Asynchronous
 from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec, Scaling
+from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec
+from deployment_spec.scaling import Scaling
 from deployment_spec.errors import Problem, PropsError, raise_problems
 from deployment_spec.parse import values_problems
 from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.variants import Comparison, Shadow, Variant
+from deployment_spec.variant_plan import describe_weights
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.async_inference import AsyncInference
 from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs import endpoint_storage, security_hub, triton_promql
-from triton_constructs.endpoint import DataCaptureSettings, TritonEndpoint
+from triton_constructs import endpoint_storage, endpoint_variants, security_hub, triton_promql
+from triton_constructs.endpoint import DataCaptureSettings, ServedVariant, TritonEndpoint
 from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
@@ -33,6 +36,8 @@ from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.props import checked_props
 from triton_constructs.scaling import VariantScaling
 from triton_constructs.triton_model import TritonModel
+from triton_constructs.variant_comparison import ComparisonAlarms
+from triton_constructs.variant_dashboard import VariantDashboard
 
 
 class TritonSageMakerEndpoint(Construct, EndpointReference):
@@ -106,6 +111,28 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             S3 under the bucket's ``async/<storage_name>/`` (or your locations), success and error topics, scaling
             on the queue with ``scaling.min_instances`` 0 allowed, the queue's alarms; single-model only. Callers
             get ``grant_invoke_async``. Defaults to none: real-time.
+        variants: Weighted production variants, an A/B test (``Variant``: name, weight, and its own
+            ``instance_type``, ``initial_instances``, ``scaling``, else the endpoint's); the first is the incumbent,
+            each later one a candidate. Each has its own model (``variant_models``, else ``models``), scaling target,
+            alarms; a caller may pin one with ``TargetVariant``. Single-model, real-time endpoints only. Defaults to
+            none: one variant, ``variant_name``.
+        shadow: A shadow variant (``Shadow``): SageMaker copies ``sampling_percent`` % of the production variant's
+            requests to it and returns only the production variant's answers. Needs one production variant (no
+            ``variants``); its scaling defaults to the endpoint's (SageMaker's shadow-test guide advises scaling
+            the shadow like production before promoting it). Defaults to none.
+        variant_models: The archives a variant or the shadow serves instead of ``models``, by variant name
+            (single-model, local files as ``models`` are or S3 objects under their prefix; a ``Variant`` that
+            names a ``model`` needs one). Defaults to none.
+        comparison: When a candidate (each variant after the first, or the shadow) alarms against the incumbent:
+            error-rate and p99-latency margins over ``periods`` minutes (``variant_comparison``). Defaults to
+            ``Comparison()``.
+
+    With variants or a shadow, a guarded update (``deployment``) is left out: deployment guardrails need the same
+    variant names before and after, which adding or removing a variant breaks (``TritonEndpoint``); synth says so (an info annotation).
+    Weights changed at run time (UpdateEndpointWeightsAndCapacities) return to these on the next deploy that updates
+    the endpoint (``ExcludeRetainedVariantProperties`` DesiredWeight with scaling; without scaling every update
+    applies the configuration). Data capture covers every variant, the shadow's too, under
+    ``<prefix><endpoint>/<variant>/``.
 
     Attributes:
         models: What it serves.
@@ -113,7 +140,13 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         bucket, key: Where the model data lives, and its key (None when nothing is stored).
         role: The execution role. model, endpoint: The model and endpoint constructs.
         pool_models: The ``TritonModel`` of each pool with a build of its own, by instance type.
-        alarms: ``EndpointAlarms``. scaling: ``VariantScaling`` or None. dashboard: ``EndpointDashboard``.
+        alarms: ``EndpointAlarms`` (the incumbent's). scaling: ``VariantScaling`` (the incumbent's) or None.
+        dashboard: ``EndpointDashboard`` (the incumbent's).
+        variant_metrics: Every variant's ``EndpointMetrics``, the shadow's too, by name.
+        variant_alarms: ``EndpointAlarms`` of each production variant. variant_scaling: ``VariantScaling`` of each
+            scaled variant. variant_models: The ``TritonModel`` of each variant with archives of its own.
+        comparison: ``ComparisonAlarms`` (with variants or a shadow) or None. variant_dashboard: ``VariantDashboard``
+            or None.
         graphs: ``PromQLGraphs`` (``observability.graphs``) or None.
         asynchronous: ``AsyncInference`` (locations, topics) or None.
     """
@@ -134,7 +167,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  capacity_reservation: Optional[CapacityReservation] = None,
                  pool_models: Optional[Mapping[str, ModelRepositories]] = None,
                  image_repository: Optional[ecr.IRepository] = None,
-                 asynchronous: Optional[Asynchronous] = None) -> None:
+                 asynchronous: Optional[Asynchronous] = None, variants: Sequence[Variant] = (),
+                 shadow: Optional[Shadow] = None, variant_models: Optional[Mapping[str, ModelRepositories]] = None,
+                 comparison: Comparison = Comparison()) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=63, separator="-")
         network = network or NetworkProps()
@@ -178,6 +213,11 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         pool_models = dict(pool_models or {})
         if not multi_model:  # what serves each pool runs on its GPU (pools on multi-model endpoints are refused)
             problems += pools_problems(models, fallback_instance_types, pool_models, triton_version=triton_version)
+        variant_models = dict(variant_models or {})
+        problems += endpoint_variants.problems(
+            variants, shadow, variant_models, models=models, multi_model=multi_model, variant_name=variant_name,
+            asynchronous=asynchronous, instance_type=instance_type, initial_instances=initial_instances,
+            scaling=scaling, triton_version=triton_version, volume_size_gb=volume_size_gb, instance_facts=instance_facts)
         region = cdk.Stack.of(self).region
         problems += reservation_problems(capacity_reservation, instance_type=instance_type,
                                          fallbacks=tuple(fallback_instance_types), initial_instances=initial_instances,
@@ -185,10 +225,14 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                          region=None if cdk.Token.is_unresolved(region) else region)
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
+        plans = endpoint_variants.plans(variants, shadow, variant_models, variant_name=variant_name,
+                                        instance_type=instance_type, initial_instances=initial_instances,
+                                        scaling=scaling)
         self.models = models
         self.endpoint_name = name
-        self.variant_name = variant_name
-        self.metrics = EndpointMetrics(name, variant_name)
+        self.variant_name = plans[0].name  # the incumbent: what metric_* and grant_invoke's metrics name
+        self.metrics = EndpointMetrics(name, self.variant_name)
+        self.variant_metrics = {plan.name: EndpointMetrics(name, plan.name) for plan in plans}
         self.endpoint_arn = endpoint_arn(self, name)
         storage_name = storage_name or name
         local = [a for a in models.archives if a.path is not None]
@@ -198,8 +242,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
         image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
         placement = network.function_placement(self)
-        data = endpoint_storage.model_data(self, with_pool_archives(models, pool_models), self.bucket, self.key,
-                                           storage_name, placement)
+        archives = endpoint_variants.with_variant_archives(with_pool_archives(models, pool_models), variant_models)
+        data = endpoint_storage.model_data(self, archives, self.bucket, self.key, storage_name, placement)
         capture_prefix = ModelStore.capture_prefix(storage_name) if data_capture else None
         self.role = TritonExecutionRole(self, "ExecutionRole", image=image, bucket=data.bucket, key=self.key,
                                         model_prefix=data.prefix, capture_bucket=self.bucket,
@@ -230,20 +274,41 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                 environment=container_environment(container, multi_model=False, default_model=own.served_default()),
                 subnet_ids=subnet_ids, security_group_ids=security_group_ids, network_isolation=network.isolation,
                 removal_policy=kept)
-        for model in (self.model, *self.pool_models.values()):
+        # Each variant with archives of its own serves them as a model of its own, read under the same prefix.
+        self.variant_models: dict[str, TritonModel] = {}
+        for plan in plans:
+            if plan.models is not None:
+                self.variant_models[plan.name] = TritonModel(
+                    self, f"Model-{plan.name}", image=image, role=self.role.role, multi_model=False,
+                    model_cache=model_cache, model_data_url=data.urls[plan.models.archives[0].object_name],
+                    environment=container_environment(container, multi_model=False,
+                                                      default_model=plan.models.served_default()),
+                    subnet_ids=subnet_ids, security_group_ids=security_group_ids,
+                    network_isolation=network.isolation, removal_policy=kept)
+        for model in (self.model, *self.pool_models.values(), *self.variant_models.values()):
             security_hub.acknowledge(model, security_hub.NETWORK_ISOLATION, network.isolation_opt_out_reason or "",
                                      when=not network.isolation)
             if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
                 model.node.add_dependency(data.artifacts)
 
-        itype = instances.lookup(instance_type, instance_facts)
-        gpus = itype.gpu_count if itype else 0
+        gpu_counts = {plan.name: _gpus(plan.instance_type, instance_type, instance_facts) for plan in plans}
+        gpus = gpu_counts[self.variant_name]
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
                                      gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic,
                                      topic=getattr(alarms, "topic", None),
                                      triton_metrics=container.metrics and observability.detailed,
                                      asynchronous=asynchronous)
-        rollback = [self.alarms.errors, self.alarms.latency] if deployment and deployment.auto_rollback else []
+        # Every production variant answers callers: each has the incumbent's alarms, on the same topic (Triton's
+        # queue alarm is per endpoint: the incumbent's covers it).
+        self.variant_alarms = {self.variant_name: self.alarms}
+        for plan in plans[1:]:
+            if not plan.shadow:
+                self.variant_alarms[plan.name] = EndpointAlarms(
+                    self, f"Alarms-{plan.name}", metrics=self.variant_metrics[plan.name], thresholds=alarms,
+                    gpu_count=gpu_counts[plan.name], topic=self.alarms.topic, subject=f"{name} variant {plan.name}")
+        guarded = deployment is not None and len(plans) == 1
+        rollback = [self.alarms.errors, self.alarms.latency] if guarded and deployment and deployment.auto_rollback \
+            else []
         self.endpoint = TritonEndpoint(
             self, "Endpoint", model=self.model, endpoint_name=name, instance_type=instance_type,
             initial_instances=initial_instances, variant_name=variant_name,
@@ -256,18 +321,29 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             if data_capture and self.bucket else None,
             deployment=deployment, rollback_alarms=rollback, deploy_instances=deploy_instances,
             log_retention=log_retention, log_removal_policy=kept, config_removal_policy=kept,
-            log_key=self.key, scaled=scaling is not None, instance_facts=instance_facts,
+            log_key=self.key, scaled=any(plan.scaling for plan in plans), instance_facts=instance_facts,
             observability=observability, multi_model=multi_model,
             fallback_instance_types=tuple(fallback_instance_types), capacity_reservation=capacity_reservation,
             pool_model_names={t: m.model_name for t, m in self.pool_models.items()},
-            async_config=self.asynchronous.config() if self.asynchronous else None)
+            async_config=self.asynchronous.config() if self.asynchronous else None,
+            variants=[self._served(plan, instance_type, instance_facts, fallback_instance_types,
+                                   capacity_reservation) for plan in plans if not plan.shadow] if variants else (),
+            shadow=next((self._served(plan, instance_type, instance_facts, fallback_instance_types,
+                                      capacity_reservation) for plan in plans if plan.shadow), None))
         self.node.default_child = self.endpoint.resource  # the CfnEndpoint, for escape hatches
         self.role.grant_logs(self.endpoint.log_group)
         if rollback:
             self.role.grant_describe_alarms(rollback)
-        self.scaling = VariantScaling(self, "Scaling", endpoint=self.endpoint, scaling=scaling,
-                                      log_key=self.key, placement=placement, asynchronous=asynchronous) \
-            if scaling else None
+        self.variant_scaling: dict[str, VariantScaling] = {}
+        for i, plan in enumerate(plans):
+            if plan.scaling is not None:
+                shared = next(iter(self.variant_scaling.values()), None)
+                self.variant_scaling[plan.name] = VariantScaling(
+                    self, "Scaling" if i == 0 else f"Scaling-{plan.name}", endpoint=self.endpoint,
+                    scaling=plan.scaling, log_key=self.key, placement=placement, asynchronous=asynchronous,
+                    variant=plan.name, handover_function=shared.handover.function if shared else None)
+        self.scaling = self.variant_scaling.get(self.variant_name)
+        _note_unscaled(self, name, plans)
         self.graphs = PromQLGraphs(self, "TritonGraphs", log_key=self.key, placement=placement) \
             if observability.graphs else None
         self.dashboard = EndpointDashboard(self, "Dashboard", metrics=self.metrics,
@@ -278,6 +354,33 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                            if self.alarms.triton_queue is not None else None,
                                            triton_alarm=self.alarms.triton_queue, triton_graphs=self.graphs,
                                            asynchronous=asynchronous)
+        self.comparison: Optional[ComparisonAlarms] = None
+        self.variant_dashboard: Optional[VariantDashboard] = None
+        if len(plans) > 1:
+            candidates = [self.variant_metrics[plan.name] for plan in plans[1:]]
+            self.comparison = ComparisonAlarms(self, "Comparison", incumbent=self.metrics, candidates=candidates,
+                                               comparison=comparison, topic=self.alarms.topic)
+            spec = endpoint_variants.as_endpoint_spec(variants, shadow, multi_model=multi_model,
+                                                      variant_name=variant_name, asynchronous=asynchronous)
+            split = describe_weights(spec) if spec is not None else ""
+            if shadow is not None:
+                split += f"; shadow {shadow.name} gets a copy of {shadow.sampling_percent} % of the requests"
+            self.variant_dashboard = VariantDashboard(
+                self, "VariantDashboard", variants=[self.variant_metrics[plan.name] for plan in plans],
+                gpu_counts=gpu_counts, split=split, alarms=self.comparison.all)
+
+    def _served(self, plan: endpoint_variants.VariantPlan, instance_type: str,
+                instance_facts: Optional[instances.InstanceFacts], fallbacks: Sequence[str],
+                reservation: Optional[CapacityReservation]) -> ServedVariant:
+        """A planned variant as the endpoint configuration holds it: the endpoint's pools and reservation where it
+        serves the endpoint's archives on the endpoint's type (a pool's build is a build of those archives)."""
+        like = plan.like_endpoint(instance_type)
+        return ServedVariant(
+            plan.name, self.variant_models.get(plan.name, self.model), plan.instance_type, plan.initial_instances,
+            plan.weight, instance_facts if plan.instance_type == instance_type else None,
+            tuple(fallbacks) if like else (),
+            {t: m.model_name for t, m in self.pool_models.items()} if like else {},
+            reservation if plan.instance_type == instance_type else None)
 
     def grant_invoke_async(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` call this asynchronous endpoint: ``sagemaker:InvokeEndpointAsync`` on its ARN, writing
@@ -296,3 +399,19 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                                        "use letters, digits and '-' only")
         raise_problems(f"TritonSageMakerEndpoint.from_endpoint_name {id_}", problems)
         return ImportedTritonEndpoint(scope, id_, endpoint_name=endpoint_name, variant_name=variant_name)
+
+
+def _gpus(variant_type: str, instance_type: str, facts: Optional[instances.InstanceFacts]) -> int:
+    found = instances.lookup(variant_type, facts if variant_type == instance_type else None)
+    return found.gpu_count if found else 0
+
+
+def _note_unscaled(scope: Construct, name: str, plans: Sequence[endpoint_variants.VariantPlan]) -> None:
+    """SageMaker keeps every variant's running count when the endpoint is scaled (``RetainAllVariantProperties`` is
+    per endpoint), so an unscaled variant beside a scaled one keeps its count across updates too."""
+    fixed = [plan.name for plan in plans if plan.scaling is None]
+    if fixed and len(fixed) < len(plans):
+        cdk.Annotations.of(scope).add_info((
+            f"endpoint {name}: variant(s) {', '.join(fixed)} have no scaling beside scaled ones; SageMaker keeps "
+            "every variant's running instance count across updates (RetainAllVariantProperties), so a changed "
+            "initial_instances reaches them only when the endpoint is created; give them scaling to size them"))

@@ -27,8 +27,12 @@ class ScalingHandover(Construct):
     manages (https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html). Two
     custom resources carry the desired instance type and the scaling definition: ``Before`` (the
     endpoint depends on it) and ``After`` (after the endpoint; the scalable target depends on it).
-    Their properties change only with the instance type or the scaling definition, so other updates
-    never call them; a rollback calls them in reverse and restores the old registration.
+    Their properties change only with the instance type, the scaling definition or the endpoint's variant
+    names, so other updates never call them; a rollback calls them in reverse and restores the old registration.
+    SageMaker refuses as well to remove a variant that is a scaling target (the same page: deregister before
+    "removing a production variant that has auto scaling configured"), and CloudFormation deletes a removed
+    variant's scalable target only after the endpoint update: so ``Before`` also deregisters the endpoint's
+    targets whose variant the new configuration lacks (``Variants``), e.g. a shadow or an A/B candidate removed.
 
     Args:
         scope: Parent construct.
@@ -39,31 +43,40 @@ class ScalingHandover(Construct):
         max_capacity: The target's maximum.
         policies: The target-tracking policies on the target (re-put under the same names).
         log_key: Encrypts the handler's log group. Defaults to CloudWatch Logs' own encryption.
+        variant: The variant that scales. Defaults to the endpoint's first production variant.
+        function: The handover function of another variant of this endpoint, to share (its role covers the
+            whole endpoint). Defaults to a function of its own.
+
+    Attributes:
+        function: The handler's Lambda function.
     """
 
     def __init__(self, scope: Construct, id_: str, *, endpoint: TritonEndpoint, target: autoscaling.ScalableTarget,
                  min_capacity: int, max_capacity: int,
                  policies: Sequence[autoscaling.TargetTrackingScalingPolicy],
-                 log_key: kms.IKey | None = None, placement: FunctionPlacement | None = None) -> None:
+                 log_key: kms.IKey | None = None, placement: FunctionPlacement | None = None,
+                 variant: str | None = None, function: lambda_.IFunction | None = None) -> None:
         super().__init__(scope, id_)
         stack = cdk.Stack.of(self)
         name = endpoint.endpoint_name
-        resource_id = f"endpoint/{name}/variant/{endpoint.variant_name}"
-        function = self._function(stack, name, log_key, placement)
+        served = endpoint.variants[variant or endpoint.variant_name]
+        resource_id = f"endpoint/{name}/variant/{served.variant_name}"
+        self.function: lambda_.IFunction = function or self._function(stack, name, log_key, placement)
         cfn = [default_child(p, autoscaling.CfnScalingPolicy) for p in policies]
         definition = [{"PolicyName": c.policy_name,
                        "Configuration": _pascal(stack.resolve(c.target_tracking_scaling_policy_configuration))}
                       for c in cfn]
         # Deregistering the target deletes its scheduled actions too; the handover puts them back with it.
         scheduled = _pascal(stack.resolve(default_child(target, autoscaling.CfnScalableTarget).scheduled_actions)) or []
-        props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": endpoint.variant_name,
-                 "InstanceType": ",".join(endpoint.instance_types), "MinCapacity": str(min_capacity),
+        props = {"ResourceId": resource_id, "EndpointName": name, "VariantName": served.variant_name,
+                 "InstanceType": ",".join(served.instance_types), "MinCapacity": str(min_capacity),
                  "MaxCapacity": str(max_capacity), "Policies": json.dumps(definition, sort_keys=True),
-                 "ScheduledActions": json.dumps(scheduled, sort_keys=True)}
-        self.before = cdk.CustomResource(self, "Before", service_token=function.function_arn,
+                 "ScheduledActions": json.dumps(scheduled, sort_keys=True),
+                 "Variants": ",".join(endpoint.variants)}
+        self.before = cdk.CustomResource(self, "Before", service_token=self.function.function_arn,
                                          resource_type=RESOURCE_TYPE, properties={**props, "Phase": "before"},
                                          service_timeout=cdk.Duration.minutes(3))
-        self.after = cdk.CustomResource(self, "After", service_token=function.function_arn,
+        self.after = cdk.CustomResource(self, "After", service_token=self.function.function_arn,
                                         resource_type=RESOURCE_TYPE, properties={**props, "Phase": "after"},
                                         service_timeout=cdk.Duration.minutes(3))
         endpoint.resource.node.add_dependency(self.before)

@@ -16,10 +16,12 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.errors import UserError
 from deployment_spec.manifest import DEFAULT_MANIFEST, EndpointArtifacts
 from deployment_spec.served import LocalEndpoint, built_artifacts, resolve_endpoint, spec_endpoint
+from deployment_spec.variants import LOCAL_CAPTURE_DIR
 from tritonsm.serve_names import check_image_flags, runtime_name
 
 # Spelled out here, not imported from local_endpoint.image.images, to keep numpy out of every command.
 SAGEMAKER, IMAGE_KINDS = "sagemaker", ("sagemaker", "ngc")
+CAPTURE_DIR = pathlib.Path(LOCAL_CAPTURE_DIR)
 
 
 def register(add) -> None:
@@ -39,7 +41,11 @@ def register(add) -> None:
                             "each in its own Triton server behind one port)")
     serve.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory; "
                                                              "inference components: one file per component in its "
-                                                             "folder)")
+                                                             "folder; variants: one file per variant in its folder)")
+    serve.add_argument("--capture-dir", type=pathlib.Path, default=CAPTURE_DIR, metavar="DIR",
+                       help="endpoints with variants or a shadow: where the exchanges are captured, in SageMaker Data "
+                            "Capture's layout DIR/<endpoint name>/<variant>/YYYY/MM/DD/HH/*.jsonl, which `tritonsm "
+                            f"compare` reads (default: {CAPTURE_DIR})")
     serve.add_argument("--startup-timeout", type=float,
                        help="seconds to wait for readiness (default: 120; with --image the endpoint's startup_timeout_s)")
     # Spelled out here, not imported: importing local_endpoint would load numpy for every tritonsm command.
@@ -102,6 +108,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.component:
         raise UserError(f"--component applies to an endpoint of kind inference-components; {args.endpoint} is "
                         f"{'multi-model' if local.multi_model else 'single-model'}")
+    if local.variants:
+        return _serve_variants(args, local, named)
     if args.image:
         return _serve_image(args, local, named)
     argv = [str(tarball) for tarball in local.tarballs] + ["--endpoint-name", named[0], "--variant-name", named[1]]
@@ -138,6 +146,21 @@ def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tup
                             log_dir=args.log_file.parent if args.log_file else None,
                             startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in,
                             triton_version=local.triton_version)
+
+
+def _serve_variants(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:
+    """Each variant (and the shadow) on a server of its own, routed by weight (local_endpoint.variants)."""
+    kinds = "variants" if local.endpoint is not None and local.endpoint.variants else "a shadow"
+    if args.image:
+        raise UserError(f"--image runs one container per endpoint; endpoint {args.endpoint} has {kinds} (one server "
+                        "each): serve it on the local server, without --image")
+    if args.mme_capacity is not None:
+        raise UserError(f"--mme-capacity applies to multi-model endpoints; endpoint {args.endpoint} is single-model "
+                        f"with {kinds}: drop --mme-capacity")
+    from local_endpoint.variants.serve import serve_variants
+    return serve_variants(local, named[0], named[1], port=args.port, capture_dir=args.capture_dir,
+                          log_dir=args.log_file.parent if args.log_file else None,
+                          startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in)
 
 
 def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int:

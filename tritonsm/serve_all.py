@@ -10,7 +10,9 @@ import pathlib
 
 from deployment_spec import load_spec
 from deployment_spec.errors import UserError
-from deployment_spec.served import resolve_endpoint
+from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.served import resolve_endpoint, spec_endpoint
+from deployment_spec.variant_plan import build_for, served_by_variants
 from tritonsm.serve_names import check_image_flags, deployed_name, runtime_name
 
 
@@ -23,18 +25,22 @@ def run_serve_all(args: argparse.Namespace) -> int:
     from local_endpoint.runtime.local_runtime import Endpoint, NamedEndpoint
 
     named, skipped = [], {}
-    for name in load_spec(args.spec).endpoints:
-        not_built = _not_built(args.manifest, name)
+    spec = load_spec(args.spec)
+    for name in spec.endpoints:
+        not_built = _not_built(args.manifest, spec_endpoint(spec, name, args.environment)[1])
         if not_built:
             skipped[deployed_name(args, name)] = f"not built ({not_built}); run `tritonsm build` where it can be built"
             continue
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
         kind = kind_of(local)
         server: Endpoint
-        if args.image and local.components:
-            skipped[deployed_name(args, name)] = ("--image runs single-model and multi-model endpoints; serve this "
-                                                  "one on the local server (without --image)")
+        if args.image and (local.components or local.variants):
+            skipped[deployed_name(args, name)] = (
+                "--image runs single-model and multi-model endpoints; serve this one on the local server (without "
+                "--image)" if local.components else "--image runs one container per endpoint and this one has "
+                "variants or a shadow (one server each); serve it on the local server (without --image)")
             continue
+        endpoint_name, variant = runtime_name(args, local, name)
         if args.image:
             from local_endpoint.image.endpoints import for_spec_endpoint
             try:
@@ -44,8 +50,8 @@ def run_serve_all(args: argparse.Namespace) -> int:
                 raise UserError(str(error)) from None
         else:
             server = local_server(local, cpu_stand_in=args.cpu_stand_in, mme_capacity=args.mme_capacity,
-                                  startup_timeout=args.startup_timeout or 120.0)
-        endpoint_name, variant = runtime_name(args, local, name)
+                                  startup_timeout=args.startup_timeout or 120.0, endpoint_name=endpoint_name,
+                                  capture_dir=args.capture_dir)
         named.append(NamedEndpoint(endpoint_name, kind, server, variant, AsyncSetup.of(local, name)))
     if not named:
         raise UserError("no endpoint of the spec has been built: " + "; ".join(
@@ -53,14 +59,21 @@ def run_serve_all(args: argparse.Namespace) -> int:
     return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server), skipped)
 
 
-def _not_built(manifest_path: pathlib.Path, name: str) -> str | None:
-    """Why the build skipped endpoint ``name`` (a TensorRT model without a GPU), if it did; a missing or broken
-    manifest is left to ``resolve_endpoint``, which says how to fix it."""
+def _not_built(manifest_path: pathlib.Path, endpoint: EndpointSpec) -> str | None:
+    """Why the build skipped endpoint ``name`` or the build of one of its variants (a TensorRT model without a GPU),
+    if it did; a missing or broken manifest is left to ``resolve_endpoint``, which says how to fix it."""
     from deployment_spec.manifest import ManifestError, load_manifest
     try:
-        return load_manifest(manifest_path).not_built.get(f"endpoints.{name}")
+        not_built = load_manifest(manifest_path).not_built
     except ManifestError:
         return None
+    if f"endpoints.{endpoint.name}" in not_built:
+        return not_built[f"endpoints.{endpoint.name}"]
+    for variant, _, _ in served_by_variants(endpoint):
+        why = not_built.get(f"endpoints.{build_for(endpoint, variant)}")
+        if why:
+            return f"variant {variant}: {why}"
+    return None
 
 
 def _check_flags(args: argparse.Namespace) -> None:

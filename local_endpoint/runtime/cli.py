@@ -45,7 +45,10 @@ def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Ca
             if endpoint.name in runtime.targets:
                 print(f"  {endpoint.name}: {describe(endpoint)}", flush=True)
                 metrics = getattr(endpoint.server, "metrics_url", None)
-                for note in [*endpoint.server.stand_in_notes, f"server log: {endpoint.server.log_path}",
+                # An endpoint with variants (local_endpoint.variants) says each variant, its log and its captures.
+                variant_notes = getattr(endpoint.server, "notes", None)
+                logs = variant_notes() if variant_notes else [f"server log: {endpoint.server.log_path}"]
+                for note in [*endpoint.server.stand_in_notes, *logs,
                              *([f"Triton metrics (Prometheus): {metrics}"] if metrics else [])]:
                     print(f"    {note}", flush=True)
         for name, why in {**skipped, **runtime.skipped}.items():

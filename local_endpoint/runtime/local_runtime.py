@@ -142,4 +142,5 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         endpoint.name, endpoint.kind, server.port, endpoint.variant,
         target_models=tuple(getattr(server, "target_models", ())) if endpoint.kind is EndpointKind.MULTI_MODEL else (),
         components=tuple(getattr(server, "component_names", ())),
-        loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""))
+        loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
+        traffic=getattr(server, "traffic", None))   # an endpoint with variants or a shadow (local_endpoint.variants)

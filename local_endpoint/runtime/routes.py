@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
 import urllib.parse
 import uuid
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, Protocol, Union
 
 from deployment_spec.endpoint import EndpointKind
 from local_endpoint.client.http_call import HttpReply, call
@@ -30,6 +31,7 @@ from local_endpoint.runtime.errors import RuntimeReply
 SME, MME, COMPONENTS = EndpointKind.SINGLE_MODEL, EndpointKind.MULTI_MODEL, EndpointKind.INFERENCE_COMPONENTS
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 INFERENCE_ID = "X-Amzn-SageMaker-Inference-Id"
+TARGET_VARIANT = "X-Amzn-SageMaker-Target-Variant"   # InvokeEndpointInput.TargetVariant
 # What reaches the container besides the body (InvokeEndpointInput's header members that a container reads).
 FORWARDED = ("Content-Type", "Accept", CUSTOM_ATTRIBUTES, TARGET_MODEL, INFERENCE_COMPONENT, INFERENCE_ID)
 INVOKED_VARIANT = "x-Amzn-Invoked-Production-Variant"   # InvokeEndpointOutput.InvokedProductionVariant
@@ -39,6 +41,20 @@ MAX_BODY_BYTES = 6_291_456   # InvokeEndpointInput.Body: BodyBlob, max 6291456 (
 # Where a request too large or too slow for InvokeEndpoint belongs.
 ASYNC_HINT = ("a larger or slower request belongs on an asynchronous endpoint (an asynchronous: block in the spec: "
               "payloads up to 1 GB through S3, up to an hour each; docs/howto/asynchronous.md)")
+
+
+class VariantTraffic(Protocol):
+    """An endpoint's production variants and shadow (``local_endpoint.variants``): which variant answers a request,
+    and what happens once it has (a copy to the shadow, data capture)."""
+
+    def choose(self, target: "RuntimeTarget", headers: Mapping[str, str]) -> Union["RuntimeTarget", RuntimeReply]:
+        """``target`` pointed at the variant that answers (``headers``: names in lower case), or the refusal."""
+        ...
+
+    def answered(self, target: "RuntimeTarget", headers: Mapping[str, str], body: bytes, reply: RuntimeReply,
+                 started: float, latency_ms: float) -> None:
+        """After the variant answered (``started``: time.time() when it was called); must not block."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +70,7 @@ class RuntimeTarget:
         components: Inference components: the InferenceComponentName values it serves.
         loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
         log: Its server log(s), named in a ModelError's message.
+        traffic: An endpoint with variants or a shadow: routes each request to a variant (its port, name and log).
     """
 
     name: str
@@ -64,6 +81,7 @@ class RuntimeTarget:
     components: tuple[str, ...] = ()
     loaded: Optional[Callable[[], list[str]]] = None
     log: str = ""
+    traffic: Optional[VariantTraffic] = None
 
 
 def endpoint_in_path(path: str, suffix: str = PATH_SUFFIX) -> Optional[str]:
@@ -89,6 +107,22 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
     refused = _check_headers(target, headers)
     if refused is not None:
         return refused
+    traffic = target.traffic
+    if traffic is not None:
+        chosen = traffic.choose(target, headers)
+        if isinstance(chosen, RuntimeReply):
+            return chosen
+        target = chosen
+    started, clock = time.time(), time.perf_counter()
+    reply = _answer(target, name, headers, body, timeout)
+    if traffic is not None:
+        traffic.answered(target, headers, body, reply, started, (time.perf_counter() - clock) * 1000)
+    return reply
+
+
+def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: bytes,
+            timeout: float) -> RuntimeReply:
+    """The container's answer as InvokeEndpoint returns it (``headers``: names in lower case)."""
     was_loaded = target.loaded() if target.loaded else None
     try:
         reply = send_to_container(target, headers, body, timeout)
@@ -124,6 +158,22 @@ def unknown_endpoint(name: str, served: Iterable[str]) -> RuntimeReply:
         "<project>-<environment>-<endpoint> of the spec's environment)")
 
 
+def unknown_variant(name: str, variant: str, production: Iterable[str], shadow: Optional[str] = None) -> RuntimeReply:
+    """SageMaker's ValidationError for a TargetVariant that is none of the endpoint's production variants. The
+    wording is this runtime's (SageMaker's own is not published). A shadow variant is refused too: TargetVariant
+    names "the production variant to send the inference request to" (InvokeEndpoint's API reference), and a shadow
+    only receives copies of the production variant's requests (developer guide, "Shadow tests")."""
+    names = ", ".join(production)
+    if variant == shadow:
+        return errors.validation_error(
+            f"TargetVariant {variant} of endpoint {name} is its shadow variant, which only receives copies of the "
+            f"production variant's requests and never answers a caller; pass a production variant ({names}) or "
+            "leave TargetVariant out")
+    return errors.validation_error(
+        f"TargetVariant {variant} is not a production variant of endpoint {name}; pass one of: {names}, or leave "
+        "TargetVariant out to route by the variants' weights")
+
+
 def send_to_container(target: RuntimeTarget, headers: Mapping[str, str], body: bytes, timeout: float) -> HttpReply:
     """The container contract's ``POST /invocations`` with the body and the headers SageMaker passes on
     (``FORWARDED``, names in any case). Raises OSError (socket.timeout past ``timeout``) if nothing answers."""
@@ -136,6 +186,9 @@ def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optiona
     """A ValidationError for a TargetModel or InferenceComponentName this endpoint does not take (``headers``:
     names in lower case)."""
     model, component = headers.get(TARGET_MODEL.lower()), headers.get(INFERENCE_COMPONENT.lower())
+    variant = headers.get(TARGET_VARIANT.lower())
+    if variant and target.traffic is None and variant != target.variant:
+        return unknown_variant(target.name, variant, [target.variant])
     if target.kind != MME and model:
         return errors.validation_error(
             f"Endpoint {target.name} is not a multi-model endpoint and does not support target model header. "

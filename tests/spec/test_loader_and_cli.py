@@ -14,9 +14,10 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 def test_there_is_one_example_per_reference_scenario():
     # The five scenarios of the reference articles each have a spec; the ensemble one has two: a text
     # pipeline, and the article's own image pipeline (JPEG bytes -> DALI -> classifier); inference components
-    # (the default spec's models on one endpoint) one more, asynchronous inference (large images) one more.
+    # (the default spec's models on one endpoint) one more, asynchronous inference (large images) one more, a
+    # candidate model as a shadow and an A/B variant one more.
     assert [p.name for p in EXAMPLES] == [
-        "bert-large-tuned-sme.yaml", "ensemble-sme.yaml", "image-async-sme.yaml", "image-ensemble-sme.yaml", "inference-components.yaml",
+        "bert-classifier-candidate.yaml", "bert-large-tuned-sme.yaml", "ensemble-sme.yaml", "image-async-sme.yaml", "image-ensemble-sme.yaml", "inference-components.yaml",
         "onnx-vision-nlp-mme.yaml",
         "t5-python-mme.yaml", "tensorrt-bert-mme.yaml"]
 

@@ -9,7 +9,9 @@ pixels) and whose returned HTML it shows; JavaScript is stripped, SVG is kept (C
 add_custom_widget_dashboard_about.html). The data come from CloudWatch's Prometheus-compatible
 ``QueryMetrics`` API: ``POST https://monitoring.<region>.amazonaws.com/api/v1/query_range`` with
 form fields ``query``, ``start``, ``end``, ``step``, signed with Signature Version 4, needing
-``cloudwatch:GetMetricData`` and ``cloudwatch:ListMetrics`` (CloudWatch-PromQL-API-QueryMetrics.html);
+``cloudwatch:GetMetricData`` and ``cloudwatch:ListMetrics`` (CloudWatch-PromQL-API-QueryMetrics.html; the
+``cloudwatch:QueryMetrics`` SageMaker's monitoring-detailed-observability-promql.html also lists is no IAM action:
+``promql_graphs.QUERY_ACTIONS``);
 its answer is Prometheus's ``{"status", "data": {"resultType": "matrix", "result": [...]}}``.
 """
 from __future__ import annotations

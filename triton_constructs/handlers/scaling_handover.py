@@ -16,6 +16,11 @@ desired instance type and the scaling definition of the stack's own ScalableTarg
   and is not registered, register it with the definition and put its policies back (under the
   policy names CloudFormation knows, so the stack's own resources match again).
 
+* ``before`` also deregisters the endpoint's targets whose variant the new configuration lacks (``Variants``,
+  every variant name of it, the shadow's too): SageMaker refuses to remove a variant that is a scaling target
+  (the same page), and CloudFormation deletes the removed variant's scalable target only after the endpoint
+  update. Properties written before ``Variants`` existed skip this.
+
 Forward: ``before`` deregisters, the endpoint moves to the new type, ``after`` registers. A
 rollback runs the same calls in reverse with the old properties, which restores the old
 registration whichever step failed. Create and Delete do nothing: the stack's ScalableTarget and
@@ -42,9 +47,17 @@ def handler(event: dict[str, Any], context: Any, sagemaker: Any = None, autoscal
     physical_id = f"{props['ResourceId']}#{props['Phase']}"
     status = "SUCCESS"
     try:
-        if event["RequestType"] == "Update":
-            reason = sync(sagemaker or boto3.client("sagemaker"), autoscaling or boto3.client("application-autoscaling"),
-                          props)
+        kind = event["RequestType"]
+        if kind in ("Create", "Update") and props["Phase"] == "before" and "Variants" in props:
+            autoscaling = autoscaling or boto3.client("application-autoscaling")
+            left = deregister_leaving(autoscaling, props)
+        else:
+            left = []
+        if kind == "Update":
+            reason = "; ".join(left + [sync(sagemaker or boto3.client("sagemaker"),
+                                            autoscaling or boto3.client("application-autoscaling"), props)])
+        elif left:  # a new variant's handover: registering is its own ScalableTarget's job
+            reason = "; ".join(left)
         else:
             reason = "nothing to do: the stack's ScalableTarget and ScalingPolicy resources (de)register"
     except Exception as exc:  # any failure must reach CloudFormation, or it waits for the timeout
@@ -68,6 +81,31 @@ def sync(sagemaker: Any, autoscaling: Any, props: dict[str, Any]) -> str:
     return f"no change: {resource_id} runs {running}, desired {desired}, registered {registered}"
 
 
+def deregister_leaving(autoscaling: Any, props: dict[str, Any]) -> list[str]:
+    """Deregisters the endpoint's scaling targets whose variant is not in ``Variants`` (the new configuration's)."""
+    if "Variants" not in props:
+        return []
+    keep = set(props["Variants"].split(","))
+    prefix = f"endpoint/{props['EndpointName']}/variant/"
+    out, token = [], None
+    while True:
+        found = autoscaling.describe_scalable_targets(ServiceNamespace=NAMESPACE, ScalableDimension=DIMENSION,
+                                                      **({"NextToken": token} if token else {}))
+        for target in found["ScalableTargets"]:
+            resource_id = target["ResourceId"]
+            if resource_id.startswith(prefix) and resource_id[len(prefix):] not in keep:
+                try:
+                    autoscaling.deregister_scalable_target(ServiceNamespace=NAMESPACE, ResourceId=resource_id,
+                                                           ScalableDimension=DIMENSION)
+                except ClientError as exc:  # another variant's handover got there first
+                    if exc.response.get("Error", {}).get("Code") != "ObjectNotFoundException":
+                        raise
+                out.append(f"deregistered {resource_id}: the new configuration has no such variant")
+        token = found.get("NextToken")
+        if not token:
+            return out
+
+
 def running_instance_type(sagemaker: Any, endpoint: str, variant: str) -> str | None:
     """The instance type the variant runs now, or None when the endpoint or variant does not exist."""
     try:
@@ -77,7 +115,9 @@ def running_instance_type(sagemaker: Any, endpoint: str, variant: str) -> str | 
             return None
         raise
     config = sagemaker.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])
-    found = next((v for v in config["ProductionVariants"] if v["VariantName"] == variant), None)
+    # A shadow variant scales like a production one (ResourceId endpoint/<name>/variant/<shadow>).
+    variants = config["ProductionVariants"] + config.get("ShadowProductionVariants", [])
+    found = next((v for v in variants if v["VariantName"] == variant), None)
     if found is None:
         return None
     # With instance pools the variant has no InstanceType; the pools, by priority, name what it runs on.

@@ -4,6 +4,7 @@ from __future__ import annotations
 from deployment_spec import instances
 from deployment_spec.manifest import ExecutionEnvironment
 from deployment_spec.model import ModelSpec
+from deployment_spec.variant_plan import endpoints_to_build
 from model_build.errors import BuildError
 from model_build.progress import Step
 from model_build.python_env import environment, target
@@ -33,7 +34,7 @@ def needed_bytes(built: environment.BuiltEnv) -> int:
 
 def check_storage(spec, model_name: str, built: environment.BuiltEnv) -> None:
     need = needed_bytes(built)
-    for endpoint in spec.endpoints.values():
+    for endpoint in endpoints_to_build(spec).values():  # a variant's own build on its instance type too
         if model_name not in endpoint.models:
             continue
         store = instances.instance_store_gb(endpoint.instance_type)

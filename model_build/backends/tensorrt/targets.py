@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from deployment_spec import Spec
 from deployment_spec.model import HardwareCompatibility, ModelSpec, TensorRTSettings
+from deployment_spec.variant_plan import endpoints_to_build
 from model_build.errors import BuildError, ToolUnavailable
 
 
 def check_target_gpus(spec: Spec, model: ModelSpec, local_cc: str) -> None:
     """A plan runs only on the GPU architecture it was built on (https://developer.nvidia.com/cuda-gpus and the EC2 accelerated-computing instance documentation): refuse a mismatch early."""
     level = (model.tensorrt or TensorRTSettings()).hardware_compatibility
-    for ep in spec.endpoints.values():
+    for ep in endpoints_to_build(spec).values():  # a variant's own build on its instance type too
         if model.name not in {m.name for m in spec.served_models(ep)}:
             continue
         itype = ep.instance  # the table's facts, or those the spec declares (instance_facts)
