@@ -216,3 +216,23 @@ def test_the_template_wires_before_and_after_around_the_endpoint(default_synth):
         Match.object_like({"Action": ["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"],
                            "Resource": {"Fn::Join": ["", Match.array_with(
                                [":endpoint/triton-prod-classifier"])]}})])}})
+
+
+def test_a_renamed_variant_is_left_to_its_new_scalable_target(responses):
+    # The first variant renamed (AllTraffic -> incumbent when variants are added): its ScalableTarget's ResourceId is
+    # create-only, so CloudFormation creates a new target after After; registering it here would make that create
+    # fail with AlreadyExists (tests/infra/test_change_matrix.py). The twin: the same After with its ResourceId
+    # unchanged registers the unregistered variant (sync).
+    renamed = "endpoint/Triton-prod-classifier/variant/incumbent"
+    props = {"ResourceId": renamed, "EndpointName": "Triton-prod-classifier", "VariantName": "incumbent",
+             "InstanceType": "ml.g5.xlarge", "MinCapacity": "1", "MaxCapacity": "6",
+             "Policies": json.dumps(POLICIES), "Phase": "after"}
+    cloud = Cloud(registered=False)
+    handover.handler({"RequestType": "Update", "ResourceProperties": props,
+                      "OldResourceProperties": {**props, "ResourceId": RID, "VariantName": "AllTraffic"}},
+                     None, sagemaker=cloud, autoscaling=cloud)
+    assert cloud.calls == []
+    assert responses == [("SUCCESS", f"nothing to do: {renamed} is a renamed variant, registered by its new "
+                                     "ScalableTarget")]
+    _call(cloud, "after", "ml.g5.xlarge")
+    assert cloud.calls[0] == ("register", 1, 6)

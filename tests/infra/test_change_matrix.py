@@ -402,3 +402,286 @@ def test_components_new_model_build(tmp_path):
     assert MODEL in _types(change.replaced)
     assert not {CONFIG, ENDPOINT} & (_types(change.replaced) | set(_updated_types(after, change)))
     assert component_calls(after, change) == {"Shared-staging-shared-gpu-resnet50": {"UpdateInferenceComponent"}}
+
+
+# --- Weighted variants and a shadow (examples/bert-classifier-candidate.yaml, docs/howto/variants.md): an A/B test in
+# prod (guardrails and scaling on), a shadow in staging (guardrails and scaling on).
+CANDIDATE = yaml.safe_load((ROOT / "examples" / "bert-classifier-candidate.yaml").read_text())
+HANDOVER = "Custom::TritonScalingHandover"
+DASHBOARD = "AWS::CloudWatch::Dashboard"
+
+
+def _classifier(raw, environment):
+    return raw["environments"][environment]["overrides"]["endpoints"]["classifier"]
+
+
+def _ab(raw, incumbent="AllTraffic", weights=(90, 10)):
+    """prod's A/B test: the example's variants, the incumbent under ``incumbent`` (AllTraffic: the name the endpoint's
+    one variant has without variants, so the running variant stays; the example's own ``incumbent`` renames it)."""
+    variants = copy.deepcopy(CANDIDATE["environments"]["prod"]["overrides"]["endpoints"]["classifier"]["variants"])
+    variants[0]["name"] = incumbent
+    for variant, weight in zip(variants, weights):
+        variant["weight"] = weight
+    _classifier(raw, "prod")["variants"] = variants
+
+
+def _one_model(raw):
+    """prod without the A/B test: the incumbent alone (as dev and the example before its candidate)."""
+    _classifier(raw, "prod").pop("variants", None)
+
+
+def _promoted(raw):
+    """The candidate serves everyone: the endpoint's model is the candidate's, no variants, no shadow."""
+    raw["endpoints"]["classifier"]["models"] = ["sentiment-v2"]
+    _one_model(raw)
+    _classifier(raw, "staging").pop("shadow", None)
+
+
+def _base(mutate):
+    raw = copy.deepcopy(CANDIDATE)
+    mutate(raw)
+    return raw
+
+
+def _variant_change(tmp_path, before, mutate, environment="prod"):
+    return _change(tmp_path, mutate, environment=environment, endpoint="classifier", base=before)
+
+
+def _config_variants(template, key="ProductionVariants"):
+    return {v["VariantName"]: v for v in resource(template, CONFIG)[1]["Properties"].get(key, [])}
+
+
+def _targets(template):
+    """The variants' scalable targets: ResourceId -> logical ID."""
+    return {r["Properties"]["ResourceId"]: lid for lid, r in template["Resources"].items() if r["Type"] == TARGET}
+
+
+def _planted_guardrails(before, after):
+    """The new template with the old endpoint's DeploymentConfig (the construct leaves it out with several variants)."""
+    out = copy.deepcopy(after)
+    resource(out, ENDPOINT)[1]["Properties"]["DeploymentConfig"] = resource(before, ENDPOINT)[1]["Properties"][
+        "DeploymentConfig"]
+    return out
+
+
+def _planted_without_variants(after):
+    """The new template with handovers as they were before #47: no ``Variants``, so no removed variant deregistered."""
+    out = copy.deepcopy(after)
+    for body in out["Resources"].values():
+        if body["Type"] == HANDOVER:
+            body["Properties"].pop("Variants")
+    return out
+
+
+def _planted_instance_type(after, variant, instance_type):
+    """The new template with a variant on another instance type that its handover does not carry."""
+    out = copy.deepcopy(after)
+    _config_variants(out)[variant]["InstanceType"] = instance_type
+    return out
+
+
+def _registering_after(before, after, change):
+    """Twin of the renamed-variant fix: the problems if the handover's After still registered a renamed variant's
+    target (the handler before the fix synced whatever its ResourceId), as if its old ResourceId were the new one."""
+    planted = copy.deepcopy(before)
+    for lid, body in after["Resources"].items():
+        if body["Type"] == HANDOVER and body["Properties"].get("Phase") == "after" and lid in planted["Resources"]:
+            planted["Resources"][lid]["Properties"]["ResourceId"] = body["Properties"]["ResourceId"]
+    return service_problems(planted, after, change)
+
+
+def _problems(before, after):
+    return service_problems(before, after, plan(before, after))
+
+
+def test_variants_adding_an_ab_test(tmp_path):
+    before, after, change = _variant_change(tmp_path / "kept", _base(_one_model), _ab)
+    # The candidate's Model, scalable target, policies, handover, alarms (its own and the two comparison alarms) and the
+    # comparison dashboard are added; the configuration is replaced (two ProductionVariants), the endpoint updated. The
+    # incumbent keeps its name, so its model, scalable target, policies and alarms stay as they are; its handover is
+    # updated (Variants) and finds nothing to do.
+    assert _types(change.replaced) == {CONFIG}
+    assert {MODEL, TARGET, POLICY, HANDOVER, ALARM, DASHBOARD} <= _types(change.added)
+    assert not change.removed
+    assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName", "DeploymentConfig"}
+    assert _updated_types(after, change)[HANDOVER] == {"Variants"}
+    assert not {MODEL, ALARM, TARGET, POLICY} & set(_updated_types(after, change))
+    assert {name: v["InitialVariantWeight"] for name, v in _config_variants(after).items()} == {
+        "AllTraffic": 90, "candidate": 10}
+    # Several variants: no DeploymentConfig (guardrails need the same variant names before and after), so SageMaker's
+    # default blue/green update with all traffic shifted at once.
+    assert "DeploymentConfig" not in resource(after, ENDPOINT)[1]["Properties"]
+    assert _targets(before).items() <= _targets(after).items()
+    assert service_problems(before, after, change) == []
+    # Twin: the same update guarded (the old endpoint's DeploymentConfig kept) is what SageMaker refuses.
+    assert _problems(before, _planted_guardrails(before, after)) == [
+        "a guarded update (BlueGreenUpdatePolicy) from variants AllTraffic to AllTraffic, candidate: blue/green and "
+        "rolling updates need the same variant names in the old and the new configuration: UpdateEndpoint fails"]
+
+
+def test_variants_adding_an_ab_test_that_renames_the_incumbent(tmp_path):
+    # The example's names: the running variant AllTraffic becomes `incumbent`. Its scalable target's ResourceId
+    # changes (create-only): replaced, with its policies. The handover's Before deregisters AllTraffic (Variants no
+    # longer has it); its After, updated too, sees its ResourceId changed and leaves registering `incumbent` to the
+    # replacement target CloudFormation creates after it.
+    before, after, change = _variant_change(tmp_path, _base(_one_model), lambda raw: _ab(raw, "incumbent"))
+    assert _types(change.replaced) == {CONFIG, TARGET, POLICY}
+    assert _updated_types(after, change)[HANDOVER] == {"Policies", "ResourceId", "VariantName", "Variants"}
+    assert _updated_types(after, change)[ALARM] == {"Dimensions"}  # the incumbent's alarms follow its new name
+    assert service_problems(before, after, change) == []
+    assert _registering_after(before, after, change) == [
+        "scalable target endpoint/Sentiment-prod-classifier/variant/incumbent: the scaling handover's After registers "
+        "it before CloudFormation creates it: the create fails (AlreadyExists)"]
+
+
+def test_variants_reweighting(tmp_path):
+    before, after, change = _variant_change(tmp_path, CANDIDATE, lambda raw: _ab(raw, "incumbent", (50, 50)))
+    # InitialVariantWeight is part of the configuration (create-only): a new configuration and a full endpoint update
+    # (UpdateEndpoint "deploys the EndpointConfig specified in the request to a new fleet of instances", botocore's
+    # SageMaker service model; all at once), not UpdateEndpointWeightsAndCapacities. The weights follow it
+    # (DesiredWeight is excluded from what the endpoint retains); nothing else moves but the dashboard's split line.
+    assert _types(change.replaced) == {CONFIG} and not change.added and not change.removed
+    assert _updated_types(after, change) == {ENDPOINT: {"EndpointConfigName"}, DASHBOARD: {"DashboardBody"}}
+    assert {n: v["InitialVariantWeight"] for n, v in _config_variants(after).items()} == {"incumbent": 50,
+                                                                                         "candidate": 50}
+    assert {"VariantPropertyType": "DesiredWeight"} in resource(after, ENDPOINT)[1]["Properties"][
+        "ExcludeRetainedVariantProperties"]
+    assert service_problems(before, after, change) == []
+    # Twin: a scaled variant moved to another type that its handover does not carry is refused.
+    assert _problems(before, _planted_instance_type(after, "candidate", "ml.g5.2xlarge")) == [
+        "variant candidate is a scaling target and its instance type changes (ml.g5.xlarge -> ml.g5.2xlarge): "
+        "UpdateEndpoint fails"]
+
+
+def test_variants_promoting_the_candidate_in_one_deploy_is_refused_under_guardrails(tmp_path):
+    ab = _base(_ab)
+    before, after, change = _variant_change(tmp_path, ab, _promoted)
+    # Back to one variant: the endpoint's guardrails return (DeploymentConfig) while the running endpoint still has
+    # both variants' names. Synth sees only the new spec, so it cannot refuse this; SageMaker does.
+    assert "DeploymentConfig" in _updated_types(after, change)[ENDPOINT]
+    assert service_problems(before, after, change) == [
+        "a guarded update (BlueGreenUpdatePolicy) from variants AllTraffic, candidate to AllTraffic: blue/green and "
+        "rolling updates need the same variant names in the old and the new configuration: UpdateEndpoint fails"]
+
+
+def test_variants_promoting_the_candidate_in_two_deploys(tmp_path):
+    # docs/howto/variants.md, "Guardrails": first the candidate takes all the traffic (the variants stay: unguarded,
+    # the same names), then the variants go with guardrails off for that deploy.
+    ab = _base(_ab)
+    before, after, change = _variant_change(tmp_path / "weights", ab, lambda raw: _ab(raw, weights=(0, 100)))
+    assert _types(change.replaced) == {CONFIG} and not change.added and not change.removed
+    assert {n: v["InitialVariantWeight"] for n, v in _config_variants(after).items()} == {"AllTraffic": 0,
+                                                                                         "candidate": 100}
+    assert service_problems(before, after, change) == []
+    assert _problems(before, _planted_instance_type(after, "AllTraffic", "ml.g5.2xlarge")) == [
+        "variant AllTraffic is a scaling target and its instance type changes (ml.g5.xlarge -> ml.g5.2xlarge): "
+        "UpdateEndpoint fails"]
+
+    def promote_unguarded(raw):
+        _promoted(raw)
+        raw["environments"]["prod"]["guardrails"] = False
+    before, after, change = _variant_change(tmp_path / "remove", _base(lambda raw: _ab(raw, weights=(0, 100))),
+                                            promote_unguarded)
+    # The endpoint's Model is replaced by the candidate's build (the one variant serves it), the configuration
+    # replaced, the endpoint updated without DeploymentConfig; the candidate's model, scaling, handover, alarms and
+    # the comparison dashboard are removed. AllTraffic keeps its scalable target (a model change is allowed on a
+    # scaled variant); its handover's Before deregisters the candidate's target before the endpoint update.
+    assert _types(change.replaced) == {MODEL, CONFIG}
+    assert {MODEL, TARGET, POLICY, HANDOVER, ALARM, DASHBOARD} <= _types(change.removed)
+    assert not {TARGET, POLICY} & (_types(change.added) | _types(change.replaced))
+    assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName"}  # unguarded before and after
+    assert "DeploymentConfig" not in resource(after, ENDPOINT)[1]["Properties"]
+    assert list(_config_variants(after)) == ["AllTraffic"]
+    assert service_problems(before, after, change) == []
+    # Twin: without the handover's Variants (before #47), the candidate is still a scaling target at UpdateEndpoint.
+    assert _problems(before, _planted_without_variants(after)) == [
+        "variant candidate is a scaling target and the new configuration removes it: UpdateEndpoint fails"]
+
+
+def test_variants_promoting_a_renamed_incumbent(tmp_path):
+    # The example's names (incumbent, candidate), guardrails off: the one variant is AllTraffic again, a new scalable
+    # target; the handover's After (its ResourceId changed) leaves registering it to CloudFormation.
+    def promote_unguarded(raw):
+        _promoted(raw)
+        raw["environments"]["prod"]["guardrails"] = False
+    before, after, change = _variant_change(
+        tmp_path, _base(lambda raw: _ab(raw, "incumbent", (0, 100))), promote_unguarded)
+    assert TARGET in _types(change.replaced)
+    assert service_problems(before, after, change) == []
+    assert _registering_after(before, after, change) == [
+        "scalable target endpoint/Sentiment-prod-classifier/variant/AllTraffic: the scaling handover's After "
+        "registers it before CloudFormation creates it: the create fails (AlreadyExists)"]
+
+
+def _shadowed(raw):
+    """staging's shadow, as the example has it."""
+    _classifier(raw, "staging")["shadow"] = copy.deepcopy(_classifier(CANDIDATE, "staging")["shadow"])
+
+
+def test_shadow_adding_one(tmp_path):
+    no_shadow = _base(lambda raw: _classifier(raw, "staging").pop("shadow"))
+    before, after, change = _variant_change(tmp_path / "add", no_shadow, _shadowed, environment="staging")
+    # The shadow's Model, scalable target, policies, handover, comparison alarms and dashboard are added; the
+    # configuration is replaced (ShadowProductionVariants), the endpoint updated without DeploymentConfig. The
+    # production variant keeps its name, model and scaling.
+    assert _types(change.replaced) == {CONFIG}
+    assert {MODEL, TARGET, POLICY, HANDOVER, ALARM, DASHBOARD} <= _types(change.added)
+    assert not change.removed
+    assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName", "DeploymentConfig"}
+    assert _updated_types(after, change)[HANDOVER] == {"Variants"}
+    assert list(_config_variants(after)) == ["AllTraffic"]
+    assert list(_config_variants(after, "ShadowProductionVariants")) == ["Shadow"]
+    assert _targets(before).items() <= _targets(after).items()
+    assert service_problems(before, after, change) == []
+    # The same change with the production variant renamed (variant_name) replaces its scalable target, which the
+    # handover's After leaves to CloudFormation (the twin: an After that registered it first).
+    def shadowed_renamed(raw):
+        _shadowed(raw)
+        _classifier(raw, "staging")["variant_name"] = "Primary"
+    before, after, change = _variant_change(tmp_path / "renamed", no_shadow, shadowed_renamed, environment="staging")
+    assert service_problems(before, after, change) == []
+    assert _registering_after(before, after, change) == [
+        "scalable target endpoint/Sentiment-staging-classifier/variant/Primary: the scaling handover's After "
+        "registers it before CloudFormation creates it: the create fails (AlreadyExists)"]
+
+
+def _shadow_removed(tmp_path, mutate):
+    return _variant_change(tmp_path, CANDIDATE, mutate, environment="staging")
+
+
+def test_shadow_promoting_it(tmp_path):
+    before, after, change = _shadow_removed(tmp_path / "promote", _promoted)
+    # The production variant serves the shadow's model: the endpoint's Model replaced by the candidate's build, the
+    # configuration replaced (no ShadowProductionVariants), the shadow's model, scaling, handover and comparison
+    # resources removed. Guardrails return (one variant, no shadow) and pass: the production variant keeps its name.
+    # The handover's Before deregisters the shadow's target before the endpoint update.
+    assert _types(change.replaced) == {MODEL, CONFIG}
+    assert {MODEL, TARGET, POLICY, HANDOVER, ALARM, DASHBOARD} <= _types(change.removed)
+    assert not {TARGET, POLICY} & (_types(change.added) | _types(change.replaced))
+    assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName", "DeploymentConfig"}
+    assert "BlueGreenUpdatePolicy" in resource(after, ENDPOINT)[1]["Properties"]["DeploymentConfig"]
+    assert not _config_variants(after, "ShadowProductionVariants")
+    assert service_problems(before, after, change) == []
+    # Twins: without the handover's Variants the shadow is still a scaling target; with the production variant
+    # renamed in the same deploy the guarded update is refused.
+    assert _problems(before, _planted_without_variants(after)) == [
+        "variant Shadow is a scaling target and the new configuration removes it: UpdateEndpoint fails"]
+
+    def promote_renamed(raw):
+        _promoted(raw)
+        raw["endpoints"]["classifier"]["variant_name"] = "Primary"
+    before, after, change = _shadow_removed(tmp_path / "renamed", promote_renamed)
+    assert service_problems(before, after, change) == [
+        "a guarded update (BlueGreenUpdatePolicy) from variants AllTraffic to Primary: blue/green and rolling updates "
+        "need the same variant names in the old and the new configuration: UpdateEndpoint fails"]
+
+
+def test_shadow_removing_it(tmp_path):
+    before, after, change = _shadow_removed(tmp_path, lambda raw: _classifier(raw, "staging").pop("shadow"))
+    # Abandoned: as the promotion, but the production variant keeps its model (no Model replaced).
+    assert _types(change.replaced) == {CONFIG}
+    assert {MODEL, TARGET, POLICY, HANDOVER, ALARM, DASHBOARD} <= _types(change.removed)
+    assert _updated_types(after, change)[ENDPOINT] == {"EndpointConfigName", "DeploymentConfig"}
+    assert service_problems(before, after, change) == []
+    assert _problems(before, _planted_without_variants(after)) == [
+        "variant Shadow is a scaling target and the new configuration removes it: UpdateEndpoint fails"]

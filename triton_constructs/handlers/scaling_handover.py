@@ -53,7 +53,14 @@ def handler(event: dict[str, Any], context: Any, sagemaker: Any = None, autoscal
             left = deregister_leaving(autoscaling, props)
         else:
             left = []
-        if kind == "Update":
+        renamed = (props["ResourceId"] != event.get("OldResourceProperties", {}).get("ResourceId", props["ResourceId"]))
+        if kind == "Update" and renamed and props["Phase"] == "after":
+            # The variant got another name (ResourceId is the target's create-only identifier): CloudFormation
+            # creates its replacement ScalableTarget after this and fails with AlreadyExists on a target this
+            # registered (CloudFormation CLI contract tests, contract_create_create); registering is its job.
+            reason = "; ".join(left + [f"nothing to do: {props['ResourceId']} is a renamed variant, registered by "
+                                       "its new ScalableTarget"])
+        elif kind == "Update":
             reason = "; ".join(left + [sync(sagemaker or boto3.client("sagemaker"),
                                             autoscaling or boto3.client("application-autoscaling"), props)])
         elif left:  # a new variant's handover: registering is its own ScalableTarget's job
