@@ -91,12 +91,21 @@ def problems(variants: Sequence[Variant], shadow: Optional[Shadow], variant_mode
         return out
     labels = {ENDPOINT_MODELS} | {v.model for v in variants if v.model} | ({shadow.model} if shadow else set())
     out += combination_problems(spec, labels, "")
-    for i, variant in enumerate(variants):
-        if variant.model is not None and variant.name not in variant_models:
-            out.append(Problem(f"variants[{i}].model", repr(variant.model), f"a variant_models entry for "
-                               f"{variant.name!r}: the construct serves archives, and model only names them",
-                               f"add variant_models={{{variant.name!r}: ModelRepositories...}}, or remove model: the "
-                               "variant then serves the endpoint's models"))
+    named = [(f"variants[{i}]", v.name, v.model) for i, v in enumerate(variants)]
+    if shadow is not None:  # a shadow always names its model: without its own archives it would serve the endpoint's
+        named.append(("shadow", shadow.name, shadow.model))
+    for path, name, model in named:
+        own_models = list(variant_models[name].model_names) if name in variant_models else None
+        if model is not None and own_models is None:
+            out.append(Problem(f"{path}.model", repr(model), f"a variant_models entry for {name!r}: the construct "
+                               "serves archives, and model only names them",
+                               f"add variant_models={{{name!r}: ModelRepositories...}}" + (
+                                   "" if path == "shadow" else ", or remove model: the variant then serves the "
+                                   "endpoint's models")))
+        elif model is not None and own_models is not None and model not in own_models:
+            out.append(Problem(f"{path}.model", repr(model), f"a model variant_models[{name!r}] serves "
+                               f"({', '.join(own_models)})", "name the model its archives hold, or give the "
+                               "archives that hold it"))
     given = [(f"variants[{i}]", v.name, v.instance_type, v.initial_instances, v.scaling) for i, v in enumerate(variants)]
     if shadow is not None:
         given.append(("shadow", shadow.name, shadow.instance_type, shadow.initial_instances, shadow.scaling))

@@ -72,7 +72,7 @@ class ComparisonAlarms(Construct):
                     using_metrics={"candidate": error_rate(candidate, "c"), "incumbent": error_rate(incumbent, "i")}),
                 c.error_rate_margin_percent, c.periods,
                 f"{subject.format(name)}: its share of failed invocations (4XX + 5XX + model errors) more than "
-                f"{c.error_rate_margin_percent:g} points above the incumbent's for {c.periods} minute(s)")
+                f"{c.error_rate_margin_percent:g} percentage point(s) above the incumbent's for {c.periods} minute(s)")
             factor = 1 + c.latency_margin_percent / 100
             self.latency[name] = self._alarm(
                 f"Latency-{name}", cloudwatch.MathExpression(

@@ -446,25 +446,26 @@ def _refused(**props) -> str:
     return str(caught.value)
 
 
+SHADOW_BUILD = {"Shadow": _s3(CANDIDATE_ARCHIVE)}
 SUBJECT = "TritonSageMakerEndpoint UserApp/Vision: 1 problem\n  - "
 
 
 def test_a_shadow_on_a_multi_model_endpoint_is_refused():
-    assert _refused(multi_model=True, shadow=Shadow(model="vit")) == SUBJECT + (
+    assert _refused(multi_model=True, shadow=Shadow(model="vit"), variant_models=SHADOW_BUILD) == SUBJECT + (
         "shadow: got shadow on kind: multi-model; allowed: variants and a shadow on kind: single-model endpoints "
         "only (each variant serves one model repository, built for it as a single-model endpoint); fix: remove "
         "shadow, or serve the models it compares from a kind: single-model endpoint")
 
 
 def test_a_shadow_beside_asynchronous_inference_is_refused():
-    assert _refused(asynchronous=Asynchronous(), shadow=Shadow(model="vit")) == SUBJECT + (
+    assert _refused(asynchronous=Asynchronous(), shadow=Shadow(model="vit"), variant_models=SHADOW_BUILD) == SUBJECT + (
         "shadow: got shadow beside asynchronous; allowed: variants and a shadow on real-time endpoints only (an "
         "asynchronous endpoint here has one variant: its queue, backlog scaling and answers belong to the "
         "endpoint); fix: remove shadow, or the asynchronous block")
 
 
 def test_a_shadow_beside_weighted_variants_is_refused():
-    assert _refused(shadow=Shadow(model="vit"), variants=[Variant(name="A"), Variant(name="B")]) == SUBJECT + (
+    assert _refused(shadow=Shadow(model="vit"), variants=[Variant(name="A"), Variant(name="B")], variant_models=SHADOW_BUILD) == SUBJECT + (
         "shadow: got a shadow beside 2 variants; allowed: a shadow with exactly one production variant, the "
         "endpoint's own model (CreateEndpointConfig: with ShadowProductionVariants, one variant in "
         "ProductionVariants); fix: remove variants: (the endpoint's model is the production variant), or remove "
@@ -508,6 +509,19 @@ def test_a_variant_naming_a_model_without_its_archives_is_refused():
         "variants[1].model: got 'vit'; allowed: a variant_models entry for 'B': the construct serves archives, and "
         "model only names them; fix: add variant_models={'B': ModelRepositories...}, or remove model: the variant "
         "then serves the endpoint's models")
+
+
+def test_a_shadow_naming_a_model_without_its_archives_is_refused():
+    # Without its own archives the shadow would serve the endpoint's model and compare it with itself.
+    assert _refused(shadow=Shadow(model="vit")) == SUBJECT + (
+        "shadow.model: got 'vit'; allowed: a variant_models entry for 'Shadow': the construct serves archives, and "
+        "model only names them; fix: add variant_models={'Shadow': ModelRepositories...}")
+
+
+def test_a_variant_naming_a_model_its_archives_do_not_hold_is_refused():
+    assert _refused(shadow=Shadow(model="bert"), variant_models={"Shadow": _s3(CANDIDATE_ARCHIVE)}) == SUBJECT + (
+        "shadow.model: got 'bert'; allowed: a model variant_models['Shadow'] serves (vit); fix: name the model its "
+        "archives hold, or give the archives that hold it")
 
 
 def test_a_variant_s_archives_the_role_cannot_read_are_refused():
