@@ -37,6 +37,7 @@ from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
 from deployment_spec.parse import yaml_fields
 from deployment_spec.pipeline import PipelineSpec
+from deployment_spec.signing import SigningSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # Where the committed schema lives, relative to the repository root (`tritonsm schema --output`, `make schema`).
@@ -64,6 +65,7 @@ def spec_schema() -> dict[str, Any]:
         "environments": _named_section(spec.ENV_NAME, spec.ENV_NAME_HELP, builder.environment())
         | {"minProperties": 1},
         "pipeline": builder.ref(PipelineSpec),
+        "signing": builder.ref(SigningSpec),
     }
     if list(properties) != spec.TOP_KEYS:  # a top-level key the loader reads and this module does not describe
         raise TypeError(f"schema error: the generator describes the top-level keys {list(properties)}, the loader "

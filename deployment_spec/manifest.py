@@ -106,6 +106,11 @@ class Artifact:
     sha256: str
     size: int
     models: tuple[str, ...]   # Triton model directories inside
+    # The key every model directory is signed with (model_build.signing: "sha256:<hex>" of its PEM public key),
+    # None for an unsigned build; and each directory's signature (<model>/model.sig) as sha256.
+    signer: Optional[str] = None
+    signatures: dict[str, str] = dataclasses.field(default_factory=dict)
+    sbom: Optional[str] = None  # the CycloneDX bill of materials beside the tarball (model_build.sbom)
 
     @property
     def object_name(self) -> str:
@@ -195,5 +200,6 @@ def _environment(raw: Optional[dict[str, Any]]) -> Optional[ExecutionEnvironment
 
 
 def _endpoint(raw: dict[str, Any]) -> EndpointArtifacts:
-    arts = tuple(Artifact(a["file"], a["sha256"], a["size"], tuple(a["models"])) for a in raw["artifacts"])
+    arts = tuple(Artifact(a["file"], a["sha256"], a["size"], tuple(a["models"]), a.get("signer"),
+                          dict(a.get("signatures") or {}), a.get("sbom")) for a in raw["artifacts"])
     return EndpointArtifacts(raw["kind"], arts, raw.get("default_model"))

@@ -60,6 +60,13 @@ class LocalEndpoint:
     components: tuple[LocalComponent, ...] = ()  # kind: inference-components: one container per component
     # variants: or shadow: the production variants, then the shadow, each on a server of its own (none otherwise)
     variants: tuple[LocalVariant, ...] = ()
+    public_key: pathlib.Path | None = None  # the spec's signing.public_key: what every tarball must be signed by
+
+    @property
+    def every_tarball(self) -> tuple[pathlib.Path, ...]:
+        """Each archive a server of this endpoint loads: the endpoint's, its components', its variants' builds."""
+        found = [*self.tarballs, *(c.tarball for c in self.components), *(v.tarball for v in self.variants)]
+        return tuple(dict.fromkeys(found))
 
 
 def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str | None,
@@ -80,7 +87,8 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
                            for artifact in built.artifacts)
     tarballs = tuple(manifest.artifact_path(a) for a in built.artifacts)
     local = LocalEndpoint(tarballs, multi, None if multi else built.default_model, env, manifest,
-                          spec.triton_version, endpoint, spec.environments[env_name].region, components)
+                          spec.triton_version, endpoint, spec.environments[env_name].region, components,
+                          public_key=spec.root / spec.signing.public_key if spec.signing.public_key else None)
     if endpoint.variants or endpoint.shadow is not None:
         disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
         local = dataclasses.replace(local, variants=_variants(local, endpoint, manifest_path, disposable))

@@ -16,9 +16,10 @@ from deployment_spec.errors import Problem, SpecError, describe
 from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
 from deployment_spec.parse import check_keys, meta, parse_dataclass, parse_value
 from deployment_spec.pipeline import PipelineSpec, stage_rules
+from deployment_spec.signing import SigningSpec, signing_rules
 
 DEFAULT_SPEC = "triton.yaml"
-TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments", "pipeline"]
+TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments", "pipeline", "signing"]
 ENV_NAME = r"[A-Za-z][A-Za-z0-9]{0,30}"
 ENV_NAME_HELP = "letters and digits, starting with a letter (it names a CDK stage)"
 DEFAULT_PROJECT = "Triton"
@@ -47,6 +48,7 @@ class Spec:
     environments: Mapping[str, EnvironmentSpec]
     path: pathlib.Path
     pipeline: PipelineSpec | None = None  # optional: the CDK Pipelines delivery pipeline (stacks/pipeline_stack.py)
+    signing: SigningSpec = SigningSpec()  # optional: the key model tarballs are signed with (deployment_spec.signing)
 
     @property
     def root(self) -> pathlib.Path:
@@ -119,9 +121,11 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
         problems += component_endpoint.name_problems(project, environments)
         problems += _construct_id_problems(project, endpoints, envs_raw=raw.get("environments"))
     pipeline = _pipeline(raw, envs_raw=raw.get("environments"), environments=environments, problems=problems)
+    signing = parse_dataclass(SigningSpec, raw.get("signing", {}), "signing", problems) or SigningSpec()
+    problems += signing_rules(signing, path.parent)
     if problems:
         raise SpecError(str(path), _dedupe(problems))
-    return Spec(project, version, models, endpoints, environments, path.resolve(), pipeline)
+    return Spec(project, version, models, endpoints, environments, path.resolve(), pipeline, signing)
 
 
 def _pipeline(raw: dict[str, Any], envs_raw: Any, environments: dict[str, EnvironmentSpec],

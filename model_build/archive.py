@@ -56,16 +56,27 @@ def members(tree: Mapping[str, pathlib.Path]) -> list[tuple[str, pathlib.Path]]:
 
 def write_tarball(target: pathlib.Path, tree: Mapping[str, pathlib.Path],
                   replace: Optional[Mapping[str, bytes]] = None,
-                  progress: Optional[Callable[[int], None]] = None) -> str:
+                  progress: Optional[Callable[[int], None]] = None,
+                  extra: Optional[Mapping[str, bytes]] = None) -> str:
     """Packs ``{top-level dir name: source dir}`` into ``target``; returns its sha256.
 
-    ``replace`` maps archive names to bytes used instead of the file on disk (renamed configs);
-    ``progress`` is called with the number of input bytes consumed (for a progress bar).
+    ``replace`` maps archive names to bytes used instead of the file on disk (renamed configs); ``extra`` adds
+    files that are on no disk (signatures), each in its sorted place; ``progress`` is called with the number of
+    input bytes consumed (for a progress bar).
     """
     replace = dict(replace or {})
-    entries = members(tree)
+    on_disk = members(tree)
+    clash = sorted(set(extra or {}) & {name for name, _ in on_disk})
+    if clash:
+        raise ValueError(f"added files already in the archive: {clash}")
+    replace.update(extra or {})
+    entries = sorted(on_disk + [(name, target) for name in (extra or {})])
     with _deterministic_tar(target) as (tar, digest):
         for name, path in entries:
+            if name in (extra or {}):
+                data = replace.pop(name)
+                tar.addfile(_info(name, tarfile.REGTYPE, len(data), FILE_MODE), io.BytesIO(data))
+                continue
             if path.is_dir():
                 tar.addfile(_info(name, tarfile.DIRTYPE, 0, DIR_MODE))
                 continue

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional
 from deployment_spec import Spec, serving_runtimes, variant_plan
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.model import Backend, ModelSpec
-from model_build import archive, hashing, packaging
+from model_build import archive, hashing, packaging, signing
 from model_build.errors import BuildError, NotEnoughMemory, ToolUnavailable
 
 MANIFEST = "manifest.json"
@@ -112,8 +112,12 @@ def _user_recipes_importable(spec: Spec) -> None:
 
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
         force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False,
-        python_env_for: str = "image", memory_check: bool = True) -> Report:
+        python_env_for: str = "image", memory_check: bool = True,
+        signing_key: Optional[signing.SigningKey] = None) -> Report:
+    """Builds ``requested`` models (all by default) and packs the endpoints' tarballs, each model directory signed
+    with ``signing_key`` where given (its public key must be the spec's signing.public_key where that is set)."""
     requested = tuple(requested)
+    signer = _signer(spec, signing_key)
     report = Report(requested=requested)
     _user_recipes_importable(spec)
     selected = _selected(spec, requested)
@@ -170,7 +174,7 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         report.built.append(name)
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 
-    manifest = _package(spec, out_dir, dirs, entries, report, log)
+    manifest = _package(spec, out_dir, dirs, entries, report, log, signing_key, signer)
     manifest = dataclasses.replace(manifest, not_built=_not_built(report),
                                    unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
@@ -231,7 +235,23 @@ def _lazy_toolchain() -> Callable:
     return get
 
 
-def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, log) -> Manifest:
+def _signer(spec: Spec, key: Optional[signing.SigningKey]) -> Optional[str]:
+    """The key's identity, refused before anything is built if it is not the spec's signing.public_key."""
+    if key is None:
+        return None
+    identity = key.identity
+    if spec.signing.public_key is not None:
+        expected = signing.public_key_identity(spec.root / spec.signing.public_key)
+        if identity != expected:
+            raise signing.SignatureError(
+                f"the signing key {str(key.path)!r} is the key {identity}; allowed: the private key of "
+                f"signing.public_key ({spec.signing.public_key}, {expected}); fix: give the team's key, or commit its "
+                "public key as signing.public_key")
+    return identity
+
+
+def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, log,
+             key: Optional[signing.SigningKey] = None, signer: Optional[str] = None) -> Manifest:
     old = _old_manifest(out_dir)
     models: dict[str, ModelEntry] = {}
     for name, entry in entries.items():
@@ -255,10 +275,11 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
         artifacts = []
         for p in planned:
             old_ep = old.endpoints.get(ep_name) if old else None
-            found = packaging.reusable(old_ep, endpoint, default, p, old.models if old else {}, models, out_dir)
+            found = packaging.reusable(old_ep, endpoint, default, p, old.models if old else {}, models, out_dir,
+                                       signer)
             if found is None:
                 start = time.monotonic()
-                found = packaging.pack(out_dir, p, dirs)
+                found = packaging.pack(out_dir, p, dirs, key)
                 report.written.append(found.file)
                 log(f"endpoint {ep_name}: packed {found.file} ({found.size / 1e6:.1f} MB, "
                     f"{time.monotonic() - start:.1f} s)")

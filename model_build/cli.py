@@ -5,6 +5,10 @@ import argparse
 import pathlib
 import sys
 import time
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from model_build.signing import SigningKey
 
 DEFAULT_OUT = "assets"
 DEFAULT_WORK = ".tritonsm/build"
@@ -32,6 +36,10 @@ def register(add) -> None:
     p.add_argument("--python-env-for", choices=("image", "local"), default="image",
                    help="build Python-backend execution environments for the spec's Triton image (default) or "
                         "for this machine's Python: `tritonsm serve` only, synthesis refuses such a build")
+    p.add_argument("--signing-key", metavar="KEY.pem",
+                   help="sign every model directory with this elliptic-curve PEM private key (OpenSSF Model Signing; "
+                        "default: the file named by TRITONSM_SIGNING_KEY, its password in "
+                        "TRITONSM_SIGNING_KEY_PASSWORD); without one the tarballs are unsigned")
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -44,7 +52,8 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         report = build.run(spec, pathlib.Path(args.out), pathlib.Path(args.work_dir), args.model, args.force,
                            log=_log, serving_torch=args.check_serving_torch,
-                           python_env_for=args.python_env_for, memory_check=not args.no_memory_check)
+                           python_env_for=args.python_env_for, memory_check=not args.no_memory_check,
+                           signing_key=_signing_key(args.signing_key))
     except NotEnoughMemory as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -64,6 +73,9 @@ def run_build(args: argparse.Namespace) -> int:
     # A task's steps fail alike when their shared checkpoint does: each reason once.
     for why in dict.fromkeys(list(report.failed.values()) + list(report.endpoints_failed.values())):
         print(f"error: {why}", file=sys.stderr, flush=True)
+    key = _signing_key(args.signing_key)
+    _log(f"signed with {key.identity}" if key else "unsigned: no --signing-key or TRITONSM_SIGNING_KEY "
+         "(docs/howto/signing.md)")
     summary = (f"build: {len(report.built)} built, {len(report.cached)} unchanged, "
                f"{len(report.unavailable)} not buildable here, {len(report.failed)} failed; "
                f"{len(report.written)} file(s) written to {args.out}/ in {time.monotonic() - start:.1f} s")
@@ -75,6 +87,13 @@ def run_build(args: argparse.Namespace) -> int:
               "or leave out --require-all to build the rest", file=sys.stderr, flush=True)
         return 1
     return report.exit_code()
+
+
+def _signing_key(given: Optional[str]) -> Optional[SigningKey]:
+    import os
+    from model_build import signing
+    path = given or os.environ.get(signing.KEY_VARIABLE)
+    return signing.SigningKey(pathlib.Path(path), os.environ.get(signing.PASSWORD_VARIABLE)) if path else None
 
 
 def _log(line: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import pathlib
 from typing import Mapping, Optional
@@ -16,7 +17,7 @@ from typing import Mapping, Optional
 from deployment_spec import Spec
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
-from model_build import archive, checks, layout, model_config
+from model_build import archive, checks, layout, model_config, signing
 
 
 PROGRESS_MIN_BYTES = 50_000_000
@@ -64,8 +65,10 @@ def default_model(spec: Spec, endpoint: EndpointSpec) -> Optional[str]:
     return endpoint.default_model or endpoint.models[0]
 
 
-def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path]) -> Artifact:
-    """Writes one deterministic tarball; returns its manifest record."""
+def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path],
+         key: Optional[signing.SigningKey] = None) -> Artifact:
+    """Writes one deterministic tarball, each model directory signed with ``key`` where given; returns its
+    manifest record."""
     tree, replace = {}, {}
     for triton_name, spec_model in planned.members:
         source = dirs[spec_model]
@@ -73,17 +76,36 @@ def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Pat
         if triton_name != spec_model:
             text = (source / layout.CONFIG).read_text()
             replace[f"{triton_name}/{layout.CONFIG}"] = model_config.renamed(text, triton_name).encode()
+    signatures = {} if key is None else {
+        f"{name}/{signing.SIGNATURE_FILE}": signing.sign_model(key, name, _packed_digests(name, source, replace))
+        for name, source in tree.items()}
     tmp = out_dir / f".{planned.stem}.partial.tar.gz"
     try:
         with _progress_bar(planned.stem, archive.total_bytes(tree)) as update:
-            sha = archive.write_tarball(tmp, tree, replace, progress=update)
+            sha = archive.write_tarball(tmp, tree, replace, progress=update, extra=signatures)
         final = out_dir / f"{planned.stem}-{sha[:12]}.tar.gz"
         size = tmp.stat().st_size
         os.replace(tmp, final)
     finally:
         if tmp.exists():
             tmp.unlink()
-    return Artifact(final.name, sha, size, planned.triton_names)
+    return Artifact(final.name, sha, size, planned.triton_names, signer=key.identity if key else None,
+                    signatures={path.split("/")[0]: hashlib.sha256(data).hexdigest()
+                                for path, data in sorted(signatures.items())})
+
+
+def _packed_digests(name: str, source: pathlib.Path, replace: Mapping[str, bytes]) -> dict[str, str]:
+    """sha256 of each file of one model directory as it goes into the tarball (a rewritten config included)."""
+    out = {}
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        inside = path.relative_to(source).as_posix()
+        data = replace.get(f"{name}/{inside}")
+        if data is None:
+            with open(path, "rb") as fh:
+                out[inside] = hashlib.file_digest(fh, "sha256").hexdigest()
+        else:
+            out[inside] = hashlib.sha256(data).hexdigest()
+    return out
 
 
 @contextlib.contextmanager
@@ -99,13 +121,16 @@ def _progress_bar(stem: str, total: int):
 
 def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: Optional[str], planned: Planned,
              old_models: Mapping[str, ModelEntry], new_models: Mapping[str, ModelEntry],
-             out_dir: pathlib.Path) -> Optional[Artifact]:
-    """The previous build's tarball for ``planned`` if nothing in it changed (no re-pack, no rewrite)."""
+             out_dir: pathlib.Path, signer: Optional[str] = None) -> Optional[Artifact]:
+    """The previous build's tarball for ``planned`` if nothing in it changed, its signer included (no re-pack, no
+    rewrite)."""
     if old is None or old.kind != endpoint.kind.value or old.default_model != default:
         return None
     for artifact in old.artifacts:
         if artifact.models != planned.triton_names or not artifact.file.startswith(planned.stem + "-"):
             continue
+        if artifact.signer != signer:
+            return None
         if any(t not in old_models or t not in new_models or old_models[t].build_hash != new_models[t].build_hash
                for t in artifact.models):
             return None

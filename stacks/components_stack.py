@@ -13,6 +13,7 @@ from deployment_spec.component_endpoint import component_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
+from stacks import model_signatures
 from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
@@ -46,6 +47,7 @@ class ComponentsEndpointStack(cdk.Stack):
         super().__init__(scope, id_, description=f"Triton inference components {endpoint.name} ({environment.name})",
                          **kwargs)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
+        model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         # What the build recorded about each model; the construct checks it for this image and instance type
         # (ModelRepositories.problems): verified in the image's runtimes, environments for the image, plans for the GPU.
         models = ModelRepositories.from_built(

@@ -15,6 +15,7 @@ from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
 from deployment_spec.variant_plan import build_for, own_builds
+from stacks import model_signatures
 from stacks.image_props import image_repository
 from stacks.network_props import network_props
 from stacks.pool_builds import pool_models
@@ -44,11 +45,11 @@ class EndpointStack(cdk.Stack):
                  storage: StorageStack, capacity: Optional[Mapping[str, Measurement]] = None,
                  drains: Optional[Mapping[str, Drain]] = None, pool_manifests: Optional[Mapping[pathlib.Path, Manifest]] = None, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
-        models = self._built(spec, endpoint, manifest, manifest_path)
+        models = self._built(spec, environment, endpoint, manifest, manifest_path)
         # A variant or shadow whose model or instance type is not the endpoint's serves a build of its own, the
         # manifest's <endpoint>.<variant> entry (deployment_spec.variant_plan.own_builds).
         derived = own_builds(endpoint)
-        variant_models = {variant: self._built(spec, derived[build], manifest, manifest_path)
+        variant_models = {variant: self._built(spec, environment, derived[build], manifest, manifest_path)
                           for variant in [v.name for v in endpoint.variants] + (
                               [endpoint.shadow.name] if endpoint.shadow else [])
                           if (build := build_for(endpoint, variant)) != endpoint.name}
@@ -98,11 +99,12 @@ class EndpointStack(cdk.Stack):
         if multi:
             cdk.CfnOutput(self, "TargetModels", description="TargetModel values, one per model", value=" ".join(objects))
 
-    @staticmethod
-    def _built(spec: Spec, endpoint: EndpointSpec, manifest: Manifest, manifest_path: pathlib.Path
-               ) -> ModelRepositories:
-        """The manifest's archives for ``endpoint`` (or a variant's own build), checked against the spec."""
+    def _built(self, spec: Spec, environment: EnvironmentSpec, endpoint: EndpointSpec, manifest: Manifest,
+               manifest_path: pathlib.Path) -> ModelRepositories:
+        """The manifest's archives for ``endpoint`` (or a variant's own build), checked against the spec and its
+        signing block."""
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
+        model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         return ModelRepositories.from_built(
             manifest, built.artifacts, origin=str(manifest_path), default_model=built.default_model,
             hardware_compatibility={m.name: m.tensorrt.hardware_compatibility

@@ -29,6 +29,13 @@ SYNTH_COMMANDS = (
 )
 
 
+def verify_commands(environment: str) -> list[str]:
+    """Before a stage deploys: every tarball it deploys matches the build manifest's sha256 and carries valid
+    signatures by the spec's signing.public_key (docs/howto/signing.md); a failure stops the stage."""
+    return ["make setup", f'.venv/bin/tritonsm verify --signatures --spec "${SPEC_VARIABLE}" --environment '
+            f"{environment} --manifest {BUILD_OUTPUT}/manifest.json"]
+
+
 def post_deploy_commands(environment: str, endpoints: list[str], *, phase_seconds: int,
                          concurrency: tuple[int, ...], asynchronous: Collection[str] = ()) -> list[str]:
     """Smoke test of every endpoint (each model of a multi-model endpoint), then a bounded load test

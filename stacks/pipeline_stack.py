@@ -15,7 +15,7 @@ from constructs import Construct
 from deployment_spec import Spec, images, triton_images
 from deployment_spec.pipeline import BuildComputeKind, PipelineSpec
 from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
-                                      post_deploy_commands)
+                                      post_deploy_commands, verify_commands)
 from stacks.stage import TritonStage
 from triton_constructs import checks, pipeline_checks
 from triton_constructs.errors import SynthError
@@ -88,8 +88,17 @@ class PipelineStack(cdk.Stack):
         for name in (pipeline_spec.stages if with_stages else ()):
             stage = make_stage(self, name)
             self.stages[name] = stage
-            pre = [pipelines.ManualApprovalStep(f"Approve-{name}", comment=f"Release to {name}?")] \
-                if name in pipeline_spec.manual_approval else []
+            # The tarballs the stage deploys, checked against the manifest and the signing key before it deploys
+            # (and before anyone is asked to approve it).
+            verify = pipelines.CodeBuildStep(
+                f"VerifyModels-{name}", input=source, additional_inputs={BUILD_OUTPUT: build}, env=env,
+                commands=verify_commands(name),
+                partial_build_spec=codebuild.BuildSpec.from_object({"phases": {"install": INSTALL}}))
+            pre: list[pipelines.Step] = [verify]
+            if name in pipeline_spec.manual_approval:
+                approval = pipelines.ManualApprovalStep(f"Approve-{name}", comment=f"Release to {name}?")
+                approval.add_step_dependency(verify)
+                pre.append(approval)
             post = [self._post_deploy(spec, pipeline_spec, name, stage, source, build, env)] if name in tested else []
             pipeline.add_stage(stage, pre=pre, post=post)
         pipeline.build_pipeline()

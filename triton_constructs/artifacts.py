@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_s3_assets 
 from constructs import Construct
 
 from triton_constructs.custom_resource import custom_resource_function
+from triton_constructs.model_store import MODEL_WRITERS_PATH
 from triton_constructs.network import FunctionPlacement
 from triton_constructs.nag import acknowledge, acknowledge_wildcard
 
@@ -83,7 +84,9 @@ class ModelArtifacts(Construct):
             # One copy per tarball, which CloudFormation may start all at once.
             reserved_concurrency=min(len(files), MAX_CONCURRENT_COPIES),
             # The copy is server-side; the time limit, not memory, bounds it (~ tens of GB per artifact).
-            timeout=cdk.Duration.minutes(15), log_key=key, placement=placement)
+            timeout=cdk.Duration.minutes(15), log_key=key, placement=placement,
+            # The model bucket's policy lets roles under this path alone write models (ModelStore).
+            role_path=MODEL_WRITERS_PATH)
         objects = bucket.arn_for_objects(f"{prefix}*")
         role.add_to_policy(iam.PolicyStatement(
             actions=["s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"], resources=[objects]))

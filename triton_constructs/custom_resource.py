@@ -23,12 +23,15 @@ HANDLER_DIR = pathlib.Path(__file__).parent / "handlers"
 def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, description: str,
                              role_description: str, memory_size: int, timeout: cdk.Duration,
                              reserved_concurrency: int, log_key: Optional[kms.IKey],
-                             placement: Optional[FunctionPlacement] = None) -> tuple[lambda_.Function, iam.Role]:
+                             placement: Optional[FunctionPlacement] = None,
+                             role_path: Optional[str] = None) -> tuple[lambda_.Function, iam.Role]:
     """Creates ``<id_prefix>Logs``, ``<id_prefix>Role`` (may write only those logs) and ``<id_prefix>Function``.
 
     The caller adds the function's other permissions to the returned role. The function depends on
     the role's policy, not only the role: CloudFormation must not invoke it before its permissions exist.
-    With ``placement`` it runs in that VPC (``NetworkProps.functions_in_vpc``).
+    With ``placement`` it runs in that VPC (``NetworkProps.functions_in_vpc``). ``role_path`` (``/a/b/``) puts
+    the role under that IAM path, which a resource policy elsewhere can name by ``aws:PrincipalArn`` (e.g.
+    ``model_store.MODEL_WRITERS_PATH``); defaults to ``/``.
     """
     # One year: the shortest retention AWS Control Tower's CT.CLOUDWATCH.PR.2 accepts.
     log_group = logs.LogGroup(scope, f"{id_prefix}Logs", retention=logs.RetentionDays.ONE_YEAR,
@@ -36,7 +39,7 @@ def custom_resource_function(scope: Construct, *, id_prefix: str, handler: str, 
     if log_key is not None:
         control_tower.acknowledge_imported_key(log_group, log_key)
     role = iam.Role(scope, f"{id_prefix}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    description=role_description)
+                    description=role_description, path=role_path)
     role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                                            resources=[log_group.log_group_arn]))
     function = lambda_.Function(

@@ -19,6 +19,11 @@ class ModelStore(Construct):
     second bucket. Model objects are never overwritten: their names carry a
     content hash, because multi-model instances cache models by name.
 
+    Only the deployment writes models: the bucket policy denies writes under ``models/`` to every principal
+    but a role under the IAM path ``MODEL_WRITERS_PATH`` of this account (the artifact-copy functions' roles),
+    and, unless ``removal_policy`` is ``DESTROY``, denies every principal deleting an object or a version
+    there (``protect_models``).
+
     Args:
         scope: Parent construct.
         id_: Construct ID.
@@ -68,6 +73,8 @@ class ModelStore(Construct):
                                               abort_incomplete_multipart_upload_after=cdk.Duration.days(7))],
             removal_policy=removal_policy, auto_delete_objects=destroy, object_lock_enabled=object_lock or None)
         control_tower.bucket_events(self.bucket, object_lock)
+        # DESTROY: CDK's auto-delete provider must empty the bucket, model versions included, when the stack goes.
+        protect_models(self.bucket, deletable=destroy)
         if destroy:
             # Escape hatch: CDK's auto-delete provider handler names its role both by reference and in
             # DependsOn (cfn-lint W3005); the reference alone orders them.
@@ -86,12 +93,51 @@ class ModelStore(Construct):
     @staticmethod
     def model_prefix(endpoint_name: str) -> str:
         """The key prefix (ending in '/') holding every tarball version of one endpoint."""
-        return f"models/{endpoint_name}/"
+        return f"{MODELS}{endpoint_name}/"
 
     @staticmethod
     def capture_prefix(endpoint_name: str) -> str:
         """The key prefix (ending in '/') where an endpoint's data capture lands."""
         return f"data-capture/{endpoint_name}/"
+
+
+MODELS = "models/"
+# The IAM path of every role that may write model objects: the artifact-copy functions' (triton_constructs.artifacts).
+# The bucket policy names writers by path because they live in the endpoint stacks and the bucket in the storage
+# stack, which deploys first: a reference to a role would be an import the wrong way round (a dependency cycle).
+MODEL_WRITERS_PATH = "/tritonsm/model-writers/"
+# What creates an object version: PutObject, CopyObject, CreateMultipartUpload, UploadPart, UploadPartCopy and
+# CompleteMultipartUpload all need s3:PutObject (botocore's S3 model, CopyObject and UploadPartCopy: "s3:PutObject
+# permission to write the object copy to the destination bucket"; S3 user guide, "Multipart upload API and
+# permissions"); replication into this bucket writes versions and delete markers with its own two actions.
+MODEL_WRITE_ACTIONS = ("s3:PutObject", "s3:ReplicateObject", "s3:ReplicateDelete")
+# DeleteObject (a delete marker, or an unversioned object) and DeleteObjectVersion (a version, for good); DeleteObjects
+# checks these per key (botocore's S3 model, DeleteObject and DeleteObjects).
+MODEL_DELETE_ACTIONS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
+
+
+def protect_models(bucket: s3.IBucket, *, deletable: bool) -> None:
+    """Bucket-policy denies under ``models/``: writes by any principal but a role under ``MODEL_WRITERS_PATH``
+    of this account and, unless ``deletable``, deletes by anyone.
+
+    ``aws:PrincipalArn`` is a role's ARN, path included, for a request made with that role's session (IAM
+    condition keys reference); a request without the key (anonymous, an AWS service principal) fails
+    ``ArnNotLike`` and is denied too (IAM condition operators: a negated operator is true where the key is
+    missing). A deny with ``Principal: *`` binds the account's administrators and root user as well: changing
+    the bucket policy (``s3:PutBucketPolicy``, not denied here) is the way round it, and it shows in CloudTrail
+    and as drift of the storage stack. Data capture and asynchronous requests and answers live under other
+    prefixes, untouched. Conditional writes (``s3:if-none-match``) are not required: see
+    docs/operations/security.md.
+    """
+    models = bucket.arn_for_objects(f"{MODELS}*")
+    writers = f"arn:{cdk.Aws.PARTITION}:iam::{cdk.Aws.ACCOUNT_ID}:role{MODEL_WRITERS_PATH}*"
+    bucket.add_to_resource_policy(iam.PolicyStatement(
+        sid="ModelsWrittenOnlyByTheDeployment", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
+        actions=list(MODEL_WRITE_ACTIONS), resources=[models], conditions={"ArnNotLike": {"aws:PrincipalArn": writers}}))
+    if not deletable:
+        bucket.add_to_resource_policy(iam.PolicyStatement(
+            sid="ModelsNeverDeleted", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
+            actions=list(MODEL_DELETE_ACTIONS), resources=[models]))
 
 
 # SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/<endpoint name>.

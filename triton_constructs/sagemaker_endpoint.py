@@ -21,6 +21,7 @@ from deployment_spec.variant_plan import describe_weights
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.async_inference import AsyncInference
+from triton_constructs.bucket_region import bucket_region_problems
 from triton_constructs.dashboard import EndpointDashboard
 from triton_constructs import endpoint_storage, endpoint_variants, security_hub, triton_promql
 from triton_constructs.endpoint import DataCaptureSettings, ServedVariant, TritonEndpoint
@@ -223,6 +224,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                          fallbacks=tuple(fallback_instance_types), initial_instances=initial_instances,
                                          max_instances=scaling.max_instances if scaling else None,
                                          region=None if cdk.Token.is_unresolved(region) else region)
+        problems += bucket_region_problems(self, bucket)
         raise_problems(f"TritonSageMakerEndpoint {self.node.path}", problems)
 
         plans = endpoint_variants.plans(variants, shadow, variant_models, variant_name=variant_name,

@@ -99,6 +99,8 @@ def run_serve(args: argparse.Namespace) -> int:
         names = ", ".join(load_spec(args.spec).endpoints)
         raise UserError(f"name the endpoint to serve (one of: {names}) or pass --all to serve every endpoint")
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
+    from tritonsm import signatures  # before any server starts: an archive that fails is never served
+    signatures.check_before_serving(local.every_tarball, local.public_key)
     named = runtime_name(args, local)
     if local.components:
         if args.image:

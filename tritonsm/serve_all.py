@@ -32,6 +32,8 @@ def run_serve_all(args: argparse.Namespace) -> int:
             skipped[deployed_name(args, name)] = f"not built ({not_built}); run `tritonsm build` where it can be built"
             continue
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
+        from tritonsm import signatures  # before any server starts: an archive that fails is never served
+        signatures.check_before_serving(local.every_tarball, local.public_key)
         kind = kind_of(local)
         server: Endpoint
         if args.image and (local.components or local.variants):

@@ -23,7 +23,11 @@ def register(add) -> None:
                       "Runtime's CUDA provider where their wheels are installed; exit 3 when there is no CUDA device",
             run_verify)
     p.add_argument("endpoint", nargs="*", help="endpoint names of the spec (default: every endpoint)")
-    p.add_argument("--gpu", action="store_true", help="run the GPU checks (the one kind `verify` has)")
+    p.add_argument("--gpu", action="store_true", help="run the GPU checks")
+    p.add_argument("--signatures", action="store_true",
+                   help="check every tarball the environment deploys: its sha256 against the manifest and each "
+                        "model directory's signature against the spec's signing.public_key (the pipeline runs this "
+                        "before each stage deploys); exit 1 on the first that fails")
     p.add_argument("--environment", help="whose overrides apply (default: the spec's first environment)")
     p.add_argument("--manifest", type=pathlib.Path, default=DEFAULT_MANIFEST,
                    help=f"build manifest (default: {DEFAULT_MANIFEST})")
@@ -32,9 +36,11 @@ def register(add) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if not args.gpu:
-        raise UserError("tritonsm verify needs --gpu, its one kind of check today (the build already verifies "
-                        "every artifact on the CPU): tritonsm verify --gpu [ENDPOINT ...]")
+    if args.signatures == args.gpu:
+        raise UserError("tritonsm verify needs one kind of check: --signatures (the tarballs against the manifest "
+                        "and the signing key) or --gpu (the artifacts on this host's GPU)")
+    if args.signatures:
+        return _signatures(args)
     from tritonsm.benchmarking.gpu_verify.run import run
 
     report = run(pathlib.Path(args.spec), args.manifest, args.endpoint, args.environment,
@@ -44,3 +50,32 @@ def run_verify(args: argparse.Namespace) -> int:
     path.write_text(report.to_json())
     print(report.text(path))
     return report.exit_code()
+
+
+def _signatures(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from deployment_spec import load_spec
+    from deployment_spec.served import resolve_endpoint, spec_endpoint
+    from tritonsm import signatures
+
+    spec = load_spec(args.spec)
+    environment = args.environment or next(iter(spec.environments))
+    names = args.endpoint or list(spec.environments[environment].endpoints)
+    checked = 0
+    for name in names:
+        spec_endpoint(spec, name, environment)  # an unknown name: its own message
+        local = resolve_endpoint(args.spec, name, environment, args.manifest)
+        recorded = {local.manifest.artifact_path(a): a.sha256 for ep in local.manifest.endpoints.values()
+                    for a in ep.artifacts}
+        for tarball in local.every_tarball:
+            with open(tarball, "rb") as fh:
+                found = hashlib.file_digest(fh, "sha256").hexdigest()
+            if found != recorded.get(tarball):
+                raise UserError(f"{tarball.name}: sha256 {found}; allowed: the manifest's {recorded.get(tarball)}; "
+                                "fix: rebuild (tritonsm build) and deploy the tarballs it wrote")
+        for line in signatures.check(local.every_tarball, local.public_key):
+            print(f"{name}: {line}", flush=True)
+            checked += 1
+    print(f"verify --signatures: {checked} tarball(s) of environment {environment} checked", flush=True)
+    return 0

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 import tempfile
 
 from local_endpoint.errors import PortInUseError, ServerStartError
-from local_endpoint.server import work_dirs
+from local_endpoint.server import loopback, work_dirs
 from local_endpoint.server.ports import free_port
-from local_endpoint.server.serve_flags import sagemaker_server_launch
+from local_endpoint.server.serve_flags import LOCAL_LOOPBACK_FLAGS, sagemaker_server_launch
 from local_endpoint.server.server_process import TritonProcess
 from local_endpoint.server.triton_install import (
     TritonInstall,
@@ -52,11 +53,18 @@ def start_sagemaker_triton(
     launch = sagemaker_server_launch(
         mode=mode, model_repository=str(repository), port=port, env=env, default_model=default_model
     )
-    # The one flag the container does not pass: its backends live at the
+    # A flag the container does not pass: its backends live at the
     # default /opt/tritonserver/backends, ours in a directory we assembled.
     arguments = [*launch.arguments, f"--backend-directory={backend_dir}"]
+    # Off the network (``loopback``): every front end that takes an address on 127.0.0.1, and the SageMaker one,
+    # which takes none, in a network namespace behind 127.0.0.1 relays of its ports.
+    listen_all = loopback.listen_all()
+    status_file = work_dir / "network-status"
+    launcher = [] if listen_all else loopback.launcher_command([port, *filter(None, [metrics_port])], status_file)
+    if not listen_all:
+        arguments = [*LOCAL_LOOPBACK_FLAGS, *arguments]
     process = TritonProcess(
-        install, arguments, server_process_environment(install, launch.environment), log_path
+        install, arguments, server_process_environment(install, launch.environment), log_path, launcher
     )
     process.metrics_port = metrics_port
     work_dirs.add_owner(work_dir, process.pid)  # the folder is in use while its server runs
@@ -74,4 +82,7 @@ def start_sagemaker_triton(
     except BaseException:  # Ctrl-C while waiting: leave no server behind
         process.stop()
         raise
+    exposed = None if listen_all else loopback.exposure(status_file)
+    if exposed:
+        print(loopback.exposure_warning(port, exposed), file=sys.stderr)
     return process

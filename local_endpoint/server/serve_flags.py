@@ -78,6 +78,16 @@ ENVIRONMENT_KEY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 BOOLEAN_VALUES = ("true", "false", "1", "0")
 
 
+# Local only: SageMaker's serve script passes none of these (its container is alone on its instance, behind
+# SageMaker's own network). `start_sagemaker_triton` puts them before the script's flags, so
+# SAGEMAKER_TRITON_ADDITIONAL_ARGS still overrides them; the image paths (local_endpoint/image/) run the real serve
+# script and never get them. They bind every front end that takes an address to loopback (`tritonserver --help`,
+# nvidia-pytriton 0.7.0: --http-address, --grpc-address, --metrics-address, the last defaulting to the first).
+# The SageMaker front end takes none (src/command_line_parser.h: `sagemaker_address_{"0.0.0.0"}`, no option):
+# ``loopback`` keeps it off the network.
+LOCAL_LOOPBACK_FLAGS = ("--http-address=127.0.0.1", "--grpc-address=127.0.0.1", "--metrics-address=127.0.0.1")
+
+
 @dataclasses.dataclass(frozen=True)
 class ServerLaunch:
     """Arguments after `tritonserver`, and variables its process must see."""

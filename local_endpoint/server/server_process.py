@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Sequence
 
 from local_endpoint.errors import ServerCrashedError, ServerStartError
 from local_endpoint.server.triton_install import TritonInstall
@@ -131,8 +132,10 @@ class TritonProcess(LoggedProcess):
         arguments: list[str],
         environment: dict[str, str],
         log_path: pathlib.Path,
+        launcher: Sequence[str] = (),
     ) -> None:
-        super().__init__([str(install.server_binary), *arguments], environment, log_path)
+        """``launcher``: a command that starts `tritonserver ARGUMENTS` itself (``loopback.launcher_command``)."""
+        super().__init__([*launcher, str(install.server_binary), *arguments], environment, log_path)
 
     @property
     def metrics_url(self) -> str | None:

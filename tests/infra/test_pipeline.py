@@ -69,12 +69,19 @@ def _commands(project: dict) -> list[str]:
 def test_steps_run_in_order_with_the_approval_before_prod(default_pipeline):
     actions = _actions(_template(default_pipeline[1]))
     assert [a[0] for a in actions if a[2] != "CloudFormation"] == [
-        "Source", "Build", "Build", "UpdatePipeline", *["Assets"] * 5, "TritonStaging", "TritonProd"]
+        "Source", "Build", "Build", "UpdatePipeline", *["Assets"] * 5, "TritonDev", "TritonStaging", "TritonStaging",
+        "TritonProd", "TritonProd"]
+    # Each stage verifies the tarballs it deploys (sha256, signatures) before any of its stacks deploys.
+    for stage in ("TritonDev", "TritonStaging", "TritonProd"):
+        here = [a for a in actions if a[0] == stage]
+        verify = next(a for a in here if a[1] == f"VerifyModels-{stage.removeprefix('Triton').lower()}")
+        assert verify[2] == "CodeBuild" and verify[3] < min(a[3] for a in here if a[2] == "CloudFormation")
     assert [(a[1], a[3]) for a in actions if a[0] == "Build"] == [("BuildModels", 1), ("Synth", 2)]
     stages = list(dict.fromkeys(a[0] for a in actions if a[2] == "CloudFormation"))
     assert stages == ["TritonDev", "TritonStaging", "TritonProd"]
     prod = [a for a in actions if a[0] == "TritonProd"]
-    assert prod[0][1:] == ("Approve-prod", "Manual", 1) and all(a[3] > 1 for a in prod[1:])
+    assert prod[0][1:] == ("VerifyModels-prod", "CodeBuild", 1) and prod[1][1:] == ("Approve-prod", "Manual", 2)
+    assert all(a[3] > 2 for a in prod[2:])
     # The smoke and load test runs after the staging stacks, the stage right before the approval.
     staging = [a for a in actions if a[0] == "TritonStaging"]
     assert staging[-1][1:3] == ("SmokeAndLoadTest-staging", "CodeBuild")

@@ -79,7 +79,7 @@ def test_top_level_not_a_mapping(tmp_path):
         load_spec(bad)
     assert str(caught.value) == (
         f"{bad}: 1 problem\n  - (top level): got a list; allowed: a mapping with project, triton_version, models, "
-        "endpoints, environments, pipeline; fix: start from examples/ or the README")
+        "endpoints, environments, pipeline, signing; fix: start from examples/ or the README")
 
 
 def _cli(*args, cwd=ROOT):

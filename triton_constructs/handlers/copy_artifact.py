@@ -8,11 +8,53 @@ re-upload inside its Lambda). Delete does nothing on purpose: object names
 carry a content hash, instances cache models by name, and an older endpoint
 configuration may still point at an older object; the bucket's removal policy
 decides what happens to them.
+
+The object that serves must be the one the build verified: a multi-model
+endpoint loads a target from S3 again after evicting it, so bytes put under a
+model's name later would be served without a deploy. Every object this
+function accepts, one already there or its own copy, is checked against the
+build manifest's sha256 (the ``Sha256`` property), not only its size.
+
+How it is checked without reading it where S3 can say (botocore's S3 service
+model, 2006-03-01, and the S3 User Guide, "Checking object integrity",
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html):
+
+* The copy asks for SHA-256 checksums (``ChecksumAlgorithm``; CopyObject: "Indicates the algorithm that you want
+  Amazon S3 to use to create the checksum for the object"). Without it boto3 now asks for CRC32 by default
+  (s3transfer's ``set_default_checksum_algorithm``), which says nothing about the manifest's sha256.
+* HeadObject with ``ChecksumMode='ENABLED'`` returns the stored checksum ("To retrieve the checksum, this parameter
+  must be enabled"; for a KMS-encrypted object it needs ``kms:Decrypt``). For an object written in one request
+  (CopyObject, PutObject) it is the SHA-256 of the whole object, base64 (PutObject's ChecksumType: "always
+  FULL_OBJECT"), which S3 computed or checked itself: a writer cannot store a value that its bytes do not have.
+* For a multipart object (boto3's managed copy above ``CHUNK``: CreateMultipartUpload, UploadPartCopy,
+  CompleteMultipartUpload) the SHA-256 "may not be a direct checksum value of the full object. Instead, it's a
+  calculation based on the checksum values of each individual part" (HeadObject, ChecksumSHA256): a COMPOSITE
+  checksum, the SHA-256 of the parts' SHA-256 digests with a ``-<parts>`` suffix; S3 keeps a full-object checksum
+  of a multipart object only for the CRC algorithms (user guide, checksum types). It cannot be compared with a
+  whole-file sha256, so the object is read (GetObject) and hashed, a chunk at a time: nothing goes to /tmp and
+  memory stays at one chunk.
+* A stored checksum only ever confirms a match. Anything else (no SHA-256 stored, a composite one, one that
+  differs) is settled by reading the bytes, so neither an S3-compatible server that formats checksums differently
+  nor a runtime botocore that predates ``ChecksumType`` can make a good object fail; and a composite value can
+  never equal a whole-file sha256 by accident (that would take a SHA-256 preimage).
+
+Time: the function has 15 minutes for the copy and the check together. Reading is the slow path: hashlib's
+sha256 measured 0.8 GB/s on one core of an AMD EPYC with SHA extensions (the machine these tests ran on); the
+function has 256 MB of memory, which Lambda pairs with about 0.15 of a vCPU (one vCPU at 1,769 MB), so about
+0.1 GB/s for hashing, and one S3 GetObject stream is assumed to give 85-90 MB/s (the S3 user guide's
+"Performance guidelines" figure per connection, not measured here). A streamed check therefore covers roughly
+50-75 GB within the timeout, less the copy's own time; objects up to ``CHUNK`` are checked from S3's checksum
+without reading.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import logging
-from typing import Any
+import re
+import time
+from typing import Any, Optional
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -22,7 +64,11 @@ from cfn_response import respond
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 CHUNK = 256 * 1024 * 1024
+READ_CHUNK = 8 * 1024 * 1024  # what a streamed check holds in memory at a time
 MISSING = ("403", "404", "NoSuchKey", "NotFound")  # 403: HeadObject on a missing key without s3:ListBucket
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # archive_listing.py: hashlib's hexdigest() of the whole tarball
+REPLACED = ("a content-versioned model object was replaced after it was copied; find out who wrote it (the bucket's "
+            "server access logs / CloudTrail data events), delete that version, and deploy again")
 
 
 def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
@@ -41,24 +87,115 @@ def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
 
 
 def copy(s3: Any, props: dict[str, Any]) -> str:
-    bucket, key, size = props["DestinationBucket"], props["DestinationKey"], int(props["Size"])
+    bucket, key, size, expected = props["DestinationBucket"], props["DestinationKey"], int(props["Size"]), props["Sha256"]
+    if not isinstance(expected, str) or not _SHA256_HEX.fullmatch(expected):
+        raise ValueError(f"s3://{bucket}/{key}: the Sha256 property is {expected!r}; expected the 64 lowercase hex "
+                         "digits of the tarball's sha256 from the build manifest: rebuild the models (tritonsm build) "
+                         "and deploy again")
+    head = _head(s3, bucket, key)
+    if head is not None:
+        found = verify(s3, bucket, key, head, size, expected)
+        if found is not None:
+            raise RuntimeError(f"{_name(bucket, key, head)} holds other bytes than the build ({found}): {REPLACED}")
+        return "already present (sha256 verified)"
+    source = {"Bucket": props["SourceBucket"], "Key": props["SourceKey"]}
+    source_url = f"s3://{source['Bucket']}/{source['Key']}"
+    LOG.info("copying %s to s3://%s/%s (%d bytes)", source_url, bucket, key, size)
     try:
-        existing = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+        s3.copy(source, bucket, key, ExtraArgs={
+            "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": props["KmsKeyArn"], "ChecksumAlgorithm": "SHA256",
+            "Metadata": {"sha256": expected}, "MetadataDirective": "REPLACE",
+        }, Config=TransferConfig(multipart_threshold=CHUNK, multipart_chunksize=CHUNK, max_concurrency=16))
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        # The managed copy heads the source first (s3transfer's CopySubmissionTask); the destination was headed above.
+        if (exc.operation_name == "HeadObject" and code in MISSING) or code == "NoSuchKey":
+            raise RuntimeError(
+                f"{source_url} (the CDK file asset to copy to s3://{bucket}/{key}) is missing or this function may "
+                f"not read it ({exc.operation_name}: {code}): cdk deploy uploads a file asset only when the asset "
+                "bucket lacks it, so deploy again; if it goes missing again, look for what deletes objects in the "
+                "asset bucket (a lifecycle rule, cdk gc)") from exc
+        raise
+    head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    found = verify(s3, bucket, key, head, size, expected)
+    if found is not None:
+        # Nothing is deleted: both objects are evidence, and deletes may be denied by the bucket policy anyway.
+        raise RuntimeError(
+            f"{_name(bucket, key, head)}, just copied from {source_url}, holds other bytes than the build ({found}): "
+            "the CDK file asset differs from the build manifest (changed in the asset bucket, or the tarball changed "
+            f"after tritonsm build hashed it); nothing was deleted; find out who wrote {source_url} (CloudTrail data "
+            "events of the asset bucket), delete both objects (cdk deploy uploads an asset again only when it is "
+            "missing), and deploy again")
+    return "copied (sha256 verified)"
+
+
+def verify(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str) -> Optional[str]:
+    """None when the object (as ``head`` found it) holds the build's bytes; else what it holds, for the message."""
+    url = f"s3://{bucket}/{key}"
+    length = int(head["ContentLength"])
+    if length != size:
+        LOG.info("%s: %d bytes, the build manifest says %d: other bytes, not read", url, length, size)
+        return f"{length} bytes, the build manifest says {size} bytes"
+    stored = stored_sha256(head)
+    if stored == expected:
+        LOG.info("%s: sha256 verified from S3's full-object SHA-256 checksum, not read", url)
+        return None
+    LOG.info("%s: %s; reading it to hash it", url, "its stored SHA-256 checksum differs" if stored else
+             f"no full-object SHA-256 checksum stored (ChecksumSHA256 {head.get('ChecksumSHA256')!r}, "
+             f"ChecksumType {head.get('ChecksumType')!r})")
+    started = time.monotonic()
+    found = streamed_sha256(s3, bucket, key, head["ETag"])
+    LOG.info("%s: read and hashed %d bytes in %.1f s: sha256 %s", url, length, time.monotonic() - started, found)
+    if found == expected:
+        LOG.info("%s: sha256 verified by reading the object", url)
+        return None
+    return f"sha256 {found}, the build manifest says {expected}"
+
+
+def stored_sha256(head: dict[str, Any]) -> Optional[str]:
+    """The object's full-object SHA-256 as hex, from a HeadObject made with ChecksumMode='ENABLED'; None if absent.
+
+    A composite checksum is refused by its ``ChecksumType`` where botocore parses it (x-amz-checksum-type, added to
+    the service model with the CRC full-object checksums) and by its ``-<parts>`` suffix, which base64 lacks.
+    """
+    value = head.get("ChecksumSHA256")
+    if not value or "-" in value or head.get("ChecksumType", "FULL_OBJECT") != "FULL_OBJECT":
+        return None
+    try:
+        digest = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return digest.hex() if len(digest) == 32 else None
+
+
+def streamed_sha256(s3: Any, bucket: str, key: str, etag: str) -> str:
+    """The sha256 of the object's bytes, read once in ``READ_CHUNK`` pieces.
+
+    ``IfMatch`` pins the read to the object HeadObject described: one written in between fails the read (412)
+    instead of being hashed in its place (GetObject, IfMatch: "Return the object only if its entity tag (ETag) is
+    the same as the one specified"). It needs no permission beyond s3:GetObject, unlike a VersionId.
+    """
+    body = s3.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
+    digest = hashlib.sha256()
+    try:
+        for chunk in body.iter_chunks(READ_CHUNK):
+            digest.update(chunk)
+    finally:
+        body.close()
+    return digest.hexdigest()
+
+
+def _head(s3: Any, bucket: str, key: str) -> Optional[dict[str, Any]]:
+    try:
+        head: dict[str, Any] = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in MISSING:
             raise
-        existing = None
-    if existing == size:
-        LOG.info("s3://%s/%s already exists; not copied again", bucket, key)
-        return "already present"
-    if existing is not None:
-        raise RuntimeError(f"s3://{bucket}/{key} exists with {existing} bytes, expected {size}: a content-versioned "
-                           "model object is never overwritten; rebuild the models (tritonsm build)")
-    source = {"Bucket": props["SourceBucket"], "Key": props["SourceKey"]}
-    LOG.info("copying s3://%s/%s to s3://%s/%s (%d bytes)", source["Bucket"], source["Key"], bucket, key, size)
-    s3.copy(source, bucket, key, ExtraArgs={
-        "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": props["KmsKeyArn"],
-        "Metadata": {"sha256": props["Sha256"]}, "MetadataDirective": "REPLACE",
-    }, Config=TransferConfig(multipart_threshold=CHUNK, multipart_chunksize=CHUNK, max_concurrency=16))
-    return "copied"
+        return None
+    return head
 
+
+def _name(bucket: str, key: str, head: dict[str, Any]) -> str:
+    """The object's URL and, in a versioned bucket, the version HeadObject saw: the one to look into and delete."""
+    version = head.get("VersionId")
+    return f"s3://{bucket}/{key}" + (f" (version {version})" if version and version != "null" else "")

@@ -1,0 +1,282 @@
+"""Signed builds (OpenSSF Model Signing, model_build/signing.py): the tiny spec's cached models packed with a key,
+verified by this product and by model-signing's own verifier, deterministic, and each kind of tampering refused with
+its own message by the verification `tritonsm serve` and `tritonsm verify --signatures` (the pipeline's step) run."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import json
+import pathlib
+import subprocess
+import sys
+import tarfile
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from deployment_spec.manifest import load_manifest
+from deployment_spec.signing import SigningSpec
+from model_build import build, signing
+from mb_support import TINY_SPEC
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _key_pair(folder: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
+    private = ec.generate_private_key(ec.SECP256R1())
+    key, public = folder / f"{name}.pem", folder / f"{name}.pub"
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                         serialization.PublicFormat.SubjectPublicKeyInfo))
+    return key, public
+
+
+@dataclasses.dataclass(frozen=True)
+class Signed:
+    spec: object
+    out: pathlib.Path
+    work: pathlib.Path
+    key: pathlib.Path
+    public: pathlib.Path
+    other_key: pathlib.Path
+    other_public: pathlib.Path
+
+    def tarball(self, endpoint: str = "single") -> pathlib.Path:
+        return self.out / load_manifest(self.out / "manifest.json").endpoints[endpoint].artifacts[0].file
+
+
+@pytest.fixture(scope="module")
+def signed(tiny_build, tmp_path_factory) -> Signed:
+    """The tiny build's cached models packed again, signed (nothing rebuilt: the work folder is shared)."""
+    spec, _, work, _, _ = tiny_build
+    folder = tmp_path_factory.mktemp("signed")
+    key, public = _key_pair(folder, "team")
+    other_key, other_public = _key_pair(folder, "other")
+    spec = dataclasses.replace(spec, signing=SigningSpec(public_key=str(public)))
+    report = build.run(spec, folder / "assets", work, log=lambda line: None, signing_key=signing.SigningKey(key))
+    assert report.exit_code() == 0 and not report.built  # every model came from the cache
+    return Signed(spec, folder / "assets", work, key, public, other_key, other_public)
+
+
+def _rewrite(source: pathlib.Path, target: pathlib.Path, change) -> pathlib.Path:
+    """A copy of a tarball with ``change(name, data) -> data | None`` applied to each file (None drops it)."""
+    with tarfile.open(source) as old, tarfile.open(target, "w:gz") as new:
+        for member in old.getmembers():
+            data = old.extractfile(member).read() if member.isfile() else None
+            if data is not None:
+                data = change(member.name, data)
+                if data is None:
+                    continue
+                member.size = len(data)
+            new.addfile(member, io.BytesIO(data) if data is not None else None)
+    return target
+
+
+def _refusal(signed: Signed, tarball: pathlib.Path, public: pathlib.Path | None = None) -> str:
+    with pytest.raises(signing.SignatureError) as caught:
+        signing.verify_tarball(tarball, public or signed.public)
+    return str(caught.value)
+
+
+# --- signed builds ------------------------------------------------------------------------------------------------
+
+def test_every_model_directory_is_signed_and_the_manifest_names_the_signer(signed):
+    identity = signing.SigningKey(signed.key).identity
+    manifest = load_manifest(signed.out / "manifest.json")
+    for endpoint in manifest.endpoints.values():
+        for artifact in endpoint.artifacts:
+            assert artifact.signer == identity
+            assert sorted(artifact.signatures) == sorted(artifact.models)
+            verified = signing.verify_tarball(signed.out / artifact.file, signed.public)
+            assert verified.models == tuple(sorted(artifact.models)) and verified.signer == identity
+    with tarfile.open(signed.tarball()) as tar:
+        assert {n for n in tar.getnames() if n.endswith(signing.SIGNATURE_FILE)} == {
+            "classifier/model.sig", "preprocess/model.sig", "text/model.sig"}
+
+
+def test_model_signing_s_own_verifier_accepts_an_unpacked_directory(signed, tmp_path):
+    # What a security team runs with the upstream package alone: `model_signing verify key ...`.
+    from model_signing import verifying
+    with tarfile.open(signed.tarball()) as tar:
+        tar.extractall(tmp_path, filter="data")
+    for model in ("classifier", "preprocess", "text"):
+        verifying.Config().use_elliptic_key_verifier(public_key=signed.public).verify(
+            tmp_path / model, tmp_path / model / signing.SIGNATURE_FILE)
+    # ... and refuses the same directory with one byte changed, so the check above could fail.
+    config = tmp_path / "text" / "config.pbtxt"
+    config.write_bytes(config.read_bytes() + b" ")
+    with pytest.raises(ValueError, match="Signature mismatch"):
+        verifying.Config().use_elliptic_key_verifier(public_key=signed.public).verify(
+            tmp_path / "text", tmp_path / "text" / signing.SIGNATURE_FILE)
+
+
+def test_two_signed_builds_give_the_same_bytes(signed, tmp_path):
+    # Deterministic ECDSA (RFC 6979): the same key and models, the same tarballs, so the content name holds.
+    build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None,
+              signing_key=signing.SigningKey(signed.key))
+    first, second = (load_manifest(out / "manifest.json") for out in (signed.out, tmp_path / "assets"))
+    assert first.endpoints == second.endpoints
+    assert signed.tarball().read_bytes() == (tmp_path / "assets" / signed.tarball().name).read_bytes()
+
+
+def test_a_signed_build_is_repacked_when_unsigned_and_back(signed, tmp_path):
+    unsigned = build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None)
+    assert all(a.signer is None and not a.signatures
+               for ep in load_manifest(tmp_path / "assets" / "manifest.json").endpoints.values() for a in ep.artifacts)
+    resigned = build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None,
+                         signing_key=signing.SigningKey(signed.key))
+    assert unsigned.written and resigned.written  # the signer is part of what makes a tarball reusable
+    assert (tmp_path / "assets" / signed.tarball().name).read_bytes() == signed.tarball().read_bytes()
+
+
+def test_a_key_that_is_not_the_spec_s_is_refused_before_building(signed, tmp_path):
+    with pytest.raises(signing.SignatureError) as caught:
+        build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None,
+                  signing_key=signing.SigningKey(signed.other_key))
+    other = signing.SigningKey(signed.other_key).identity
+    team = signing.public_key_identity(signed.public)
+    assert str(caught.value) == (
+        f"the signing key {str(signed.other_key)!r} is the key {other}; allowed: the private key of "
+        f"signing.public_key ({signed.public}, {team}); fix: give the team's key, or commit its public key as "
+        "signing.public_key")
+    assert not (tmp_path / "assets").exists()
+
+
+# --- tampering, each with its own message -----------------------------------------------------------------------
+
+def test_one_byte_changed_in_a_model_file_is_refused(signed, tmp_path):
+    def flip(name: str, data: bytes) -> bytes:
+        return bytes([data[0] ^ 1]) + data[1:] if name == "classifier/1/model.onnx" else data
+    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name, flip)
+    assert _refusal(signed, tampered) == (
+        f"{tampered.name}: model 'classifier' differs from what was signed (changed since signing: "
+        "classifier/1/model.onnx); allowed: the files exactly as the build signed them; fix: rebuild the tarball "
+        "(tritonsm build) and find out who changed this copy")
+
+
+def test_a_swapped_config_is_refused(signed, tmp_path):
+    with tarfile.open(signed.tarball()) as tar:
+        other = tar.extractfile("classifier/config.pbtxt").read()
+    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
+                        lambda name, data: other.replace(b'"classifier"', b'"text"') if name == "text/config.pbtxt"
+                        else data)
+    assert _refusal(signed, tampered) == (
+        f"{tampered.name}: model 'text' differs from what was signed (changed since signing: text/config.pbtxt); "
+        "allowed: the files exactly as the build signed them; fix: rebuild the tarball (tritonsm build) and find "
+        "out who changed this copy")
+
+
+def test_a_file_added_or_removed_is_refused(signed, tmp_path):
+    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
+                        lambda name, data: None if name == "preprocess/1/model.py" else data)
+    assert _refusal(signed, tampered) == (
+        f"{tampered.name}: model 'preprocess' differs from what was signed (missing: preprocess/1/model.py); "
+        "allowed: the files exactly as the build signed them; fix: rebuild the tarball (tritonsm build) and find "
+        "out who changed this copy")
+
+
+def test_a_signature_from_another_key_is_refused(signed, tmp_path):
+    other = signing.SigningKey(signed.other_key)
+    with tarfile.open(signed.tarball()) as tar:
+        signed_files = json.loads(base64.b64decode(json.loads(tar.extractfile("text/model.sig").read())[
+            "dsseEnvelope"]["payload"]))["predicate"]["resources"]
+    resigned = signing.sign_model(other, "text", {r["name"]: r["digest"] for r in signed_files})
+    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
+                        lambda name, data: resigned if name == "text/model.sig" else data)
+    team = signing.public_key_identity(signed.public)
+    assert _refusal(signed, tampered) == (
+        f"{tampered.name}: model 'text': its signature (text/model.sig) names the key {other.identity}; allowed: "
+        f"the key {team} (signing.public_key); fix: build with the team's key, or, if the team changed its key, "
+        "commit the new public key as signing.public_key")
+    # The key's name in the bundle is only a hint: one rewritten to the team's still fails on the signature.
+    forged = json.loads(resigned)
+    forged["verificationMaterial"]["publicKey"]["hint"] = team.removeprefix("sha256:")
+    forged_tarball = _rewrite(signed.tarball(), tmp_path / "forged.tar.gz",
+                              lambda name, data: json.dumps(forged).encode() if name == "text/model.sig" else data)
+    message = _refusal(signed, forged_tarball)
+    assert message.startswith(f"forged.tar.gz: model 'text': its signature (text/model.sig) does not verify with "
+                              f"the key {team} (")
+    assert message.endswith("the bundle was changed after signing; fix: rebuild the tarball (tritonsm build) and "
+                            "use the one it wrote")
+
+
+def test_a_missing_signature_is_refused(signed, tmp_path):
+    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
+                        lambda name, data: None if name == "classifier/model.sig" else data)
+    team = signing.public_key_identity(signed.public)
+    assert _refusal(signed, tampered) == (
+        f"{tampered.name}: model 'classifier' has no signature (classifier/model.sig); allowed: model directories "
+        f"signed by the key {team} (signing.public_key); fix: build with the team's signing key (tritonsm build "
+        "--signing-key KEY, or TRITONSM_SIGNING_KEY), or serve the tarball the build wrote")
+
+
+# --- the commands that verify -----------------------------------------------------------------------------------
+
+def _spec_file(signed: Signed, folder: pathlib.Path) -> pathlib.Path:
+    text = TINY_SPEC.read_text().replace('triton_version: "25.04"\n',
+                                         f'triton_version: "25.04"\nsigning: {{public_key: {signed.public}}}\n')
+    (folder / "tiny.yaml").write_text(text)
+    return folder / "tiny.yaml"
+
+
+def _tritonsm(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tritonsm", *args], capture_output=True, text=True, cwd=ROOT,
+                          stdin=subprocess.DEVNULL, timeout=300)
+
+
+def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball(signed, tmp_path):
+    spec = _spec_file(signed, tmp_path)
+    good = _tritonsm("verify", "--signatures", "--spec", str(spec), "--environment", "dev",
+                     "--manifest", str(signed.out / "manifest.json"), "single")
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.splitlines()[-1] == "verify --signatures: 1 tarball(s) of environment dev checked"
+    # The same tarball with a byte changed, the manifest unchanged: the sha256 check names it first.
+    copy = tmp_path / "assets"
+    copy.mkdir()
+    (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
+    for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
+        for artifact in ep.artifacts:
+            (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
+    _rewrite(signed.tarball(), copy / signed.tarball().name,
+             lambda name, data: data + b"\n" if name == "text/config.pbtxt" else data)
+    bad = _tritonsm("verify", "--signatures", "--spec", str(spec), "--environment", "dev",
+                    "--manifest", str(copy / "manifest.json"), "single")
+    assert bad.returncode != 0
+    assert bad.stderr.startswith(f"error: {signed.tarball().name}: sha256 ")
+    assert f"allowed: the manifest's {load_manifest(copy / 'manifest.json').endpoints['single'].artifacts[0].sha256}" \
+           in bad.stderr
+
+
+def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_path):
+    spec = _spec_file(signed, tmp_path)
+    copy = tmp_path / "assets"
+    copy.mkdir()
+    (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
+    for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
+        for artifact in ep.artifacts:
+            (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
+    _rewrite(signed.tarball(), copy / signed.tarball().name,
+             lambda name, data: None if name == "text/model.sig" else data)
+    served = _tritonsm("serve", "single", "--spec", str(spec), "--manifest", str(copy / "manifest.json"))
+    assert served.returncode != 0
+    team = signing.public_key_identity(signed.public)
+    assert served.stderr.strip().splitlines()[-1] == (
+        f"error: {signed.tarball().name}: model 'text' has no signature (text/model.sig); allowed: model directories "
+        f"signed by the key {team} (signing.public_key); fix: build with the team's signing key (tritonsm build "
+        "--signing-key KEY, or TRITONSM_SIGNING_KEY), or serve the tarball the build wrote")
+    assert "Triton" not in served.stdout  # refused before any server started
+
+
+def test_the_key_identity_is_the_hint_model_signing_writes_whatever_the_pem_s_wrapping(signed, tmp_path):
+    # Synth computes it with the standard library (deployment_spec.signing); the bundle's hint comes from
+    # model-signing's own signer: the two must agree, or every signed build would be refused at synth.
+    with tarfile.open(signed.tarball()) as tar:
+        hint = json.loads(tar.extractfile("text/model.sig").read())["verificationMaterial"]["publicKey"]["hint"]
+    assert signing.public_key_identity(signed.public) == f"sha256:{hint}" == signing.SigningKey(signed.key).identity
+    lines = signed.public.read_text().splitlines()
+    rewrapped = tmp_path / "crlf.pub"
+    rewrapped.write_text("\r\n".join([lines[0], "".join(lines[1:-1]), lines[-1]]) + "\r\n")
+    assert signing.public_key_identity(rewrapped) == f"sha256:{hint}"
