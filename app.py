@@ -131,17 +131,36 @@ def main() -> int:
         manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
         pools = {pathlib.Path(p.strip()): load_manifest(pathlib.Path(p.strip()))
                  for p in str(app.node.try_get_context("pool_manifests") or "").split(",") if p.strip()}
-        build_app(spec, manifest, manifest_path, capacity=load_capacity(capacity_path),
+        capacity = load_capacity(capacity_path)
+        build_app(spec, manifest, manifest_path, capacity=capacity,
                   drains=load_drains(capacity_path), app=app, endpoints=endpoints,
                   pipeline_only=pipeline_only, pool_manifests=pools)
     # ProblemsError: the spec's (SpecError) and the constructs' props (PropsError, e.g. a stale build).
     except (ProblemsError, ManifestError, CapacityError, SynthError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    app.synth()
+    assembly = app.synth()
+    _cost_report(spec, capacity, pathlib.Path(assembly.directory))
     if endpoints is not None:
         _announce_left_out(spec, endpoints)
     return 0
+
+
+def _cost_report(spec: Spec, capacity: dict[str, Measurement], assembly: pathlib.Path) -> None:
+    """What each stage costs per month (deployment_spec.cost): one line per stage on stderr, the whole report beside
+    the assembly (cost-report.txt), so every synth and `cdk diff` shows it and CI can keep it."""
+    from deployment_spec import cost, pricing
+    try:
+        costs = cost.spec_costs(spec.environments, pricing.load_prices(spec.root), capacity)
+    except pricing.PricesError as exc:
+        print(f"note: no cost report: {exc}", file=sys.stderr)
+        return
+    lines = cost.report(costs)
+    (assembly / "cost-report.txt").write_text("\n".join(lines) + "\n")
+    for stage in costs.values():
+        print(f"cost: {cost.stage_line(stage)}", file=sys.stderr)
+    print(f"cost: the whole report, per endpoint and with its assumptions: {assembly / 'cost-report.txt'}",
+          file=sys.stderr)
 
 
 def _announce_left_out(spec: Spec, endpoints: list[str]) -> None:

@@ -6,12 +6,21 @@ import enum
 from typing import Mapping, Optional
 
 from deployment_spec.endpoint import EndpointSpec
-from deployment_spec.parse import meta
+from deployment_spec.parse import Validated, meta
 
 
 class RemovalPolicy(str, enum.Enum):
     DESTROY = "destroy"
     RETAIN = "retain"
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget(Validated):
+    """What the environment may cost per month: the spec is refused when its ceiling (every endpoint at its
+    maximum instances, on-demand, 730 h; deployment_spec.cost) exceeds ``monthly_usd``."""
+
+    monthly_usd: float = dataclasses.field(metadata=meta(
+        help="the most the environment's endpoints may cost per month, in USD", minimum=1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +39,8 @@ class EnvironmentSpec:
     # S3 Object Lock on the model and access-log buckets (AWS Control Tower's CT.S3.PR.9), without a default
     # retention. Off by default: SageMaker does not need it, and once on it can never be turned off.
     object_lock: bool = False
+    # The monthly ceiling the endpoints must stay within (deployment_spec.cost.budget_problems).
+    budget: Optional[Budget] = None
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The endpoints as deployed here: the spec's endpoints with this environment's overrides applied.
     endpoints: Mapping[str, EndpointSpec] = dataclasses.field(default_factory=dict, metadata=meta(yaml=False))

@@ -8,7 +8,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import component_endpoint, rules, sagemaker_rules, serving_runtimes, task_models, variant_plan
+from deployment_spec import (component_endpoint, cost, pricing, rules, sagemaker_rules, serving_runtimes, task_models,
+                             variant_plan)
 from deployment_spec.container_env import endpoint_name
 from deployment_spec.endpoint import EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
@@ -116,6 +117,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     problems += base
     environments = _environments(raw, endpoints, models, version, problems, base, declared)
     problems += variant_plan.build_conflicts(endpoints, {n: e.endpoints for n, e in environments.items()})
+    problems += _budget_problems(environments, path.parent)
     if isinstance(project, str):
         problems += _endpoint_name_problems(project, environments)
         problems += component_endpoint.name_problems(project, environments)
@@ -182,6 +184,23 @@ def _environments(raw: dict[str, Any], endpoints: dict[str, EndpointSpec], model
         if len(problems) == known and not base:
             # Whole-environment rules only on endpoints that resolved cleanly: one root cause, one message.
             problems += rules.deployment_rules(out[env_name]) + rules.production_rules(out[env_name])
+    return out
+
+
+def _budget_problems(environments: Mapping[str, EnvironmentSpec], root: pathlib.Path) -> list[Problem]:
+    """Each ``budget:`` against its environment's monthly ceiling, priced from the refresh cache under the spec's
+    folder, then the shipped snapshot (deployment_spec.pricing)."""
+    budgeted = {name: env for name, env in environments.items() if env.budget is not None}
+    if not budgeted:
+        return []
+    try:
+        prices = pricing.load_prices(root)
+    except pricing.PricesError as exc:
+        return [Problem(f"environments.{name}.budget", "prices that cannot be read", "a readable price file",
+                        str(exc)) for name in budgeted]
+    out: list[Problem] = []
+    for name, env in budgeted.items():
+        out += cost.budget_problems(f"environments.{name}", env, prices)
     return out
 
 

@@ -86,10 +86,11 @@ def _registrations() -> list[Callable]:
     from model_build.cli import register as build
     from tritonsm.bench import register as bench
     from tritonsm.compare import register as compare
+    from tritonsm.cost import register as cost
     from tritonsm.serve import register as serve_and_invoke
     from tritonsm.smoke import register as smoke
     from tritonsm.verify import register as verify
-    return [build, serve_and_invoke, bench, compare, smoke, verify]
+    return [build, serve_and_invoke, bench, compare, smoke, verify, cost]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -223,6 +223,12 @@ def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, defa
     # app.py, stacks/ and triton_constructs/ load only aws-cdk-lib, cdk-nag and the spec loader.
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr[-3000:]
     assert (tmp_path / "out" / "assembly-TritonProd").is_dir()
+    # Every synth says what each stage costs (deployment_spec.cost), one line per stage, the report beside it.
+    report = (tmp_path / "out" / "cost-report.txt").read_text().splitlines()
+    assert [line.split(":")[0] for line in report if line[:1].isalpha() and not line.startswith(
+        ("prices:", "note:"))] == ["dev", "staging", "prod"]
+    assert [line.split(":")[1].strip() for line in done.stderr.splitlines() if line.startswith("cost: ")][:3] == [
+        "dev", "staging", "prod"]
 
 
 def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path):

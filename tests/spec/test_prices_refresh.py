@@ -1,0 +1,107 @@
+"""`tritonsm prices refresh` against botocore's Stubber: GetProducts answers shaped by the pricing service model
+(PriceList: a list of JSON strings, one price-list product each), paginated, filtered to real-time hosting.
+
+The product items follow the structure AWS documents for the Price List Query API (product.attributes with
+usagetype, instanceName and regionCode; terms.OnDemand.<offer>.priceDimensions.<rate>.pricePerUnit.USD). Their
+prices are test figures, not SageMaker prices.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+
+import boto3
+import botocore.session
+import pytest
+from botocore.stub import Stubber
+
+from deployment_spec import pricing
+from tritonsm import cost as cost_cli
+from tritonsm.cli import main
+
+OPERATION = botocore.session.get_session().get_service_model("pricing").operation_model("GetProducts")
+
+
+def _item(region: str, usagetype: str, instance_name: str, usd: str) -> dict:
+    sku = f"SKU{abs(hash((region, usagetype))) % 10**8:08d}"
+    return {
+        "product": {"productFamily": "ML Instance", "sku": sku,
+                    "attributes": {"regionCode": region, "servicecode": "AmazonSageMaker", "usagetype": usagetype,
+                                   "instanceName": instance_name, "operation": "RunInstance",
+                                   "location": "US East (N. Virginia)", "locationType": "AWS Region",
+                                   "servicename": "Amazon SageMaker"}},
+        "serviceCode": "AmazonSageMaker",
+        "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {
+            "offerTermCode": "JRTCKXETXF", "sku": sku, "effectiveDate": "2026-11-01T00:00:00Z", "termAttributes": {},
+            "priceDimensions": {f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
+                "rateCode": f"{sku}.JRTCKXETXF.6YS6EN2CT7", "unit": "Hrs", "beginRange": "0", "endRange": "Inf",
+                "appliesTo": [], "description": f"test figure for {usagetype}", "pricePerUnit": {"USD": usd}}}}}},
+        "version": "20261101000000", "publicationDate": "2026-11-01T00:00:00Z",
+    }
+
+
+def _response(items: list[dict], next_token: str | None = None) -> dict:
+    """A GetProducts response built member by member from the service model's output shape."""
+    out: dict = {}
+    for name, shape in OPERATION.output_shape.members.items():
+        if name == "FormatVersion":
+            assert shape.type_name == "string"
+            out[name] = "aws_v1"
+        elif name == "PriceList":
+            # PriceListJsonItems: a list of strings, each a JSON document (the model marks them jsonvalue).
+            assert shape.type_name == "list" and shape.member.type_name == "string"
+            assert shape.member.serialization.get("jsonvalue") is True
+            out[name] = [json.dumps(item) for item in items]
+        elif name == "NextToken" and next_token is not None:
+            out[name] = next_token
+    return out
+
+
+def _request(region: str, token: str | None = None) -> dict:
+    params = {"ServiceCode": "AmazonSageMaker", "FormatVersion": "aws_v1",
+              "Filters": [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+                          {"Type": "CONTAINS", "Field": "usagetype", "Value": "Host:ml."}]}
+    return params | ({"NextToken": token} if token else {})
+
+
+@pytest.fixture
+def client():
+    made = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+    with Stubber(made) as stubber:
+        stubber.add_response("get_products", _response(
+            [_item("us-east-1", "USE1-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.5000000000"),
+             _item("us-east-1", "USE1-Train:ml.g5.xlarge", "ml.g5.xlarge", "9.0000000000")], next_token="page-2"),
+            _request("us-east-1"))
+        stubber.add_response("get_products", _response(
+            [_item("us-east-1", "USE1-Host:ml.m5.large", "ml.m5.large", "0.2500000000")]),
+            _request("us-east-1", "page-2"))
+        yield made
+        stubber.assert_no_pending_responses()
+
+
+def test_refresh_reads_every_page_and_keeps_real_time_hosting_only(client):
+    assert cost_cli.fetch_prices(client, "us-east-1") == {"ml.g5.xlarge": 1.5, "ml.m5.large": 0.25}
+
+
+def test_prices_refresh_writes_a_dated_cache_read_before_the_snapshot(client, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(boto3, "client", lambda *a, **kw: client)
+    out = tmp_path / "prices"
+    assert main(["prices", "refresh", "--region", "us-east-1", "--output-dir", str(out)]) == 0
+    written = out / f"sagemaker_realtime-{datetime.date.today().isoformat()}.json"
+    assert capsys.readouterr().out == f"wrote {written} (instance types priced: us-east-1 2)\n"
+    table = pricing.load_prices(cache_dir=out)
+    price = table.lookup("us-east-1", "ml.g5.xlarge")
+    assert price is not None and price.usd_per_hour == 1.5 and price.date == datetime.date.today().isoformat()
+    assert price.source.startswith("AWS Price List Query API")
+    assert table.files[-1].path == pricing.SNAPSHOT
+
+
+def test_an_item_of_another_region_or_without_an_hourly_price_is_skipped():
+    assert cost_cli.hosting_price(_item("eu-west-1", "EU-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.0"), "us-east-1") \
+        is None
+    item = _item("us-east-1", "USE1-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.0")
+    for term in item["terms"]["OnDemand"].values():
+        for dimension in term["priceDimensions"].values():
+            dimension["unit"] = "GB-Mo"
+    assert cost_cli.hosting_price(item, "us-east-1") is None

@@ -1,0 +1,173 @@
+"""`tritonsm cost`: each environment's monthly floor and ceiling, and the change against another spec or commit;
+`tritonsm prices refresh`: SageMaker real-time inference prices from the AWS Price List Query API into a dated cache.
+
+The arithmetic is deployment_spec.cost's; the prices deployment_spec.pricing's (the cache written here, then the
+shipped snapshot). Only `prices refresh` needs boto3 and AWS credentials (pricing:GetProducts).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import subprocess
+from typing import Any, Callable, Iterable, Mapping
+
+import yaml
+
+from deployment_spec import load_spec
+from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, load_capacity
+from deployment_spec.cost import HOURS_PER_MONTH, diff, report, spec_costs
+from deployment_spec.errors import UserError
+from deployment_spec.pricing import CACHE_DIR, PricesError, cache_path, load_prices, price_document
+from deployment_spec.spec import Spec, parse_spec
+
+SERVICE_CODE = "AmazonSageMaker"
+# The Price List Query API answers in these regions only (AWS Price List Query API: endpoints); the prices it
+# returns are for any region, named by the regionCode filter.
+PRICING_API_REGION = "us-east-1"
+# Real-time inference hosting: usage types such as "USE1-Host:ml.g5.xlarge" (training is "Train:", notebooks
+# "Notebk:", serverless and asynchronous inference have their own).
+HOSTING_USAGE = re.compile(r"(?:^|-)Host:(ml\.[a-z0-9-]+\.[a-z0-9]+)$")
+SNAPSHOT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> None:
+    p = add("cost", "each environment's monthly floor and ceiling (and expected range with schedules), per endpoint, "
+                    "on-demand; --diff shows the change against another spec or a git commit", cmd_cost)
+    p.add_argument("--environment", action="append", default=None, metavar="E",
+                   help="only this environment (repeatable; default: every one)")
+    p.add_argument("--capacity", type=pathlib.Path, default=None, metavar="FILE",
+                   help=f"measured capacity for the cost per million inferences (default: {DEFAULT_CAPACITY})")
+    p.add_argument("--hours", type=float, default=HOURS_PER_MONTH,
+                   help=f"hours per month (default: {HOURS_PER_MONTH:g}, 24 × 365 / 12)")
+    p.add_argument("--diff", default=None, metavar="SPEC_OR_GIT_REF",
+                   help="compare with another spec file, or with this spec as of a git commit (e.g. HEAD, main)")
+    r = add("prices", "refresh the SageMaker real-time inference prices from the AWS Price List Query API "
+                      "(boto3 pricing GetProducts, AWS credentials needed) into build/prices/", cmd_prices)
+    r.add_argument("action", choices=["refresh"], help="refresh: write build/prices/sagemaker_realtime-<date>.json")
+    r.add_argument("--region", action="append", default=None, metavar="REGION",
+                   help="a region to price (repeatable; default: the spec's environments' regions and "
+                        f"{', '.join(SNAPSHOT_REGIONS)})")
+    r.add_argument("--instance-type", action="append", default=None, metavar="TYPE",
+                   help="only these instance types (repeatable; default: every real-time hosting type)")
+    r.add_argument("--output-dir", type=pathlib.Path, default=None, metavar="DIR",
+                   help=f"where the dated file goes (default: {CACHE_DIR} next to the spec)")
+
+
+# --------------------------------------------------------------------------------------------------- cost
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    costs = _costs(spec, args)
+    if args.diff is None:
+        print("\n".join(report(costs)))
+        return 0
+    other = _other_spec(spec, args.diff)
+    print("\n".join(diff(_costs(other, args), costs)))
+    return 0
+
+
+def _costs(spec: Spec, args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        prices = load_prices(spec.root)
+        capacity = load_capacity(args.capacity or DEFAULT_CAPACITY)
+    except (PricesError, CapacityError) as exc:
+        raise UserError(str(exc)) from None
+    wanted = args.environment or list(spec.environments)
+    unknown = [e for e in wanted if e not in spec.environments]
+    if unknown:
+        raise UserError(f"--environment {unknown[0]}: not an environment of {args.spec} "
+                        f"({', '.join(spec.environments)})")
+    return spec_costs({e: spec.environments[e] for e in wanted}, prices, capacity, args.hours)
+
+
+def _other_spec(spec: Spec, other: str) -> Spec:
+    """The spec to compare with: a file, else this spec's file at a git commit (relative paths of either resolve
+    against this spec's folder)."""
+    path = pathlib.Path(other)
+    if path.is_file():
+        return load_spec(path)
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=spec.root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        relative = spec.path.relative_to(pathlib.Path(top).resolve())
+        text = subprocess.run(["git", "show", f"{other}:{relative.as_posix()}"], cwd=top, capture_output=True,
+                              text=True, check=True).stdout
+    except (subprocess.CalledProcessError, ValueError, FileNotFoundError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        raise UserError(f"--diff {other}: neither a spec file nor a git commit holding {spec.path.name} "
+                        f"({detail.strip()}); pass a spec path or a commit such as HEAD") from None
+    return parse_spec(yaml.safe_load(text), spec.path)
+
+
+# ------------------------------------------------------------------------------------------------- prices
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    regions = args.region or _default_regions(args.spec)
+    import boto3  # the local / bench / dev extras bring it
+    client = boto3.client("pricing", region_name=PRICING_API_REGION)
+    prices = {region: fetch_prices(client, region, args.instance_type) for region in regions}
+    folder = args.output_dir or (pathlib.Path(args.spec).resolve().parent / CACHE_DIR)
+    path = write_cache(prices, folder, datetime.date.today())
+    counted = ", ".join(f"{region} {len(types)}" for region, types in prices.items())
+    print(f"wrote {path} (instance types priced: {counted})")
+    return 0
+
+
+def _default_regions(spec_path: str) -> list[str]:
+    regions = list(SNAPSHOT_REGIONS)
+    try:
+        spec = load_spec(spec_path)
+    except Exception:  # noqa: BLE001  a refresh needs no valid spec
+        return regions
+    return list(dict.fromkeys([*(e.region for e in spec.environments.values() if e.region), *regions]))
+
+
+def _filters(region: str, instance_type: str | None) -> list[dict[str, str]]:
+    out = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+           {"Type": "CONTAINS", "Field": "usagetype", "Value": "Host:ml."}]
+    if instance_type:
+        out.append({"Type": "TERM_MATCH", "Field": "instanceName", "Value": instance_type})
+    return out
+
+
+def fetch_prices(client: Any, region: str, instance_types: Iterable[str] | None = None) -> dict[str, float]:
+    """Instance type -> on-demand USD per hour of real-time inference hosting in ``region`` (every page)."""
+    out: dict[str, float] = {}
+    paginator = client.get_paginator("get_products")
+    for instance_type in list(instance_types or []) or [None]:
+        for page in paginator.paginate(ServiceCode=SERVICE_CODE, Filters=_filters(region, instance_type),
+                                       FormatVersion="aws_v1"):
+            for item in page.get("PriceList", []):
+                found = hosting_price(json.loads(item) if isinstance(item, str) else item, region)
+                if found is not None and (found[0] not in out or out[found[0]] == 0):
+                    out[found[0]] = found[1]
+    return dict(sorted(out.items()))
+
+
+def hosting_price(product: Mapping[str, Any], region: str) -> tuple[str, float] | None:
+    """(instance type, USD per hour) of one PriceList item when it is real-time hosting on demand in ``region``."""
+    attributes = product.get("product", {}).get("attributes", {})
+    match = HOSTING_USAGE.search(attributes.get("usagetype", ""))
+    if match is None or attributes.get("regionCode", region) != region:
+        return None
+    instance_type = attributes.get("instanceName") or match.group(1)
+    for term in product.get("terms", {}).get("OnDemand", {}).values():
+        for dimension in term.get("priceDimensions", {}).values():
+            usd = dimension.get("pricePerUnit", {}).get("USD")
+            if usd is not None and dimension.get("unit", "").lower() in ("hrs", "hr", "hour", "hours"):
+                return instance_type, float(usd)
+    return None
+
+
+def write_cache(prices: Mapping[str, Mapping[str, float]], folder: pathlib.Path, day: datetime.date) -> pathlib.Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = cache_path(folder, day)
+    document = price_document(f"AWS Price List Query API (pricing GetProducts, {SERVICE_CODE}, usagetype *Host:ml.*)",
+                              day, prices, prices.keys())
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    tmp.replace(path)
+    return path
