@@ -18,6 +18,10 @@ from stacks.storage_stack import StorageStack
 from triton_constructs import checks
 
 
+# The cost-allocation tag of a stage with a budget (its value: <project>-<environment>); activate it once in Billing.
+COST_TAG = "tritonsm-stage"
+
+
 class TritonStage(cdk.Stage):
     """A ``cdk.Stage`` per environment; deploy it with ``cdk deploy "TritonProd/*"`` (see ``app.stage_id``).
 
@@ -49,10 +53,15 @@ class TritonStage(cdk.Stage):
         super().__init__(scope, id_, env=cdk.Environment(account=environment.account, region=environment.region))
         prefix = f"{spec.project}-{environment.name}"
         protect = environment.termination_protection
+        budget = environment.budget.monthly_usd if environment.budget is not None else None
+        if budget is not None:
+            # Every taggable resource of the stage, so the budget's cost-allocation tag sees all it bills.
+            cdk.Tags.of(self).add(COST_TAG, prefix)
         self.storage = StorageStack(
             self, "Storage", stack_name=f"{prefix}-Storage", termination_protection=protect,
             removal_policy=cdk.RemovalPolicy.DESTROY if environment.removal_policy is RemovalPolicy.DESTROY
-            else cdk.RemovalPolicy.RETAIN, object_lock=environment.object_lock)
+            else cdk.RemovalPolicy.RETAIN, object_lock=environment.object_lock, budget_usd=budget,
+            cost_tag=(COST_TAG, prefix))
         self.endpoints: dict[str, EndpointStack | ComponentsEndpointStack] = {}
         for name, endpoint in environment.endpoints.items():
             if endpoints is not None and name not in endpoints:

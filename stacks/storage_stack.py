@@ -1,7 +1,7 @@
 """The model bucket and alarm topic of one environment, shared by its endpoint stacks through named exports."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import aws_cdk as cdk
 from aws_cdk import aws_kms as kms, aws_s3 as s3, aws_sns as sns
@@ -9,6 +9,7 @@ from constructs import Construct
 
 from triton_constructs.alarms import allow_alarms
 from triton_constructs.model_store import ModelStore
+from triton_constructs.stage_budget import StageBudget
 
 
 class StorageStack(cdk.Stack):
@@ -25,6 +26,8 @@ class StorageStack(cdk.Stack):
         removal_policy: ``RETAIN`` keeps bucket, objects and key when the stack is deleted;
             ``DESTROY`` deletes them.
         object_lock: S3 Object Lock on both buckets (``ModelStore``). Defaults to False.
+        budget_usd: The environment's monthly budget (``StageBudget``, alerting the alarm topic), if any.
+        cost_tag: The cost-allocation tag (key, value) the budget counts.
         **kwargs: ``cdk.Stack`` arguments (stack name, termination protection, ...).
 
     Attributes:
@@ -32,7 +35,7 @@ class StorageStack(cdk.Stack):
     """
 
     def __init__(self, scope: Construct, id_: str, *, removal_policy: cdk.RemovalPolicy, object_lock: bool = False,
-                 **kwargs: Any) -> None:
+                 budget_usd: Optional[float] = None, cost_tag: tuple[str, str] = ("", ""), **kwargs: Any) -> None:
         super().__init__(scope, id_, description="Triton model bucket, its KMS key and access logs", **kwargs)
         # The stage's log groups (endpoint logs, custom-resource functions) are named <project>-<env>-...
         self.store = ModelStore(self, "ModelStore", removal_policy=removal_policy, object_lock=object_lock,
@@ -42,6 +45,10 @@ class StorageStack(cdk.Stack):
         self.alarm_topic = sns.Topic(self, "AlarmTopic", master_key=self.store.key, enforce_ssl=True,
                                      display_name=f"{self.stack_name.removesuffix('-Storage')} Triton alarms")
         allow_alarms(self.store.key)
+        if budget_usd is not None:
+            # The environment's budget: the stage tags every resource with cost_tag (TritonStage), this alerts on it.
+            StageBudget(self, "Budget", monthly_usd=budget_usd, tag_key=cost_tag[0], tag_value=cost_tag[1],
+                        topic=self.alarm_topic, topic_key=self.store.key)
         for name, value in (("BucketArn", self.store.bucket.bucket_arn),
                             ("BucketName", self.store.bucket.bucket_name), ("KeyArn", self.store.key.key_arn),
                             ("AlarmTopicArn", self.alarm_topic.topic_arn)):

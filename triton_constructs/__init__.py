@@ -47,8 +47,9 @@ from triton_constructs.model_store import ModelStore
 from triton_constructs.network import NetworkProps
 from triton_constructs.promql_graphs import PromQLGraphs
 from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
+from triton_constructs.stage_budget import StageBudget
 
 __all__ = ["Alarms", "Asynchronous", "CapacityReservation", "CaptureMode", "Comparison", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
            "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
-           "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Shadow", "Strategy", "SynthError", "TritonComponentsEndpoint",
+           "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Shadow", "StageBudget", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint", "Variant"]

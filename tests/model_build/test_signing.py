@@ -222,6 +222,16 @@ def _spec_file(signed: Signed, folder: pathlib.Path) -> pathlib.Path:
     return folder / "tiny.yaml"
 
 
+def _copied_assets(signed: Signed, copy: pathlib.Path) -> pathlib.Path:
+    """The signed build's manifest and tarballs in another folder, to tamper with."""
+    copy.mkdir()
+    (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
+    for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
+        for artifact in ep.artifacts:
+            (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
+    return copy
+
+
 def _tritonsm(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tritonsm", *args], capture_output=True, text=True, cwd=ROOT,
                           stdin=subprocess.DEVNULL, timeout=300)
@@ -234,12 +244,7 @@ def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball
     assert good.returncode == 0, good.stderr
     assert good.stdout.splitlines()[-1] == "verify --signatures: 1 tarball(s) of environment dev checked"
     # The same tarball with a byte changed, the manifest unchanged: the sha256 check names it first.
-    copy = tmp_path / "assets"
-    copy.mkdir()
-    (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
-    for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
-        for artifact in ep.artifacts:
-            (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
+    copy = _copied_assets(signed, tmp_path / "assets")
     _rewrite(signed.tarball(), copy / signed.tarball().name,
              lambda name, data: data + b"\n" if name == "text/config.pbtxt" else data)
     bad = _tritonsm("verify", "--signatures", "--spec", str(spec), "--environment", "dev",
@@ -252,12 +257,7 @@ def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball
 
 def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_path):
     spec = _spec_file(signed, tmp_path)
-    copy = tmp_path / "assets"
-    copy.mkdir()
-    (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
-    for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
-        for artifact in ep.artifacts:
-            (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
+    copy = _copied_assets(signed, tmp_path / "assets")
     _rewrite(signed.tarball(), copy / signed.tarball().name,
              lambda name, data: None if name == "text/model.sig" else data)
     served = _tritonsm("serve", "single", "--spec", str(spec), "--manifest", str(copy / "manifest.json"))

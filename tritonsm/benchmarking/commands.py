@@ -347,6 +347,7 @@ def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:
     except CapacityError as exc:
         raise UserError(str(exc)) from None
     _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {endpoint} in {path}: {note}")
+    _log(f"cost: {capacity_record.cost_line(spec, endpoint, measurement)}")
 
 
 def run_recommender(args: argparse.Namespace) -> int:
