@@ -174,7 +174,8 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         report.built.append(name)
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 
-    manifest = _package(spec, out_dir, dirs, entries, report, log, signing_key, signer)
+    provenance = _provenance(spec, entries, hasher)
+    manifest = _package(spec, out_dir, dirs, entries, report, log, signing_key, signer, provenance)
     manifest = dataclasses.replace(manifest, not_built=_not_built(report),
                                    unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
@@ -250,8 +251,41 @@ def _signer(spec: Spec, key: Optional[signing.SigningKey]) -> Optional[str]:
     return identity
 
 
+def _provenance(spec: Spec, entries: dict[str, ModelEntry], hasher: hashing.FileHasher) -> packaging.Provenance:
+    """What each tarball's bill of materials says a model came from: its source file, weights folder or recipe (with
+    the hash of what is on disk), its execution environment's packages; the build tools; the serving release."""
+    from model_build import sbom  # cyclonedx: only when packing
+
+    sources: dict[str, sbom.SourceRecord] = {}
+    for name in entries:
+        model = spec.models[name]
+        files = dict(model.local_files())
+        given = next(((field, files[field]) for field in ("source.onnx", "source.torchscript", "source.python_dir",
+                                                           "weights") if field in files), None)
+        if given is not None:
+            path = (spec.root / given[1]).resolve()
+            sources[name] = sbom.SourceRecord("checkpoint" if given[0] == "weights" else "file", given[1],
+                                              hasher.tree(path) if path.exists() else None)
+        elif model.source is not None and model.source.recipe:
+            sources[name] = sbom.SourceRecord("checkpoint", f"recipe {model.source.recipe}")
+    packages = {name: dict(p.split("==", 1) for p in entry.execution_environment.packages if "==" in p)
+                for name, entry in entries.items() if entry.execution_environment is not None}
+    tools = {**hashing.tool_versions(), "triton-sagemaker-cdk": _own_version(),
+             "model_build code (sha256)": hashing.code_version()[:16]}
+    return packaging.Provenance(sources, packages, tools, spec.triton_version)
+
+
+def _own_version() -> str:
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("triton-sagemaker-cdk")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "checkout"
+
+
 def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, log,
-             key: Optional[signing.SigningKey] = None, signer: Optional[str] = None) -> Manifest:
+             key: Optional[signing.SigningKey] = None, signer: Optional[str] = None,
+             provenance: Optional[packaging.Provenance] = None) -> Manifest:
     old = _old_manifest(out_dir)
     models: dict[str, ModelEntry] = {}
     for name, entry in entries.items():
@@ -279,7 +313,7 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
                                        signer)
             if found is None:
                 start = time.monotonic()
-                found = packaging.pack(out_dir, p, dirs, key)
+                found = packaging.pack(out_dir, p, dirs, key, provenance)
                 report.written.append(found.file)
                 log(f"endpoint {ep_name}: packed {found.file} ({found.size / 1e6:.1f} MB, "
                     f"{time.monotonic() - start:.1f} s)")
@@ -306,6 +340,9 @@ def _write_manifest(out_dir: pathlib.Path, manifest: Manifest, report: Report) -
     keep = {a.file for ep in manifest.endpoints.values() for a in ep.artifacts}
     for ep in (old.endpoints.values() if old else ()):
         for artifact in ep.artifacts:
-            stale = out_dir / artifact.file
-            if artifact.file not in keep and stale.is_file() and stale.parent == out_dir:
-                stale.unlink()
+            if artifact.file in keep:
+                continue
+            for name in (artifact.file, artifact.sbom):
+                stale = out_dir / name if name else None
+                if stale is not None and stale.is_file() and stale.parent == out_dir:
+                    stale.unlink()

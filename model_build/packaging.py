@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import os
 import pathlib
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from deployment_spec import Spec
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
@@ -65,10 +65,26 @@ def default_model(spec: Spec, endpoint: EndpointSpec) -> Optional[str]:
     return endpoint.default_model or endpoint.models[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """What the bill of materials beside each tarball says besides its files (model_build.sbom): per spec model what
+    it was built from and its execution environment's packages, the build tools and the serving image."""
+
+    sources: Mapping[str, Any] = dataclasses.field(default_factory=dict)          # spec model -> sbom.SourceRecord
+    packages: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)  # spec model -> name: version
+    tools: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    triton_version: str = ""
+
+    @property
+    def triton_image(self) -> str:
+        # Region-neutral: the image is the same release in every region's registry (deployment_spec.images).
+        return f"sagemaker-tritonserver:{self.triton_version}-py3"
+
+
 def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path],
-         key: Optional[signing.SigningKey] = None) -> Artifact:
-    """Writes one deterministic tarball, each model directory signed with ``key`` where given; returns its
-    manifest record."""
+         key: Optional[signing.SigningKey] = None, provenance: Optional[Provenance] = None) -> Artifact:
+    """Writes one deterministic tarball, each model directory signed with ``key`` where given, and its CycloneDX bill
+    of materials beside it; returns its manifest record."""
     tree, replace = {}, {}
     for triton_name, spec_model in planned.members:
         source = dirs[spec_model]
@@ -76,22 +92,45 @@ def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Pat
         if triton_name != spec_model:
             text = (source / layout.CONFIG).read_text()
             replace[f"{triton_name}/{layout.CONFIG}"] = model_config.renamed(text, triton_name).encode()
+    digests = {name: _packed_digests(name, source, replace) for name, source in tree.items()}
     signatures = {} if key is None else {
-        f"{name}/{signing.SIGNATURE_FILE}": signing.sign_model(key, name, _packed_digests(name, source, replace))
-        for name, source in tree.items()}
+        f"{name}/{signing.SIGNATURE_FILE}": signing.sign_model(key, name, digests[name]) for name in tree}
     tmp = out_dir / f".{planned.stem}.partial.tar.gz"
     try:
         with _progress_bar(planned.stem, archive.total_bytes(tree)) as update:
             sha = archive.write_tarball(tmp, tree, replace, progress=update, extra=signatures)
         final = out_dir / f"{planned.stem}-{sha[:12]}.tar.gz"
         size = tmp.stat().st_size
-        os.replace(tmp, final)
+        bom = _write_bom(final, sha, planned, digests, signatures, provenance or Provenance())
+        os.replace(tmp, final)  # last: a tarball is never there without its bill of materials
     finally:
         if tmp.exists():
             tmp.unlink()
     return Artifact(final.name, sha, size, planned.triton_names, signer=key.identity if key else None,
                     signatures={path.split("/")[0]: hashlib.sha256(data).hexdigest()
-                                for path, data in sorted(signatures.items())})
+                                for path, data in sorted(signatures.items())}, sbom=bom)
+
+
+def _write_bom(tarball: pathlib.Path, sha: str, planned: Planned, digests: Mapping[str, Mapping[str, str]],
+               signatures: Mapping[str, bytes], provenance: Provenance) -> str:
+    """The tarball's CycloneDX document (its files as packed, signatures included), beside it; returns its name."""
+    from model_build import sbom  # cyclonedx: only when packing
+
+    models = []
+    for triton_name, spec_model in planned.members:
+        files = dict(digests[triton_name])
+        signature = signatures.get(f"{triton_name}/{signing.SIGNATURE_FILE}")
+        if signature is not None:
+            files[signing.SIGNATURE_FILE] = hashlib.sha256(signature).hexdigest()
+        models.append(sbom.ModelRecord(triton_name, files, provenance.sources.get(spec_model),
+                                       dict(provenance.packages.get(spec_model, {}))))
+    document = sbom.model_bom(artifact_name=tarball.name, artifact_sha256=sha, models=models,
+                              triton_image=provenance.triton_image, triton_version=provenance.triton_version,
+                              tools=provenance.tools)
+    name = sbom.bom_file_name(tarball.name)
+    with archive.atomic_path(tarball.parent / name) as tmp:
+        tmp.write_bytes(document)
+    return name
 
 
 def _packed_digests(name: str, source: pathlib.Path, replace: Mapping[str, bytes]) -> dict[str, str]:
@@ -135,7 +174,8 @@ def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: 
                for t in artifact.models):
             return None
         path = out_dir / artifact.file
-        if path.is_file() and path.stat().st_size == artifact.size:
+        bom = out_dir / artifact.sbom if artifact.sbom else None
+        if path.is_file() and path.stat().st_size == artifact.size and bom is not None and bom.is_file():
             return artifact
     return None
 

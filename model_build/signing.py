@@ -114,7 +114,7 @@ def sign_model(key: SigningKey, model: str, digests: Mapping[str, str]) -> bytes
     kind = manifest._FileSerialization("sha256", allow_symlinks=False,
                                        ignore_paths=[pathlib.Path(SIGNATURE_FILE)])
     signer = sign_ec_key.Signer.__new__(sign_ec_key.Signer)
-    signer._private_key = _Rfc6979(_load_private(key))
+    signer._private_key = _Rfc6979(_load_private(key))  # type: ignore[assignment]  # duck-typed: sign, public_key
     signature = signer.sign(signing.Payload(manifest.Manifest(model, items, kind)))
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / SIGNATURE_FILE

@@ -120,6 +120,30 @@ def test_two_signed_builds_give_the_same_bytes(signed, tmp_path):
     first, second = (load_manifest(out / "manifest.json") for out in (signed.out, tmp_path / "assets"))
     assert first.endpoints == second.endpoints
     assert signed.tarball().read_bytes() == (tmp_path / "assets" / signed.tarball().name).read_bytes()
+    for ep in first.endpoints.values():
+        for artifact in ep.artifacts:
+            assert (signed.out / artifact.sbom).read_bytes() == (tmp_path / "assets" / artifact.sbom).read_bytes()
+
+
+def test_each_tarball_has_a_bill_of_materials_of_what_it_holds(signed):
+    # CycloneDX beside the tarball (model_build/sbom.py): every file as packed, signature included, with its sha256.
+    artifact = load_manifest(signed.out / "manifest.json").endpoints["single"].artifacts[0]
+    assert artifact.sbom == artifact.file.removesuffix(".tar.gz") + ".cdx.json"
+    bom = json.loads((signed.out / artifact.sbom).read_text())
+    assert bom["metadata"]["component"]["hashes"] == [{"alg": "SHA-256", "content": artifact.sha256}]
+    digests, signatures = signing.tarball_members(signed.tarball())
+    listed = {}
+    for model in (c for c in bom["components"] if c["type"] == "machine-learning-model" and c["name"] in digests):
+        listed[model["name"]] = {f["name"]: f["hashes"][0]["content"] for f in model.get("components", [])}
+    import hashlib
+    assert listed == {name: {**files, signing.SIGNATURE_FILE: hashlib.sha256(signatures[name]).hexdigest()}
+                      for name, files in digests.items()}
+    # What each model was built from (the tiny spec's recipes), the serving image, the build tools.
+    names = {c["name"] for c in bom["components"]}
+    assert {"recipe text-preprocess", "recipe tiny-bert"} <= names
+    assert {c.get("purl") for c in bom["components"]} >= {"pkg:docker/sagemaker-tritonserver@25.04-py3"}
+    tools = {t["name"]: t["version"] for t in bom["metadata"]["tools"]["components"]}
+    assert tools["onnxruntime"] == "1.31.1" and "model_build code (sha256)" in tools
 
 
 def test_a_signed_build_is_repacked_when_unsigned_and_back(signed, tmp_path):
