@@ -34,6 +34,13 @@ def signing_rules(signing: SigningSpec, root: pathlib.Path) -> list[Problem]:
         out.append(Problem("signing.public_key", repr(signing.public_key), "a PEM public key file relative to the "
                            "spec's folder", "commit the team's public key there (openssl ec -in KEY.pem -pubout "
                            "-out keys/model-signing.pub), or fix the path"))
+    elif signing.public_key is not None:
+        try:
+            public_key_identity(root / signing.public_key)
+        except UserError:
+            out.append(Problem("signing.public_key", repr(signing.public_key), "a PEM public key (a '-----BEGIN "
+                               "PUBLIC KEY-----' block, the output of `openssl ec -in KEY.pem -pubout`)",
+                               "name the public key file, never the private key"))
     if signing.public_key is not None and signing.unsigned_reason is not None:
         out.append(Problem("signing.unsigned_reason", repr(signing.unsigned_reason), "unsigned_reason only without "
                            "public_key (with a public key every tarball must carry its signature)",
@@ -70,6 +77,6 @@ def public_key_identity(path: pathlib.Path) -> str:
         der = b""
     if not der:
         raise UserError(f"signing.public_key: got {str(path)!r}, which holds no '-----BEGIN PUBLIC KEY-----' block; "
-                        "allowed: the output of `openssl ec -in KEY.pem -pubout`; fix: name the public key file, not "
-                        "the private one")
+                        "allowed: a PEM public key, the output of `openssl ec -in KEY.pem -pubout`; fix: name that "
+                        "file (never the private key)")
     return key_identity(der)

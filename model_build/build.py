@@ -238,11 +238,18 @@ def _lazy_toolchain() -> Callable:
 
 def _signer(spec: Spec, key: Optional[signing.SigningKey]) -> Optional[str]:
     """The key's identity, refused before anything is built if it is not the spec's signing.public_key."""
+    if key is None and spec.signing.public_key is not None:
+        raise signing.SignatureError(
+            f"signing.public_key is set ({spec.signing.public_key}), so every tarball must be signed, and no signing "
+            f"key was given; allowed: a build with the team's private key; fix: pass --signing-key KEY or set "
+            f"{signing.KEY_VARIABLE} (to try a model without the key, build and serve a copy of the spec without "
+            "signing.public_key)")
     if key is None:
         return None
     identity = key.identity
     if spec.signing.public_key is not None:
         expected = signing.public_key_identity(spec.root / spec.signing.public_key)
+        signing.check_elliptic(spec.root / spec.signing.public_key)
         if identity != expected:
             raise signing.SignatureError(
                 f"the signing key {str(key.path)!r} is the key {identity}; allowed: the private key of "
@@ -314,7 +321,7 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
             if found is None:
                 start = time.monotonic()
                 found = packaging.pack(out_dir, p, dirs, key, provenance)
-                report.written.append(found.file)
+                report.written += [found.file, *([found.sbom] if found.sbom else [])]
                 log(f"endpoint {ep_name}: packed {found.file} ({found.size / 1e6:.1f} MB, "
                     f"{time.monotonic() - start:.1f} s)")
             artifacts.append(found)

@@ -10,15 +10,17 @@ Two deliberate departures from ``model_signing.signing.Config().sign(directory)`
 
 * the file digests come from the files as they go into the tarball (a renamed copy's rewritten ``config.pbtxt``
   included), so nothing is staged on disk and hashed twice;
-* the ECDSA signature is deterministic (RFC 6979: ``cryptography``'s ``deterministic_signing``), so two builds with
-  the same key give the same bytes and the content-named tarball keeps its name; a random nonce would rename every
-  tarball on every build and redeploy unchanged models.
+* the signature is deterministic: the statement's JSON with sorted keys (model-signing's key order changes from one
+  process to the next) and an RFC 6979 ECDSA nonce (``cryptography``'s ``deterministic_signing``), so two builds
+  with the same key give the same bytes and the content-named tarball keeps its name; otherwise every build would
+  rename every tarball and redeploy unchanged models.
 
 Verification reads the tarball as a stream (nothing unpacked), checks each bundle with the public key through
 ``model-signing``'s own verifier, and compares the signed file list with the digests of the members.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -54,7 +56,7 @@ class SigningKey:
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
 
 
-def _check_elliptic(path: pathlib.Path) -> None:
+def check_elliptic(path: pathlib.Path) -> None:
     """The public key is one model-signing's key verifier takes (P-256, P-384, P-521)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -86,25 +88,45 @@ def _load_private(key: SigningKey) -> Any:
     return private
 
 
-class _Rfc6979:
-    """The private key as model-signing's signer uses it (``sign`` and ``public_key``), signing deterministically."""
+def _canonical(payload: bytes) -> bytes:
+    """The in-toto statement as JSON with sorted keys: model-signing writes it from a protobuf Struct, whose key order
+    varies from one process to the next (the upb backend's map order), so the same statement would be signed as other
+    bytes on every build. Verifiers parse the payload, so any key order verifies; this one is the same everywhere."""
+    return json.dumps(json.loads(payload), sort_keys=True, indent=2).encode()
 
-    def __init__(self, private: Any) -> None:
-        self._private = private
 
-    def sign(self, data: bytes, algorithm: Any) -> bytes:
-        from cryptography.hazmat.primitives.asymmetric import ec
-        return bytes(self._private.sign(data, ec.ECDSA(algorithm.algorithm, deterministic_signing=True)))
+def _signer(key: SigningKey) -> Any:
+    """model-signing's EC key signer, made deterministic: the statement canonical (``_canonical``) and the ECDSA
+    nonce derived from the key and the message (RFC 6979, ``cryptography``'s ``deterministic_signing``)."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from model_signing._signing import sign_ec_key, sign_sigstore_pb
 
-    def public_key(self) -> Any:
-        return self._private.public_key()
+    class Deterministic(sign_ec_key.Signer):  # type: ignore[misc]  # the library's classes are untyped
+        def sign(self, payload: Any) -> Any:
+            # The library's bundle (verification material, envelope), its payload and signature then replaced.
+            bundle = super().sign(payload).bundle
+            envelope = bundle.dsse_envelope  # its fields hold raw bytes; its constructor takes them base64-encoded
+            canonical = _canonical(envelope.payload)
+            algorithm = sign_ec_key.get_ec_key_hash(self._private_key.public_key())
+            signature = self._private_key.sign(sign_sigstore_pb.pae(canonical),
+                                               ec.ECDSA(algorithm, deterministic_signing=True))
+            replaced = type(envelope)(payload=base64.b64encode(canonical), payload_type=envelope.payload_type,
+                                      signatures=[type(envelope.signatures[0])(sig=base64.b64encode(signature),
+                                                                               keyid="")])
+            return sign_sigstore_pb.Signature(type(bundle)(media_type=bundle.media_type,
+                                                           verification_material=bundle.verification_material,
+                                                           dsse_envelope=replaced))
+
+    signer = Deterministic.__new__(Deterministic)
+    signer._private_key = _load_private(key)
+    return signer
 
 
 def sign_model(key: SigningKey, model: str, digests: Mapping[str, str]) -> bytes:
     """The bundle (``model.sig``'s bytes) over ``digests`` (path inside the model directory -> sha256 hex)."""
     from model_signing import manifest
     from model_signing._hashing import hashing as digest_types
-    from model_signing._signing import sign_ec_key, signing
+    from model_signing._signing import signing
 
     # The serialization model-signing records for a directory hashed file by file (its "files" method), with the
     # signature itself left out, so that ``model_signing verify`` hashes the unpacked directory the same way.
@@ -113,9 +135,7 @@ def sign_model(key: SigningKey, model: str, digests: Mapping[str, str]) -> bytes
              for name, digest in sorted(digests.items())]
     kind = manifest._FileSerialization("sha256", allow_symlinks=False,
                                        ignore_paths=[pathlib.Path(SIGNATURE_FILE)])
-    signer = sign_ec_key.Signer.__new__(sign_ec_key.Signer)
-    signer._private_key = _Rfc6979(_load_private(key))  # type: ignore[assignment]  # duck-typed: sign, public_key
-    signature = signer.sign(signing.Payload(manifest.Manifest(model, items, kind)))
+    signature = _signer(key).sign(signing.Payload(manifest.Manifest(model, items, kind)))
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / SIGNATURE_FILE
         signature.write(path)
@@ -168,7 +188,7 @@ def verify_tarball(tarball: pathlib.Path, public_key: pathlib.Path) -> Verified:
     """Every model directory of ``tarball`` signed by ``public_key``'s key over exactly the files it holds;
     SignatureError naming the tarball, the model and what is wrong otherwise."""
     expected_signer = public_key_identity(public_key)
-    _check_elliptic(public_key)
+    check_elliptic(public_key)
     digests, signatures = tarball_members(tarball)
     if not digests:
         raise SignatureError(f"{tarball.name}: holds no model directory; fix: rebuild it (tritonsm build)")
@@ -176,9 +196,9 @@ def verify_tarball(tarball: pathlib.Path, public_key: pathlib.Path) -> Verified:
         if model not in signatures:
             raise SignatureError(
                 f"{tarball.name}: model {model!r} has no signature ({model}/{SIGNATURE_FILE}); allowed: model "
-                f"directories signed by the key {expected_signer} (signing.public_key); fix: build with the team's "
-                f"signing key (tritonsm build --signing-key KEY, or {KEY_VARIABLE}), or serve the tarball the "
-                "build wrote")
+                f"directories signed by the key {expected_signer} (signing.public_key); fix: rebuild with the team's "
+                f"signing key (tritonsm build --signing-key KEY, or {KEY_VARIABLE}): this tarball was built without "
+                "it, or its signature was removed")
         signed = _signed_files(tarball, model, signatures[model], public_key, expected_signer)
         _compare(tarball, model, signed, digests[model])
     return Verified(tarball.name, tuple(sorted(digests)), expected_signer)
@@ -206,7 +226,7 @@ def _signed_files(tarball: pathlib.Path, model: str, bundle: bytes, public_key: 
             signed = sign_ec_key.Verifier(public_key).verify(sign_sigstore_pb.Signature.read(path))
         except Exception as error:  # the library raises ValueError and cryptography's InvalidSignature alike
             raise SignatureError(f"{where} does not verify with the key {expected_signer} "
-                                 f"({type(error).__name__}: {error or 'bad signature'}); the bundle was changed "
+                                 f"({type(error).__name__}: {str(error) or 'bad signature'}); the bundle was changed "
                                  "after signing; fix: rebuild the tarball (tritonsm build) and use the one it wrote"
                                  ) from None
     return {str(d.identifier): d.digest.digest_hex for d in signed.resource_descriptors()}

@@ -18,16 +18,18 @@ DEFAULT_REPORT = "verify-gpu.json"
 
 
 def register(add) -> None:
-    p = add("verify", "check the built artifacts on this host's GPU without Docker (--gpu): TorchScript on cuda:0 vs "
-                      "the CPU, Python-backend models in the stub of the image's Python, TensorRT plans and ONNX "
-                      "Runtime's CUDA provider where their wheels are installed; exit 3 when there is no CUDA device",
+    p = add("verify", "check the built artifacts: --signatures, every tarball an environment deploys against the "
+                      "manifest's sha256 and the spec's signing key; --gpu, on this host's GPU without Docker "
+                      "(TorchScript on cuda:0 vs the CPU, Python-backend models in the stub of the image's Python, "
+                      "TensorRT plans and ONNX Runtime's CUDA provider where their wheels are installed; exit 3 when "
+                      "there is no CUDA device)",
             run_verify)
     p.add_argument("endpoint", nargs="*", help="endpoint names of the spec (default: every endpoint)")
     p.add_argument("--gpu", action="store_true", help="run the GPU checks")
     p.add_argument("--signatures", action="store_true",
                    help="check every tarball the environment deploys: its sha256 against the manifest and each "
                         "model directory's signature against the spec's signing.public_key (the pipeline runs this "
-                        "before each stage deploys); exit 1 on the first that fails")
+                        "before each stage deploys); exit 2 on the first that fails")
     p.add_argument("--environment", help="whose overrides apply (default: the spec's first environment)")
     p.add_argument("--manifest", type=pathlib.Path, default=DEFAULT_MANIFEST,
                    help=f"build manifest (default: {DEFAULT_MANIFEST})")

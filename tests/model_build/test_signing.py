@@ -146,12 +146,37 @@ def test_each_tarball_has_a_bill_of_materials_of_what_it_holds(signed):
     assert tools["onnxruntime"] == "1.31.1" and "model_build code (sha256)" in tools
 
 
+def test_a_spec_with_a_public_key_refuses_a_build_without_the_key(signed, tmp_path):
+    with pytest.raises(signing.SignatureError) as caught:
+        build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None)
+    assert str(caught.value) == (
+        f"signing.public_key is set ({signed.public}), so every tarball must be signed, and no signing key was given; "
+        "allowed: a build with the team's private key; fix: pass --signing-key KEY or set TRITONSM_SIGNING_KEY (to "
+        "try a model without the key, build and serve a copy of the spec without signing.public_key)")
+    assert not (tmp_path / "assets").exists()
+
+
+def test_a_spec_naming_its_private_key_as_public_key_is_refused_by_validate(signed, tmp_path):
+    from deployment_spec import load_spec
+    from deployment_spec.errors import SpecError
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_SPEC.read_text().replace('triton_version: "25.04"\n',
+                                                  f'triton_version: "25.04"\nsigning: {{public_key: {signed.key}}}\n'))
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    assert (f"signing.public_key: got '{signed.key}'; allowed: a PEM public key (a '-----BEGIN PUBLIC KEY-----' "
+            "block, the output of `openssl ec -in KEY.pem -pubout`); fix: name the public key file, never the private "
+            "key") in str(caught.value)
+
+
 def test_a_signed_build_is_repacked_when_unsigned_and_back(signed, tmp_path):
-    unsigned = build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None)
+    # A spec without a public key may build either way; the signer decides whether a tarball is reused.
+    unsigned = build.run(dataclasses.replace(signed.spec, signing=SigningSpec()), tmp_path / "assets", signed.work,
+                         log=lambda line: None)
     assert all(a.signer is None and not a.signatures
                for ep in load_manifest(tmp_path / "assets" / "manifest.json").endpoints.values() for a in ep.artifacts)
-    resigned = build.run(signed.spec, tmp_path / "assets", signed.work, log=lambda line: None,
-                         signing_key=signing.SigningKey(signed.key))
+    resigned = build.run(dataclasses.replace(signed.spec, signing=SigningSpec()), tmp_path / "assets", signed.work,
+                         log=lambda line: None, signing_key=signing.SigningKey(signed.key))
     assert unsigned.written and resigned.written  # the signer is part of what makes a tarball reusable
     assert (tmp_path / "assets" / signed.tarball().name).read_bytes() == signed.tarball().read_bytes()
 
@@ -233,8 +258,9 @@ def test_a_missing_signature_is_refused(signed, tmp_path):
     team = signing.public_key_identity(signed.public)
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'classifier' has no signature (classifier/model.sig); allowed: model directories "
-        f"signed by the key {team} (signing.public_key); fix: build with the team's signing key (tritonsm build "
-        "--signing-key KEY, or TRITONSM_SIGNING_KEY), or serve the tarball the build wrote")
+        f"signed by the key {team} (signing.public_key); fix: rebuild with the team's signing key (tritonsm "
+        "build --signing-key KEY, or TRITONSM_SIGNING_KEY): this tarball was built without it, or its signature was "
+        "removed")
 
 
 # --- the commands that verify -----------------------------------------------------------------------------------
@@ -289,8 +315,9 @@ def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_pat
     team = signing.public_key_identity(signed.public)
     assert served.stderr.strip().splitlines()[-1] == (
         f"error: {signed.tarball().name}: model 'text' has no signature (text/model.sig); allowed: model directories "
-        f"signed by the key {team} (signing.public_key); fix: build with the team's signing key (tritonsm build "
-        "--signing-key KEY, or TRITONSM_SIGNING_KEY), or serve the tarball the build wrote")
+        f"signed by the key {team} (signing.public_key); fix: rebuild with the team's signing key (tritonsm "
+        "build --signing-key KEY, or TRITONSM_SIGNING_KEY): this tarball was built without it, or its signature was "
+        "removed")
     assert "Triton" not in served.stdout  # refused before any server started
 
 
@@ -304,3 +331,17 @@ def test_the_key_identity_is_the_hint_model_signing_writes_whatever_the_pem_s_wr
     rewrapped = tmp_path / "crlf.pub"
     rewrapped.write_text("\r\n".join([lines[0], "".join(lines[1:-1]), lines[-1]]) + "\r\n")
     assert signing.public_key_identity(rewrapped) == f"sha256:{hint}"
+
+
+def test_signing_gives_the_same_bytes_in_another_process(signed):
+    # model-signing writes its statement from a protobuf Struct whose key order changes from one process to the next:
+    # signed in two fresh interpreters, the bundles must still be the same bytes (each build is a new process).
+    code = ("import sys, pathlib; from model_build import signing; sys.stdout.buffer.write(signing.sign_model("
+            f"signing.SigningKey(pathlib.Path({str(signed.key)!r})), 'm', {{'1/model.onnx': '{'ab' * 32}', "
+            f"'config.pbtxt': '{'cd' * 32}'}}))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, check=True).stdout
+            for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    # ... and what is signed is what was hashed: the canonical statement lists both files.
+    statement = json.loads(base64.b64decode(json.loads(runs[0])["dsseEnvelope"]["payload"]))
+    assert [r["name"] for r in statement["predicate"]["resources"]] == ["1/model.onnx", "config.pbtxt"]
