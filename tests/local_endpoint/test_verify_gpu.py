@@ -51,9 +51,9 @@ def test_without_cuda_verify_says_so_writes_the_report_and_exits_3(tmp_path, tar
 
 def test_verify_needs_gpu(capsys):
     assert tritonsm_main(["verify"]) == 2
-    assert capsys.readouterr().err == ("error: tritonsm verify needs --gpu, its one kind of check today (the build "
-                                       "already verifies every artifact on the CPU): tritonsm verify --gpu "
-                                       "[ENDPOINT ...]\n")
+    assert capsys.readouterr().err == ("error: tritonsm verify needs one kind of check: --signatures (the tarballs "
+                                       "against the manifest and the signing key) or --gpu (the artifacts on this "
+                                       "host's GPU)\n")
 
 
 class _Positions(torch.nn.Module):

@@ -52,8 +52,9 @@ two: {kind: multi-model, models: [bad], instance_type: ml.g5.xlarge}
         "if you accept the measured difference as the model's answer")}
     manifest = load_manifest(tmp_path / "assets" / "manifest.json")
     assert sorted(manifest.models) == ["good"] and sorted(manifest.endpoints) == ["one"]
+    artifact = manifest.endpoints["one"].artifacts[0]
     assert sorted(p.name for p in (tmp_path / "assets").iterdir()) == sorted([
-        "manifest.json", manifest.endpoints["one"].artifacts[0].file])
+        "manifest.json", artifact.file, artifact.sbom])  # the good model's tarball and its bill of materials
     assert [p.name for p in (tmp_path / "work" / "models").iterdir()] == [f"good-{manifest.models['good'].build_hash[:16]}"]
 
 
