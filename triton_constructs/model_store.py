@@ -17,7 +17,8 @@ class ModelStore(Construct):
     The bucket is versioned, SSL-only, blocks all public access, is encrypted
     with a customer-managed key (rotation on) and logs server access to a
     second bucket. Model objects are never overwritten: their names carry a
-    content hash, because multi-model instances cache models by name.
+    content hash, because multi-model instances cache models by name, and the
+    bucket policy refuses a write under ``models/`` that could replace one.
 
     Only the deployment writes models: the bucket policy denies writes under ``models/`` to every principal
     but a role under the IAM path ``MODEL_WRITERS_PATH`` of this account (the artifact-copy functions' roles),
@@ -118,7 +119,8 @@ MODEL_DELETE_ACTIONS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
 
 def protect_models(bucket: s3.IBucket, *, deletable: bool) -> None:
     """Bucket-policy denies under ``models/``: writes by any principal but a role under ``MODEL_WRITERS_PATH``
-    of this account and, unless ``deletable``, deletes by anyone.
+    of this account, an object-creating write that does not require the key to be free (``If-None-Match``), and,
+    unless ``deletable``, deletes by anyone.
 
     ``aws:PrincipalArn`` is a role's ARN, path included, for a request made with that role's session (IAM
     condition keys reference); a request without the key (anonymous, an AWS service principal) fails
@@ -126,14 +128,26 @@ def protect_models(bucket: s3.IBucket, *, deletable: bool) -> None:
     missing). A deny with ``Principal: *`` binds the account's administrators and root user as well: changing
     the bucket policy (``s3:PutBucketPolicy``, not denied here) is the way round it, and it shows in CloudTrail
     and as drift of the storage stack. Data capture and asynchronous requests and answers live under other
-    prefixes, untouched. Conditional writes (``s3:if-none-match``) are not required: see
-    docs/operations/security.md.
+    prefixes, untouched.
+
+    Overwrites: S3 evaluates ``s3:if-none-match`` (present when the request sends If-None-Match) and
+    ``s3:ObjectCreationOperation`` (true for the requests that create the object, PutObject, CopyObject and
+    CompleteMultipartUpload; false for CreateMultipartUpload, UploadPart and UploadPartCopy, which take no
+    conditional header) in bucket policies (S3 user guide, "Enforce conditional writes on Amazon S3 buckets",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html). Denying the first kind
+    without the header means no writer, the copy role included, can replace a model object: the copy completes
+    its multipart upload with ``IfNoneMatch='*'`` (handlers/conditional_copy.py), and a plain PutObject or
+    CopyObject under ``models/`` is refused.
     """
     models = bucket.arn_for_objects(f"{MODELS}*")
     writers = f"arn:{cdk.Aws.PARTITION}:iam::{cdk.Aws.ACCOUNT_ID}:role{MODEL_WRITERS_PATH}*"
     bucket.add_to_resource_policy(iam.PolicyStatement(
         sid="ModelsWrittenOnlyByTheDeployment", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
         actions=list(MODEL_WRITE_ACTIONS), resources=[models], conditions={"ArnNotLike": {"aws:PrincipalArn": writers}}))
+    bucket.add_to_resource_policy(iam.PolicyStatement(
+        sid="ModelsNeverOverwritten", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],
+        actions=["s3:PutObject"], resources=[models],
+        conditions={"Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}}))
     if not deletable:
         bucket.add_to_resource_policy(iam.PolicyStatement(
             sid="ModelsNeverDeleted", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()],

@@ -25,11 +25,17 @@ import re
 from typing import Any, Optional
 
 from boto3.s3.transfer import TransferManager
-from s3transfer.copies import CopySubmissionTask
 
+from synth_helpers import ROOT
 from triton_constructs.model_store import MODEL_WRITERS_PATH
 
 ACCOUNT = "111122223333"
+# The condition keys S3 puts on an object write (S3 user guide, "Enforce conditional writes on Amazon S3 buckets"):
+# the request that creates the object (PutObject, CopyObject, CompleteMultipartUpload), one of the multipart steps
+# before it, and the If-None-Match header.
+CREATES = ("s3:ObjectCreationOperation", "true")
+PART = ("s3:ObjectCreationOperation", "false")
+IF_NONE_MATCH = ("s3:if-none-match", "*")
 
 
 # --- the evaluator ---------------------------------------------------------------------------------------------------
@@ -185,6 +191,10 @@ def model_store_findings(bucket: str, statements: list[dict[str, Any]], *, delet
     model = f"{bucket}/models/classifier/resnet50-0123456789ab.tar.gz"
     cases: list[tuple[str, Request, set[str]]] = [
         ("another role's PutObject under models/", Request("s3:PutObject", model, other), {"denied"}),
+        ("another role's PutObject with If-None-Match under models/", Request(
+            "s3:PutObject", model, other, context=(CREATES, IF_NONE_MATCH)), {"denied"}),
+        ("another role's UploadPart under models/", Request("s3:PutObject", model, other, context=(PART,)),
+         {"denied"}),
         ("another role's DeleteObject under models/", Request("s3:DeleteObject", model, other),
          {"not denied"} if deletable else {"denied"}),
         ("another role's DeleteObjectVersion under models/", Request("s3:DeleteObjectVersion", model, other),
@@ -210,7 +220,12 @@ def model_store_findings(bucket: str, statements: list[dict[str, Any]], *, delet
     ]
     for name, role in writers.items():
         cases += [
-            (f"copy role {name}'s PutObject under models/", Request("s3:PutObject", model, role), {"not denied"}),
+            (f"copy role {name}'s UploadPartCopy under models/", Request("s3:PutObject", model, role, context=(
+                PART,)), {"not denied"}),
+            (f"copy role {name}'s CompleteMultipartUpload with If-None-Match under models/", Request(
+                "s3:PutObject", model, role, context=(CREATES, IF_NONE_MATCH)), {"not denied"}),
+            (f"copy role {name}'s CopyObject or PutObject without If-None-Match (an overwrite) under models/",
+             Request("s3:PutObject", model, role, context=(CREATES,)), {"denied"}),
             (f"copy role {name}'s PutObject without TLS", Request("s3:PutObject", model, role,
                                                                   context=(("aws:SecureTransport", "false"),)),
              {"denied"}),
@@ -264,6 +279,8 @@ def test_a_policy_without_the_write_deny_is_reported(default_synth):
     writers = _model_writer_roles(default_synth.template("prod", "classifier").to_json(), "aws")
     assert model_store_findings(bucket, planted, deletable=False, writers=writers, auto_delete=None) == [
         "another role's PutObject under models/: not denied, expected denied",
+        "another role's PutObject with If-None-Match under models/: not denied, expected denied",
+        "another role's UploadPart under models/: not denied, expected denied",
         "a role under a look-alike path's PutObject: not denied, expected denied",
         "a user under the writers' path's PutObject: not denied, expected denied",
         "another account's role under the writers' path's PutObject: not denied, expected denied",
@@ -291,6 +308,8 @@ def test_a_policy_without_the_delete_deny_or_with_a_loose_writer_pattern_is_repo
             statement["Condition"] = {"ArnNotLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/*"}}
     assert model_store_findings(bucket, loose, deletable=False, writers=writers, auto_delete=None) == [
         "another role's PutObject under models/: not denied, expected denied",
+        "another role's PutObject with If-None-Match under models/: not denied, expected denied",
+        "another role's UploadPart under models/: not denied, expected denied",
         "a role under a look-alike path's PutObject: not denied, expected denied",
         "another account's role under the writers' path's PutObject: not denied, expected denied",
         "a replication role's ReplicateObject under models/: not denied, expected denied",
@@ -307,7 +326,8 @@ def test_a_copy_role_without_the_writers_path_is_reported(default_synth):
     writers = _model_writer_roles(endpoint, "aws")
     name, = writers
     assert model_store_findings(bucket, statements, deletable=False, writers=writers, auto_delete=None) == [
-        f"copy role {name}'s PutObject under models/: denied, expected not denied"]
+        f"copy role {name}'s UploadPartCopy under models/: denied, expected not denied",
+        f"copy role {name}'s CompleteMultipartUpload with If-None-Match under models/: denied, expected not denied"]
 
 
 def test_the_copy_role_sits_under_the_writers_path_and_the_deny_names_it(default_synth):
@@ -320,17 +340,25 @@ def test_the_copy_role_sits_under_the_writers_path_and_the_deny_names_it(default
     assert deny["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/tritonsm/model-writers/*"}}
 
 
-def test_no_conditional_write_is_required_because_boto3s_managed_copy_cannot_send_one(default_synth):
-    """S3 can enforce conditional writes by bucket policy (s3:if-none-match on PutObject and CompleteMultipartUpload;
-    S3 user guide, "Enforce conditional writes on Amazon S3 buckets"), but the copy function copies with boto3's
-    managed copy (handlers/copy_artifact.py: CopyObject, or UploadPartCopy parts and CompleteMultipartUpload),
-    which forwards no IfNoneMatch: requiring it would deny the one legitimate writer. Overwrites are kept out by the
-    writer restriction and the handler's existence check instead. When s3transfer starts forwarding it, this fails:
-    revisit the policy (docs/operations/security.md)."""
-    assert "IfNoneMatch" not in TransferManager.ALLOWED_COPY_ARGS
-    assert "IfNoneMatch" not in CopySubmissionTask.COMPLETE_MULTIPART_ARGS
+def test_an_overwrite_is_denied_to_every_writer_but_a_conditional_completion_is_not(default_synth):
     _, statements = _model_bucket_policy(default_synth.template("prod").to_json(), "aws")
-    assert "s3:if-none-match" not in json.dumps(statements)
+    deny, = [s for s in statements if s.get("Sid") == "ModelsNeverOverwritten"]
+    assert (deny["Action"], deny["Condition"]) == ("s3:PutObject", {
+        "Null": {"s3:if-none-match": "true"}, "Bool": {"s3:ObjectCreationOperation": "true"}})
+    # The copy function sends If-None-Match itself; boto3's managed copy, which cannot, is not what it uses.
+    assert "IfNoneMatch" not in TransferManager.ALLOWED_COPY_ARGS
+    handler = (ROOT / "triton_constructs" / "handlers" / "copy_artifact.py").read_text()
+    assert "s3.copy(" not in handler and "copy_object(" not in handler
+
+
+def test_a_policy_without_the_overwrite_deny_is_reported(default_synth):
+    storage = default_synth.template("prod").to_json()
+    bucket, statements = _model_bucket_policy(storage, "aws")
+    writers = _model_writer_roles(default_synth.template("prod", "classifier").to_json(), "aws")
+    kept = [s for s in statements if s.get("Sid") != "ModelsNeverOverwritten"]
+    findings = model_store_findings(bucket, kept, deletable=False, writers=writers, auto_delete=None)
+    assert findings == [f"copy role {name}'s CopyObject or PutObject without If-None-Match (an overwrite) under "
+                        "models/: not denied, expected denied" for name in writers]
 
 
 def test_the_evaluator_follows_iams_rules_for_missing_keys_and_arn_parts():

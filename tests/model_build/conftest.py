@@ -36,3 +36,22 @@ def tiny_build(tmp_path_factory):
         report = build.run(spec, root / "assets", root / "work", log=lines.append)
     return spec, root / "assets", root / "work", report, lines
 
+
+
+@pytest.fixture(scope="session")
+def signed(tiny_build, tmp_path_factory):
+    """The tiny build's cached models packed again, signed (nothing rebuilt: the work folder is shared)."""
+    import dataclasses
+
+    from deployment_spec.signing import SigningSpec
+    from model_build import build, signing
+    from signed_support import Signed, key_pair
+
+    spec, _, work, _, _ = tiny_build
+    folder = tmp_path_factory.mktemp("signed")
+    key, public = key_pair(folder, "team")
+    other_key, other_public = key_pair(folder, "other")
+    spec = dataclasses.replace(spec, signing=SigningSpec(public_key=str(public)))
+    report = build.run(spec, folder / "assets", work, log=lambda line: None, signing_key=signing.SigningKey(key))
+    assert report.exit_code() == 0 and not report.built  # every model came from the cache
+    return Signed(spec, folder / "assets", work, key, public, other_key, other_public)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import json
 import pathlib
 import subprocess
@@ -13,66 +12,15 @@ import sys
 import tarfile
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from deployment_spec.manifest import load_manifest
 from deployment_spec.signing import SigningSpec
 from model_build import build, signing
 from mb_support import TINY_SPEC
+from signed_support import (Signed, another_keys_signature, one_byte_changed, rewrite, signature_removed,
+                            swapped_config)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _key_pair(folder: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
-    private = ec.generate_private_key(ec.SECP256R1())
-    key, public = folder / f"{name}.pem", folder / f"{name}.pub"
-    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
-    public.write_bytes(private.public_key().public_bytes(serialization.Encoding.PEM,
-                                                         serialization.PublicFormat.SubjectPublicKeyInfo))
-    return key, public
-
-
-@dataclasses.dataclass(frozen=True)
-class Signed:
-    spec: object
-    out: pathlib.Path
-    work: pathlib.Path
-    key: pathlib.Path
-    public: pathlib.Path
-    other_key: pathlib.Path
-    other_public: pathlib.Path
-
-    def tarball(self, endpoint: str = "single") -> pathlib.Path:
-        return self.out / load_manifest(self.out / "manifest.json").endpoints[endpoint].artifacts[0].file
-
-
-@pytest.fixture(scope="module")
-def signed(tiny_build, tmp_path_factory) -> Signed:
-    """The tiny build's cached models packed again, signed (nothing rebuilt: the work folder is shared)."""
-    spec, _, work, _, _ = tiny_build
-    folder = tmp_path_factory.mktemp("signed")
-    key, public = _key_pair(folder, "team")
-    other_key, other_public = _key_pair(folder, "other")
-    spec = dataclasses.replace(spec, signing=SigningSpec(public_key=str(public)))
-    report = build.run(spec, folder / "assets", work, log=lambda line: None, signing_key=signing.SigningKey(key))
-    assert report.exit_code() == 0 and not report.built  # every model came from the cache
-    return Signed(spec, folder / "assets", work, key, public, other_key, other_public)
-
-
-def _rewrite(source: pathlib.Path, target: pathlib.Path, change) -> pathlib.Path:
-    """A copy of a tarball with ``change(name, data) -> data | None`` applied to each file (None drops it)."""
-    with tarfile.open(source) as old, tarfile.open(target, "w:gz") as new:
-        for member in old.getmembers():
-            data = old.extractfile(member).read() if member.isfile() else None
-            if data is not None:
-                data = change(member.name, data)
-                if data is None:
-                    continue
-                member.size = len(data)
-            new.addfile(member, io.BytesIO(data) if data is not None else None)
-    return target
 
 
 def _refusal(signed: Signed, tarball: pathlib.Path, public: pathlib.Path | None = None) -> str:
@@ -197,9 +145,7 @@ def test_a_key_that_is_not_the_spec_s_is_refused_before_building(signed, tmp_pat
 # --- tampering, each with its own message -----------------------------------------------------------------------
 
 def test_one_byte_changed_in_a_model_file_is_refused(signed, tmp_path):
-    def flip(name: str, data: bytes) -> bytes:
-        return bytes([data[0] ^ 1]) + data[1:] if name == "classifier/1/model.onnx" else data
-    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name, flip)
+    tampered = rewrite(signed.tarball(), tmp_path / signed.tarball().name, one_byte_changed)
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'classifier' differs from what was signed (changed since signing: "
         "classifier/1/model.onnx); allowed: the files exactly as the build signed them; fix: rebuild the tarball "
@@ -207,11 +153,7 @@ def test_one_byte_changed_in_a_model_file_is_refused(signed, tmp_path):
 
 
 def test_a_swapped_config_is_refused(signed, tmp_path):
-    with tarfile.open(signed.tarball()) as tar:
-        other = tar.extractfile("classifier/config.pbtxt").read()
-    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
-                        lambda name, data: other.replace(b'"classifier"', b'"text"') if name == "text/config.pbtxt"
-                        else data)
+    tampered = rewrite(signed.tarball(), tmp_path / signed.tarball().name, swapped_config(signed))
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'text' differs from what was signed (changed since signing: text/config.pbtxt); "
         "allowed: the files exactly as the build signed them; fix: rebuild the tarball (tritonsm build) and find "
@@ -219,7 +161,7 @@ def test_a_swapped_config_is_refused(signed, tmp_path):
 
 
 def test_a_file_added_or_removed_is_refused(signed, tmp_path):
-    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
+    tampered = rewrite(signed.tarball(), tmp_path / signed.tarball().name,
                         lambda name, data: None if name == "preprocess/1/model.py" else data)
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'preprocess' differs from what was signed (missing: preprocess/1/model.py); "
@@ -229,12 +171,8 @@ def test_a_file_added_or_removed_is_refused(signed, tmp_path):
 
 def test_a_signature_from_another_key_is_refused(signed, tmp_path):
     other = signing.SigningKey(signed.other_key)
-    with tarfile.open(signed.tarball()) as tar:
-        signed_files = json.loads(base64.b64decode(json.loads(tar.extractfile("text/model.sig").read())[
-            "dsseEnvelope"]["payload"]))["predicate"]["resources"]
-    resigned = signing.sign_model(other, "text", {r["name"]: r["digest"] for r in signed_files})
-    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
-                        lambda name, data: resigned if name == "text/model.sig" else data)
+    change, resigned = another_keys_signature(signed)
+    tampered = rewrite(signed.tarball(), tmp_path / signed.tarball().name, change)
     team = signing.public_key_identity(signed.public)
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'text': its signature (text/model.sig) names the key {other.identity}; allowed: "
@@ -243,7 +181,7 @@ def test_a_signature_from_another_key_is_refused(signed, tmp_path):
     # The key's name in the bundle is only a hint: one rewritten to the team's still fails on the signature.
     forged = json.loads(resigned)
     forged["verificationMaterial"]["publicKey"]["hint"] = team.removeprefix("sha256:")
-    forged_tarball = _rewrite(signed.tarball(), tmp_path / "forged.tar.gz",
+    forged_tarball = rewrite(signed.tarball(), tmp_path / "forged.tar.gz",
                               lambda name, data: json.dumps(forged).encode() if name == "text/model.sig" else data)
     message = _refusal(signed, forged_tarball)
     assert message.startswith(f"forged.tar.gz: model 'text': its signature (text/model.sig) does not verify with "
@@ -253,8 +191,7 @@ def test_a_signature_from_another_key_is_refused(signed, tmp_path):
 
 
 def test_a_missing_signature_is_refused(signed, tmp_path):
-    tampered = _rewrite(signed.tarball(), tmp_path / signed.tarball().name,
-                        lambda name, data: None if name == "classifier/model.sig" else data)
+    tampered = rewrite(signed.tarball(), tmp_path / signed.tarball().name, signature_removed("classifier"))
     team = signing.public_key_identity(signed.public)
     assert _refusal(signed, tampered) == (
         f"{tampered.name}: model 'classifier' has no signature (classifier/model.sig); allowed: model directories "
@@ -295,7 +232,7 @@ def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball
     assert good.stdout.splitlines()[-1] == "verify --signatures: 1 tarball(s) of environment dev checked"
     # The same tarball with a byte changed, the manifest unchanged: the sha256 check names it first.
     copy = _copied_assets(signed, tmp_path / "assets")
-    _rewrite(signed.tarball(), copy / signed.tarball().name,
+    rewrite(signed.tarball(), copy / signed.tarball().name,
              lambda name, data: data + b"\n" if name == "text/config.pbtxt" else data)
     bad = _tritonsm("verify", "--signatures", "--spec", str(spec), "--environment", "dev",
                     "--manifest", str(copy / "manifest.json"), "single")
@@ -308,7 +245,7 @@ def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball
 def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_path):
     spec = _spec_file(signed, tmp_path)
     copy = _copied_assets(signed, tmp_path / "assets")
-    _rewrite(signed.tarball(), copy / signed.tarball().name,
+    rewrite(signed.tarball(), copy / signed.tarball().name,
              lambda name, data: None if name == "text/model.sig" else data)
     served = _tritonsm("serve", "single", "--spec", str(spec), "--manifest", str(copy / "manifest.json"))
     assert served.returncode != 0

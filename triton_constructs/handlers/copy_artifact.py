@@ -1,13 +1,15 @@
 """CloudFormation custom resource: copies one model tarball from the CDK asset bucket into the model bucket.
 
 Runs in AWS Lambda (Python runtime, boto3 included); synth never imports it.
-The copy is server-side (CopyObject, or UploadPartCopy above the chunk size),
-so the tarball never passes through the function: no /tmp or memory limit,
-objects up to S3's 5 TB maximum (a BucketDeployment would download, unzip and
-re-upload inside its Lambda). Delete does nothing on purpose: object names
-carry a content hash, instances cache models by name, and an older endpoint
-configuration may still point at an older object; the bucket's removal policy
-decides what happens to them.
+The copy is server-side (UploadPartCopy parts of one multipart upload,
+conditional_copy.py), so the tarball never passes through the function: no
+/tmp or memory limit, objects up to S3's 5 TB maximum (a BucketDeployment would
+download, unzip and re-upload inside its Lambda). It completes only where no
+object has the key (If-None-Match), which the model bucket's policy requires of
+every object-creating write under models/. Delete does nothing on purpose:
+object names carry a content hash, instances cache models by name, and an older
+endpoint configuration may still point at an older object; the bucket's removal
+policy decides what happens to them.
 
 The object that serves must be the one the build verified: a multi-model
 endpoint loads a target from S3 again after evicting it, so bytes put under a
@@ -15,24 +17,20 @@ model's name later would be served without a deploy. Every object this
 function accepts, one already there or its own copy, is checked against the
 build manifest's sha256 (the ``Sha256`` property), not only its size.
 
-How it is checked without reading it where S3 can say (botocore's S3 service
-model, 2006-03-01, and the S3 User Guide, "Checking object integrity",
+How it is checked (botocore's S3 service model, 2006-03-01, and the S3 User Guide, "Checking object integrity",
 https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html):
 
-* The copy asks for SHA-256 checksums (``ChecksumAlgorithm``; CopyObject: "Indicates the algorithm that you want
-  Amazon S3 to use to create the checksum for the object"). Without it boto3 now asks for CRC32 by default
-  (s3transfer's ``set_default_checksum_algorithm``), which says nothing about the manifest's sha256.
 * HeadObject with ``ChecksumMode='ENABLED'`` returns the stored checksum ("To retrieve the checksum, this parameter
   must be enabled"; for a KMS-encrypted object it needs ``kms:Decrypt``). For an object written in one request
-  (CopyObject, PutObject) it is the SHA-256 of the whole object, base64 (PutObject's ChecksumType: "always
-  FULL_OBJECT"), which S3 computed or checked itself: a writer cannot store a value that its bytes do not have.
-* For a multipart object (boto3's managed copy above ``CHUNK``: CreateMultipartUpload, UploadPartCopy,
-  CompleteMultipartUpload) the SHA-256 "may not be a direct checksum value of the full object. Instead, it's a
-  calculation based on the checksum values of each individual part" (HeadObject, ChecksumSHA256): a COMPOSITE
-  checksum, the SHA-256 of the parts' SHA-256 digests with a ``-<parts>`` suffix; S3 keeps a full-object checksum
-  of a multipart object only for the CRC algorithms (user guide, checksum types). It cannot be compared with a
-  whole-file sha256, so the object is read (GetObject) and hashed, a chunk at a time: nothing goes to /tmp and
-  memory stays at one chunk.
+  with ``ChecksumAlgorithm='SHA256'`` (CopyObject, PutObject: how earlier releases of this function copied) it is
+  the SHA-256 of the whole object, base64 (PutObject's ChecksumType: "always FULL_OBJECT"), which S3 computed or
+  checked itself: a writer cannot store a value that its bytes do not have. Such an object is not read.
+* For a multipart object, this function's own copies included, a SHA-256 "may not be a direct checksum value of
+  the full object. Instead, it's a calculation based on the checksum values of each individual part" (HeadObject,
+  ChecksumSHA256): S3 keeps a full-object checksum of a multipart object only for the CRC algorithms (user guide,
+  checksum types). So the object is read (GetObject) and hashed, a chunk at a time: nothing goes to /tmp and
+  memory stays at one chunk. (CopyObject, which would give a full-object SHA-256, cannot be used: the bucket
+  policy requires If-None-Match, and S3 refuses CopyObject under such a policy; see conditional_copy.py.)
 * A stored checksum only ever confirms a match. Anything else (no SHA-256 stored, a composite one, one that
   differs) is settled by reading the bytes, so neither an S3-compatible server that formats checksums differently
   nor a runtime botocore that predates ``ChecksumType`` can make a good object fail; and a composite value can
@@ -43,8 +41,7 @@ sha256 measured 0.8 GB/s on one core of an AMD EPYC with SHA extensions (the mac
 function has 256 MB of memory, which Lambda pairs with about 0.15 of a vCPU (one vCPU at 1,769 MB), so about
 0.1 GB/s for hashing, and one S3 GetObject stream is assumed to give 85-90 MB/s (the S3 user guide's
 "Performance guidelines" figure per connection, not measured here). A streamed check therefore covers roughly
-50-75 GB within the timeout, less the copy's own time; objects up to ``CHUNK`` are checked from S3's checksum
-without reading.
+50-75 GB within the timeout, less the copy's own time.
 """
 from __future__ import annotations
 
@@ -57,16 +54,18 @@ import time
 from typing import Any, Optional
 
 import boto3
-from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from cfn_response import respond
+from conditional_copy import KeyTaken, Raced, copy_new, require_conditional_complete
 
 LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
-CHUNK = 256 * 1024 * 1024
+ATTEMPTS = 3  # copies started again after a 409 (another write to the key in progress)
 READ_CHUNK = 8 * 1024 * 1024  # what a streamed check holds in memory at a time
 MISSING = ("403", "404", "NoSuchKey", "NotFound")  # 403: HeadObject on a missing key without s3:ListBucket
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # archive_listing.py: hashlib's hexdigest() of the whole tarball
+ASSET_CHANGED = ("the CDK file asset differs from the build manifest (changed in the asset bucket, or the tarball "
+                 "changed after tritonsm build hashed it)")
 REPLACED = ("a content-versioned model object was replaced after it was copied; find out who wrote it (the bucket's "
             "server access logs / CloudTrail data events), delete that version, and deploy again")
 
@@ -94,39 +93,62 @@ def copy(s3: Any, props: dict[str, Any]) -> str:
                          "and deploy again")
     head = _head(s3, bucket, key)
     if head is not None:
-        found = verify(s3, bucket, key, head, size, expected)
-        if found is not None:
-            raise RuntimeError(f"{_name(bucket, key, head)} holds other bytes than the build ({found}): {REPLACED}")
-        return "already present (sha256 verified)"
+        return _accept_present(s3, bucket, key, head, size, expected)
     source = {"Bucket": props["SourceBucket"], "Key": props["SourceKey"]}
     source_url = f"s3://{source['Bucket']}/{source['Key']}"
-    LOG.info("copying %s to s3://%s/%s (%d bytes)", source_url, bucket, key, size)
-    try:
-        s3.copy(source, bucket, key, ExtraArgs={
-            "ServerSideEncryption": "aws:kms", "SSEKMSKeyId": props["KmsKeyArn"], "ChecksumAlgorithm": "SHA256",
-            "Metadata": {"sha256": expected}, "MetadataDirective": "REPLACE",
-        }, Config=TransferConfig(multipart_threshold=CHUNK, multipart_chunksize=CHUNK, max_concurrency=16))
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        # The managed copy heads the source first (s3transfer's CopySubmissionTask); the destination was headed above.
-        if (exc.operation_name == "HeadObject" and code in MISSING) or code == "NoSuchKey":
-            raise RuntimeError(
-                f"{source_url} (the CDK file asset to copy to s3://{bucket}/{key}) is missing or this function may "
-                f"not read it ({exc.operation_name}: {code}): cdk deploy uploads a file asset only when the asset "
-                "bucket lacks it, so deploy again; if it goes missing again, look for what deletes objects in the "
-                "asset bucket (a lifecycle rule, cdk gc)") from exc
-        raise
-    head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    require_conditional_complete(s3)
+    source_size = _source_size(s3, source, f"s3://{bucket}/{key}")
+    if source_size != size:
+        raise RuntimeError(
+            f"{source_url} (the CDK file asset to copy to s3://{bucket}/{key}) is {source_size} bytes, the build "
+            f"manifest says {size} bytes: {ASSET_CHANGED}; nothing was copied")
+    extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": props["KmsKeyArn"], "Metadata": {"sha256": expected}}
+    for _ in range(ATTEMPTS):
+        LOG.info("copying %s to s3://%s/%s (%d bytes), only if the key stays free", source_url, bucket, key, size)
+        try:
+            copy_new(s3, source, size, bucket, key, extra)
+            break
+        except KeyTaken:
+            LOG.info("s3://%s/%s was written while this function copied it; checking what is there", bucket, key)
+            return _accept_present(s3, bucket, key, _head_present(s3, bucket, key), size, expected)
+        except Raced:
+            LOG.info("another write to s3://%s/%s was in progress (409); copying again", bucket, key)
+    else:
+        raise RuntimeError(
+            f"s3://{bucket}/{key}: {ATTEMPTS} copies in a row met another write to the same key (409 "
+            "ConditionalRequestConflict) and were abandoned, nothing written: only this deployment should write "
+            "under models/; find the other writer (CloudTrail data events of the model bucket) and deploy again")
+    head = _head_present(s3, bucket, key)
     found = verify(s3, bucket, key, head, size, expected)
     if found is not None:
         # Nothing is deleted: both objects are evidence, and deletes may be denied by the bucket policy anyway.
         raise RuntimeError(
-            f"{_name(bucket, key, head)}, just copied from {source_url}, holds other bytes than the build ({found}): "
-            "the CDK file asset differs from the build manifest (changed in the asset bucket, or the tarball changed "
-            f"after tritonsm build hashed it); nothing was deleted; find out who wrote {source_url} (CloudTrail data "
-            "events of the asset bucket), delete both objects (cdk deploy uploads an asset again only when it is "
-            "missing), and deploy again")
+            f"{_name(bucket, key, head)}, just copied from {source_url}, holds other bytes "
+            f"than the build ({found}): {ASSET_CHANGED}; nothing was deleted; find out who wrote {source_url} "
+            "(CloudTrail data events of the asset bucket), delete both objects (cdk deploy uploads an asset again "
+            "only when it is missing), and deploy again")
     return "copied (sha256 verified)"
+
+
+def _accept_present(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str) -> str:
+    found = verify(s3, bucket, key, head, size, expected)
+    if found is not None:
+        raise RuntimeError(f"{_name(bucket, key, head)} holds other bytes than the build ({found}): {REPLACED}")
+    return "already present (sha256 verified)"
+
+
+def _source_size(s3: Any, source: dict[str, str], destination: str) -> int:
+    try:
+        return int(s3.head_object(**source)["ContentLength"])
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code not in MISSING:
+            raise
+        raise RuntimeError(
+            f"s3://{source['Bucket']}/{source['Key']} (the CDK file asset to copy to {destination}) is missing or "
+            f"this function may not read it (HeadObject: {code}): cdk deploy uploads a file asset only when the "
+            "asset bucket lacks it, so deploy again; if it goes missing again, look for what deletes objects in "
+            "the asset bucket (a lifecycle rule, cdk gc)") from exc
 
 
 def verify(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str) -> Optional[str]:
@@ -185,14 +207,18 @@ def streamed_sha256(s3: Any, bucket: str, key: str, etag: str) -> str:
     return digest.hexdigest()
 
 
+def _head_present(s3: Any, bucket: str, key: str) -> dict[str, Any]:
+    head: dict[str, Any] = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    return head
+
+
 def _head(s3: Any, bucket: str, key: str) -> Optional[dict[str, Any]]:
     try:
-        head: dict[str, Any] = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        return _head_present(s3, bucket, key)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in MISSING:
             raise
         return None
-    return head
 
 
 def _name(bucket: str, key: str, head: dict[str, Any]) -> str:
