@@ -15,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.measured_cost import (RecommenderCost, RegionCost, recommender_cost_from_json,
+                                           region_costs_from_json)
 
 DEFAULT_CAPACITY = pathlib.Path("capacity.json")
 SCHEMA_VERSION = 1
@@ -37,6 +39,11 @@ class Measurement:
     # Requests in flight per instance in that phase (the load test's concurrency): the concurrency policy's
     # basis. Absent in files recorded before it was measured.
     max_concurrency: Optional[float] = None
+    # What this throughput costs per million inferences in each region the spec serves the endpoint in, as priced
+    # when it was recorded (deployment_spec.measured_cost). Absent in files recorded before costs were kept.
+    cost_per_million: Optional[tuple[RegionCost, ...]] = None
+    # An imported Inference Recommender job's own CostPerHour and CostPerInference, to compare with.
+    recommender_cost: Optional[RecommenderCost] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,13 +86,24 @@ def _read(path: pathlib.Path) -> dict[str, Any]:
     return raw
 
 
-def _section(path: pathlib.Path, key: str, cls: type) -> dict[str, Any]:
+def _section(path: pathlib.Path, key: str, build: Callable[[str, dict[str, Any]], Any]) -> dict[str, Any]:
     raw = _read(path)
     try:
-        return {name: cls(**body) for name, body in raw.get(key, {}).items()}
-    except (TypeError, AttributeError) as exc:
+        return {name: build(f"{key}.{name}", body) for name, body in raw.get(key, {}).items()}
+    except (TypeError, AttributeError, ValueError) as exc:
         raise CapacityError(f"{path}: malformed capacity file ({exc}); rerun `tritonsm bench load --record` "
                             "or delete the file") from None
+
+
+def _measurement(where: str, body: dict[str, Any]) -> Measurement:
+    """A measurement as written; its cost figures (nested objects) become their dataclasses."""
+    fields = dict(body)
+    costs, aws = fields.pop("cost_per_million", None), fields.pop("recommender_cost", None)
+    return Measurement(**fields,
+                       cost_per_million=None if costs is None else region_costs_from_json(
+                           f"{where}.cost_per_million", costs),
+                       recommender_cost=None if aws is None else recommender_cost_from_json(
+                           f"{where}.recommender_cost", aws))
 
 
 def _write_section(path: pathlib.Path, key: str, values: Mapping[str, Any]) -> None:
@@ -100,7 +118,7 @@ def _write_section(path: pathlib.Path, key: str, values: Mapping[str, Any]) -> N
 
 def load_capacity(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, Measurement]:
     """Endpoint name -> measurement; an absent file means no measurements."""
-    return _section(pathlib.Path(path), "endpoints", Measurement)
+    return _section(pathlib.Path(path), "endpoints", _measurement)
 
 
 def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:
@@ -109,7 +127,7 @@ def save_capacity(measurements: dict[str, Measurement], path: str | pathlib.Path
 
 def load_drains(path: str | pathlib.Path = DEFAULT_CAPACITY) -> dict[str, "Drain"]:
     """Endpoint name -> drain measurement of an asynchronous endpoint."""
-    return _section(pathlib.Path(path), "drain", Drain)
+    return _section(pathlib.Path(path), "drain", lambda _where, body: Drain(**body))
 
 
 def save_drains(drains: dict[str, "Drain"], path: str | pathlib.Path = DEFAULT_CAPACITY) -> None:

@@ -35,24 +35,3 @@ def record(spec, endpoint: str, measurement: Measurement, path: pathlib.Path) ->
         note = f"invocations target {target.value:g} per instance per minute ({target.source})"
     return target, note
 
-
-def cost_line(spec, endpoint: str, measurement: Measurement) -> str:
-    """What a million inferences cost at the recorded rate (deployment_spec.cost), in each region the spec serves the
-    endpoint in, with what the figure assumes; an unknown price says how to get it, a stand-in measurement says so."""
-    from deployment_spec import cost, pricing
-
-    prices = pricing.load_prices(spec.root)
-    instance_type = spec.endpoints[endpoint].instance_type
-    regions = sorted({env.region for env in spec.environments.values() if endpoint in env.endpoints and env.region})
-    parts = []
-    for region in regions:
-        price = prices.lookup(region, instance_type)
-        if price is None:
-            parts.append(prices.missing(region, instance_type))
-            continue
-        usd = cost.per_million_usd(price.usd_per_hour, measurement.max_rps_per_instance)
-        parts.append(f"{cost.money(usd)} per million inferences in {region} ({cost.pool_price_label(price)})")
-    stand_in = "" if measurement.measured_on.startswith(instance_type) else (
-        f"; measured on {measurement.measured_on}, not on {instance_type}: a CPU stand-in figure, not the endpoint's "
-        "cost")
-    return "; ".join(parts or [f"no region for endpoint {endpoint} in the spec's environments"]) + stand_in

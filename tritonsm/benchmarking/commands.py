@@ -105,12 +105,11 @@ def _batch_sizes(text: str) -> list[int]:
 
 def run_load(args: argparse.Namespace) -> int:
     import json
-    import os
 
     from deployment_spec import load_spec
     from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from tritonsm.benchmarking import load_compare
+    from tritonsm.benchmarking import load_compare, load_cost
     from tritonsm.benchmarking.load_model import CONFIGS
     from tritonsm.benchmarking.load_phases import PhasePlan
 
@@ -144,8 +143,9 @@ def run_load(args: argparse.Namespace) -> int:
                      latency_threshold_ms=threshold, max_error_rate=args.max_error_rate,
                      must_reach=load_compare.GAIN_CONCURRENCY if load_compare.GAIN_CONCURRENCY in concurrencies
                      else None)
+    prices = _prices(spec) if args.record else None
     if args.endpoint:
-        return _run_endpoint_load(args, spec, plan, threshold)
+        return _run_endpoint_load(args, spec, plan, threshold, prices)
     _log(f"bench load: {', '.join(configs)}; phases at concurrency {', '.join(map(str, concurrencies))}, "
          f"{args.phase_seconds:g} s each, {args.repeats} interleaved round(s); threshold p99 <= {threshold:g} ms, "
          f"errors <= {args.max_error_rate:.0%}")
@@ -158,6 +158,7 @@ def run_load(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     command = _command(args, "load")
     result["command"] = command
+    result["cost"] = load_cost.section(result, spec, args.record, prices)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "load.json").write_text(json.dumps(result, indent=2) + "\n")
     table = load_compare.markdown(result)
@@ -176,11 +177,9 @@ def run_load(args: argparse.Namespace) -> int:
                             f"{args.max_error_rate:.0%}; nothing recorded (raise the threshold or lower the load)")
         measurement = Measurement(
             max_rps_per_instance=summary["max_rps_within_threshold"], latency_sla_ms=threshold,
-            p99_ms=summary["p99_ms_at_max"],
-            measured_on=f"local CPU ({os.cpu_count()} cores), {chosen} ({summary['description']}), "
-                        f"{result['model']}",
+            p99_ms=summary["p99_ms_at_max"], measured_on=load_cost.measured_on(result, chosen),
             command=command, max_concurrency=summary["at_concurrency"])
-        _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
+        _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY, prices)
         # The phases drive the load test's own Python-backend model on this CPU, not the endpoint's model on
         # its GPU instance: say so every time, so nobody mistakes it for the endpoint's real capacity.
         _log(f"note: measured on {result['model']} on this machine, not on {args.record}'s own model and "
@@ -254,10 +253,8 @@ def run_drain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -> int:
+def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float, prices) -> int:
     """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
-    import os
-
     from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
     from tritonsm.benchmarking import load_endpoint
@@ -297,7 +294,7 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float) -
     measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
                               p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
                               command=_command(args, "load"), max_concurrency=result.best_concurrency)
-    _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY)
+    _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY, prices)
     return 0
 
 
@@ -336,18 +333,34 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
                                  region=args.region or spec.environments[env_name].region, client=client, per=per)
 
 
-def _record(spec, endpoint: str, measurement, path: pathlib.Path) -> None:
-    """Writes the measurement into the capacity file and says what target it sets."""
+def _record(spec, endpoint: str, measurement, path: pathlib.Path, prices) -> None:
+    """Writes the measurement, with its cost per million per region, into the capacity file and says what target it
+    sets and what it costs (for an imported Inference Recommender job, against AWS's own figure)."""
     from deployment_spec.capacity import CapacityError
 
-    from tritonsm.benchmarking import capacity_record
+    from tritonsm.benchmarking import capacity_record, cost_per_million, recommender_cost
 
+    measurement = cost_per_million.priced(spec, endpoint, measurement, prices)
     try:
         _, note = capacity_record.record(spec, endpoint, measurement, path)
     except CapacityError as exc:
         raise UserError(str(exc)) from None
     _log(f"recorded {measurement.max_rps_per_instance:g} req/s for endpoint {endpoint} in {path}: {note}")
-    _log(f"cost: {capacity_record.cost_line(spec, endpoint, measurement)}")
+    for line in cost_per_million.cost_lines(endpoint, measurement):
+        _log(f"cost: {line}")
+    if measurement.recommender_cost is not None:
+        _log(f"compared: {recommender_cost.comparison(measurement, prices)}")
+
+
+def _prices(spec):
+    """The price table beside the spec (refresh cache, then the shipped snapshot), read before a run that records,
+    so a broken price file stops it before the load test rather than after."""
+    from deployment_spec.pricing import PricesError, load_prices
+
+    try:
+        return load_prices(spec.root)
+    except PricesError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run_recommender(args: argparse.Namespace) -> int:
@@ -392,12 +405,13 @@ def _import_recommendation(args: argparse.Namespace, spec) -> int:
 
     from tritonsm.benchmarking import recommender_import
 
+    prices = _prices(spec)
     client = boto3.client("sagemaker", region_name=args.region)
     job = recommender_import.describe(client, args.import_job)
     measured = recommender_import.measurement(job, spec.endpoints[args.endpoint], args.endpoint_name)
     _log(f"{args.endpoint}: {measured.p99_ms:g} ms model latency at {measured.max_rps_per_instance:g} req/s per "
          f"instance ({measured.measured_on})")
-    _record(spec, args.endpoint, measured, args.capacity)
+    _record(spec, args.endpoint, measured, args.capacity, prices)
     return 0
 
 

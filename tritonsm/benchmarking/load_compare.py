@@ -247,6 +247,10 @@ def markdown(result: dict) -> str:
         lines.append(f"\nDynamic batching gain at concurrency {g['concurrency']}: {g['batched']} vs {g['baseline']} = "
                      f"{x(g['gain'])} ({g['batched_rps'] or 0:.1f} vs {g['baseline_rps'] or 0:.1f} req/s); paired "
                      f"{x(g.get('paired_gain'))}, quieter half of the rounds {x(g.get('quieter_half_gain'))}.")
+    if result.get("cost"):
+        from tritonsm.benchmarking import load_cost
+
+        lines += load_cost.markdown(result["cost"])
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,5 @@
-"""The load test as a picture: throughput and p99 by concurrency, and what Triton did (batch sizes, queue)."""
+"""The load test as a picture: throughput and p99 by concurrency, what Triton did (batch sizes, queue), and with a
+cost section what each configuration costs per million inferences against its p99 (load_cost_plot)."""
 from __future__ import annotations
 
 import pathlib
@@ -6,13 +7,16 @@ import pathlib
 
 def plot(result: dict, target: pathlib.Path) -> None:
     """Writes ``target`` (PNG): left, req/s (solid) and p99 ms (dashed, right axis) by concurrency per
-    configuration; right, the average batch Triton formed (solid) and the queue share (dashed, right axis)."""
+    configuration; middle, the average batch Triton formed (solid) and the queue share (dashed, right axis); right,
+    when the result has a ``cost`` section (load_cost), cost per million inferences against p99."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on build machines
     import matplotlib.pyplot as plt
 
-    fig, (load, triton) = plt.subplots(1, 2, figsize=(12, 4.5))
+    cost = result.get("cost")
+    fig, axes = plt.subplots(1, 3 if cost else 2, figsize=(18, 6.5) if cost else (12, 4.5))
+    load, triton = axes[0], axes[1]
     latency, queue = load.twinx(), triton.twinx()
     for name, config in result["configs"].items():
         phases = config["phases"]
@@ -36,6 +40,10 @@ def plot(result: dict, target: pathlib.Path) -> None:
         axis.set_xticks(sorted({p["concurrency"] for c in result["configs"].values() for p in c["phases"]}))
         axis.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axis.legend(loc="upper left", fontsize=8)
+    if cost:
+        from tritonsm.benchmarking import load_cost_plot
+
+        load_cost_plot.draw(axes[2], cost)
     fig.tight_layout()
     fig.savefig(target, dpi=110)
     plt.close(fig)

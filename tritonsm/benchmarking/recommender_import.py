@@ -5,7 +5,9 @@ DescribeInferenceRecommendationsJob reports, per instance, ``MaxInvocations`` (r
 the instance sustained within the job's stopping conditions) and ``ModelLatency`` at that load
 (botocore's sagemaker model, ``InferenceMetrics`` / ``RecommendationMetrics``). A job on an existing
 endpoint (this app's request, tritonsm.benchmarking.recommender_request) reports ``EndpointPerformances``;
-instance types tried besides report ``InferenceRecommendations``.
+instance types tried besides report ``InferenceRecommendations``, whose ``RecommendationMetrics`` also carry
+AWS's own ``CostPerHour`` and ``CostPerInference``: kept in the record (``recommender_cost``) to compare with our
+cost per million (tritonsm.benchmarking.recommender_cost). ``InferenceMetrics`` carry no cost.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from deployment_spec.capacity import Measurement
 from deployment_spec.errors import UserError
+from deployment_spec.measured_cost import RecommenderCost
 
 OPERATION = "describe_inference_recommendations_job"
 
@@ -28,23 +31,41 @@ def measurement(job: dict[str, Any], endpoint: Any, endpoint_name: str | None = 
     for rec in job.get("InferenceRecommendations", []):
         config = rec.get("EndpointConfiguration", {})
         if config.get("InstanceType") == instance_type:
-            found = (rec["Metrics"], f"{instance_type} ({config.get('InitialInstanceCount', 1)} instance)")
+            found = (rec["Metrics"], f"{instance_type} ({config.get('InitialInstanceCount', 1)} instance)", False)
             break
     for perf in job.get("EndpointPerformances", []) if found is None else ():
         if endpoint_name is None or perf["EndpointInfo"]["EndpointName"] == endpoint_name:
-            found = (perf["Metrics"], f"{instance_type}, endpoint {perf['EndpointInfo']['EndpointName']}")
+            found = (perf["Metrics"], f"{instance_type}, endpoint {perf['EndpointInfo']['EndpointName']}", True)
             break
     if found is None:
         raise UserError(f"Inference Recommender job {name} has no result for {instance_type} (endpoint "
                         f"{endpoint.name}'s instance type); run a job that includes it (tritonsm bench recommender "
                         f"{endpoint.name} ...)")
-    metrics, where = found
+    metrics, where, on_endpoint = found
     return Measurement(
         max_rps_per_instance=round(metrics["MaxInvocations"] / 60, 3),
         latency_sla_ms=float(endpoint.alarms.latency_sla_ms),
         p99_ms=float(metrics["ModelLatency"]),
         measured_on=f"{where}, Inference Recommender job {name}",
-        command=f"tritonsm bench recommender {endpoint.name} --import {name}")
+        command=f"tritonsm bench recommender {endpoint.name} --import {name}",
+        recommender_cost=aws_cost(job, metrics, instance_type, on_endpoint))
+
+
+def aws_cost(job: dict[str, Any], metrics: dict[str, Any], instance_type: str, on_endpoint: bool) -> RecommenderCost:
+    """AWS's CostPerHour and CostPerInference of the chosen result, or why the job reported none."""
+    # The region AWS priced is the job's own: arn:aws:sagemaker:<region>:<account>:inference-recommendations-job/...
+    region = job["JobArn"].split(":")[3]
+    reported = {key: metrics.get(key) for key in ("CostPerHour", "CostPerInference")}
+    missing = [key for key, value in reported.items() if value is None]
+    if not missing:
+        note = None
+    elif on_endpoint:
+        note = ("the job measured an existing endpoint: its EndpointPerformances carry MaxInvocations and "
+                "ModelLatency only (botocore InferenceMetrics), no CostPerHour or CostPerInference")
+    else:
+        note = f"the job's result for {instance_type} carries no {' or '.join(missing)}"
+    return RecommenderCost(job["JobName"], region, instance_type, reported["CostPerHour"],
+                           reported["CostPerInference"], note)
 
 
 def describe(client: Any, job_name: str) -> dict[str, Any]:
