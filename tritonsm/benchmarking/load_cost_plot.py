@@ -19,20 +19,26 @@ def point_label(point: dict[str, Any]) -> str:
 
 
 def notes(cost: dict[str, Any]) -> list[str]:
-    """What the panel prints under its points: the prices the figures assume, then every missing figure's reason."""
+    """What the panel prints under its points: the prices the figures assume, then why each missing figure is
+    missing (the points that miss it for one reason named together, so a long reason is printed once)."""
     priced = [p for p in cost["points"] if p["usd_per_million"] is not None]
     lines = list(dict.fromkeys(f"assumes {assumes(p)}" for p in priced))
-    lines += list(dict.fromkeys(f"no figure for {p['config']}, {p['region']}: {p['unknown']}"
-                                for p in cost["points"] if p["usd_per_million"] is None))
+    missing: dict[str, list[str]] = {}
+    for p in cost["points"]:
+        if p["usd_per_million"] is None:
+            missing.setdefault(p["unknown"], []).append(f"{p['config']} in {p['region']}")
+    lines += [f"no figure for {', '.join(where)}: {reason}" for reason, where in missing.items()]
     return lines + ([cost["note"]] if cost["note"] else [])
 
 
 def draw(axis: Any, cost: dict[str, Any]) -> None:
     """Draws the panel on a matplotlib axis."""
     priced = [p for p in cost["points"] if p["usd_per_million"] is not None]
+    # One colour per configuration, in the order the other panels give them theirs (C0, C1, ...).
+    colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(p["config"] for p in cost["points"]))}
     for point in priced:
         x, y = point["p99_ms"], point["usd_per_million"]
-        dot, = axis.plot([x], [y], marker="o", linestyle="none")
+        dot, = axis.plot([x], [y], marker="o", linestyle="none", color=colours[point["config"]])
         if point["stand_in"]:
             dot.set_markerfacecolor("none")  # hollow: not the endpoint's own cost
         axis.annotate(point_label(point), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=7)
