@@ -113,10 +113,11 @@ def _user_recipes_importable(spec: Spec) -> None:
 def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: Iterable[str] = (),
         force: bool = False, log: Callable[[str], None] = print, serving_torch: bool = False,
         python_env_for: str = "image", memory_check: bool = True,
-        signing_key: Optional[signing.SigningKey] = None) -> Report:
+        signing_key: Optional[signing.AnyKey] = None) -> Report:
     """Builds ``requested`` models (all by default) and packs the endpoints' tarballs, each model directory signed
     with ``signing_key`` where given (its public key must be the spec's signing.public_key where that is set)."""
     requested = tuple(requested)
+    signing_key = _keeping_kms_signatures(signing_key, work_dir)
     signer = _signer(spec, signing_key)
     report = Report(requested=requested)
     _user_recipes_importable(spec)
@@ -236,7 +237,15 @@ def _lazy_toolchain() -> Callable:
     return get
 
 
-def _signer(spec: Spec, key: Optional[signing.SigningKey]) -> Optional[str]:
+def _keeping_kms_signatures(key: Optional[signing.AnyKey], work_dir: pathlib.Path) -> Optional[signing.AnyKey]:
+    """A KMS key keeps its signatures in the work folder, so that a rebuild gives the same bytes (kms_signing.py)."""
+    from model_build.kms_signing import KmsSigningKey
+    if isinstance(key, KmsSigningKey) and key.cache is None:
+        return dataclasses.replace(key, cache=work_dir / "kms-signatures")
+    return key
+
+
+def _signer(spec: Spec, key: Optional[signing.AnyKey]) -> Optional[str]:
     """The key's identity, refused before anything is built if it is not the spec's signing.public_key."""
     if key is None and spec.signing.public_key is not None:
         raise signing.SignatureError(
@@ -252,7 +261,7 @@ def _signer(spec: Spec, key: Optional[signing.SigningKey]) -> Optional[str]:
         signing.check_elliptic(spec.root / spec.signing.public_key)
         if identity != expected:
             raise signing.SignatureError(
-                f"the signing key {str(key.path)!r} is the key {identity}; allowed: the private key of "
+                f"the signing key {key.name} is the key {identity}; allowed: the private key of "
                 f"signing.public_key ({spec.signing.public_key}, {expected}); fix: give the team's key, or commit its "
                 "public key as signing.public_key")
     return identity
@@ -291,7 +300,7 @@ def _own_version() -> str:
 
 
 def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, log,
-             key: Optional[signing.SigningKey] = None, signer: Optional[str] = None,
+             key: Optional[signing.AnyKey] = None, signer: Optional[str] = None,
              provenance: Optional[packaging.Provenance] = None) -> Manifest:
     old = _old_manifest(out_dir)
     models: dict[str, ModelEntry] = {}

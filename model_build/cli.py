@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from model_build.signing import SigningKey
+    from model_build.signing import AnyKey
 
 DEFAULT_OUT = "assets"
 DEFAULT_WORK = ".tritonsm/build"
@@ -36,10 +36,11 @@ def register(add) -> None:
     p.add_argument("--python-env-for", choices=("image", "local"), default="image",
                    help="build Python-backend execution environments for the spec's Triton image (default) or "
                         "for this machine's Python: `tritonsm serve` only, synthesis refuses such a build")
-    p.add_argument("--signing-key", metavar="KEY.pem",
-                   help="sign every model directory with this elliptic-curve PEM private key (OpenSSF Model Signing; "
-                        "default: the file named by TRITONSM_SIGNING_KEY, its password in "
-                        "TRITONSM_SIGNING_KEY_PASSWORD); without one the tarballs are unsigned")
+    p.add_argument("--signing-key", metavar="KEY",
+                   help="sign every model directory with this elliptic-curve PEM private key, or an AWS KMS key "
+                        "named awskms:///KEY-ID-ARN-OR-ALIAS (OpenSSF Model Signing; default: TRITONSM_SIGNING_KEY, "
+                        "a key file's password in TRITONSM_SIGNING_KEY_PASSWORD); without one the tarballs are "
+                        "unsigned")
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -89,11 +90,11 @@ def run_build(args: argparse.Namespace) -> int:
     return report.exit_code()
 
 
-def _signing_key(given: Optional[str]) -> Optional[SigningKey]:
+def _signing_key(given: Optional[str]) -> Optional[AnyKey]:
     import os
-    from model_build import signing
+    from model_build import kms_signing, signing
     path = given or os.environ.get(signing.KEY_VARIABLE)
-    return signing.SigningKey(pathlib.Path(path), os.environ.get(signing.PASSWORD_VARIABLE)) if path else None
+    return kms_signing.named_key(path, os.environ.get(signing.PASSWORD_VARIABLE)) if path else None
 
 
 def _log(line: str) -> None:

@@ -82,7 +82,7 @@ class Provenance:
 
 
 def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path],
-         key: Optional[signing.SigningKey] = None, provenance: Optional[Provenance] = None) -> Artifact:
+         key: Optional[signing.AnyKey] = None, provenance: Optional[Provenance] = None) -> Artifact:
     """Writes one deterministic tarball, each model directory signed with ``key`` where given, and its CycloneDX bill
     of materials beside it; returns its manifest record."""
     tree, replace = {}, {}

@@ -27,7 +27,7 @@ import json
 import pathlib
 import tarfile
 import tempfile
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Protocol
 
 from deployment_spec.errors import UserError
 from deployment_spec.signing import key_identity, public_key_identity
@@ -50,10 +50,19 @@ class SigningKey:
     password: Optional[str] = None
 
     @property
+    def name(self) -> str:
+        """How messages name the key: its path."""
+        return repr(str(self.path))
+
+    @property
     def identity(self) -> str:
         from cryptography.hazmat.primitives import serialization
         return key_identity(_load_private(self).public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+    def private(self) -> Any:
+        """What model-signing's signer signs with: a ``cryptography`` EC private key."""
+        return _load_private(self)
 
 
 def check_elliptic(path: pathlib.Path) -> None:
@@ -65,6 +74,19 @@ def check_elliptic(path: pathlib.Path) -> None:
         raise SignatureError(f"signing.public_key: got a {type(key).__name__} in {str(path)!r}; allowed: an "
                              "elliptic-curve key (P-256, P-384, P-521); fix: make the key pair with "
                              "`openssl ecparam -name prime256v1 -genkey -noout`")
+
+
+class AnyKey(Protocol):
+    """What signs: a key file (``SigningKey``) or a key held elsewhere (kms_signing.KmsSigningKey)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def identity(self) -> str: ...
+
+    def private(self) -> Any:
+        """An object with ``public_key()`` and ``sign(data, ec.ECDSA(hash))``, as a ``cryptography`` EC key has."""
 
 
 def _load_private(key: SigningKey) -> Any:
@@ -95,34 +117,36 @@ def _canonical(payload: bytes) -> bytes:
     return json.dumps(json.loads(payload), sort_keys=True, indent=2).encode()
 
 
-def _signer(key: SigningKey) -> Any:
-    """model-signing's EC key signer, made deterministic: the statement canonical (``_canonical``) and the ECDSA
-    nonce derived from the key and the message (RFC 6979, ``cryptography``'s ``deterministic_signing``)."""
+def _signer(key: AnyKey) -> Any:
+    """model-signing's EC key signer, made deterministic: the statement canonical (``_canonical``) and, for a key
+    file, the ECDSA nonce derived from the key and the message (RFC 6979, ``cryptography``'s
+    ``deterministic_signing``). A KMS key signs with a random nonce; kms_signing.py keeps its signatures instead."""
     from cryptography.hazmat.primitives.asymmetric import ec
-    from model_signing._signing import sign_ec_key, sign_sigstore_pb
+    from google.protobuf import json_format
+    from model_signing._signing import sign_ec_key, sign_sigstore_pb, signing
+    from sigstore_models import intoto
+    from sigstore_models.bundle import v1 as bundle
 
     class Deterministic(sign_ec_key.Signer):  # type: ignore[misc]  # the library's classes are untyped
         def sign(self, payload: Any) -> Any:
-            # The library's bundle (verification material, envelope), its payload and signature then replaced.
-            bundle = super().sign(payload).bundle
-            envelope = bundle.dsse_envelope  # its fields hold raw bytes; its constructor takes them base64-encoded
-            canonical = _canonical(envelope.payload)
+            # The library's own bundle (sign_ec_key.Signer.sign), over the canonical statement.
+            canonical = _canonical(json_format.MessageToJson(payload.statement.pb).encode())
             algorithm = sign_ec_key.get_ec_key_hash(self._private_key.public_key())
             signature = self._private_key.sign(sign_sigstore_pb.pae(canonical),
                                                ec.ECDSA(algorithm, deterministic_signing=True))
-            replaced = type(envelope)(payload=base64.b64encode(canonical), payload_type=envelope.payload_type,
-                                      signatures=[type(envelope.signatures[0])(sig=base64.b64encode(signature),
-                                                                               keyid="")])
-            return sign_sigstore_pb.Signature(type(bundle)(media_type=bundle.media_type,
-                                                           verification_material=bundle.verification_material,
-                                                           dsse_envelope=replaced))
+            envelope = intoto.Envelope(payload=base64.b64encode(canonical),
+                                       payload_type=signing._IN_TOTO_JSON_PAYLOAD_TYPE,
+                                       signatures=[intoto.Signature(sig=base64.b64encode(signature), keyid="")])
+            return sign_sigstore_pb.Signature(bundle.Bundle(
+                media_type=sign_sigstore_pb._BUNDLE_MEDIA_TYPE,
+                verification_material=self._get_verification_material(), dsse_envelope=envelope))
 
     signer = Deterministic.__new__(Deterministic)
-    signer._private_key = _load_private(key)
+    signer._private_key = key.private()
     return signer
 
 
-def sign_model(key: SigningKey, model: str, digests: Mapping[str, str]) -> bytes:
+def sign_model(key: AnyKey, model: str, digests: Mapping[str, str]) -> bytes:
     """The bundle (``model.sig``'s bytes) over ``digests`` (path inside the model directory -> sha256 hex)."""
     from model_signing import manifest
     from model_signing._hashing import hashing as digest_types
