@@ -85,6 +85,26 @@ def test_bench_load_record_writes_the_target_the_app_derives(tiny_spec, tmp_path
     assert f"recorded {measured.max_rps_per_instance:g} req/s for endpoint tiny-sme in {path}" in capsys.readouterr().out
 
 
+@pytest.mark.triton
+def test_bench_load_record_prices_the_cpu_run_as_a_stand_in(priced_spec, tmp_path, capsys):
+    # The real local server, priced at the test figures of bench_prices ($2/h for ml.g5.xlarge in us-east-1).
+    path = tmp_path / "capacity.json"
+    code = main(["bench", "--spec", str(priced_spec.path), "load", "--configs", "pt-db", "--concurrency", "1",
+                 "--phase-seconds", "1", "--max-requests", "30", "--repeats", "1", "--record", "tiny-sme",
+                 "--capacity", str(path), "--out", str(tmp_path / "load"), "--work", str(tmp_path / "work")])
+    assert code == 0
+    measured = load_capacity(path)["tiny-sme"]
+    us = measured.cost_per_million[1]
+    assert (us.region, us.instance_type, us.cpu_stand_in, us.usd_per_hour) == ("us-east-1", "ml.g5.xlarge", True, 2.0)
+    assert us.usd_per_million == round(2.0 / (measured.max_rps_per_instance * 3600) * 1e6, 6)
+    out = capsys.readouterr().out
+    assert (f"not on ml.g5.xlarge: a CPU stand-in figure, not the endpoint's cost\n") in out
+    cost = json.loads((tmp_path / "load" / "load.json").read_text())["cost"]
+    assert [(p["config"], p["region"], p["stand_in"]) for p in cost["points"]] == [
+        ("pt-db", region, True) for region in ("eu-west-1", "us-east-1", "us-west-2")]
+    assert "| pt-db | us-east-1 | ml.g5.xlarge | CPU stand-in |" in (tmp_path / "load" / "load.md").read_text()
+
+
 def test_record_of_an_unknown_endpoint_is_refused_before_any_load(tiny_spec, tmp_path, capsys):
     code = main(["bench", "--spec", str(tiny_spec.path), "load", "--record", "nope", "--capacity",
                  str(tmp_path / "c.json")])

@@ -180,3 +180,16 @@ def test_a_job_in_an_unpriced_region_has_no_figure_of_ours(sagemaker, tmp_path, 
                     f"1.8; ours unknown: {missing}; no ratio: ours is unknown")
     line = _compared(sagemaker, tmp_path, capsys, priced_spec, _in("eu-west-1", _job(**_recommendation())))
     assert line.endswith("; no ratio: both are unknown")
+
+
+def test_a_result_without_max_invocations_is_refused_with_the_field(sagemaker, tmp_path, capsys):
+    # MaxInvocations and ModelLatency are optional in RecommendationMetrics: a result may lack them.
+    job = _job(**_recommendation())
+    del job["InferenceRecommendations"][0]["Metrics"]["MaxInvocations"]
+    sagemaker.add_response("describe_inference_recommendations_job", job, {"JobName": "classifier-load-test"})
+    assert _import(tmp_path) == 2
+    assert capsys.readouterr().err == (
+        "error: Inference Recommender job classifier-load-test's result for ml.g5.xlarge has no MaxInvocations; "
+        "nothing to record (the capacity record needs both): run the job again, or set "
+        "endpoints.classifier.scaling.max_rps_per_instance\n")
+    assert not (tmp_path / "capacity.json").exists()

@@ -42,6 +42,12 @@ def measurement(job: dict[str, Any], endpoint: Any, endpoint_name: str | None = 
                         f"{endpoint.name}'s instance type); run a job that includes it (tritonsm bench recommender "
                         f"{endpoint.name} ...)")
     metrics, where, on_endpoint = found
+    # Optional in RecommendationMetrics (botocore's sagemaker model), so a result may lack them.
+    absent = [key for key in ("MaxInvocations", "ModelLatency") if metrics.get(key) is None]
+    if absent:
+        raise UserError(f"Inference Recommender job {name}'s result for {instance_type} has no {' or '.join(absent)}; "
+                        "nothing to record (the capacity record needs both): run the job again, or set "
+                        f"endpoints.{endpoint.name}.scaling.max_rps_per_instance")
     return Measurement(
         max_rps_per_instance=round(metrics["MaxInvocations"] / 60, 3),
         latency_sla_ms=float(endpoint.alarms.latency_sla_ms),
