@@ -149,16 +149,16 @@ def main() -> int:
 def _cost_report(spec: Spec, capacity: dict[str, Measurement], assembly: pathlib.Path) -> None:
     """What each stage costs per month (deployment_spec.cost): one line per stage on stderr, the whole report beside
     the assembly (cost-report.txt), so every synth and `cdk diff` shows it and CI can keep it."""
-    from deployment_spec import cost, pricing
+    from deployment_spec import cost, cost_report, pricing
     try:
         costs = cost.spec_costs(spec.environments, pricing.load_prices(spec.root), capacity)
     except pricing.PricesError as exc:
         print(f"note: no cost report: {exc}", file=sys.stderr)
         return
-    lines = cost.report(costs)
+    lines = cost_report.report(costs)
     (assembly / "cost-report.txt").write_text("\n".join(lines) + "\n")
     for stage in costs.values():
-        print(f"cost: {cost.stage_line(stage)}", file=sys.stderr)
+        print(f"cost: {cost_report.stage_line(stage)}", file=sys.stderr)
     print(f"cost: the whole report, per endpoint and with its assumptions: {assembly / 'cost-report.txt'}",
           file=sys.stderr)
 

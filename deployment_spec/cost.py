@@ -28,20 +28,19 @@ aws_cdk.
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional
 
 from deployment_spec.capacity import Measurement
+from deployment_spec.measured_cost import measured_hardware
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem
 from deployment_spec.pricing import Price, PriceTable
 from deployment_spec.scaling import Scaling
 from deployment_spec.scheduled_scaling import ScheduledScaling
+from deployment_spec.weekly_schedule import weekly_bounds
 
 HOURS_PER_MONTH = 730.0
-_WEEK_MINUTES = 7 * 24 * 60
-_DAYS = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}  # AWS cron: 1-7 = SUN-SAT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +97,7 @@ class PerMillion:
     @property
     def stand_in(self) -> bool:
         """Measured somewhere else than on the priced type (a local CPU, another instance type)."""
-        return self.measurement.measured_on != self.price.instance_type
+        return measured_hardware(self.measurement.measured_on) != self.price.instance_type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +225,7 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
     ceiling = _figure(high * hours, ceiling_price, missing)
     if pool.fallbacks and ceiling_price is not None and ceiling_price.instance_type != pool.instance_type:
         notes.append(f"ceiling priced at the dearest fallback pool, {ceiling_price.instance_type} "
-                     f"({_rate(ceiling_price)})")
+                     f"({hourly_rate(ceiling_price)})")
     expected = None
     if pool.schedules:
         weekly = weekly_bounds(pool.min_instances, pool.max_instances, pool.schedules)
@@ -290,91 +289,13 @@ def spec_costs(environments: Mapping[str, EnvironmentSpec], prices: PriceTable,
     return {name: environment_cost(env, prices, capacity, hours) for name, env in environments.items()}
 
 
-# ------------------------------------------------------------------------------------------------ schedules
-
-def weekly_bounds(minimum: int, maximum: int, schedules: Sequence[ScheduledScaling]) -> list[tuple[int, int]] | None:
-    """The (min, max) in force each minute of a week (Sunday 00:00 first), the schedules replaying every week;
-    None when a schedule is not a weekly cron expression (``rate``, ``at``, a day of the month, a year)."""
-    fires: list[tuple[list[bool], Optional[int], Optional[int]]] = []
-    for schedule in schedules:
-        minutes = _weekly_minutes(schedule.schedule)
-        if minutes is None:
-            return None
-        fires.append((minutes, *schedule.bounds))
-    low, high = minimum, maximum
-    out: list[tuple[int, int]] = []
-    for week in range(2):  # the first week settles what the previous week left in force
-        for minute in range(_WEEK_MINUTES):
-            for fired, s_low, s_high in fires:
-                if fired[minute]:
-                    low = s_low if s_low is not None else low
-                    high = s_high if s_high is not None else high
-            if week == 1:
-                out.append((low, high))
-    return out
-
-
-def _weekly_minutes(expression: str) -> list[bool] | None:
-    match = re.fullmatch(r"cron\((\S+) (\S+) (\S+) (\S+) (\S+) (\S+)\)", expression.strip())
-    if match is None:
-        return None
-    minute, hour, dom, month, dow, year = match.groups()
-    if dom not in ("*", "?") or month != "*" or year != "*":
-        return None
-    minutes, hours = _field(minute, 0, 59), _field(hour, 0, 23)
-    days = {1, 2, 3, 4, 5, 6, 7} if dow in ("*", "?") else _field(dow, 1, 7, _DAYS)
-    if minutes is None or hours is None or days is None:
-        return None
-    out = [False] * _WEEK_MINUTES
-    for day in days:
-        for h in hours:
-            for m in minutes:
-                out[(day - 1) * 1440 + h * 60 + m] = True
-    return out
-
-
-def _field(text: str, low: int, high: int, names: Mapping[str, int] | None = None) -> set[int] | None:
-    """A cron field's values: ``*``, numbers, names, lists, ranges and steps; None for what is not understood
-    (``L``, ``W``, ``#``)."""
-    out: set[int] = set()
-
-    def value(part: str) -> int | None:
-        if names and part.upper() in names:
-            return names[part.upper()]
-        return int(part) if part.isdigit() else None
-
-    for part in text.split(","):
-        step = 1
-        if "/" in part:
-            part, step_text = part.split("/", 1)
-            if not step_text.isdigit() or int(step_text) == 0:
-                return None
-            step = int(step_text)
-        if part == "*":
-            start, end = low, high
-        elif "-" in part:
-            a, b = (value(x) for x in part.split("-", 1))
-            if a is None or b is None:
-                return None
-            start, end = a, b
-        else:
-            v = value(part)
-            if v is None:
-                return None
-            start, end = v, (high if step > 1 else v)
-        if not (low <= start <= high and low <= end <= high) or start > end:
-            return None
-        out.update(range(start, end + 1, step))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------- wording
 
 def money(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
 
 
-def _rate(price: Price) -> str:
+def hourly_rate(price: Price) -> str:
     return f"${price.usd_per_hour:g}/h"
 
 
@@ -393,132 +314,8 @@ def assumptions(cost: EnvironmentCost) -> str:
     return f"{cost.region or 'no region'} on-demand{priced}, {cost.hours:g} h"
 
 
-def stage_line(cost: EnvironmentCost) -> str:
-    """``prod: floor $X / month, ceiling $Y / month (us-east-1 on-demand, prices of DATE, 730 h)``."""
-    line = f"{cost.name}: floor {amount(cost.floor)} / month, ceiling {amount(cost.ceiling)} / month"
-    if cost.expected:
-        line += f", expected {amount(cost.expected[0])} to {amount(cost.expected[1])} / month with the schedules"
-    line += f" ({assumptions(cost)})"
-    if cost.prepaid:
-        line += f"; plus the prepaid capacity reservations of {', '.join(sorted({p.endpoint for p in cost.prepaid}))}"
-    return line
-
-
-def endpoint_lines(cost: EndpointCost, hours: float) -> list[str]:
-    out = [f"  {cost.name} ({cost.kind}): floor {amount(cost.floor)}, ceiling {amount(cost.ceiling)} / month"]
-    for p in cost.pools:
-        pool = p.pool
-        rate = _rate(p.price) if p.price else "unknown price"
-        out.append(f"    {pool.where}: {pool.min_instances}..{pool.max_instances} × {pool.instance_type} at {rate} "
-                   f"× {hours:g} h" + (f"; fallback pools {', '.join(pool.fallbacks)}" if pool.fallbacks else ""))
-        if p.expected:
-            out.append(f"      expected with the schedules: {amount(p.expected[0])} to {amount(p.expected[1])} / month")
-        out += [f"      {note}" for note in p.notes]
-    if cost.per_million is not None:
-        m = cost.per_million
-        label = (f"measured on {m.measurement.measured_on}, not on {m.price.instance_type}: a stand-in figure, not "
-                 f"this endpoint's cost" if m.stand_in else f"measured on {m.measurement.measured_on}")
-        out.append(f"    cost per million inferences: {money(m.usd)} at {m.rps:g} requests/s per instance within the "
-                   f"{m.measurement.latency_sla_ms:g} ms SLA (p99 {m.measurement.p99_ms:g} ms; capacity.json, {label}; "
-                   f"{pool_price_label(m.price)})")
-    elif cost.per_million_note:
-        out.append(f"    {cost.per_million_note}")
-    return out
-
-
 def pool_price_label(price: Price) -> str:
-    return f"{price.instance_type} at {_rate(price)} in {price.region}, prices of {price.date}"
-
-
-def report(costs: Mapping[str, EnvironmentCost]) -> list[str]:
-    """One line per stage, then one per endpoint and pool, then the price sources and what was not priced."""
-    out: list[str] = []
-    unknown: dict[str, None] = {}
-    sources: dict[str, None] = {}
-    for cost in costs.values():
-        out.append(stage_line(cost))
-        for endpoint in cost.endpoints:
-            out += endpoint_lines(endpoint, cost.hours)
-        for figure in (cost.floor, cost.ceiling):
-            unknown.update(dict.fromkeys(figure.unknown))
-        sources.update(dict.fromkeys(f"{p.source} ({p.date})" for p in cost.prices))
-    out += [f"prices: {s}" for s in sources]
-    out += [f"note: {u}" for u in unknown]
-    return out
-
-
-# ----------------------------------------------------------------------------------------------------- diff
-
-def _pct(old: float, new: float) -> str:
-    if old == 0:
-        return "new" if new else "0 %"
-    return f"{(new - old) / old * 100:+.0f} %"
-
-
-def _change(label: str, old: Figure, new: Figure) -> str | None:
-    if old.usd is not None and new.usd is not None:
-        if round(old.usd, 2) == round(new.usd, 2):
-            return None
-        return f"{label} {money(old.usd)} → {money(new.usd)} / month ({_pct(old.usd, new.usd)})"
-    if old.instance_hours == new.instance_hours and old.usd == new.usd:
-        return None
-    return (f"{label} {old.instance_hours:,.0f} → {new.instance_hours:,.0f} instance-hours / month "
-            f"({_pct(old.instance_hours, new.instance_hours)}; unknown price)")
-
-
-def _pool_changes(old: Mapping[str, PoolCost], new: Mapping[str, PoolCost], bound: str) -> list[str]:
-    out = []
-    for where in list(dict.fromkeys([*old, *new])):
-        a, b = old.get(where), new.get(where)
-        if a is None or b is None:
-            pool = (a or b).pool  # type: ignore[union-attr]
-            out.append(f"{where} {'added' if a is None else 'removed'} ({pool.min_instances}..{pool.max_instances} × "
-                       f"{pool.instance_type})")
-            continue
-        pa, pb = a.pool, b.pool
-        field = pa.bounds_field if bound == "min" else pa.bounds_field.replace("min_instances", "max_instances")
-        va, vb = (pa.min_instances, pb.min_instances) if bound == "min" else (pa.max_instances, pb.max_instances)
-        if va != vb:
-            out.append(f"{where} {field} {va} → {vb}")
-        if pa.instance_type != pb.instance_type:
-            out.append(f"{where} instance_type {pa.instance_type} → {pb.instance_type}")
-        if bound == "max" and pa.fallbacks != pb.fallbacks:
-            out.append(f"{where} fallback_instance_types [{', '.join(pa.fallbacks)}] → [{', '.join(pb.fallbacks)}]")
-        if bound == "min" and pa.schedules != pb.schedules:
-            out.append(f"{where} schedules changed")
-        if pa.prepaid != pb.prepaid:
-            out.append(f"{where} capacity_reservation {'removed' if pa.prepaid else 'added'}")
-        price_a = a.price if bound == "min" else a.ceiling_price
-        price_b = b.price if bound == "min" else b.ceiling_price
-        if price_a and price_b and price_a.instance_type == price_b.instance_type and \
-                price_a.usd_per_hour != price_b.usd_per_hour:
-            out.append(f"{price_a.instance_type} price {_rate(price_a)} → {_rate(price_b)}")
-    return out
-
-
-def diff(old: Mapping[str, EnvironmentCost], new: Mapping[str, EnvironmentCost]) -> list[str]:
-    """``prod floor $1,210 → $2,420 / month (+100 %): classifier min_instances 1 → 2``, per changed figure."""
-    out: list[str] = []
-    for name in list(dict.fromkeys([*old, *new])):
-        a, b = old.get(name), new.get(name)
-        if a is None or b is None:
-            cost = a or b
-            out.append(f"{name}: environment {'added' if a is None else 'removed'} ({stage_line(cost)})")  # type: ignore[arg-type]
-            continue
-        pools_a = {p.pool.where: p for e in a.endpoints for p in e.pools}
-        pools_b = {p.pool.where: p for e in b.endpoints for p in e.pools}
-        lines = []
-        for label, bound, fa, fb in ((f"{name} floor", "min", a.floor, b.floor),
-                                     (f"{name} ceiling", "max", a.ceiling, b.ceiling)):
-            change = _change(label, fa, fb)
-            reasons = _pool_changes(pools_a, pools_b, bound)
-            if change is None and reasons and (fa.usd is None or fb.usd is None):
-                # The same instance-hours, but a change that moves the dollars, which are unknown here.
-                change = f"{label} {fb.instance_hours:,.0f} instance-hours / month either way (unknown price)"
-            if change:
-                lines.append(change + (": " + "; ".join(reasons) if reasons else ""))
-        out += lines or [f"{name}: no change (floor {amount(b.floor)}, ceiling {amount(b.ceiling)} / month)"]
-    return out
+    return f"{price.instance_type} at {hourly_rate(price)} in {price.region}, prices of {price.date}"
 
 
 # ----------------------------------------------------------------------------------------------------- budget

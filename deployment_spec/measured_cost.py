@@ -16,6 +16,7 @@ them have neither key and read as before.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Optional
 
 LOCAL_CPU = "local CPU"
@@ -75,3 +76,12 @@ def region_costs_from_json(where: str, raw: Any) -> tuple[RegionCost, ...]:
 def recommender_cost_from_json(where: str, raw: Any) -> RecommenderCost:
     built: RecommenderCost = _build(RecommenderCost, where, raw)
     return built
+
+
+def measured_hardware(measured_on: str) -> str:
+    """What a measurement ran on, from its ``measured_on`` text: LOCAL_CPU, the instance type it starts with, or the
+    whole text when it names neither (then it counts as a stand-in: nothing shows it ran on the served type)."""
+    if measured_on.startswith(LOCAL_CPU):
+        return LOCAL_CPU
+    first = re.split(r"[ ,]", measured_on, maxsplit=1)[0]
+    return first if first.startswith("ml.") else measured_on

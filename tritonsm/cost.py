@@ -18,7 +18,8 @@ import yaml
 
 from deployment_spec import load_spec
 from deployment_spec.capacity import DEFAULT_CAPACITY, CapacityError, load_capacity
-from deployment_spec.cost import HOURS_PER_MONTH, diff, report, spec_costs
+from deployment_spec.cost import HOURS_PER_MONTH, spec_costs
+from deployment_spec.cost_report import diff, report
 from deployment_spec.errors import UserError
 from deployment_spec.pricing import CACHE_DIR, PricesError, cache_path, load_prices, price_document
 from deployment_spec.spec import Spec, parse_spec

@@ -10,7 +10,8 @@ from deployment_spec import load_spec, pricing
 from deployment_spec.capacity import CapacityError, Measurement, load_capacity
 from deployment_spec.measured_cost import RegionCost
 from tritonsm.benchmarking import commands
-from tritonsm.benchmarking.cost_per_million import cost_lines, measured_hardware, priced
+from deployment_spec.measured_cost import measured_hardware
+from tritonsm.benchmarking.cost_per_million import cost_lines, priced
 
 from bench_prices import TEST_PRICE_SOURCE
 

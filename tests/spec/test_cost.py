@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError, load_spec
-from deployment_spec import cost, instances, pricing
+from deployment_spec import cost, cost_report, instances, pricing
 from deployment_spec.capacity import Measurement
 from deployment_spec.capacity_reservation import CapacityReservation
 from deployment_spec.components import ManagedInstances
@@ -131,10 +131,21 @@ def test_cost_per_million_inferences_from_the_measured_throughput():
     assert result.per_million is not None and not result.per_million.stand_in
     assert result.per_million.usd == pytest.approx(1.0 / (30 * 3600) * 1e6)
     stand_in = _cost(_endpoint(), measurement=Measurement(30.0, 200, 150, "local CPU (2 cores)", "x"))
-    line = cost.endpoint_lines(stand_in, 730)[-1]
+    line = cost_report.endpoint_lines(stand_in, 730)[-1]
     assert line == ("    cost per million inferences: $9.26 at 30 requests/s per instance within the 200 ms SLA "
                     "(p99 150 ms; capacity.json, measured on local CPU (2 cores), not on ml.g5.xlarge: a stand-in "
                     "figure, not this endpoint's cost; ml.g5.xlarge at $1/h in us-east-1, prices of 2026-11-01)")
+
+
+@pytest.mark.parametrize("measured_on, stand_in", [
+    ("ml.g5.xlarge (1 instance), Inference Recommender job J", False),  # AWS measured the served type
+    ("ml.g5.xlarge, endpoint prod-classifier", False),
+    ("ml.g6.xlarge (1 instance), Inference Recommender job J", True),   # another type
+    ("local CPU (2 cores), pt-base", True),
+])
+def test_a_figure_is_a_stand_in_only_when_measured_on_other_hardware(measured_on, stand_in):
+    result = _cost(_endpoint(), measurement=Measurement(30.0, 200, 150, measured_on, "x"))
+    assert result.per_million is not None and result.per_million.stand_in is stand_in
 
 
 # ------------------------------------------------------------------------------------------ the snapshot

@@ -15,17 +15,8 @@ import re
 
 from deployment_spec.capacity import Measurement
 from deployment_spec.cost import money, per_million_usd, pool_price_label
-from deployment_spec.measured_cost import LOCAL_CPU, RegionCost
+from deployment_spec.measured_cost import RegionCost, measured_hardware
 from deployment_spec.pricing import Price, PriceTable
-
-
-def measured_hardware(measured_on: str) -> str:
-    """What a measurement ran on, from its ``measured_on`` text: LOCAL_CPU, the instance type it starts with, or the
-    whole text when it names neither (then it counts as a stand-in: nothing shows it ran on the served type)."""
-    if measured_on.startswith(LOCAL_CPU):
-        return LOCAL_CPU
-    first = re.split(r"[ ,]", measured_on, maxsplit=1)[0]
-    return first if first.startswith("ml.") else measured_on
 
 
 def served(spec, endpoint: str) -> list[tuple[str, str]]:
