@@ -193,3 +193,24 @@ def test_a_result_without_max_invocations_is_refused_with_the_field(sagemaker, t
         "nothing to record (the capacity record needs both): run the job again, or set "
         "endpoints.classifier.scaling.max_rps_per_instance\n")
     assert not (tmp_path / "capacity.json").exists()
+
+
+def test_every_other_instance_type_the_job_tried_is_compared_too(sagemaker, tmp_path, capsys, priced_spec):
+    # The job ran in us-west-2, where the test figures price ml.g6.xlarge ($3.60/h) and not ml.g5.xlarge.
+    job = _recommendation(CostPerHour=1.2, CostPerInference=0.00004)
+    other = _recommendation("ml.g6.xlarge", CostPerHour=1.0, CostPerInference=0.0001)["InferenceRecommendations"]
+    incomplete = _recommendation("ml.g4dn.xlarge")["InferenceRecommendations"]
+    del incomplete[0]["Metrics"]["MaxInvocations"]  # left out: nothing to price
+    sagemaker.add_response("describe_inference_recommendations_job", _in("us-west-2", _job(
+        InferenceRecommendations=job["InferenceRecommendations"] + other + incomplete)),
+        {"JobName": "classifier-load-test"})
+    assert _import(tmp_path, spec=priced_spec.path, endpoint="tiny-sme") == 0
+    also = [line for line in capsys.readouterr().out.splitlines() if line.startswith("also measured: ")]
+    assert also == [
+        "also measured: 10 req/s per instance, 90 ms model latency; Inference Recommender job classifier-load-test in "
+        "us-west-2, ml.g6.xlarge: AWS's CostPerInference 0.0001 × 1e6 = $100 per million, CostPerHour 1; ours "
+        "$100 per million inferences in us-west-2 at 10 req/s per instance within the 300 ms SLA (ml.g6.xlarge "
+        f"at $3.6/h in us-west-2, prices of 2026-11-01, on demand, source: {TEST_PRICE_SOURCE}); ours / AWS's = 1.00"]
+    # Only the endpoint's own type goes into capacity.json.
+    recorded = json.loads((tmp_path / "capacity.json").read_text())["endpoints"]["tiny-sme"]
+    assert recorded["recommender_cost"]["instance_type"] == "ml.g5.xlarge"

@@ -412,6 +412,11 @@ def _import_recommendation(args: argparse.Namespace, spec) -> int:
     _log(f"{args.endpoint}: {measured.p99_ms:g} ms model latency at {measured.max_rps_per_instance:g} req/s per "
          f"instance ({measured.measured_on})")
     _record(spec, args.endpoint, measured, args.capacity, prices)
+    from tritonsm.benchmarking import recommender_cost
+    for other in recommender_import.other_types(job, spec.endpoints[args.endpoint]):
+        # Not recorded (capacity.json holds the endpoint's own type): shown to choose a type by cost.
+        _log(f"also measured: {other.max_rps_per_instance:g} req/s per instance, {other.p99_ms:g} ms model latency; "
+             f"{recommender_cost.comparison(other, prices)}")
     return 0
 
 

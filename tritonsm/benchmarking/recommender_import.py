@@ -42,12 +42,35 @@ def measurement(job: dict[str, Any], endpoint: Any, endpoint_name: str | None = 
                         f"{endpoint.name}'s instance type); run a job that includes it (tritonsm bench recommender "
                         f"{endpoint.name} ...)")
     metrics, where, on_endpoint = found
-    # Optional in RecommendationMetrics (botocore's sagemaker model), so a result may lack them.
-    absent = [key for key in ("MaxInvocations", "ModelLatency") if metrics.get(key) is None]
+    absent = _absent(metrics)
     if absent:
         raise UserError(f"Inference Recommender job {name}'s result for {instance_type} has no {' or '.join(absent)}; "
                         "nothing to record (the capacity record needs both): run the job again, or set "
                         f"endpoints.{endpoint.name}.scaling.max_rps_per_instance")
+    return _measurement(job, metrics, where, endpoint, instance_type, on_endpoint)
+
+
+def other_types(job: dict[str, Any], endpoint: Any) -> list[Measurement]:
+    """What the job measured on every other instance type it tried (its InferenceRecommendations), each with AWS's
+    cost, to compare per instance type; results without a rate or a latency are left out."""
+    out = []
+    for rec in job.get("InferenceRecommendations", []):
+        config, metrics = rec.get("EndpointConfiguration", {}), rec.get("Metrics", {})
+        instance_type = config.get("InstanceType")
+        if instance_type and instance_type != endpoint.instance_type and not _absent(metrics):
+            where = f"{instance_type} ({config.get('InitialInstanceCount', 1)} instance)"
+            out.append(_measurement(job, metrics, where, endpoint, instance_type, False))
+    return out
+
+
+def _absent(metrics: dict[str, Any]) -> list[str]:
+    # Optional in RecommendationMetrics (botocore's sagemaker model), so a result may lack them.
+    return [key for key in ("MaxInvocations", "ModelLatency") if metrics.get(key) is None]
+
+
+def _measurement(job: dict[str, Any], metrics: dict[str, Any], where: str, endpoint: Any, instance_type: str,
+                 on_endpoint: bool) -> Measurement:
+    name = job["JobName"]
     return Measurement(
         max_rps_per_instance=round(metrics["MaxInvocations"] / 60, 3),
         latency_sla_ms=float(endpoint.alarms.latency_sla_ms),
