@@ -39,3 +39,11 @@ def test_the_workflow_runs_the_readme_commands():
     steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["synth-and-test"]["steps"]
     runs = [step.get("run", "").strip() for step in steps]
     assert runs[:4] == ["", "", "make", "make test"]  # checkout, Python 3.11, then the README's two commands
+
+
+def test_the_workflow_posts_the_cost_change_against_the_base_commit():
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["synth-and-test"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0  # the base commit's spec must be in the clone
+    cost, = [step for step in steps if "tritonsm cost --diff" in step.get("run", "")]
+    assert cost["env"]["BASE"] == "${{ github.event.pull_request.base.sha }}"
+    assert '.venv/bin/tritonsm cost --diff "$BASE"' in cost["run"] and "GITHUB_STEP_SUMMARY" in cost["run"]
