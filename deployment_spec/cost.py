@@ -57,6 +57,7 @@ class Pool:
     fallbacks: tuple[str, ...] = ()
     schedules: tuple[ScheduledScaling, ...] = ()
     prepaid: bool = False       # launches into a capacity reservation (a training plan's upfront fee)
+    scheduled_copies: tuple[str, ...] = ()  # inference components whose copies follow schedules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,8 +176,10 @@ def pools(endpoint: EndpointSpec) -> list[Pool]:
     prepaid = endpoint.capacity_reservation is not None
     if endpoint.kind is EndpointKind.INFERENCE_COMPONENTS:
         bounds = endpoint.instance_bounds
+        scheduled = tuple(name for name, c in endpoint.components.items() if c.scaling and c.scaling.schedules)
         return [Pool(endpoint.name, endpoint.name, endpoint.instance_type, bounds.min_instances, bounds.max_instances,
-                     "managed_instances.min_instances", endpoint.fallback_instance_types, prepaid=prepaid)]
+                     "managed_instances.min_instances", endpoint.fallback_instance_types, prepaid=prepaid,
+                     scheduled_copies=scheduled)]
     out: list[Pool] = []
     if endpoint.variants:
         for v in endpoint.variants:
@@ -226,6 +229,11 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
     if pool.fallbacks and ceiling_price is not None and ceiling_price.instance_type != pool.instance_type:
         notes.append(f"ceiling priced at the dearest fallback pool, {ceiling_price.instance_type} "
                      f"({hourly_rate(ceiling_price)})")
+    if pool.scheduled_copies:
+        # Instances are billed, copies are not; how many instances a number of copies needs is managed instance
+        # scaling's packing of their reservations, which is not modelled here.
+        notes.append(f"the schedules of {', '.join(pool.scheduled_copies)} move copies, not managed_instances: the "
+                     "instances the copies need stay between the floor and the ceiling; no expected range")
     expected = None
     if pool.schedules:
         weekly = weekly_bounds(pool.min_instances, pool.max_instances, pool.schedules)

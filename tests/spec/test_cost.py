@@ -70,6 +70,21 @@ def test_inference_components_bill_the_managed_instances_and_scale_to_zero_has_a
     assert result.pools[0].pool.bounds_field == "managed_instances.min_instances"
 
 
+def test_scheduled_copies_of_inference_components_say_why_there_is_no_expected_range():
+    from deployment_spec.components import ComponentSpec, CopyScaling
+    from deployment_spec.scheduled_scaling import ScheduledCopies
+    nights = ScheduledCopies(name="nights", schedule="cron(0 20 ? * MON-FRI *)", max_copies=1)
+    endpoint = _endpoint(kind=EndpointKind.INFERENCE_COMPONENTS, scaling=None,
+                         managed_instances=ManagedInstances(min_instances=1, max_instances=3),
+                         components={"bert": ComponentSpec(scaling=CopyScaling(
+                             max_copies=4, invocations_per_copy=100, schedules=(nights,))),
+                                     "t5": ComponentSpec()})
+    pool, = _cost(endpoint).pools
+    assert (pool.floor.usd, pool.ceiling.usd, pool.expected) == (730.0, 3 * 730.0, None)
+    assert pool.notes == ("the schedules of bert move copies, not managed_instances: the instances the copies need "
+                          "stay between the floor and the ceiling; no expected range",)
+
+
 def test_fallback_pools_price_the_ceiling_at_the_dearest_pool():
     result = _cost(_endpoint(fallback_instance_types=("ml.g6.xlarge",)))
     assert (result.floor.usd, result.ceiling.usd) == (730.0, 3 * 730.0 * 2.0)
