@@ -72,6 +72,10 @@ def _change(label: str, old: Figure, new: Figure) -> str | None:
         return f"{label} {money(old.usd)} → {money(new.usd)} / month ({_pct(old.usd, new.usd)})"
     if old.instance_hours == new.instance_hours and old.usd == new.usd:
         return None
+    if (old.usd is None) != (new.usd is None):
+        # Priced on one side only (a type without a price came or went): both as they are; `tritonsm cost` says
+        # which price is missing and how to get it.
+        return f"{label} {amount(old)} → {amount(new)} / month"
     return (f"{label} {old.instance_hours:,.0f} → {new.instance_hours:,.0f} instance-hours / month "
             f"({_pct(old.instance_hours, new.instance_hours)}; unknown price)")
 

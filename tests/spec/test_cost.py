@@ -318,3 +318,17 @@ def test_a_diff_without_prices_still_names_a_change_that_moves_only_dollars(tmp_
     assert capsys.readouterr().out.splitlines() == [
         "prod ceiling 10,220 instance-hours / month either way (unknown price): classifier fallback_instance_types "
         "[] → [ml.g6.xlarge]"]
+
+
+def test_a_diff_to_an_unpriced_type_shows_the_old_dollars_and_the_new_instance_hours(tmp_path, capsys):
+    # Found by the outside check: this read "730 → 730 instance-hours (+0 %; unknown price)", losing the old figure.
+    before = _spec_dir(tmp_path, {"ml.g5.xlarge": 1.0})
+    after = tmp_path / "after.yaml"
+    after.write_text(before.read_text().replace(
+        "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n",
+        "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n    fallback_instance_types: [ml.g6.xlarge]\n"))
+    assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "prod",
+                 "--capacity", str(tmp_path / "none.json")]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "prod ceiling $10,220 → unknown price (10,220 instance-hours) / month: classifier fallback_instance_types "
+        "[] → [ml.g6.xlarge]"]
