@@ -133,7 +133,11 @@ def test_bench_load_on_the_endpoints_own_model_records_it(tiny_spec, tmp_path):
     # Recorded as what it is: this CPU, the endpoint's own model, through the stand-in.
     assert measured.measured_on.endswith("endpoint tiny-sme's own model tiny-text as a CPU stand-in")
     assert measured.max_rps_per_instance > 0 and measured.latency_sla_ms == 300.0
-    assert (tmp_path / "load" / "load-endpoint.md").read_text().startswith("Endpoint tiny-sme: local CPU")
+    report = (tmp_path / "load" / "load-endpoint.md").read_text()
+    assert report.startswith("Endpoint tiny-sme: local CPU")
+    # Priced as the endpoint; the shipped snapshot has no figures, so the price is unknown, with the reason.
+    assert "\nCost per million inferences at the best rate within the threshold, priced as endpoint tiny-sme:\n" in report
+    assert "\n- unknown price: ml.g5.xlarge in us-east-1 is in none of " in report
 
 
 def test_endpoint_load_records_only_for_its_own_endpoint(tiny_spec, tmp_path, capsys):

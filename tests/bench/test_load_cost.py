@@ -129,3 +129,18 @@ def test_load_png_gets_the_cost_panel(cost, tmp_path: pathlib.Path):
     result = {**RESULT, "cost": cost}
     load_plot.plot(result, tmp_path / "load.png")
     assert (tmp_path / "load.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_endpoint_run_is_priced_as_that_endpoint_in_load_endpoint_md(priced_spec):
+    from deployment_spec.capacity import Measurement
+    prices = pricing.load_prices(priced_spec.root)
+    measured = Measurement(10.0, 300.0, 210.0, "local CPU (2 cores), endpoint tiny-sme's own model tiny-text", "x")
+    lines = load_cost.endpoint_markdown(priced_spec, "tiny-sme", measured, prices)
+    assert lines[:3] == ["", "Cost per million inferences at the best rate within the threshold, priced as endpoint "
+                         "tiny-sme:", ""]
+    us_east_1, = [line for line in lines if " in us-east-1 " in line]
+    assert us_east_1.startswith("- $55.56 per million inferences in us-east-1 at 10 req/s per instance")
+    assert us_east_1.endswith("not on ml.g5.xlarge: a CPU stand-in figure, not the endpoint's cost")
+    assert any(line.startswith("- unknown price: ml.g5.xlarge in eu-west-1 ") for line in lines)
+    assert load_cost.endpoint_markdown(priced_spec, "tiny-sme", None, prices)[-1] == (
+        "- none: no phase met the threshold")

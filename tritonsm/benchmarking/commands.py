@@ -143,7 +143,8 @@ def run_load(args: argparse.Namespace) -> int:
                      latency_threshold_ms=threshold, max_error_rate=args.max_error_rate,
                      must_reach=load_compare.GAIN_CONCURRENCY if load_compare.GAIN_CONCURRENCY in concurrencies
                      else None)
-    prices = _prices(spec) if args.record else None
+    # Read before the run, so a broken price file stops it first; an endpoint run is priced as that endpoint.
+    prices = _prices(spec) if args.record or args.endpoint else None
     if args.endpoint:
         return _run_endpoint_load(args, spec, plan, threshold, prices)
     _log(f"bench load: {', '.join(configs)}; phases at concurrency {', '.join(map(str, concurrencies))}, "
@@ -257,7 +258,7 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float, p
     """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
     from deployment_spec.capacity import DEFAULT_CAPACITY, Measurement
 
-    from tritonsm.benchmarking import load_endpoint
+    from tritonsm.benchmarking import load_cost, load_endpoint
     from tritonsm.benchmarking.load_local import DEFAULT_TEXT
     from local_endpoint import LocalEndpointError
 
@@ -283,17 +284,18 @@ def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float, p
     except LocalEndpointError as exc:
         raise UserError(str(exc)) from None
     args.out.mkdir(parents=True, exist_ok=True)
-    table = load_endpoint.markdown(result)
+    measurement = None if result.best_rps is None else Measurement(
+        max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold, p99_ms=round(result.best_p99_ms, 1),
+        measured_on=result.model, command=_command(args, "load"), max_concurrency=result.best_concurrency)
+    table = load_endpoint.markdown(result) + "\n".join(
+        load_cost.endpoint_markdown(spec, args.endpoint, measurement, prices)) + "\n"
     (args.out / "load-endpoint.md").write_text(table)
     print()
     print(table)
     if not args.record:
         return 0
-    if result.best_rps is None:
+    if measurement is None:
         raise UserError(f"--record {args.record}: no phase met p99 <= {threshold:g} ms; nothing recorded")
-    measurement = Measurement(max_rps_per_instance=round(result.best_rps, 2), latency_sla_ms=threshold,
-                              p99_ms=round(result.best_p99_ms, 1), measured_on=result.model,
-                              command=_command(args, "load"), max_concurrency=result.best_concurrency)
     _record(spec, args.record, measurement, args.capacity or DEFAULT_CAPACITY, prices)
     return 0
 

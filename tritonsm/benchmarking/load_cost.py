@@ -16,7 +16,7 @@ from deployment_spec.capacity import Measurement
 from deployment_spec.cost import money
 from deployment_spec.measured_cost import LOCAL_CPU
 from deployment_spec.pricing import PriceTable
-from tritonsm.benchmarking.cost_per_million import no_region, region_cost, served
+from tritonsm.benchmarking.cost_per_million import cost_lines, no_region, priced, region_cost, served
 
 NO_ENDPOINT = ("no cost per million: the configurations are priced as the endpoint they are recorded for (its "
                "instance type in each region it is deployed in); rerun with --record ENDPOINT")
@@ -82,3 +82,14 @@ def markdown(cost: dict[str, Any]) -> list[str]:
         lines += ["", "A stand-in figure is what the priced instance type would cost at the rate measured elsewhere "
                   "(here the load test's own model on this machine's CPU): not the endpoint's cost."]
     return lines
+
+
+def endpoint_markdown(spec, endpoint: str, measurement: Optional[Measurement], prices: PriceTable) -> list[str]:
+    """load-endpoint.md's cost section: the run's best rate within the threshold priced as the endpoint, per region
+    it is deployed in (the endpoint is known, so no --record is needed to price it)."""
+    lines = ["", f"Cost per million inferences at the best rate within the threshold, priced as endpoint {endpoint}:",
+             ""]
+    if measurement is None:
+        return lines + ["- none: no phase met the threshold"]
+    return lines + [f"- {line}" for line in cost_lines(endpoint, priced(spec, endpoint, measurement, prices))]
+
