@@ -31,7 +31,7 @@ import dataclasses
 from typing import Iterable, Mapping, Optional
 
 from deployment_spec.capacity import Measurement
-from deployment_spec.measured_cost import measured_hardware
+from deployment_spec.measured_cost import is_stand_in
 from deployment_spec.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.environment import EnvironmentSpec
 from deployment_spec.errors import Problem
@@ -98,7 +98,7 @@ class PerMillion:
     @property
     def stand_in(self) -> bool:
         """Measured somewhere else than on the priced type (a local CPU, another instance type)."""
-        return measured_hardware(self.measurement.measured_on) != self.price.instance_type
+        return is_stand_in(self.measurement.measured_on, self.price.instance_type)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,3 +85,9 @@ def measured_hardware(measured_on: str) -> str:
         return LOCAL_CPU
     first = re.split(r"[ ,]", measured_on, maxsplit=1)[0]
     return first if first.startswith("ml.") else measured_on
+
+
+def is_stand_in(measured_on: str, instance_type: str) -> bool:
+    """A figure for ``instance_type`` from a measurement taken on other hardware: not the endpoint's cost."""
+    return measured_hardware(measured_on) != instance_type
+

@@ -177,13 +177,36 @@ class Verified:
     signer: str
 
 
-def tarball_members(tarball: pathlib.Path) -> tuple[dict[str, dict[str, str]], dict[str, bytes]]:
-    """Per top-level model directory: {path inside it: sha256} of its regular files but the signature, and the
-    signature's bytes where there is one. Read as a stream, nothing unpacked."""
+@dataclasses.dataclass(frozen=True)
+class Members:
+    """What one read of a tarball found: per top-level model directory, {path inside it: sha256} of its regular
+    files but the signature, and the signature's bytes where there is one; and the sha256 of the whole file (what
+    the build manifest records), so a check against the manifest needs no second read."""
+
+    tarball: str
+    digests: dict[str, dict[str, str]]
+    signatures: dict[str, bytes]
+    sha256: str
+
+
+class _Hashing:
+    """A file read through once, hashed as it goes (tarfile's stream mode reads forward only)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle, self.digest = handle, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._handle.read(size)
+        self.digest.update(data)
+        return data
+
+
+def tarball_members(tarball: pathlib.Path) -> Members:
+    """The tarball read once as a stream, nothing unpacked."""
     digests: dict[str, dict[str, str]] = {}
     signatures: dict[str, bytes] = {}
     try:
-        with tarfile.open(tarball, "r|gz") as archive:
+        with open(tarball, "rb") as raw, tarfile.open(fileobj=(hashing := _Hashing(raw)), mode="r|gz") as archive:
             for member in archive:
                 model, _, inside = member.name.partition("/")
                 if not inside:
@@ -202,38 +225,45 @@ def tarball_members(tarball: pathlib.Path) -> tuple[dict[str, dict[str, str]], d
                 while chunk := handle.read(HASH_CHUNK):
                     digest.update(chunk)
                 digests[model][inside] = digest.hexdigest()
+            while hashing.read(HASH_CHUNK):  # what tarfile left unread (end-of-archive padding, gzip trailer)
+                pass
     except (tarfile.TarError, OSError, EOFError) as error:
         raise SignatureError(f"{tarball.name}: cannot be read as a gzipped tar file ({error}); fix: rebuild it "
                              "(tritonsm build)") from None
-    return digests, signatures
+    return Members(tarball.name, digests, signatures, hashing.digest.hexdigest())
 
 
 def verify_tarball(tarball: pathlib.Path, public_key: pathlib.Path) -> Verified:
     """Every model directory of ``tarball`` signed by ``public_key``'s key over exactly the files it holds;
     SignatureError naming the tarball, the model and what is wrong otherwise."""
+    return verify_members(tarball_members(tarball), public_key)
+
+
+def verify_members(members: Members, public_key: pathlib.Path) -> Verified:
+    """``verify_tarball`` on a tarball already read (``tarball_members``)."""
     expected_signer = public_key_identity(public_key)
     check_elliptic(public_key)
-    digests, signatures = tarball_members(tarball)
-    if not digests:
-        raise SignatureError(f"{tarball.name}: holds no model directory; fix: rebuild it (tritonsm build)")
-    for model in sorted(digests):
-        if model not in signatures:
+    name = members.tarball
+    if not members.digests:
+        raise SignatureError(f"{name}: holds no model directory; fix: rebuild it (tritonsm build)")
+    for model in sorted(members.digests):
+        if model not in members.signatures:
             raise SignatureError(
-                f"{tarball.name}: model {model!r} has no signature ({model}/{SIGNATURE_FILE}); allowed: model "
+                f"{name}: model {model!r} has no signature ({model}/{SIGNATURE_FILE}); allowed: model "
                 f"directories signed by the key {expected_signer} (signing.public_key); fix: rebuild with the team's "
                 f"signing key (tritonsm build --signing-key KEY, or {KEY_VARIABLE}): this tarball was built without "
                 "it, or its signature was removed")
-        signed = _signed_files(tarball, model, signatures[model], public_key, expected_signer)
-        _compare(tarball, model, signed, digests[model])
-    return Verified(tarball.name, tuple(sorted(digests)), expected_signer)
+        signed = _signed_files(name, model, members.signatures[model], public_key, expected_signer)
+        _compare(name, model, signed, members.digests[model])
+    return Verified(name, tuple(sorted(members.digests)), expected_signer)
 
 
-def _signed_files(tarball: pathlib.Path, model: str, bundle: bytes, public_key: pathlib.Path,
+def _signed_files(tarball: str, model: str, bundle: bytes, public_key: pathlib.Path,
                   expected_signer: str) -> dict[str, str]:
     """The file list the bundle signs, once the bundle's signature is checked with ``public_key``."""
     from model_signing._signing import sign_ec_key, sign_sigstore_pb
 
-    where = f"{tarball.name}: model {model!r}: its signature ({model}/{SIGNATURE_FILE})"
+    where = f"{tarball}: model {model!r}: its signature ({model}/{SIGNATURE_FILE})"
     try:
         hint = json.loads(bundle)["verificationMaterial"]["publicKey"]["hint"]
     except (ValueError, KeyError, TypeError):
@@ -256,7 +286,7 @@ def _signed_files(tarball: pathlib.Path, model: str, bundle: bytes, public_key: 
     return {str(d.identifier): d.digest.digest_hex for d in signed.resource_descriptors()}
 
 
-def _compare(tarball: pathlib.Path, model: str, signed: dict[str, str], found: dict[str, str]) -> None:
+def _compare(tarball: str, model: str, signed: dict[str, str], found: dict[str, str]) -> None:
     changed = sorted(n for n in signed.keys() & found.keys() if signed[n] != found[n])
     missing = sorted(signed.keys() - found.keys())
     extra = sorted(found.keys() - signed.keys())
@@ -265,6 +295,6 @@ def _compare(tarball: pathlib.Path, model: str, signed: dict[str, str], found: d
     parts = ([f"changed since signing: {', '.join(f'{model}/{n}' for n in changed)}"] if changed else []) + (
         [f"missing: {', '.join(f'{model}/{n}' for n in missing)}"] if missing else []) + (
         [f"not signed: {', '.join(f'{model}/{n}' for n in extra)}"] if extra else [])
-    raise SignatureError(f"{tarball.name}: model {model!r} differs from what was signed ({'; '.join(parts)}); "
+    raise SignatureError(f"{tarball}: model {model!r} differs from what was signed ({'; '.join(parts)}); "
                          "allowed: the files exactly as the build signed them; fix: rebuild the tarball (tritonsm "
                          "build) and find out who changed this copy")

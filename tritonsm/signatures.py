@@ -8,22 +8,28 @@ anything else stops the command with its own message. Without it nothing can be 
 from __future__ import annotations
 
 import pathlib
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from model_build import signing
 
 
-def check(tarballs: Iterable[pathlib.Path], public_key: Optional[pathlib.Path]) -> list[str]:
-    """One line per tarball saying what was verified; SignatureError on the first that fails."""
+def check(tarballs: Iterable[pathlib.Path], public_key: Optional[pathlib.Path],
+          recorded: Optional[Mapping[pathlib.Path, str]] = None) -> list[str]:
+    """One line per tarball saying what was verified; SignatureError on the first that fails. With ``recorded``
+    (tarball -> the build manifest's sha256) each is first held to its sha256, from the same single read."""
     lines = []
     for tarball in tarballs:
+        members = signing.tarball_members(tarball)
+        if recorded is not None and members.sha256 != recorded.get(tarball):
+            raise signing.SignatureError(
+                f"{tarball.name}: sha256 {members.sha256}; allowed: the manifest's {recorded.get(tarball)}; fix: "
+                "rebuild (tritonsm build) and deploy the tarballs it wrote")
         if public_key is not None:
-            verified = signing.verify_tarball(tarball, public_key)
+            verified = signing.verify_members(members, public_key)
             lines.append(f"verified: {tarball.name} ({', '.join(verified.models)}) signed by {verified.signer}")
             continue
-        _, signatures = signing.tarball_members(tarball)
         lines.append(f"not verified: {tarball.name} is " + (
-            "signed, but the spec names no signing.public_key to check it with" if signatures else
+            "signed, but the spec names no signing.public_key to check it with" if members.signatures else
             "unsigned (the spec has no signing.public_key; docs/howto/signing.md)"))
     return lines
 

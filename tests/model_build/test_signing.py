@@ -79,7 +79,9 @@ def test_each_tarball_has_a_bill_of_materials_of_what_it_holds(signed):
     assert artifact.sbom == artifact.file.removesuffix(".tar.gz") + ".cdx.json"
     bom = json.loads((signed.out / artifact.sbom).read_text())
     assert bom["metadata"]["component"]["hashes"] == [{"alg": "SHA-256", "content": artifact.sha256}]
-    digests, signatures = signing.tarball_members(signed.tarball())
+    members = signing.tarball_members(signed.tarball())
+    digests, signatures = members.digests, members.signatures
+    assert members.sha256 == artifact.sha256  # the whole file's, from the same read
     listed = {}
     for model in (c for c in bom["components"] if c["type"] == "machine-learning-model" and c["name"] in digests):
         listed[model["name"]] = {f["name"]: f["hashes"][0]["content"] for f in model.get("components", [])}

@@ -306,13 +306,19 @@ def test_a_budget_of_the_wrong_type_is_refused_by_the_loader(tmp_path):
     assert "environments.dev.budget.monthly_usd: got 0" in str(caught.value)
 
 
-def test_a_diff_without_prices_still_names_a_change_that_moves_only_dollars(tmp_path, capsys):
-    before = _spec_dir(tmp_path)
-    after = tmp_path / "after.yaml"
+def _with_fallback_pool(before: pathlib.Path) -> pathlib.Path:
+    """The spec beside ``before`` with the classifier given an ml.g6.xlarge fallback pool."""
+    after = before.with_name("after.yaml")
     after.write_text(before.read_text().replace(
         "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n",
         "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n    fallback_instance_types: [ml.g6.xlarge]\n"))
     assert "fallback_instance_types" in after.read_text()
+    return after
+
+
+def test_a_diff_without_prices_still_names_a_change_that_moves_only_dollars(tmp_path, capsys):
+    before = _spec_dir(tmp_path)
+    after = _with_fallback_pool(before)
     assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "prod",
                  "--capacity", str(tmp_path / "none.json")]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -323,10 +329,7 @@ def test_a_diff_without_prices_still_names_a_change_that_moves_only_dollars(tmp_
 def test_a_diff_to_an_unpriced_type_shows_the_old_dollars_and_the_new_instance_hours(tmp_path, capsys):
     # Found by the outside check: this read "730 → 730 instance-hours (+0 %; unknown price)", losing the old figure.
     before = _spec_dir(tmp_path, {"ml.g5.xlarge": 1.0})
-    after = tmp_path / "after.yaml"
-    after.write_text(before.read_text().replace(
-        "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n",
-        "models:\n    - text-classifier\n    instance_type: ml.g5.xlarge\n    fallback_instance_types: [ml.g6.xlarge]\n"))
+    after = _with_fallback_pool(before)
     assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "prod",
                  "--capacity", str(tmp_path / "none.json")]) == 0
     assert capsys.readouterr().out.splitlines() == [

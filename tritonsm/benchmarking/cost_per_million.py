@@ -15,7 +15,7 @@ import re
 
 from deployment_spec.capacity import Measurement
 from deployment_spec.cost import money, per_million_usd, pool_price_label
-from deployment_spec.measured_cost import RegionCost, measured_hardware
+from deployment_spec.measured_cost import RegionCost, is_stand_in, measured_hardware
 from deployment_spec.pricing import Price, PriceTable
 
 
@@ -28,7 +28,7 @@ def served(spec, endpoint: str) -> list[tuple[str, str]]:
 def region_cost(region: str, instance_type: str, measurement: Measurement, prices: PriceTable) -> RegionCost:
     hardware = measured_hardware(measurement.measured_on)
     rps = measurement.max_rps_per_instance
-    unknown = RegionCost(region, instance_type, hardware, hardware != instance_type, rps,
+    unknown = RegionCost(region, instance_type, hardware, is_stand_in(measurement.measured_on, instance_type), rps,
                          measurement.latency_sla_ms, None)
     if rps <= 0:
         return dataclasses.replace(unknown, unknown=(
