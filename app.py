@@ -31,8 +31,8 @@ from constructs import Construct  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, Spec, load_spec  # noqa: E402
-from deployment_spec.errors import ProblemsError  # noqa: E402
-from deployment_spec.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
+from deployment_spec.parsing.errors import ProblemsError  # noqa: E402
+from deployment_spec.cost.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
                                       load_drains)
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage  # noqa: E402
@@ -147,9 +147,9 @@ def main() -> int:
 
 
 def _cost_report(spec: Spec, capacity: dict[str, Measurement], assembly: pathlib.Path) -> None:
-    """What each stage costs per month (deployment_spec.cost): one line per stage on stderr, the whole report beside
+    """What each stage costs per month (deployment_spec.cost.figures): one line per stage on stderr, the whole report beside
     the assembly (cost-report.txt), so every synth and `cdk diff` shows it and CI can keep it."""
-    from deployment_spec import cost, cost_report, pricing
+    from deployment_spec.cost import figures as cost, report as cost_report, pricing
     try:
         costs = cost.spec_costs(spec.environments, pricing.load_prices(spec.root), capacity)
     except pricing.PricesError as exc:

@@ -5,7 +5,7 @@
 Builds every spec (default: triton.yaml and examples/*.yaml) with `tritonsm build --spec X --out
 F/assets --work-dir F/work`, each into its own fresh folder F (so every model is really exported,
 verified and packed), under `/usr/bin/time -v`. Meanwhile a thread sums the resident set sizes of
-the build and all its descendants every 0.2 s (tritonsm/benchmarking/build_cost.py) and remembers the peak
+the build and all its descendants every 0.2 s (benchmarks/tooling/build_cost.py) and remembers the peak
 and the build step printed last before it. Per spec it records the wall time, the 1-minute load
 average at start and end (timings on a shared machine are noisy: read them with it), the peak
 summed RSS, `/usr/bin/time`'s maximum RSS of the largest single process, the largest model's fp32
@@ -39,7 +39,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import build_cost  # noqa: E402
+from benchmarks.tooling import build_cost  # noqa: E402
 from model_build import memory_budget  # noqa: E402
 
 TIME = "/usr/bin/time"

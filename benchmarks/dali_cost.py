@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/dali_cost.py [--out benchmarks]
 
-For each DALI release the build can install (deployment_spec.serving_runtimes.buildable_dali): the
+For each DALI release the build can install (deployment_spec.facts.serving_runtimes.buildable_dali): the
 wheel's size and its download from the package index (pip download --no-deps --no-cache-dir, so
 network-bound), then the hashed side environment installed from its lock file into an empty cache
 (pip's own cache warm: this is the install, not the download) with its size on disk. Then
@@ -31,7 +31,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks")
     args = parser.parse_args()
-    from deployment_spec.serving_runtimes import buildable_dali
+    from deployment_spec.facts.serving_runtimes import buildable_dali
     from model_build.verification import side_env
 
     record: dict = {"spec": SPEC.name, "cpus": os.cpu_count(), "releases": {}}

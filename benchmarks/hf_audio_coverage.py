@@ -7,7 +7,7 @@ built, verified, served, refused.
 Every model type the pinned transformers (5.23.0) maps for the task (transformers.models.auto.modeling_auto:
 MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES, or MODEL_FOR_CTC_MAPPING_NAMES for automatic-speech-recognition,
 the product's CTC kind; the first class of a tuple of variants) gets a tiny random checkpoint made offline from its
-own config (tritonsm/benchmarking/audio_checkpoints.py, ``save_mapped``: tiny_checkpoints.py's shrunk sizes, the
+own config (benchmarks/tooling/audio_checkpoints.py, ``save_mapped``: tiny_checkpoints.py's shrunk sizes, the
 convolutional feature encoder narrowed to 32 channels with its kernels and strides kept, seed 0, checked to run
 eagerly on the feature extractor's output, ``save_pretrained``) and, beside it, the feature extractor
 transformers maps for that model type (models/auto/feature_extraction_auto.py; wav2vec2-bert: the one its
@@ -38,7 +38,7 @@ tarballs are removed unless `--keep-builds`. `--limit N` runs at most N architec
 benchmarks/hf_audio_classification_coverage.{json,md} or benchmarks/hf_ctc_coverage.{json,md} after every batch.
 
 The run itself (batches, builds, the pytorch way out, resuming, serving, judging labels against a pipeline, the
-reports' common parts) is tritonsm/benchmarking/coverage_runs.py, shared with benchmarks/hf_image_coverage.py and
+reports' common parts) is benchmarks/tooling/coverage_runs.py, shared with benchmarks/hf_image_coverage.py and
 hf_task_coverage.py; here: the rows, their checkpoints and spec entries, the WAV, how a transcript is judged, the
 summary.
 """
@@ -56,8 +56,8 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import audio_checkpoints, coverage_runs, tiny_checkpoints  # noqa: E402
-from tritonsm.benchmarking.coverage_runs import (BACKENDS, FLAT_NOTE, NOT_INSTANTIABLE, SERVED,  # noqa: E402
+from benchmarks.tooling import audio_checkpoints, coverage_runs, tiny_checkpoints  # noqa: E402
+from benchmarks.tooling.coverage_runs import (BACKENDS, FLAT_NOTE, NOT_INSTANTIABLE, SERVED,  # noqa: E402
                                                  TRITON_VERSION, Row, architectures, cell, entry_name, mapped)
 
 MAX_BATCH, TOP_K = 4, 2
@@ -100,7 +100,7 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     row.update(audio_checkpoints.save_mapped(row["model_type"], row["class"], folder))
 
 
-# --- build and serve (tritonsm/benchmarking/coverage_runs.py; here: the spec, the WAV, the judging) ------------
+# --- build and serve (benchmarks/tooling/coverage_runs.py; here: the spec, the WAV, the judging) ------------
 
 def spec_text(task: AudioTask, rows: list[Row], backend: str, served: list[str]) -> str:
     return coverage_runs.spec_document("AudioCoverage", [

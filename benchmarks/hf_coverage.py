@@ -5,7 +5,7 @@
 For every architecture the pinned transformers maps for sequence classification
 (MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES) and image classification
 (MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES), a tiny random checkpoint is saved from its own
-config class, offline (tritonsm/benchmarking/tiny_checkpoints.py); an architecture that does not
+config class, offline (benchmarks/tooling/tiny_checkpoints.py); an architecture that does not
 instantiate that way is listed with its reason and left out of the count. The others are built in
 batches by the real `tritonsm build` (recipes hf-sequence-classification / hf-image-classification,
 backend onnxruntime, triton_version 25.09: the serving-runtime verification in ONNX Runtime 1.23.0 as
@@ -32,8 +32,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import tiny_checkpoints  # noqa: E402
-from tritonsm.benchmarking.run_log import run_logged  # noqa: E402
+from benchmarks.tooling import tiny_checkpoints  # noqa: E402
+from benchmarks.tooling.run_log import run_logged  # noqa: E402
 
 TRITON_VERSION = "25.09"
 SEQUENCE = 16

@@ -19,7 +19,7 @@ AutoModel loads, vision towers among them (siglip_vision_model, aimv2_vision_mod
 own model list is AutoModel's (MODEL_MAPPING_NAMES: text models too), so it is no row set; whole CLIP/SigLIP
 models (text and vision) are in neither image list and are covered by the tests (image_checkpoints.py "clip").
 
-Each row gets a tiny random checkpoint made offline from its own config (tritonsm/benchmarking/tiny_checkpoints.py,
+Each row gets a tiny random checkpoint made offline from its own config (benchmarks/tooling/tiny_checkpoints.py,
 ``save``: the shrunk config, image size 64 where the config has one, 3 labels, seed 0, checked to run eagerly on
 pixel_values, ``save_pretrained``; a detector's timm backbone, timm being absent, swapped for transformers' own
 ResNet giving the same stages, a backbone shrunk in depth only, 10 object queries; a detector whose best scores on
@@ -47,11 +47,11 @@ against the task's reference (model_build/backends/ensemble/image_check.py); the
 multi-model endpoint, served on the local Triton server with CPU stand-ins (`tritonsm serve ENDPOINT
 --cpu-stand-in`) and each answers one encoded JPEG (640x480, the image `tritonsm smoke` makes for DALI inputs) sent
 with `tritonsm invoke --endpoint ENDPOINT --model NAME --image FILE`, judged against transformers' pipeline on the
-same file (tritonsm/benchmarking/image_answers.py): classification the same top_k labels of the checkpoint,
+same file (benchmarks/tooling/image_answers.py): classification the same top_k labels of the checkpoint,
 scores within 1e-3; detection as many detections, each matched to one of the same label with its box within 1
 pixel or IoU >= 0.99, scores within 1e-3; embedding cosine >= 0.9999 with pipeline("image-feature-extraction",
 pool=True). Not `tritonsm smoke --local`: smoke sends its sample text to an image task's IMAGE input
-(deployment_spec/dali.py ``image_inputs`` names only DALI inputs as image inputs). Every ONNX refusal is tried
+(deployment_spec/sections/dali.py ``image_inputs`` names only DALI inputs as image inputs). Every ONNX refusal is tried
 again as the same entry with backend pytorch (the pytorch way out). A build failure fails its model only; each
 model's outcome comes from the manifest and the commands' output, and any "Traceback (most recent call last)" in
 a command's output is counted against the model it came with (the server's output: against every model it
@@ -64,7 +64,7 @@ checkpoints; its build cache and tarballs are removed unless `--keep-builds`. `-
 architectures not run before. Writes the task's reports after every batch.
 
 The run itself (batches, builds, the pytorch way out, resuming, the reports' common parts) is
-tritonsm/benchmarking/coverage_runs.py, shared with benchmarks/hf_task_coverage.py; here: the rows, their
+benchmarks/tooling/coverage_runs.py, shared with benchmarks/hf_task_coverage.py; here: the rows, their
 checkpoints and spec entries, serving judged by `tritonsm invoke --image` against the pipeline, the summary.
 """
 from __future__ import annotations
@@ -80,14 +80,14 @@ from typing import Any, Callable
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import coverage_runs, image_answers, tiny_checkpoints  # noqa: E402
-from tritonsm.benchmarking.coverage_runs import (BACKENDS, NOT_INSTANTIABLE, SERVED, TRITON_VERSION,  # noqa: E402
+from benchmarks.tooling import coverage_runs, image_answers, tiny_checkpoints  # noqa: E402
+from benchmarks.tooling.coverage_runs import (BACKENDS, NOT_INSTANTIABLE, SERVED, TRITON_VERSION,  # noqa: E402
                                                  Row, architectures, cell, entry_name, mapped)
 
 MAX_BATCH, TOP_K = 4, 2
 NO_PROCESSOR = "no image processor"
 NO_POOLED = "no pooled output"
-SAMPLE_IMAGE = (640, 480)   # as tritonsm/benchmarking/smoke.py's SAMPLE_IMAGE
+SAMPLE_IMAGE = (640, 480)   # as tritonsm/checks/smoke_requests.py's SAMPLE_IMAGE
 # A detector's shortest edge where its config names no image size: Deformable DETR's extra feature level is a
 # stride-64 map, normalised over 32 groups; at 64 pixels it is 1 x 1 and group norm refuses a single image.
 DETECTOR_IMAGE = 128
@@ -264,7 +264,7 @@ def spread_detector(folder: pathlib.Path) -> None:
     """The saved detector with seeded noise on its weights (image_checkpoints.spread)."""
     import transformers
 
-    from tritonsm.benchmarking import image_checkpoints
+    from benchmarks.tooling import image_checkpoints
 
     net = transformers.AutoModelForObjectDetection.from_pretrained(folder, local_files_only=True)
     image_checkpoints.spread(net)
@@ -314,7 +314,7 @@ def require_pooled(folder: pathlib.Path) -> None:
         return
 
 
-# --- build and serve (tritonsm/benchmarking/coverage_runs.py; here: the spec and how serving is judged) -------
+# --- build and serve (benchmarks/tooling/coverage_runs.py; here: the spec and how serving is judged) -------
 
 def spec_text(task: ImageTask, rows: list[Row], backend: str, served: list[str]) -> str:
     return coverage_runs.spec_document("ImageCoverage", [

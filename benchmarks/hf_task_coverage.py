@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hf_task_coverage.py [--tasks text-classification,question-answering]
         [--only bert,gpt2] [--limit N] [--batch 8] [--work /tmp/hf_task_coverage] [--fresh] [--keep-builds]
 
-For each task kind of deployment_spec/tasks.py, every architecture the pinned transformers maps for it
+For each task kind of deployment_spec/sections/tasks.py, every architecture the pinned transformers maps for it
 (transformers.models.auto.modeling_auto):
 
     text-classification    MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
@@ -12,9 +12,9 @@ For each task kind of deployment_spec/tasks.py, every architecture the pinned tr
     sentence-embedding     MODEL_MAPPING_NAMES of the model types that classify sequences (text encoders),
                            saved as the bare model (AutoModel): sentence-transformers pools its tokens
 
-gets a tiny random checkpoint made offline from its own config (tritonsm/benchmarking/tiny_checkpoints.py,
+gets a tiny random checkpoint made offline from its own config (benchmarks/tooling/tiny_checkpoints.py,
 ``save_with_tokenizer``) with a tokenizer of a real algorithm trained offline
-(tritonsm/benchmarking/text_checkpoints.py): WordPiece, byte-level BPE or Unigram, picked from the family of
+(benchmarks/tooling/text_checkpoints.py): WordPiece, byte-level BPE or Unigram, picked from the family of
 the architecture's own tokenizer where transformers names one (else byte-level BPE for decoder-only language
 models, else WordPiece); the config's vocabulary and special-token ids are the tokenizer's. An architecture
 that does not instantiate that way is listed with its reason and not counted. The trained all-MiniLM-L6-v2
@@ -35,7 +35,7 @@ and tarballs (about 75 MB a model) are removed unless `--keep-builds`. `--limit 
 architectures per task. Writes benchmarks/hf_task_coverage.json and .md after every batch.
 
 The run itself (batches, builds, the pytorch way out, resuming, the reports' common parts) is
-tritonsm/benchmarking/coverage_runs.py, shared with benchmarks/hf_image_coverage.py; here: the rows, their
+benchmarks/tooling/coverage_runs.py, shared with benchmarks/hf_image_coverage.py; here: the rows, their
 checkpoints and spec entries, serving judged by `tritonsm smoke --local`, the summary per task.
 """
 from __future__ import annotations
@@ -52,10 +52,10 @@ from typing import Any, Mapping
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsm.benchmarking import coverage_runs, text_checkpoints, tiny_checkpoints  # noqa: E402
-from tritonsm.benchmarking.coverage_runs import (BIN, ENDPOINT, NOT_INSTANTIABLE, TRACEBACK,  # noqa: E402
+from benchmarks.tooling import coverage_runs, text_checkpoints, tiny_checkpoints  # noqa: E402
+from benchmarks.tooling.coverage_runs import (BIN, ENDPOINT, NOT_INSTANTIABLE, TRACEBACK,  # noqa: E402
                                                  TRITON_VERSION, Row, cell)
-from tritonsm.benchmarking.run_log import run_logged  # noqa: E402
+from benchmarks.tooling.run_log import run_logged  # noqa: E402
 
 TASKS = ("text-classification", "token-classification", "question-answering", "sentence-embedding")
 PREFIX = {"text-classification": "cls", "token-classification": "tok", "question-answering": "qa",
@@ -142,7 +142,7 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
         row["model_type"], row["class"], folder, text_checkpoints.tokenizer(algo), LABELS.get(row["task"]))
 
 
-# --- build and serve (tritonsm/benchmarking/coverage_runs.py; here: the spec and how serving is judged) -------
+# --- build and serve (benchmarks/tooling/coverage_runs.py; here: the spec and how serving is judged) -------
 
 def spec_text(rows: list[Row], backend: str, served: list[str]) -> str:
     return coverage_runs.spec_document("TaskCoverage", [

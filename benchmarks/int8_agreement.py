@@ -54,8 +54,8 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
     import onnxruntime
     import torch
 
-    from deployment_spec.model import Backend, Int8Gate, ModelSpec, Precision
-    from deployment_spec.serving_runtimes import runtime
+    from deployment_spec.sections.model import Backend, Int8Gate, ModelSpec, Precision
+    from deployment_spec.facts.serving_runtimes import runtime
     from model_build.onnx_graph import export as onnx_export
     from model_build.backends.onnxruntime import optimize as ort_optimize
     from model_build.recipes import load_exportable, sentences
@@ -103,7 +103,7 @@ def measure(work: pathlib.Path, repeats: int) -> dict:
 
 
 def _source():
-    from deployment_spec.model import Source
+    from deployment_spec.sections.model import Source
     return Source(recipe="model_build.recipes.minilm:exportable")
 
 

@@ -107,7 +107,7 @@ def load_comparison(work: pathlib.Path, manifest: dict, plan: PhasePlan, repeats
 
 
 def markdown(result: dict) -> str:
-    from deployment_spec import serving_runtimes
+    from deployment_spec.facts import serving_runtimes
 
     ort = serving_runtimes.runtime(TRITON_VERSION).onnxruntime
     c = result["classification"]

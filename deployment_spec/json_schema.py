@@ -2,8 +2,8 @@
 
 Editors that read a ``# yaml-language-server: $schema=...`` line (and ``check-jsonschema``) then flag an
 unknown key, a wrong type, a value out of bounds or a name that misses its pattern while the spec is
-written. The schema mirrors how ``deployment_spec.parse`` and ``deployment_spec.spec`` read each value;
-the cross-field rules (a class's ``problems``, ``deployment_spec.rules``) stay in ``tritonsm validate``,
+written. The schema mirrors how ``deployment_spec.parsing.parse`` and ``deployment_spec.spec`` read each value;
+the cross-field rules (a class's ``problems``, ``deployment_spec.rules.cross_section``) stay in ``tritonsm validate``,
 which remains the authority. ``schemas/triton.schema.json`` is this module's output, committed;
 tests/spec/test_json_schema.py fails when the two drift apart.
 
@@ -32,12 +32,12 @@ import typing
 from typing import Any
 
 from deployment_spec import spec
-from deployment_spec.endpoint import EndpointSpec
-from deployment_spec.environment import EnvironmentSpec
-from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
-from deployment_spec.parse import yaml_fields
-from deployment_spec.pipeline import PipelineSpec
-from deployment_spec.signing import SigningSpec
+from deployment_spec.sections.endpoint import EndpointSpec
+from deployment_spec.sections.environment import EnvironmentSpec
+from deployment_spec.sections.model import NAME_HELP, NAME_PATTERN, ModelSpec
+from deployment_spec.parsing.parse import yaml_fields
+from deployment_spec.sections.pipeline import PipelineSpec
+from deployment_spec.sections.signing import SigningSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # Where the committed schema lives, relative to the repository root (`tritonsm schema --output`, `make schema`).

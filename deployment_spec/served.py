@@ -8,15 +8,15 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from deployment_spec.component_endpoint import archive_default_model, component_name
-from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.environment import RemovalPolicy
-from deployment_spec.errors import UserError
+from deployment_spec.rules.component_endpoint import archive_default_model, component_name
+from deployment_spec.rules.container_env import container_environment
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.sections.environment import RemovalPolicy
+from deployment_spec.parsing.errors import UserError
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
-from deployment_spec.parse import suggest
+from deployment_spec.parsing.parse import suggest
 from deployment_spec.spec import Spec, load_spec
-from deployment_spec.variant_plan import build_for, served_by_variants, weights_share
+from deployment_spec.rules.variant_plan import build_for, served_by_variants, weights_share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ class LocalComponent:
 @dataclasses.dataclass(frozen=True)
 class LocalVariant:
     """One variant of an endpoint with ``variants:`` or ``shadow:``, as the local endpoint serves it: its own
-    single-model server on the archive of its build (``deployment_spec.variant_plan.build_for``)."""
+    single-model server on the archive of its build (``deployment_spec.rules.variant_plan.build_for``)."""
 
     name: str                   # VariantName (InvokedProductionVariant, TargetVariant)
     model: str                  # the spec model it serves

@@ -8,16 +8,18 @@ from typing import Any, Mapping
 
 import yaml
 
-from deployment_spec import (component_endpoint, cost, pricing, rules, sagemaker_rules, serving_runtimes, task_models,
-                             variant_plan)
-from deployment_spec.container_env import endpoint_name
-from deployment_spec.endpoint import EndpointSpec
-from deployment_spec.environment import EnvironmentSpec
-from deployment_spec.errors import Problem, SpecError, describe
-from deployment_spec.model import NAME_HELP, NAME_PATTERN, ModelSpec
-from deployment_spec.parse import check_keys, meta, parse_dataclass, parse_value
-from deployment_spec.pipeline import PipelineSpec, stage_rules
-from deployment_spec.signing import SigningSpec, signing_rules
+from deployment_spec.cost import figures as cost, pricing
+from deployment_spec.facts import serving_runtimes
+from deployment_spec.rules import component_endpoint, cross_section as rules, sagemaker as sagemaker_rules, variant_plan
+from deployment_spec.sections import task_models
+from deployment_spec.rules.container_env import endpoint_name
+from deployment_spec.sections.endpoint import EndpointSpec
+from deployment_spec.sections.environment import EnvironmentSpec
+from deployment_spec.parsing.errors import Problem, SpecError, describe
+from deployment_spec.sections.model import NAME_HELP, NAME_PATTERN, ModelSpec
+from deployment_spec.parsing.parse import check_keys, meta, parse_dataclass, parse_value
+from deployment_spec.sections.pipeline import PipelineSpec, stage_rules
+from deployment_spec.sections.signing import SigningSpec, signing_rules
 
 DEFAULT_SPEC = "triton.yaml"
 TOP_KEYS = ["project", "triton_version", "models", "endpoints", "environments", "pipeline", "signing"]
@@ -49,7 +51,7 @@ class Spec:
     environments: Mapping[str, EnvironmentSpec]
     path: pathlib.Path
     pipeline: PipelineSpec | None = None  # optional: the CDK Pipelines delivery pipeline (stacks/pipeline_stack.py)
-    signing: SigningSpec = SigningSpec()  # optional: the key model tarballs are signed with (deployment_spec.signing)
+    signing: SigningSpec = SigningSpec()  # optional: the key model tarballs are signed with (deployment_spec.sections.signing)
 
     @property
     def root(self) -> pathlib.Path:
@@ -189,7 +191,7 @@ def _environments(raw: dict[str, Any], endpoints: dict[str, EndpointSpec], model
 
 def _budget_problems(environments: Mapping[str, EnvironmentSpec], root: pathlib.Path) -> list[Problem]:
     """Each ``budget:`` against its environment's monthly ceiling, priced from the refresh cache under the spec's
-    folder, then the shipped snapshot (deployment_spec.pricing)."""
+    folder, then the shipped snapshot (deployment_spec.cost.pricing)."""
     budgeted = {name: env for name, env in environments.items() if env.budget is not None}
     if not budgeted:
         return []

@@ -10,9 +10,9 @@ import argparse
 import json
 import pathlib
 
-from deployment_spec.endpoint import EndpointKind
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from deployment_spec.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
+from deployment_spec.sections.endpoint import EndpointKind
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.sections.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
 from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
                                           split_local_url)

@@ -6,7 +6,7 @@ message and exit non-zero without a traceback, so each message names the file
 or field, the value, what is allowed and the fix.
 """
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 
 class LocalEndpointError(UserError):

@@ -15,9 +15,11 @@ import sys
 import time
 from typing import Callable, Iterable, Optional
 
-from deployment_spec import Spec, serving_runtimes, variant_plan
+from deployment_spec import Spec
+from deployment_spec.facts import serving_runtimes
+from deployment_spec.rules import variant_plan
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging, signing
 from model_build.errors import BuildError, NotEnoughMemory, ToolUnavailable
 
@@ -221,7 +223,7 @@ def _selected(spec: Spec, requested: tuple[str, ...]) -> set[str]:
         return set(spec.models)
     unknown = [n for n in requested if n not in spec.models]
     if unknown:
-        from deployment_spec.errors import UserError
+        from deployment_spec.parsing.errors import UserError
         raise UserError(f"--model {', '.join(unknown)}: not in {spec.path.name} "
                         f"(models: {', '.join(spec.models)})")
     out: set[str] = set()
@@ -308,7 +310,7 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
         for triton_name in spec.models[name].triton_names():
             models[triton_name] = dataclasses.replace(entry, name=triton_name)
     endpoints: dict[str, EndpointArtifacts] = {}
-    # The spec's endpoints and the own builds of their variants (deployment_spec.variants: <endpoint>.<variant>).
+    # The spec's endpoints and the own builds of their variants (deployment_spec.sections.variants: <endpoint>.<variant>).
     for ep_name, endpoint in variant_plan.endpoints_to_build(spec).items():
         planned = packaging.plan(spec, endpoint)
         missing = sorted({m for p in planned for _, m in p.members if m not in dirs})

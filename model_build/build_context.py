@@ -10,7 +10,7 @@ import pathlib
 from typing import Callable
 
 from deployment_spec import Spec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +27,8 @@ class BuildContext:
 
 def serving_devices(spec: Spec, model: ModelSpec) -> set[str]:
     """The devices the model's instances run on ("cuda", "cpu") over every endpoint and environment serving it."""
-    from deployment_spec.model import InstanceKind
-    from deployment_spec.variant_plan import serving_endpoints
+    from deployment_spec.sections.model import InstanceKind
+    from deployment_spec.rules.variant_plan import serving_endpoints
 
     endpoints = serving_endpoints(spec)  # every environment's, and their variants' own builds
     kinds = {group.kind for group in model.instance_groups} or {InstanceKind.AUTO}

@@ -17,8 +17,8 @@ import shutil
 from typing import Any, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.tensors import INDEXED_NAME, position
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tensors import INDEXED_NAME, position
 from model_build.build_context import BuildContext
 from model_build.errors import BuildError
 from model_build.recipes.contract import ExportableModel

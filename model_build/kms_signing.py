@@ -27,7 +27,7 @@ import hashlib
 import pathlib
 from typing import Any, Optional
 
-from deployment_spec.signing import key_identity
+from deployment_spec.sections.signing import key_identity
 from model_build.signing import KEY_VARIABLE, AnyKey, SignatureError, SigningKey
 
 SCHEME = "awskms:///"

@@ -27,7 +27,7 @@ import struct
 from typing import Iterable, Optional
 
 from deployment_spec import Spec
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.sections.model import Backend, ModelSpec
 
 NEED_FACTOR = 3
 NEED_BASE = 1_500_000_000  # bytes: the interpreter, torch, transformers, onnx and ONNX Runtime themselves

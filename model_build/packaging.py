@@ -15,7 +15,7 @@ import pathlib
 from typing import Any, Mapping, Optional
 
 from deployment_spec import Spec
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
 from model_build import archive, checks, layout, model_config, signing
 
@@ -77,7 +77,7 @@ class Provenance:
 
     @property
     def triton_image(self) -> str:
-        # Region-neutral: the image is the same release in every region's registry (deployment_spec.images).
+        # Region-neutral: the image is the same release in every region's registry (deployment_spec.facts.images).
         return f"sagemaker-tritonserver:{self.triton_version}-py3"
 
 

@@ -2,7 +2,7 @@
 
 They feed the serving check (a case of their own, and the rows every generated batch is made
 of for a model file), the int8 gate (agreement with fp32 is measured on them) and the smoke
-request (``tritonsm smoke`` sends the first row, tritonsm/benchmarking/smoke.py). Checked here against the model's input
+request (``tritonsm smoke`` sends the first row, tritonsm/checks/smoke_requests.py). Checked here against the model's input
 tensors, so a wrong name, type or shape fails the build naming the file, the array and the fix.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pathlib
 from typing import Any, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.tensor_types import TORCH_TO_TRITON, TRITON_TO_NUMPY
 

@@ -29,8 +29,8 @@ import tarfile
 import tempfile
 from typing import Any, Mapping, Optional, Protocol
 
-from deployment_spec.errors import UserError
-from deployment_spec.signing import key_identity, public_key_identity
+from deployment_spec.parsing.errors import UserError
+from deployment_spec.sections.signing import key_identity, public_key_identity
 
 SIGNATURE_FILE = "model.sig"
 KEY_VARIABLE = "TRITONSM_SIGNING_KEY"   # the private key's path, for CI (a secret file), instead of --signing-key

@@ -1,4 +1,4 @@
-"""Regenerates deployment_spec/sagemaker_instance_types.py from botocore's SageMaker service model.
+"""Regenerates deployment_spec/facts/sagemaker_instance_types.py from botocore's SageMaker service model.
 
 Which instance types exist is the service's answer, not a hand-kept list: the
 ``ProductionVariantInstanceType`` enum (CreateEndpointConfig's ``InstanceType`` and

@@ -74,11 +74,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("requirements", nargs="*", help="package==version, e.g. onnxruntime==1.21.0")
     parser.add_argument("--all-onnxruntime", action="store_true",
-                        help="every onnxruntime release of deployment_spec/serving_runtimes.py")
+                        help="every onnxruntime release of deployment_spec/facts/serving_runtimes.py")
     args = parser.parse_args(argv)
     wanted = list(args.requirements)
     if args.all_onnxruntime:
-        from deployment_spec import serving_runtimes
+        from deployment_spec.facts import serving_runtimes
         wanted += sorted({f"onnxruntime=={r.onnxruntime_wheel}" for r in serving_runtimes.RUNTIMES.values()})
     if not wanted:
         parser.error("name at least one package==version, or --all-onnxruntime")

@@ -1,4 +1,4 @@
-"""Regenerates deployment_spec/triton_images.py from the SageMaker SDK's registry map.
+"""Regenerates deployment_spec/facts/triton_images.py from the SageMaker SDK's registry map.
 
 The synth path must not import the SageMaker SDK (seconds of import time), so the
 table is vendored; tests/spec/test_triton_images.py proves it equals

@@ -9,9 +9,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.component_endpoint import component_name
-from deployment_spec.endpoint import EndpointSpec
-from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
+from deployment_spec.rules.component_endpoint import component_name
+from deployment_spec.sections.endpoint import EndpointSpec
+from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Artifact, Manifest
 from stacks import model_signatures
 from stacks.image_props import image_repository

@@ -10,11 +10,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.capacity import Drain, Measurement, backlog_target, load_target
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
+from deployment_spec.cost.capacity import Drain, Measurement, backlog_target, load_target
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
-from deployment_spec.variant_plan import build_for, own_builds
+from deployment_spec.rules.variant_plan import build_for, own_builds
 from stacks import model_signatures
 from stacks.image_props import image_repository
 from stacks.network_props import network_props
@@ -47,7 +47,7 @@ class EndpointStack(cdk.Stack):
         super().__init__(scope, id_, description=f"Triton endpoint {endpoint.name} ({environment.name})", **kwargs)
         models = self._built(spec, environment, endpoint, manifest, manifest_path)
         # A variant or shadow whose model or instance type is not the endpoint's serves a build of its own, the
-        # manifest's <endpoint>.<variant> entry (deployment_spec.variant_plan.own_builds).
+        # manifest's <endpoint>.<variant> entry (deployment_spec.rules.variant_plan.own_builds).
         derived = own_builds(endpoint)
         variant_models = {variant: self._built(spec, environment, derived[build], manifest, manifest_path)
                           for variant in [v.name for v in endpoint.variants] + (

@@ -6,7 +6,7 @@ from typing import Optional
 from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
-from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.sections.endpoint import EndpointSpec
 
 
 def image_repository(scope: Construct, endpoint: EndpointSpec) -> Optional[ecr.IRepository]:

@@ -13,9 +13,9 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.environment import EnvironmentSpec
+from deployment_spec.sections.environment import EnvironmentSpec
 from deployment_spec.manifest import Artifact
-from deployment_spec.signing import public_key_identity
+from deployment_spec.sections.signing import public_key_identity
 from triton_constructs.errors import SynthError
 
 UNSIGNED = "tritonsm:unsignedModels"

@@ -7,7 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from deployment_spec.endpoint import Network
+from deployment_spec.sections.endpoint import Network
 from triton_constructs import NetworkProps
 
 

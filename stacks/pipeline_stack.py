@@ -12,8 +12,9 @@ import aws_cdk as cdk
 from aws_cdk import aws_codebuild as codebuild, aws_ec2 as ec2, aws_iam as iam, pipelines
 from constructs import Construct
 
-from deployment_spec import Spec, images, triton_images
-from deployment_spec.pipeline import BuildComputeKind, PipelineSpec
+from deployment_spec import Spec
+from deployment_spec.facts import images, triton_images
+from deployment_spec.sections.pipeline import BuildComputeKind, PipelineSpec
 from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
                                       post_deploy_commands, verify_commands)
 from stacks.stage import TritonStage
@@ -28,7 +29,7 @@ IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 INSTALL = {"runtime-versions": {"python": "3.11"}}
 CACHE_DIR = "/root/.cache"          # pip, Hugging Face and $TRITONSM_CACHE_DIR (serving runtimes, environments)
 WORK_CACHE = ".tritonsm/build"      # tritonsm build's per-model cache, keyed by input hash: unchanged models skip
-# BUILD_GENERAL1_SMALL / _LARGE (deployment_spec.pipeline.ON_DEMAND_GPU says which GPU each has).
+# BUILD_GENERAL1_SMALL / _LARGE (deployment_spec.sections.pipeline.ON_DEMAND_GPU says which GPU each has).
 COMPUTE_TYPE = {BuildComputeKind.GPU_SMALL: codebuild.ComputeType.SMALL,
                 BuildComputeKind.GPU_LARGE: codebuild.ComputeType.LARGE}
 

@@ -7,7 +7,7 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec import Spec
-from deployment_spec.endpoint import EndpointSpec
+from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.manifest import Manifest
 from triton_constructs import ModelRepositories, checks
 

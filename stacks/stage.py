@@ -8,9 +8,9 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from deployment_spec import Spec
-from deployment_spec.capacity import Drain, Measurement
-from deployment_spec.endpoint import EndpointKind
-from deployment_spec.environment import EnvironmentSpec, RemovalPolicy
+from deployment_spec.cost.capacity import Drain, Measurement
+from deployment_spec.sections.endpoint import EndpointKind
+from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.manifest import Manifest
 from stacks.components_stack import ComponentsEndpointStack
 from stacks.endpoint_stack import EndpointStack

@@ -1,10 +1,14 @@
 """The product code imports only downward, and no module imports itself round a circle.
 
 Layers, bottom up: deployment_spec (the spec, manifest and runtime facts) → model_build,
-triton_constructs, local_endpoint → stacks, tritonsm.benchmarking (the measuring code) → tritonsm
-(the CLI), app.py and the scripts in benchmarks/. A layer is the longest dotted prefix ALLOWED names,
-so tritonsm.benchmarking is a layer of its own below the rest of tritonsm. Every
-import statement counts, also the ones inside functions (a lazy import is still a dependency).
+triton_constructs, local_endpoint → stacks, what the commands run (tritonsm.checks → .serving,
+.benchmarking → .comparing) → tritonsm.commands (one module per command) → tritonsm.cli, app.py, and the
+scripts and development tooling in benchmarks/. Inside deployment_spec, bottom up: parsing → facts
+(SageMaker's and Triton's) → sections (the spec's own) → rules (across sections) and cost, side by side
+→ the loader and what reads it (spec.py, json_schema.py, served.py). A layer is the longest dotted
+prefix ALLOWED names, so tritonsm.benchmarking is a layer of its own below the rest of tritonsm; a layer
+ALLOWED to import another may import the layers nested in it too. Every import statement counts, also
+the ones inside functions (a lazy import is still a dependency).
 """
 from __future__ import annotations
 
@@ -16,14 +20,28 @@ PACKAGES = ("deployment_spec", "model_build", "triton_constructs", "stacks", "lo
             "benchmarks")
 # What each top-level package may import from the others (itself always).
 ALLOWED = {
-    "deployment_spec": set(),
+    "deployment_spec.parsing": set(),
+    "deployment_spec.facts": {"deployment_spec.parsing"},
+    "deployment_spec.sections": {"deployment_spec.parsing", "deployment_spec.facts"},
+    "deployment_spec.rules": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections"},
+    "deployment_spec.cost": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections"},
+    "deployment_spec": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections",
+                        "deployment_spec.rules", "deployment_spec.cost"},
     "model_build": {"deployment_spec"},
     "triton_constructs": {"deployment_spec"},
     "local_endpoint": {"deployment_spec", "model_build"},  # model_build.verification: the stand-ins' ONNX Runtime
     "stacks": {"deployment_spec", "triton_constructs"},
-    "tritonsm.benchmarking": {"deployment_spec", "model_build", "local_endpoint"},
-    "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.benchmarking"},
-    "benchmarks": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.benchmarking", "tritonsm"},  # scripts
+    # What the commands run, bottom up: checking (smoke's requests, signatures, verify --gpu), serving every endpoint,
+    # measuring (bench: it sends smoke's requests), comparing variants (with the measuring code's statistics).
+    "tritonsm.checks": {"deployment_spec", "model_build", "local_endpoint"},
+    "tritonsm.serving": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.checks"},
+    "tritonsm.benchmarking": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.checks"},
+    "tritonsm.comparing": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.benchmarking"},
+    "tritonsm.commands": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.benchmarking", "tritonsm.checks",
+                          "tritonsm.comparing", "tritonsm.serving"},
+    "tritonsm": {"deployment_spec", "model_build", "local_endpoint", "tritonsm.commands"},
+    # The benchmark scripts and their tooling (tiny checkpoints, coverage runs): development only, nothing imports them.
+    "benchmarks": {"deployment_spec", "model_build", "local_endpoint", "tritonsm"},
     "app": {"deployment_spec", "stacks", "triton_constructs"},
 }
 # Files that run elsewhere (Lambda, the Triton Python backend) and import nothing of ours.
@@ -124,7 +142,7 @@ def _wrong_layers(graph: dict[str, set[str]]) -> list[str]:
         layer = _layer(module)
         for target in targets:
             other = _layer(target)
-            if other != layer and other not in ALLOWED[layer]:
+            if other != layer and not any(other == a or other.startswith(a + ".") for a in ALLOWED[layer]):
                 wrong.append(f"{module} imports {target}")
     return sorted(wrong)
 
@@ -157,8 +175,27 @@ def test_the_walk_finds_a_planted_upward_import_and_circle(tmp_path):
     assert _cycles(graph) == [["deployment_spec.spec", "triton_constructs.model"]]
 
 
+def test_the_spec_s_rooms_import_one_way():
+    # The twin for deployment_spec's rooms: a section importing a cross-section rule, a rule importing the
+    # cost, a fact importing the loader (through the package's face) are each reported; the loader importing
+    # them all and model_build importing a section are not.
+    graph = {"deployment_spec.sections.model": {"deployment_spec.rules.cross_section"},
+             "deployment_spec.rules.sagemaker": {"deployment_spec.cost.figures", "deployment_spec.facts.images"},
+             "deployment_spec.facts.instances": {"deployment_spec"},
+             "deployment_spec.spec": {"deployment_spec.rules.cross_section", "deployment_spec.cost.figures"},
+             "model_build.dispatch": {"deployment_spec.sections.model"}}
+    assert _wrong_layers(graph) == ["deployment_spec.facts.instances imports deployment_spec",
+                                    "deployment_spec.rules.sagemaker imports deployment_spec.cost.figures",
+                                    "deployment_spec.sections.model imports deployment_spec.rules.cross_section"]
+
+
 def test_the_measuring_code_may_not_import_the_cli_around_it():
-    # The twin for the nested layer: tritonsm.benchmarking importing tritonsm.cli is reported, not taken as
-    # an import inside one package; the CLI importing the measuring code is fine.
-    graph = {"tritonsm.benchmarking.smoke": {"tritonsm.cli"}, "tritonsm.cli": {"tritonsm.benchmarking.smoke"}}
-    assert _wrong_layers(graph) == ["tritonsm.benchmarking.smoke imports tritonsm.cli"]
+    # The twin for the nested layers: the measuring code importing the CLI or a command, and the product importing
+    # the development tooling, are reported, not taken as imports inside one package; a command importing the
+    # measuring code is fine.
+    graph = {"tritonsm.benchmarking.drain": {"tritonsm.cli", "tritonsm.commands.options"},
+             "tritonsm.commands.bench": {"tritonsm.benchmarking.drain"},
+             "tritonsm.checks.gpu.run": {"benchmarks.tooling.tiny_checkpoints"}}
+    assert _wrong_layers(graph) == ["tritonsm.benchmarking.drain imports tritonsm.cli",
+                                    "tritonsm.benchmarking.drain imports tritonsm.commands.options",
+                                    "tritonsm.checks.gpu.run imports benchmarks.tooling.tiny_checkpoints"]

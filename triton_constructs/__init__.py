@@ -30,14 +30,14 @@ with the same words as the YAML spec's validator. The building blocks (``TritonM
 ``TritonEndpoint``, ``VariantScaling``, ...) live in their own modules. Nothing here imports torch
 or model_build.
 """
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.capacity_reservation import CapacityReservation
-from deployment_spec.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
-from deployment_spec.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Strategy
-from deployment_spec.errors import Problem, PropsError
-from deployment_spec.scaling import LoadMetric, Scaling
-from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
-from deployment_spec.variants import Comparison, Shadow, Variant
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.capacity_reservation import CapacityReservation
+from deployment_spec.sections.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
+from deployment_spec.sections.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Strategy
+from deployment_spec.parsing.errors import Problem, PropsError
+from deployment_spec.sections.scaling import LoadMetric, Scaling
+from deployment_spec.sections.scheduled_scaling import ScheduledCopies, ScheduledScaling
+from deployment_spec.sections.variants import Comparison, Shadow, Variant
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.components_endpoint import TritonComponentsEndpoint
 from triton_constructs.endpoint_reference import ImportedTritonEndpoint

@@ -6,8 +6,8 @@ from typing import Optional
 
 from aws_cdk import aws_sns as sns
 
-from deployment_spec.endpoint import Alarms as SpecAlarms
-from deployment_spec.errors import Problem
+from deployment_spec.sections.endpoint import Alarms as SpecAlarms
+from deployment_spec.parsing.errors import Problem
 
 
 @dataclasses.dataclass(frozen=True)

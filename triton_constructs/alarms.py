@@ -8,8 +8,8 @@ from aws_cdk import (aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as act
                      aws_kms as kms, aws_sns as sns)
 from constructs import Construct
 
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.endpoint import Alarms
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.endpoint import Alarms
 from triton_constructs import control_tower, triton_promql
 from triton_constructs.async_alarms import queue_alarms
 from triton_constructs.metrics import EndpointMetrics

@@ -17,7 +17,7 @@ import re
 import tarfile
 from typing import BinaryIO
 
-from deployment_spec.errors import Problem, describe
+from deployment_spec.parsing.errors import Problem, describe
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CONFIG = "config.pbtxt"

@@ -12,7 +12,7 @@ from typing import Callable
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from triton_constructs.metrics import EndpointMetrics
 
 # Each is a request that ended in the failure location, or whose result was not delivered: one is worth a look.

@@ -7,7 +7,7 @@ from typing import Callable
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from triton_constructs.async_alarms import FAILURE_METRICS
 from triton_constructs.metrics import EndpointMetrics
 

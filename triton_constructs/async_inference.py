@@ -16,7 +16,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sagemaker as sagemaker, aws_sns as sns
 from constructs import Construct
 
-from deployment_spec.asynchronous import Asynchronous, endpoint_prefix, input_prefix
+from deployment_spec.sections.asynchronous import Asynchronous, endpoint_prefix, input_prefix
 from triton_constructs.nag import acknowledge_wildcard
 
 # IncludeInferenceResponseIn: the answer (up to 128 KB) in the notification (botocore, AsyncInferenceNotificationConfig).
@@ -29,7 +29,7 @@ class AsyncInference(Construct):
     Args:
         scope: Parent construct.
         id_: Construct ID.
-        settings: The ``asynchronous`` settings (``deployment_spec.asynchronous.Asynchronous``).
+        settings: The ``asynchronous`` settings (``deployment_spec.sections.asynchronous.Asynchronous``).
         bucket: The stage bucket: input, output and failure prefixes, unless the settings name locations.
         key: The stage key: encrypts the objects SageMaker writes and the topics this construct creates.
         storage_name: The prefixes are ``async/<storage_name>/{input,output,failure}/``.

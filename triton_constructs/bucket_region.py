@@ -13,7 +13,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec.errors import Problem
+from deployment_spec.parsing.errors import Problem
 
 UNKNOWN = "tritonsm:bucketRegionUnknown"
 

@@ -9,14 +9,14 @@ import dataclasses
 import pathlib
 from typing import Mapping, Optional
 
-from deployment_spec import sagemaker_rules
-from deployment_spec.container_env import endpoint_name as _joined_name
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.errors import raise_problems
+from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.rules.container_env import endpoint_name as _joined_name
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.parsing.errors import raise_problems
 from deployment_spec.manifest import Artifact, Manifest
-from deployment_spec.model import ModelSpec
-from deployment_spec.rules import served_models
-from deployment_spec.variants import BUILD_SEPARATOR
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.rules.cross_section import served_models
+from deployment_spec.sections.variants import BUILD_SEPARATOR
 from triton_constructs.errors import SynthError
 from triton_constructs.model_repositories import REBUILD, artifact_file_problems
 
@@ -96,7 +96,7 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
 
 
 def _subject(build: str) -> str:
-    """Whom a problem is about: an endpoint, or a variant whose model is built apart (deployment_spec.variants)."""
+    """Whom a problem is about: an endpoint, or a variant whose model is built apart (deployment_spec.sections.variants)."""
     endpoint, _, variant = build.partition(BUILD_SEPARATOR)
     return f"variant '{variant}' of endpoint '{endpoint}' (its own build, '{build}')" if variant else \
         f"endpoint '{build}'"

@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_sns as sns
 from constructs import Construct
 
-from deployment_spec.endpoint import Alarms
+from deployment_spec.sections.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
 from triton_constructs import triton_promql
 from triton_constructs.dashboard import graph, triton_widgets

@@ -6,7 +6,7 @@ from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_cloudwatch a
                      aws_cloudwatch_actions as actions, aws_iam as iam, aws_sagemaker as sagemaker)
 from constructs import Construct
 
-from deployment_spec.components import WAKE_COOLDOWN_S, CopyScaling
+from deployment_spec.sections.components import WAKE_COOLDOWN_S, CopyScaling
 from triton_constructs.metrics import INVOCATION_NAMESPACE, ONE_MINUTE
 from triton_constructs.scaling import SERVICE_LINKED_ROLE
 

@@ -9,15 +9,16 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_ecr as ecr, aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec import instances, network_rules, sagemaker_rules, triton_metrics
-from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
-from deployment_spec.component_endpoint import archive_default_model, capacity
-from deployment_spec.components import ComponentSpec, ManagedInstances, RollingUpdate
-from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms, Container, EndpointSpec, Observability
-from deployment_spec.errors import Problem, PropsError, raise_problems
-from deployment_spec.parse import values_problems
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.facts import instances, network_rules, triton_metrics
+from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.sections.capacity_reservation import CapacityReservation, reservation_problems
+from deployment_spec.rules.component_endpoint import archive_default_model, capacity
+from deployment_spec.sections.components import ComponentSpec, ManagedInstances, RollingUpdate
+from deployment_spec.rules.container_env import container_environment
+from deployment_spec.sections.endpoint import Alarms, Container, EndpointSpec, Observability
+from deployment_spec.parsing.errors import Problem, PropsError, raise_problems
+from deployment_spec.parsing.parse import values_problems
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
 from triton_constructs import endpoint_storage, security_hub, triton_promql
 from triton_constructs.component_monitoring import COMPONENT_NAMESPACE, component_metric
 from triton_constructs.endpoint_reference import checked_metric, endpoint_arn, with_options

@@ -7,7 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from triton_constructs.async_dashboard import queue_widgets
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.promql_graphs import PromQLGraphs

@@ -8,9 +8,9 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_logs as logs, aws_sagemaker as sagemaker
 from constructs import Construct
 
-from deployment_spec import instances
-from deployment_spec.capacity_reservation import PREFERENCE, CapacityReservation
-from deployment_spec.endpoint import CaptureMode, Deployment, Observability, Strategy
+from deployment_spec.facts import instances
+from deployment_spec.sections.capacity_reservation import PREFERENCE, CapacityReservation
+from deployment_spec.sections.endpoint import CaptureMode, Deployment, Observability, Strategy
 from triton_constructs import control_tower, security_hub
 from triton_constructs.metrics import EndpointMetrics
 from triton_constructs.triton_model import TritonModel
@@ -46,7 +46,7 @@ class ServedVariant:
         initial_instances: Instances at creation.
         weight: ``InitialVariantWeight``: a production variant's share of the traffic is its weight / the sum of
             the production variants' weights (botocore's SageMaker service model, ``ProductionVariant``); a
-            shadow's, ``deployment_spec.variants.shadow_weight``.
+            shadow's, ``deployment_spec.sections.variants.shadow_weight``.
         instance_facts: The facts of a type the instance table lacks. Defaults to the table's.
         fallback_instance_types: Instance pools after ``instance_type``. Defaults to none.
         pool_model_names: The model each pool serves instead of ``model``. Defaults to none.
@@ -152,7 +152,7 @@ class TritonEndpoint(Construct):
         shadow: The shadow variant (``ShadowProductionVariants``): a copy of the production variant's requests,
             its answers never returned. Needs exactly one production variant. Defaults to none.
 
-    The rules SageMaker applies to these values (``deployment_spec.sagemaker_rules``) are checked by
+    The rules SageMaker applies to these values (``deployment_spec.rules.sagemaker``) are checked by
     ``TritonSageMakerEndpoint`` before it builds this.
 
     Attributes:

@@ -10,8 +10,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam
 from constructs import Construct
 
-from deployment_spec.errors import Problem
-from deployment_spec.type_checks import hints_of, type_problems
+from deployment_spec.parsing.errors import Problem
+from deployment_spec.parsing.type_checks import hints_of, type_problems
 from triton_constructs import triton_promql
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, EndpointMetrics
 from triton_constructs.props import unknown_arguments

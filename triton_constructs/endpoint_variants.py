@@ -1,6 +1,6 @@
 """``TritonSageMakerEndpoint``'s weighted variants and shadow: what each serves, on what, and what is refused.
 
-SageMaker's refusals are the spec's own (``deployment_spec.variant_plan.combination_problems``, run on an endpoint spec
+SageMaker's refusals are the spec's own (``deployment_spec.rules.variant_plan.combination_problems``, run on an endpoint spec
 made of the props); the instance rules are ``sagemaker_rules.endpoint_problems`` on each variant's own type, scaling
 and count. What is the construct's alone: a variant's archives come from ``variant_models`` (the YAML spec's
 ``model:`` names a spec model, which the construct does not have) and must be readable where the endpoint's are.
@@ -10,14 +10,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Sequence
 
-from deployment_spec import instances, sagemaker_rules
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.errors import Problem
-from deployment_spec.parse import values_problems
-from deployment_spec.scaling import Scaling
-from deployment_spec.variants import Shadow, Variant, shadow_weight
-from deployment_spec.variant_plan import combination_problems
+from deployment_spec.facts import instances
+from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
+from deployment_spec.parsing.errors import Problem
+from deployment_spec.parsing.parse import values_problems
+from deployment_spec.sections.scaling import Scaling
+from deployment_spec.sections.variants import Shadow, Variant, shadow_weight
+from deployment_spec.rules.variant_plan import combination_problems
 from triton_constructs.model_repositories import ModelRepositories
 
 # What the spec's model check sees for the endpoint's own models: the construct names no spec models.

@@ -7,15 +7,16 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from constructs import Construct
 
-from deployment_spec import images, sagemaker_rules, serving_runtimes, triton_images
-from deployment_spec.errors import raise_problems
+from deployment_spec.facts import images, serving_runtimes, triton_images
+from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.parsing.errors import raise_problems
 
 
 class TritonImage(Construct):
     """The ``sagemaker-tritonserver`` GPU image URI and its ECR repository, for one release.
 
     The table is the SageMaker SDK's registry map, vendored in
-    ``deployment_spec/triton_images.py`` (a test proves it equals the SDK), so
+    ``deployment_spec/facts/triton_images.py`` (a test proves it equals the SDK), so
     synth never imports the SDK. In an environment-agnostic stack the region
     is only known at deploy time: the URI then comes from a CloudFormation
     mapping keyed by region, holding exactly the regions where the image is
@@ -33,7 +34,7 @@ class TritonImage(Construct):
         image_uri: The image URI (a literal, or a token in an environment-agnostic stack).
         repository_arn: ARN of the repository the URI points into (AWS's ``sagemaker-tritonserver``, or yours).
         own_repository: True when the image comes from your repository.
-        runtime: The runtimes inside the image (``deployment_spec.serving_runtimes``).
+        runtime: The runtimes inside the image (``deployment_spec.facts.serving_runtimes``).
         inference_ami_version: The ``InferenceAmiVersion`` whose driver meets the image's minimum driver
             (the hosts' default driver, 470 on ml.g4dn/g5, is too old for every supported release).
 

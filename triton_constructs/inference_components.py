@@ -11,7 +11,7 @@ guardrails it updates in rolling batches and rolls back on its own alarms
 (``InferenceComponentName``).
 
 The L1 ``CfnInferenceComponent`` of aws-cdk-lib 2.275 is what the CDK offers; the project's rules
-(``deployment_spec.component_rules``) check every setting SageMaker would refuse minutes into a deploy.
+(``deployment_spec.facts.component_rules``) check every setting SageMaker would refuse minutes into a deploy.
 """
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from deployment_spec import component_endpoint, component_rules as rules
-from deployment_spec.capacity_reservation import CapacityReservation
-from deployment_spec.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
-from deployment_spec.endpoint import Alarms, Observability
-from deployment_spec.errors import Problem, PropsError, prefixed, raise_problems
-from deployment_spec.parse import Validated
+from deployment_spec.facts import component_rules as rules
+from deployment_spec.rules import component_endpoint
+from deployment_spec.sections.capacity_reservation import CapacityReservation
+from deployment_spec.sections.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
+from deployment_spec.sections.endpoint import Alarms, Observability
+from deployment_spec.parsing.errors import Problem, PropsError, prefixed, raise_problems
+from deployment_spec.parsing.parse import Validated
 from triton_constructs import control_tower, security_hub
 from triton_constructs.component_monitoring import ComponentAlarms, ComponentDashboard, component_metric
 from triton_constructs.promql_graphs import PromQLGraphs
@@ -162,7 +163,7 @@ class TritonInferenceComponents(Construct):
         capacity = capacity or component_endpoint.capacity(instance_type)
         if capacity is None:
             raise PropsError(f"TritonInferenceComponents {endpoint_name}", [Problem(
-                "instance_type", repr(instance_type), "a type of the instance table (deployment_spec/instances.py)",
+                "instance_type", repr(instance_type), "a type of the instance table (deployment_spec/facts/instances.py)",
                 "use a known type, or give capacity=InstanceCapacity(...)")])
         bounds = managed_instances or ManagedInstances(1, max(1, initial_instances))
         copy_start_s = int(startup_timeout.to_seconds() + download_timeout.to_seconds())

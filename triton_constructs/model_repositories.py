@@ -13,12 +13,12 @@ import pathlib
 import re
 from typing import Mapping, Optional, Sequence
 
-from deployment_spec import instances
-from deployment_spec.errors import Problem, PropsError, describe, raise_problems
+from deployment_spec.facts import instances
+from deployment_spec.parsing.errors import Problem, PropsError, describe, raise_problems
 from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
-from deployment_spec.parse import typed_fields_problems
-from deployment_spec.type_checks import type_problems
-from deployment_spec.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
+from deployment_spec.parsing.parse import typed_fields_problems
+from deployment_spec.parsing.type_checks import type_problems
+from deployment_spec.sections.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
 from triton_constructs.archive_listing import ArchiveListing, listing_problems, read_listing
 from triton_constructs.errors import SynthError
 

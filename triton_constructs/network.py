@@ -7,9 +7,9 @@ from typing import Optional, Sequence
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from deployment_spec import network_rules
-from deployment_spec.errors import Problem, raise_problems
-from deployment_spec.parse import typed_fields_problems
+from deployment_spec.facts import network_rules
+from deployment_spec.parsing.errors import Problem, raise_problems
+from deployment_spec.parsing.parse import typed_fields_problems
 
 
 # What the library's own Lambda functions call, so what a VPC without a NAT must offer them.

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from deployment_spec import Spec, instances
-from deployment_spec.model import Backend, HardwareCompatibility
-from deployment_spec.pipeline import ON_DEMAND_GPU, PipelineSpec
-from deployment_spec.rules import served_models
+from deployment_spec import Spec
+from deployment_spec.facts import instances
+from deployment_spec.sections.model import Backend, HardwareCompatibility
+from deployment_spec.sections.pipeline import ON_DEMAND_GPU, PipelineSpec
+from deployment_spec.rules.cross_section import served_models
 
 
 def gpu_problems(spec: Spec, pipeline: PipelineSpec) -> list[str]:

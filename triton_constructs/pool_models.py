@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Sequence
 
-from deployment_spec import instances
-from deployment_spec.errors import Problem
-from deployment_spec.sagemaker_rules import prefixed
+from deployment_spec.facts import instances
+from deployment_spec.parsing.errors import Problem
+from deployment_spec.rules.sagemaker import prefixed
 from triton_constructs.model_repositories import ModelRepositories
 
 # How the spec app gives a pool its build; the construct's own prop is named in the same sentence.

@@ -11,9 +11,9 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from constructs import Construct
 
-from deployment_spec.errors import Problem, raise_problems
-from deployment_spec.parse import suggest
-from deployment_spec.type_checks import hints_of, shown, type_problems
+from deployment_spec.parsing.errors import Problem, raise_problems
+from deployment_spec.parsing.parse import suggest
+from deployment_spec.parsing.type_checks import hints_of, shown, type_problems
 
 Init = TypeVar("Init", bound=Callable[..., None])
 

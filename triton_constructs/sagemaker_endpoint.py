@@ -7,17 +7,19 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
-from deployment_spec import asynchronous as async_rules, instances, network_rules, sagemaker_rules, triton_metrics
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.capacity_reservation import CapacityReservation, reservation_problems
-from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec
-from deployment_spec.scaling import Scaling
-from deployment_spec.errors import Problem, PropsError, raise_problems
-from deployment_spec.parse import values_problems
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
-from deployment_spec.variants import Comparison, Shadow, Variant
-from deployment_spec.variant_plan import describe_weights
+from deployment_spec.facts import instances, network_rules, triton_metrics
+from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.sections import asynchronous as async_rules
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.capacity_reservation import CapacityReservation, reservation_problems
+from deployment_spec.rules.container_env import container_environment
+from deployment_spec.sections.endpoint import Alarms as SpecAlarms, Container, Observability, DataCapture, Deployment, EndpointSpec
+from deployment_spec.sections.scaling import Scaling
+from deployment_spec.parsing.errors import Problem, PropsError, raise_problems
+from deployment_spec.parsing.parse import values_problems
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.sections.variants import Comparison, Shadow, Variant
+from deployment_spec.rules.variant_plan import describe_weights
 from triton_constructs.alarm_props import Alarms
 from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.async_inference import AsyncInference
@@ -45,7 +47,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
     """A SageMaker real-time endpoint running NVIDIA Triton: model data, role, model, endpoint, scaling, alarms.
 
     Everything SageMaker would refuse minutes into a deploy is refused at synth, every problem at once
-    (``PropsError``, with the same words as the YAML spec's validator: ``deployment_spec.sagemaker_rules``).
+    (``PropsError``, with the same words as the YAML spec's validator: ``deployment_spec.rules.sagemaker``).
     Secure by default: a KMS-encrypted, versioned, SSL-only model bucket with access logs (unless you
     bring one), a least-privilege execution role, network isolation, encrypted logs.
 
@@ -56,7 +58,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             or ``ModelRepositories.from_archives`` (tarballs you bring).
         instance_type: e.g. ``ml.g5.xlarge``.
         triton_version: The ``sagemaker-tritonserver`` release. Defaults to the newest one this library
-            verifies models for (``deployment_spec.serving_runtimes.DEFAULT_TRITON_VERSION``).
+            verifies models for (``deployment_spec.facts.serving_runtimes.DEFAULT_TRITON_VERSION``).
         multi_model: One archive per model under one prefix, each called by its ``TargetModel``.
             Defaults to a single-model endpoint (one archive).
         endpoint_name: The SageMaker endpoint's name. Defaults to a name derived from the construct path

@@ -8,9 +8,9 @@ from aws_cdk import (aws_applicationautoscaling as autoscaling, aws_cloudwatch a
                      aws_kms as kms, aws_lambda as lambda_)
 from constructs import Construct
 
-from deployment_spec import instances
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.scaling import DEFAULT_GPU_TARGET, Scaling
+from deployment_spec.facts import instances
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.scaling import DEFAULT_GPU_TARGET, Scaling
 from triton_constructs.async_scaling import backlog_metric, scale_out_from_zero
 from triton_constructs.endpoint import TritonEndpoint
 from triton_constructs.network import FunctionPlacement

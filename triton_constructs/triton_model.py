@@ -19,7 +19,7 @@ class TritonModel(Construct):
     not there yet.
 
     The rules SageMaker applies to these values (environment limits, VPC settings) are checked by
-    ``TritonSageMakerEndpoint`` (``deployment_spec.sagemaker_rules``) before it builds this.
+    ``TritonSageMakerEndpoint`` (``deployment_spec.rules.sagemaker``) before it builds this.
 
     Args:
         scope: Parent construct.

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_sns as sns
 from constructs import Construct
 
-from deployment_spec.variants import Comparison
+from deployment_spec.sections.variants import Comparison
 from triton_constructs.alarms import notify_topic
 from triton_constructs.metrics import ONE_MINUTE, EndpointMetrics
 

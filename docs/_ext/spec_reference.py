@@ -19,11 +19,11 @@ from typing import Any
 
 def spec_classes() -> dict[str, type]:
     """Every dataclass reachable from the spec's sections, by class name (the schema's ``$defs`` keys)."""
-    from deployment_spec.endpoint import EndpointSpec
-    from deployment_spec.environment import EnvironmentSpec
-    from deployment_spec.model import ModelSpec
-    from deployment_spec.parse import yaml_fields
-    from deployment_spec.pipeline import PipelineSpec
+    from deployment_spec.sections.endpoint import EndpointSpec
+    from deployment_spec.sections.environment import EnvironmentSpec
+    from deployment_spec.sections.model import ModelSpec
+    from deployment_spec.parsing.parse import yaml_fields
+    from deployment_spec.sections.pipeline import PipelineSpec
 
     found: dict[str, type] = {}
 

@@ -17,6 +17,7 @@ import time
 from typing import Any, Optional
 
 from local_endpoint.asynchronous.locations import AsyncLocations, Topic
+from local_endpoint.client.local_clients import local_client
 from local_endpoint.errors import LocalEndpointError, ServerStartError
 from local_endpoint.runtime.errors import LOCAL_ACCOUNT
 from local_endpoint.server import ports
@@ -25,8 +26,6 @@ from local_endpoint.server.server_process import POLL_SECONDS, LoggedProcess, ht
 NAME = "the local S3/SNS/SQS server (moto)"
 READY_PATH = "/moto-api/data.json"   # moto's own state dump: 200 once its app answers
 STARTUP_TIMEOUT = 30.0
-# Any key signs a request to moto; the application brings its own (moto takes the account from MOTO_ACCOUNT_ID).
-KEYS = {"aws_access_key_id": "tritonsm-local", "aws_secret_access_key": "tritonsm-local"}
 
 
 class LocalAws:
@@ -96,11 +95,7 @@ class LocalAws:
 
     def client(self, service: str, region: str, max_connections: int = 10) -> Any:
         """A boto3 client of ``service`` in ``region`` pointed at this server."""
-        import boto3
-        from botocore.config import Config
-
-        return boto3.client(service, endpoint_url=self.url, region_name=region, **KEYS,
-                            config=Config(max_pool_connections=max_connections, retries={"total_max_attempts": 2}))
+        return local_client(service, self.url, region, attempts=2, max_connections=max_connections)
 
     def provision(self, locations: AsyncLocations) -> None:
         """The buckets and the topics of one endpoint (creating what exists already changes nothing)."""

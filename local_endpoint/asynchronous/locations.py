@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Optional
 
-from deployment_spec.asynchronous import Asynchronous, endpoint_prefix
+from deployment_spec.sections.asynchronous import Asynchronous, endpoint_prefix
 from local_endpoint.runtime.errors import LOCAL_ACCOUNT   # the local runtime's account: its topics' too
 
 LOCAL_BUCKET = "tritonsm-local"          # the local stand-in for the stage bucket

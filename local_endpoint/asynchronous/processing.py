@@ -13,7 +13,7 @@ import socket
 import time
 from typing import Any, Callable, Optional, Union
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from local_endpoint.asynchronous import failures
 from local_endpoint.asynchronous.failures import Failure
 from local_endpoint.asynchronous.job import Job

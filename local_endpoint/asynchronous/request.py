@@ -22,7 +22,7 @@ import re
 import uuid
 from typing import Mapping, Optional, Union
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from local_endpoint.runtime import errors
 from local_endpoint.runtime.errors import RuntimeReply
 

@@ -9,7 +9,7 @@ import dataclasses
 import os
 from typing import Mapping, Optional
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from deployment_spec.served import LocalEndpoint
 from local_endpoint.asynchronous.aws_server import LocalAws
 from local_endpoint.asynchronous.locations import locations_for, topic_accounts

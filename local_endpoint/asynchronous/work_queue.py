@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from local_endpoint.asynchronous import failures, notifications
 from local_endpoint.asynchronous.aws_server import LocalAws
 from local_endpoint.asynchronous.failures import Failure

@@ -10,11 +10,11 @@ import json
 import urllib.parse
 
 from local_endpoint.client.http_call import call
+from local_endpoint.client.local_clients import local_client
 from local_endpoint.client.payload import DecodedResponse, EncodedRequest, decode_response, error_message
 from local_endpoint.errors import InvokeError
 
 DEFAULT_TIMEOUT = 60.0  # InvokeEndpoint's own limit
-LOCAL_REGION = "us-east-1"  # any region: the client needs one, the local runtime reads none
 # InvokeEndpoint's TargetModel (a multi-model endpoint's model) travels in this header (botocore's
 # sagemaker-runtime model, InvokeEndpointInput.TargetModel: location header).
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
@@ -113,16 +113,8 @@ def invoke_sagemaker_endpoint(
 
 
 def local_runtime_client(endpoint_url: str, region: str | None, timeout: float = DEFAULT_TIMEOUT):
-    """A `sagemaker-runtime` client for the local runtime: unsigned (it checks no credentials, so none need
-    to be configured), one attempt (a local failure is reported at once), ``timeout`` to read the answer."""
-    import boto3
-    from botocore import UNSIGNED
-    from botocore.config import Config
-
-    config = Config(signature_version=UNSIGNED, read_timeout=timeout, retries={"total_max_attempts": 1})
-    # botocore builds a client only with a region; the local runtime ignores it.
-    return boto3.client("sagemaker-runtime", endpoint_url=endpoint_url, region_name=region or LOCAL_REGION,
-                        config=config)
+    """A `sagemaker-runtime` client for the local runtime, ``timeout`` to read the answer."""
+    return local_client("sagemaker-runtime", endpoint_url, region, read_timeout=timeout)
 
 
 def split_local_url(url: str) -> tuple[str, int, urllib.parse.SplitResult]:

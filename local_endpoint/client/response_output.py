@@ -14,7 +14,7 @@ OUTPUT_FILE_SUFFIXES = (".json", ".npz")
 
 
 def format_response(response: DecodedResponse) -> str:
-    """A task ensemble's answer as an application reads it (deployment_spec/tasks.py); else one block per
+    """A task ensemble's answer as an application reads it (deployment_spec/sections/tasks.py); else one block per
     output: name, datatype, shape, then the values."""
     lines = [f"model: {response.model_name}"] if response.model_name else []
     answer = _answer(response)

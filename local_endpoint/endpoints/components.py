@@ -14,7 +14,7 @@ import json
 import pathlib
 from typing import Protocol, Sequence
 
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.client.http_call import HttpReply, call
 from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.server import archive, backends, disk_space, ports, python_envs, work_dirs

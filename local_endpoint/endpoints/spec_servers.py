@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.served import LocalEndpoint
 from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint

@@ -10,7 +10,7 @@
   src/sagemaker_server.cc). Both are mounted read-only: the contract hands model data to the
   container to read and does not say its copy is writable, so a model that writes into its own
   directory fails here rather than rely on that.
-- The environment is the Model's `Environment` (`deployment_spec.container_env`, as the CDK app
+- The environment is the Model's `Environment` (`deployment_spec.rules.container_env`, as the CDK app
   sets it) plus SAGEMAKER_MULTI_MODEL=true, which the platform adds for a multi-model endpoint
   (Triton's docker/sagemaker/serve reads it).
 

@@ -1,7 +1,7 @@
 """Which image `--image` runs: the endpoint's own `sagemaker-tritonserver`, or NGC's of the same release.
 
 - `sagemaker`: `<account>.dkr.ecr.<region>.<domain>/sagemaker-tritonserver:<release>-py3`, the URI
-  the CDK app gives the SageMaker Model (`deployment_spec.images`, the SageMaker SDK's registry
+  the CDK app gives the SageMaker Model (`deployment_spec.facts.images`, the SageMaker SDK's registry
   table). It lives in AWS's Deep Learning Containers registry and needs a `docker login` with an
   ECR token of the user's credentials (`registry_login`).
 - `ngc`: `nvcr.io/nvidia/tritonserver:<release>-py3`, public, the NGC release the SageMaker image
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from deployment_spec import images
+from deployment_spec.facts import images
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import serve_script
 

@@ -1,7 +1,7 @@
 """`docker login` to the SageMaker image registry with an ECR token of the user's AWS credentials.
 
 The SageMaker Triton images live in AWS's Deep Learning Containers registries (one account per
-region: `deployment_spec/triton_images.py`, from the SageMaker SDK); pulling one needs a login to
+region: `deployment_spec/facts/triton_images.py`, from the SageMaker SDK); pulling one needs a login to
 that registry, as AWS documents it: `aws ecr get-login-password --region REGION | docker login
 --username AWS --password-stdin ACCOUNT.dkr.ecr.REGION.amazonaws.com`
 (https://github.com/aws/deep-learning-containers/blob/master/available_images.md, and

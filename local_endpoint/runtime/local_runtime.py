@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional, Protocol, Sequence
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.asynchronous import AsyncService, AsyncSetup
 from local_endpoint.asynchronous.processing import Container
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle, Server

@@ -21,7 +21,7 @@ import urllib.parse
 import uuid
 from typing import Callable, Iterable, Mapping, Optional, Protocol, Union
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.client.http_call import HttpReply, call
 from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE_COMPONENT
 from local_endpoint.client.invoke import TARGET_MODEL_HEADER as TARGET_MODEL

@@ -10,7 +10,7 @@ announced as a stand-in, and its config says so in a parameter. A TensorRT
 plan cannot be stood in: the engine runs only on the GPU it was built for.
 
 ONNX models run in the ONNX Runtime release of the endpoint's image (the
-`onnxruntime` of its `triton_version` in deployment_spec.serving_runtimes),
+`onnxruntime` of its `triton_version` in deployment_spec.facts.serving_runtimes),
 from the same hashed side environment the build verifies them in, not in the
 newer ONNX Runtime of this machine: a graph that the image's release runs
 wrongly answers wrongly here too.
@@ -31,7 +31,7 @@ import sys
 
 from typing import Callable
 
-from deployment_spec import serving_runtimes
+from deployment_spec.facts import serving_runtimes
 from local_endpoint.errors import LocalEndpointError, TarballError
 from local_endpoint.server.backends import ModelBackend
 from local_endpoint.server.stand_in_kinds import NO_STAND_IN, STAND_INS, StandInKind  # noqa: F401  (re-exported)

@@ -28,7 +28,7 @@ import threading
 import uuid
 from typing import IO, Optional
 
-from deployment_spec.variants import LOCAL_CAPTURE_DIR
+from deployment_spec.sections.variants import LOCAL_CAPTURE_DIR
 from local_endpoint.errors import LocalEndpointError
 
 DEFAULT_CAPTURE_DIR = pathlib.Path(LOCAL_CAPTURE_DIR)

@@ -14,7 +14,7 @@ import pathlib
 import random
 from typing import Optional, Protocol, Sequence
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.served import LocalEndpoint
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle, Server
 from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint

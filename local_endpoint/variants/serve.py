@@ -8,7 +8,7 @@ from __future__ import annotations
 import pathlib
 from typing import Optional
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.served import LocalEndpoint
 from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT
 from local_endpoint.runtime.cli import serve_one

@@ -9,7 +9,7 @@ resampling kernel's, not a different crop:
   ``antialias`` default does.
 * the centre crop starts at ``floor((size - crop) * 0.5 + 0.5)`` (``crop_pos_x``/``crop_pos_y`` default
   0.5, DALI ``fn.crop_mirror_normalize`` docs; halves round up, measured).
-* a task's pipeline (``sizes: transformers``, deployment_spec/dali.py SizeRule): the longer side floored,
+* a task's pipeline (``sizes: transformers``, deployment_spec/sections/dali.py SizeRule): the longer side floored,
   each axis scaled to its own size, the crop at ``(size - crop) // 2``, as transformers' processors do.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from deployment_spec.dali import Color, DaliPipeline, Interpolation, Layout, PixelType, SizeRule
+from deployment_spec.sections.dali import Color, DaliPipeline, Interpolation, Layout, PixelType, SizeRule
 
 _FILTERS = {Interpolation.LINEAR: "BILINEAR", Interpolation.CUBIC: "BICUBIC", Interpolation.LANCZOS: "LANCZOS"}
 

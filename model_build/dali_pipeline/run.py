@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import DaliRelease
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import DaliRelease
 from model_build.errors import BuildError
 from model_build.hashing import plain
 

@@ -86,7 +86,7 @@ def serialize(settings, placement, max_batch_size):
 
 def transformers_sizes(encoded, resize, crop):
     """(fn.resize's size arguments, fn.crop_mirror_normalize's crop position arguments) per image, rounded as a
-    transformers image processor rounds them (deployment_spec.dali.SizeRule.TRANSFORMERS): the longer side
+    transformers image processor rounds them (deployment_spec.sections.dali.SizeRule.TRANSFORMERS): the longer side
     ``floor(shorter_size * long / short)``, the crop offset ``floor((size - crop) / 2)``.
 
     Computed from the encoded bytes' shape (fn.peek_image_shape, on the CPU: argument inputs must be CPU data in

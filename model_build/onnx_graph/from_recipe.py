@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pathlib
 
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.build_context import BuildContext
 from model_build.onnx_graph import export as onnx_export
 from model_build.progress import Step

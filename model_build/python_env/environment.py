@@ -13,7 +13,7 @@ import pathlib
 import tempfile
 from typing import Callable
 
-from deployment_spec import requirements
+from deployment_spec.sections import requirements
 from model_build import archive
 from model_build.errors import BuildError
 from model_build.hashing import digest_of

@@ -1,6 +1,6 @@
 """Which Python and platform an execution environment is built for.
 
-The endpoint's environment follows the image (``deployment_spec.serving_runtimes``): its Python
+The endpoint's environment follows the image (``deployment_spec.facts.serving_runtimes``): its Python
 and the glibc of its Ubuntu decide which wheels run there. The local endpoint's environment
 follows the Python whose Triton stub ``tritonsm serve`` runs (this interpreter).
 """
@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 
-from deployment_spec import serving_runtimes
+from deployment_spec.facts import serving_runtimes
 
 # glibc of each Ubuntu release the images are built on (https://packages.ubuntu.com/<release>/libc6).
 UBUNTU_GLIBC = {"20.04": (2, 31), "22.04": (2, 35), "24.04": (2, 39)}

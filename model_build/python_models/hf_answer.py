@@ -1,6 +1,6 @@
 """Triton Python-backend model: the model's raw outputs -> what transformers' pipeline answers.
 
-The last step of a ``task:`` ensemble (deployment_spec/tasks.py). config.pbtxt parameters: ``task``
+The last step of a ``task:`` ensemble (deployment_spec/sections/tasks.py). config.pbtxt parameters: ``task``
 and ``answer_params`` (JSON: id2label, top_k, the function to apply, aggregation...). numpy and the
 standard library only: it runs on the image's own Python.
 

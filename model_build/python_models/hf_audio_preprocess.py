@@ -1,6 +1,6 @@
 """Triton Python-backend model: encoded audio bytes -> the checkpoint's own feature extractor's tensors.
 
-The first step of an audio ``task:`` ensemble (deployment_spec/tasks.py). Each row of ``AUDIO`` (BYTES: one WAV
+The first step of an audio ``task:`` ensemble (deployment_spec/sections/tasks.py). Each row of ``AUDIO`` (BYTES: one WAV
 or FLAC file) is decoded to a mono float32 waveform by ``audio_decode.py`` beside this file (its rules: the
 sampling rate must be the feature extractor's, stereo is averaged, a clip longer than ``max_audio_seconds`` is
 refused), then the feature extractor of ``preprocessor_config.json`` beside this file (``audio_features.py``:

@@ -1,6 +1,6 @@
 """Triton Python-backend model: encoded image bytes -> the ``pixel_values`` of the checkpoint's own image processor.
 
-The first step of an image ``task:`` ensemble (deployment_spec/tasks.py). ``preprocessor_config.json`` sits next
+The first step of an image ``task:`` ensemble (deployment_spec/sections/tasks.py). ``preprocessor_config.json`` sits next
 to this file and is loaded by transformers' ``AutoImageProcessor`` on its PIL backend (numpy and Pillow: no
 torch in the execution environment): resize with the processor's rule and resampling, centre crop, rescale,
 normalise, exactly as ``pipeline("image-classification")`` runs them. Before it, each image is decoded as the

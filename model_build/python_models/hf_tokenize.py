@@ -1,6 +1,6 @@
 """Triton Python-backend model: raw text -> the token tensors of the checkpoint's own tokenizer.
 
-The first step of a ``task:`` ensemble (deployment_spec/tasks.py). ``tokenizer.json`` (Hugging Face
+The first step of a ``task:`` ensemble (deployment_spec/sections/tasks.py). ``tokenizer.json`` (Hugging Face
 ``tokenizers``: WordPiece, BPE, byte-level BPE, Unigram, with the checkpoint's normalizer,
 pre-tokenizer and special-token template) sits next to this file; config.pbtxt parameters carry
 what transformers keeps in tokenizer_config.json: ``max_length``, ``truncation_side``,

@@ -1,6 +1,6 @@
 """Recipes: where a model's torch module (or Python-backend files) comes from.
 
-A built-in recipe (deployment_spec/recipes.py lists the names) or a user function given as
+A built-in recipe (deployment_spec/sections/recipes.py lists the names) or a user function given as
 ``package.module:function`` in the spec. A user function takes the ModelSpec (its ``weights``, if
 set, an absolute path to an existing directory) and returns an ``ExportableModel``. This module
 imports no torch; the recipe modules do, when called.
@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import pathlib
 
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 # The recipe contract, re-exported: user recipes return model_build.recipes.ExportableModel.
 from model_build.recipes.contract import ExportableModel, PythonModel, weights_dir  # noqa: F401

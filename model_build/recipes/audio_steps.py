@@ -1,4 +1,4 @@
-"""The steps of an audio ``task:`` ensemble (deployment_spec/tasks.py) that are not the answer step: the
+"""The steps of an audio ``task:`` ensemble (deployment_spec/sections/tasks.py) that are not the answer step: the
 preprocessing step (Python backend: decoding and the checkpoint's feature extractor) and the model step
 (AutoModelForAudioClassification's or AutoModelForCTC's logits). Imports transformers (build only)."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import AUDIO, TaskKind
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import AUDIO, TaskKind
 from model_build.errors import BuildError, first_line
 from model_build.python_models.audio_stand_ins import STAND_INS
 from model_build.recipes import checkpoint_text

@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch
 
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.sections.model import Backend, ModelSpec
 from model_build.recipes import model_facts, sentences
 from model_build.recipes.token_samples import id_type, token_samples
 from model_build.recipes.contract import ExportableModel, weights_dir
@@ -47,7 +47,7 @@ VISION = {
                         layer_type="basic", num_labels=10),
 }
 IMAGE_SIZE = 224
-# The checkpoint recipes (deployment_spec.recipes.NEEDS_WEIGHTS): the task decides the wrapper.
+# The checkpoint recipes (deployment_spec.sections.recipes.NEEDS_WEIGHTS): the task decides the wrapper.
 AUTO = {"hf-sequence-classification": "text", "hf-image-classification": "vision"}
 # The model steps of the other text tasks (model_build/recipes/text_tasks.py).
 TASK_RECIPES = ("hf-token-classification", "hf-sentence-embedding", "hf-question-answering")

@@ -1,4 +1,4 @@
-"""What an image ``task:`` reads from its checkpoint folder, once for all its steps (deployment_spec/tasks.py).
+"""What an image ``task:`` reads from its checkpoint folder, once for all its steps (deployment_spec/sections/tasks.py).
 
 The preprocessing step, the model step and the answer step must agree on the pixel tensor's shape and the
 labels; each fact has one function here. The processor is transformers' own image processor of the folder
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError, first_line
 
 # transformers' PIL backend (transformers/image_processing_backends.py); the torchvision one needs torch.

@@ -1,4 +1,4 @@
-"""What a ``task:`` reads from its checkpoint folder, once for all its steps (deployment_spec/tasks.py).
+"""What a ``task:`` reads from its checkpoint folder, once for all its steps (deployment_spec/sections/tasks.py).
 
 The tokenizer step, the model step and the answer step must agree on the sequence length, the
 inputs the model takes and the labels; each fact has one function here. Imports transformers (build only).
@@ -10,8 +10,8 @@ import json
 import pathlib
 from typing import Any, Optional
 
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import TaskKind, Task
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import TaskKind, Task
 from model_build.errors import BuildError, first_line
 from model_build.recipes.contract import weights_dir
 

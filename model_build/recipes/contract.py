@@ -10,7 +10,7 @@ import pathlib
 from typing import Any, Callable, Mapping, Optional
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 
 

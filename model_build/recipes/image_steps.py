@@ -1,4 +1,4 @@
-"""The steps of an image ``task:`` ensemble (deployment_spec/tasks.py) that are not the answer step: the
+"""The steps of an image ``task:`` ensemble (deployment_spec/sections/tasks.py) that are not the answer step: the
 preprocessing step (Python backend) and the model step (``pixel_values`` in)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pathlib
 import torch
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import IMAGE, TaskKind
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import IMAGE, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text, model_facts
 from model_build.recipes.contract import ExportableModel, PythonModel
 

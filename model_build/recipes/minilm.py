@@ -21,7 +21,7 @@ import pathlib
 
 import torch
 
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.recipes import model_facts, sentences
 from model_build.recipes.contract import ExportableModel

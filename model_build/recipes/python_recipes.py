@@ -1,12 +1,12 @@
 """Python-backend recipes: the text-preprocess tokenizer step, T5 generation, and a task's tokenizer (or image
-preprocessing) and answer steps (deployment_spec/tasks.py)."""
+preprocessing) and answer steps (deployment_spec/sections/tasks.py)."""
 from __future__ import annotations
 
 import pathlib
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import ANSWER_RECIPE, AUDIO_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import ANSWER_RECIPE, AUDIO_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
 from model_build import tokenizer_files
 from model_build.errors import BuildError
 from model_build.recipes.contract import PythonModel, weights_dir

@@ -7,8 +7,8 @@ import pathlib
 from typing import Any
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import TEXT, TEXT_PAIR, TaskKind
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
 from model_build.errors import BuildError
 from model_build.recipes.contract import PythonModel

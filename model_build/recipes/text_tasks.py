@@ -1,4 +1,4 @@
-"""The model step of a ``task:`` (deployment_spec/tasks.py): the checkpoint with its task's head, taking the
+"""The model step of a ``task:`` (deployment_spec/sections/tasks.py): the checkpoint with its task's head, taking the
 token tensors the tokenizer step makes (input_ids, attention_mask and token_type_ids where the model takes it).
 
 - text-classification: AutoModelForSequenceClassification -> ``logits`` [batch, labels]
@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import torch
 
-from deployment_spec.model import ModelSpec
-from deployment_spec.tasks import IMAGE_KINDS, TaskKind
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import IMAGE_KINDS, TaskKind
 from model_build.errors import BuildError
 from model_build.recipes import checkpoint_text, model_facts
 from model_build.recipes.token_samples import token_samples

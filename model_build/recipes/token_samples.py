@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.sections.model import Backend, ModelSpec
 from model_build.recipes import model_facts
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.recipes import ExportableModel
 
 SEED = 1234

@@ -27,7 +27,7 @@ import pathlib
 from typing import Any, Optional, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.recipes.contract import ExportableModel
 from model_build.verification import cases, side_env, verify

@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from deployment_spec.model import Tolerance
-from deployment_spec.serving_runtimes import ServingRuntime
+from deployment_spec.sections.model import Tolerance
+from deployment_spec.facts.serving_runtimes import ServingRuntime
 from model_build.errors import BuildError
 from model_build.verification import side_env
 from model_build.verification.cases import Invariance, Plan

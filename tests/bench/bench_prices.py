@@ -1,7 +1,7 @@
 """Test price figures for the cost-per-million tests: round on purpose, not AWS prices.
 
 ml.g5.xlarge at $2/h in us-east-1, ml.g6.xlarge at $3.60/h in us-west-2, nothing in eu-west-1 (an unknown price),
-written as a refresh cache beside a copy of the tiny spec (deployment_spec.pricing reads it before the shipped
+written as a refresh cache beside a copy of the tiny spec (deployment_spec.cost.pricing reads it before the shipped
 snapshot).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import datetime
 import json
 import pathlib
 
-from deployment_spec import pricing
+from deployment_spec.cost import pricing
 
 TINY_SPEC = pathlib.Path(__file__).with_name("tiny_bench.yaml")
 TEST_PRICE_SOURCE = "TEST FIGURES for tests/bench, not AWS prices"

@@ -1,7 +1,7 @@
 """The audio coverage benchmark's parts that decide an outcome, on fixed inputs: how a served answer is judged
 against the pipeline's (labels and scores: coverage_runs.label_answer, shared with the image benchmark; a
 transcript: benchmarks/hf_audio_coverage.py), and the tiny checkpoints it builds from transformers' mappings
-(tritonsm/benchmarking/audio_checkpoints.py ``save_mapped``)."""
+(benchmarks/tooling/audio_checkpoints.py ``save_mapped``)."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tritonsm.benchmarking import audio_checkpoints, coverage_runs
+from benchmarks.tooling import audio_checkpoints, coverage_runs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

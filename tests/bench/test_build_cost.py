@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 from model_build import memory_budget
-from tritonsm.benchmarking import build_cost
+from benchmarks.tooling import build_cost
 
 TIME_OUTPUT = """\
 \tCommand being timed: "python -m tritonsm build"

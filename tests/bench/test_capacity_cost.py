@@ -6,11 +6,12 @@ import pathlib
 
 import pytest
 
-from deployment_spec import load_spec, pricing
-from deployment_spec.capacity import CapacityError, Measurement, load_capacity
-from deployment_spec.measured_cost import RegionCost
-from tritonsm.benchmarking import commands
-from deployment_spec.measured_cost import measured_hardware
+from deployment_spec import load_spec
+from deployment_spec.cost import pricing
+from deployment_spec.cost.capacity import CapacityError, Measurement, load_capacity
+from deployment_spec.cost.measured_cost import RegionCost
+from tritonsm.benchmarking import runners as commands
+from deployment_spec.cost.measured_cost import measured_hardware
 from tritonsm.benchmarking.cost_per_million import cost_lines, priced
 
 from bench_prices import TEST_PRICE_SOURCE

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from tritonsm.benchmarking import capacity_record
-from deployment_spec.capacity import Measurement, invocations_target, load_capacity, save_capacity
+from deployment_spec.cost.capacity import Measurement, invocations_target, load_capacity, save_capacity
 from tritonsm.cli import main
 
 MEASURED = Measurement(max_rps_per_instance=12.5, latency_sla_ms=300, p99_ms=210.0,
@@ -42,7 +42,7 @@ def test_a_spec_value_wins_and_the_note_says_so(tiny_spec, tmp_path):
 def test_an_endpoint_scaling_on_concurrency_gets_the_concurrency_target_noted(tiny_spec, tmp_path):
     import dataclasses
 
-    from deployment_spec.endpoint import LoadMetric
+    from deployment_spec.sections.endpoint import LoadMetric
 
     ep = tiny_spec.endpoints["tiny-sme"]
     on_concurrency = dataclasses.replace(tiny_spec, endpoints={**tiny_spec.endpoints, "tiny-sme": dataclasses.replace(

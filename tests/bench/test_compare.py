@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tritonsm.cli import build_parser, main
-from tritonsm.compare import run
+from tritonsm.commands.compare import run
 
 T0 = dt.datetime(2026, 11, 28, 5, 10, tzinfo=dt.timezone.utc)
 WINDOW = ["--since", "2026-11-28T05:00:00Z", "--until", "2026-11-28T05:59:59Z"]

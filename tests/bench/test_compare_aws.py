@@ -11,10 +11,10 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 from tritonsm.cli import build_parser, main
-from tritonsm.compare import run
+from tritonsm.commands.compare import run
 from tritonsm.comparing import cloudwatch
 
 T0 = dt.datetime(2026, 11, 28, 5, 10, tzinfo=dt.timezone.utc)

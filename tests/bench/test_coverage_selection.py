@@ -1,11 +1,11 @@
-"""What a coverage benchmark runs (tritonsm/benchmarking/coverage_runs.py): --only's model types, checked against
+"""What a coverage benchmark runs (benchmarks/tooling/coverage_runs.py): --only's model types, checked against
 transformers' mapping with the exact refusal, and the rows not run before, at most --limit of them."""
 import argparse
 import pathlib
 
 import pytest
 
-from tritonsm.benchmarking import coverage_runs
+from benchmarks.tooling import coverage_runs
 
 
 def _args(only: str, limit=None) -> argparse.Namespace:

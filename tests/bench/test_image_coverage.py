@@ -1,11 +1,11 @@
 """The image coverage benchmark's pieces (benchmarks/hf_image_coverage.py): how served answers are judged
-(tritonsm/benchmarking/image_answers.py), the tiny detectors' sub-configs, waiting out a reinstall, on fixed inputs."""
+(benchmarks/tooling/image_answers.py), the tiny detectors' sub-configs, waiting out a reinstall, on fixed inputs."""
 import json
 
 import pytest
 
-from tritonsm.benchmarking import image_answers, tiny_checkpoints
-from tritonsm.benchmarking.image_answers import match_detections, threshold_between
+from benchmarks.tooling import image_answers, tiny_checkpoints
+from benchmarks.tooling.image_answers import match_detections, threshold_between
 
 
 def box(xmin, ymin, xmax, ymax):
@@ -105,7 +105,7 @@ def test_embedding_answers_are_judged_by_cosine(tmp_path, monkeypatch):
 
 def test_a_command_missing_for_a_moment_is_waited_for(tmp_path, monkeypatch):
     # A reinstall of the checkout removes .venv/bin/tritonsm for seconds: the run waits instead of stopping.
-    from tritonsm.benchmarking import run_log
+    from benchmarks.tooling import run_log
 
     script = tmp_path / "tool"
     calls = []
@@ -126,7 +126,7 @@ def test_a_command_missing_for_a_moment_is_waited_for(tmp_path, monkeypatch):
 def test_again_forgets_only_the_rows_named(tmp_path):
     import argparse
 
-    from tritonsm.benchmarking import coverage_runs
+    from benchmarks.tooling import coverage_runs
 
     parser = argparse.ArgumentParser()
     coverage_runs.add_arguments(parser, str(tmp_path / "work"), only="", limit="", build_size="")

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from deployment_spec import pricing
+from deployment_spec.cost import pricing
 from tritonsm.benchmarking import load_compare, load_cost, load_cost_plot, load_plot
 
 from bench_prices import TEST_PRICE_SOURCE
@@ -132,7 +132,7 @@ def test_load_png_gets_the_cost_panel(cost, tmp_path: pathlib.Path):
 
 
 def test_an_endpoint_run_is_priced_as_that_endpoint_in_load_endpoint_md(priced_spec):
-    from deployment_spec.capacity import Measurement
+    from deployment_spec.cost.capacity import Measurement
     prices = pricing.load_prices(priced_spec.root)
     measured = Measurement(10.0, 300.0, 210.0, "local CPU (2 cores), endpoint tiny-sme's own model tiny-text", "x")
     lines = load_cost.endpoint_markdown(priced_spec, "tiny-sme", measured, prices)

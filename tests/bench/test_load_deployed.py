@@ -11,7 +11,7 @@ from botocore.stub import ANY, Stubber
 
 from tritonsm.benchmarking import load_deployed
 from tritonsm.benchmarking.load_phases import PhasePlan
-from tritonsm.benchmarking.smoke import SmokeCase
+from tritonsm.checks.smoke_requests import SmokeCase
 from deployment_spec.manifest import TensorSpec
 
 CASE = SmokeCase("add", "add-0123456789ab.tar.gz", (TensorSpec("A", "TYPE_FP32", (4,)),),
@@ -64,7 +64,7 @@ def test_a_component_of_an_inference_components_endpoint_is_named_and_measured_p
     sys.path.insert(0, str(root / "tests" / "infra" / "fixtures"))
     from fake_build import fake_build
 
-    from tritonsm.benchmarking import commands
+    from tritonsm.benchmarking import runners as commands
     from deployment_spec import load_spec
 
     spec = load_spec(root / "examples" / "inference-components.yaml")

@@ -4,7 +4,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from deployment_spec.model import Tolerance
+from deployment_spec.sections.model import Tolerance
 from model_build.onnx_graph import export as onnx_export
 from model_build.backends.onnxruntime import optimize as ort_optimize
 from model_build.backends.tensorrt import onnx_parity as parity

@@ -171,7 +171,7 @@ def test_a_result_without_cost_per_inference_names_the_missing_field(sagemaker, 
 
 
 def test_a_job_in_an_unpriced_region_has_no_figure_of_ours(sagemaker, tmp_path, capsys, priced_spec):
-    from deployment_spec import pricing
+    from deployment_spec.cost import pricing
 
     missing = pricing.load_prices(priced_spec.root).missing("eu-west-1", "ml.g5.xlarge")
     line = _compared(sagemaker, tmp_path, capsys, priced_spec,

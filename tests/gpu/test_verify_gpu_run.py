@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from tritonsm.benchmarking.gpu_verify import interpreters
+from tritonsm.checks.gpu import interpreters
 from tritonsm.cli import main as tritonsm_main
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))

@@ -14,7 +14,7 @@ from cdk_nag import AwsSolutionsChecks
 
 import yaml
 
-from deployment_spec.capacity import Drain
+from deployment_spec.cost.capacity import Drain
 from synth_helpers import resource_id, statements, synth_spec
 from user_app import user_stack
 from triton_constructs import (Asynchronous, DataCapture, LoadMetric, ModelArchive, ModelRepositories, PropsError,

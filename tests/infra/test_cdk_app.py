@@ -14,7 +14,7 @@ from cdk_nag import AwsSolutionsChecks
 
 import app as app_module
 from cfn_lint_check import lint_assembly, stack_templates, validation_violations
-from deployment_spec import images
+from deployment_spec.facts import images
 from synth_helpers import ROOT, run_app, synth_spec
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -223,7 +223,7 @@ def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, defa
     # app.py, stacks/ and triton_constructs/ load only aws-cdk-lib, cdk-nag and the spec loader.
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr[-3000:]
     assert (tmp_path / "out" / "assembly-TritonProd").is_dir()
-    # Every synth says what each stage costs (deployment_spec.cost), one line per stage, the report beside it.
+    # Every synth says what each stage costs (deployment_spec.cost.figures), one line per stage, the report beside it.
     report = (tmp_path / "out" / "cost-report.txt").read_text().splitlines()
     assert [line.split(":")[0] for line in report if line[:1].isalpha() and not line.startswith(
         ("prices:", "note:"))] == ["dev", "staging", "prod"]
@@ -234,7 +234,7 @@ def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, defa
 def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path):
     # The classifier's target comes from capacity.json when the spec gives no RPS; a new measurement
     # must show in `cdk diff` as that one policy's TargetValue and nothing else.
-    from deployment_spec.capacity import Measurement
+    from deployment_spec.cost.capacity import Measurement
 
     text = (ROOT / "triton.yaml").read_text()
     measured_spec = tmp_path / "triton.yaml"
@@ -265,7 +265,7 @@ def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path
 
 def test_a_measured_concurrency_becomes_the_high_resolution_policy_and_synth_says_where_from(tmp_path):
     from aws_cdk.assertions import Annotations
-    from deployment_spec.capacity import Measurement
+    from deployment_spec.cost.capacity import Measurement
 
     spec = tmp_path / "triton.yaml"
     spec.write_text((ROOT / "triton.yaml").read_text().replace(

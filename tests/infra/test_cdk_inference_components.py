@@ -6,7 +6,7 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
-from deployment_spec.components import CopyScaling, ManagedInstances, RollingUpdate
+from deployment_spec.sections.components import CopyScaling, ManagedInstances, RollingUpdate
 from synth_helpers import resource_id, statements
 from triton_constructs import PropsError
 from triton_constructs.execution_role import TritonExecutionRole

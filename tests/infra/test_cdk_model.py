@@ -30,7 +30,7 @@ def test_single_model_endpoint_reads_its_content_versioned_tarball(default_synth
     assert artifact["file"].endswith(f"-{artifact['sha256'][:12]}.tar.gz")
 
 
-# Triton's metrics, on by default at a port in SageMaker's safe range (deployment_spec.triton_metrics).
+# Triton's metrics, on by default at a port in SageMaker's safe range (deployment_spec.facts.triton_metrics).
 METRICS = {"SAGEMAKER_TRITON_ALLOW_METRICS": "true", "SAGEMAKER_TRITON_METRICS_PORT": "23000"}
 
 

@@ -7,8 +7,9 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app as app_module
-from deployment_spec import images, load_spec
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec import load_spec
+from deployment_spec.facts import images
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.manifest import load_manifest
 from api_model_check import check_template
 from fake_build import fake_build
@@ -25,7 +26,7 @@ def _bare(region="us-east-1"):
 def test_unsupported_triton_version():
     with pytest.raises(PropsError) as caught:
         TritonImage(_bare(), "Image", version="22.05")
-    # The spec's triton_version rule, word for word (deployment_spec.sagemaker_rules.triton_version_known).
+    # The spec's triton_version rule, word for word (deployment_spec.rules.sagemaker.triton_version_known).
     assert str(caught.value) == (
         "Triton image: 1 problem\n  - triton_version: got '22.05'; allowed: a sagemaker-tritonserver release of the "
         f"SageMaker SDK ({', '.join(images.versions())}); fix: pick one of those tags")

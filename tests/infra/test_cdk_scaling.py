@@ -2,7 +2,7 @@
 import aws_cdk as cdk
 from aws_cdk.assertions import Capture, Match
 
-from deployment_spec.endpoint import DEFAULT_GPU_TARGET, Scaling
+from deployment_spec.sections.endpoint import DEFAULT_GPU_TARGET, Scaling
 from synth_helpers import resource_id
 from triton_constructs import ModelArchive, ModelRepositories, TritonSageMakerEndpoint
 

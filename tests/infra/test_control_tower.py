@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_kms as kms, aws_logs as logs, aws_s3 as s3
 
 from deployment_spec import load_spec
-from deployment_spec.errors import SpecError
+from deployment_spec.parsing.errors import SpecError
 from guard import VERSION, Guard
 from synth_helpers import ROOT, synth_spec
 from triton_constructs import (Alarms, ModelArchive, ModelRepositories, ModelStore, NetworkProps, Scaling,

@@ -7,7 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_sagemaker 
 from aws_cdk.assertions import Template
 
 from user_app import model_archive, user_stack
-from deployment_spec.instances import InstanceFacts
+from deployment_spec.facts.instances import InstanceFacts
 from triton_constructs import (Alarms, ModelArchive, ModelRepositories, PropsError, TritonComponentsEndpoint,
                                TritonSageMakerEndpoint)
 

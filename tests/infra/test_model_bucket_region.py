@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match
 
 from user_app import model_archive
-from deployment_spec.errors import PropsError
+from deployment_spec.parsing.errors import PropsError
 from triton_constructs import ModelArchive, ModelRepositories, TritonSageMakerEndpoint
 
 ACCOUNT = "111122223333"

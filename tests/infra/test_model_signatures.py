@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from deployment_spec import load_spec
 from deployment_spec.manifest import Artifact
-from deployment_spec.signing import SigningSpec, public_key_identity
+from deployment_spec.sections.signing import SigningSpec, public_key_identity
 from stacks import model_signatures
 from triton_constructs.errors import SynthError
 
@@ -84,7 +84,7 @@ def test_the_spec_s_public_key_must_exist(tmp_path):
     spec_file.write_text((ROOT / "triton.yaml").read_text().replace(
         'unsigned_reason: "a reference spec that builds on any fresh clone, where no team signing key exists"',
         "public_key: keys/none.pub"))
-    from deployment_spec.errors import SpecError
+    from deployment_spec.parsing.errors import SpecError
     with pytest.raises(SpecError) as caught:
         load_spec(spec_file)
     assert "signing.public_key: got 'keys/none.pub'; allowed: a PEM public key file relative to the spec's " \

@@ -64,7 +64,7 @@ def test_every_sagemaker_rule_is_reported_at_once_with_the_spec_s_words():
             user_stack(), "Endpoint", models=_s3_models(), instance_type="ml.g5.xlarge", initial_instances=1,
             scaling=Scaling(min_instances=2, max_instances=3), volume_size_gb=100, startup_timeout_s=30,
             deployment=Deployment(strategy=Strategy.LINEAR, linear_step_percent=10, max_execution_timeout_s=1800))
-    # deployment_spec.sagemaker_rules, as the YAML spec reports them under endpoints.<name>.
+    # deployment_spec.rules.sagemaker, as the YAML spec reports them under endpoints.<name>.
     assert str(caught.value) == (
         "TritonSageMakerEndpoint UserApp/Endpoint: 4 problems\n"
         "  - startup_timeout_s: got 30; allowed: an integer from 60 to 3600; fix: set it within 60..3600\n"

@@ -9,7 +9,7 @@ from aws_cdk import aws_ecr as ecr, aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 
 from deployment_spec import load_spec
-from deployment_spec.errors import SpecError
+from deployment_spec.parsing.errors import SpecError
 from synth_helpers import ROOT, synth_spec
 from triton_constructs import ModelArchive, ModelRepositories, PropsError, TritonSageMakerEndpoint
 from triton_constructs import security_hub as hub

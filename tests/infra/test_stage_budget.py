@@ -1,4 +1,4 @@
-"""An environment's budget (deployment_spec.cost, triton_constructs.stage_budget): every billable resource of the stage
+"""An environment's budget (deployment_spec.cost.figures, triton_constructs.stage_budget): every billable resource of the stage
 tagged, an AWS Budgets cost budget on that tag alerting the stage's alarm topic, which Budgets may publish to."""
 import json
 
@@ -60,7 +60,7 @@ def test_a_stage_without_a_budget_gets_neither_tag_nor_budget(default_synth):
 
 def test_the_budget_is_refused_below_the_stage_s_ceiling(tmp_path):
     from deployment_spec import load_spec
-    from deployment_spec.errors import SpecError
+    from deployment_spec.parsing.errors import SpecError
     (tmp_path / "build").mkdir()
     spec = tmp_path / "budgeted.yaml"
     spec.write_text((SPECS / "budgeted.yaml").read_text().replace("monthly_usd: 5000", "monthly_usd: 4000"))

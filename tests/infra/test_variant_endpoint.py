@@ -22,7 +22,7 @@ import api_model_check
 from api_model_check import check_template
 from synth_helpers import ROOT, resource_id, statements, synth_spec
 from user_app import model_archive, user_stack
-from deployment_spec.variants import shadow_weight
+from deployment_spec.sections.variants import shadow_weight
 from triton_constructs import (Alarms, Asynchronous, Comparison, DataCapture, Deployment, ModelArchive,
                                ModelRepositories, PropsError, Scaling, Shadow, TritonSageMakerEndpoint, Variant)
 
@@ -259,7 +259,7 @@ def test_the_comparison_dashboard_draws_both_variants_side_by_side(weighted):
                   for d in template.find_resources("AWS::CloudWatch::Dashboard").values()}
     assert sorted(dashboards) == [NAME, f"{NAME}-variants"]  # the incumbent's own dashboard stays
     widgets = _widgets(dashboards[f"{NAME}-variants"])
-    # deployment_spec.variant_plan.describe_weights, as a review sees the split
+    # deployment_spec.rules.variant_plan.describe_weights, as a review sees the split
     assert "Traffic: incumbent 90 %, candidate 10 %" in widgets[0]["properties"]["markdown"]
     graphs = {w["properties"]["title"]: w["properties"] for w in widgets if w["type"] in ("metric", "alarm")}
     assert sorted(graphs) == sorted([

@@ -8,7 +8,7 @@ from cfnlint.api import ManualArgs, lint_file
 
 from api_model_check import check_template
 from user_app import model_archive, user_stack
-from deployment_spec.scheduled_scaling import ScheduledCopies, ScheduledScaling
+from deployment_spec.sections.scheduled_scaling import ScheduledCopies, ScheduledScaling
 from triton_constructs import (ComponentSpec, CopyScaling, ModelArchive, ModelRepositories, PropsError, Scaling,
                                TritonComponentsEndpoint, TritonSageMakerEndpoint)
 

@@ -10,7 +10,7 @@ import pytest
 
 from async_fixtures import adder_spec
 from deployment_spec import load_spec
-from deployment_spec.capacity import backlog_target, load_drains
+from deployment_spec.cost.capacity import backlog_target, load_drains
 from tritonsm.cli import main
 
 

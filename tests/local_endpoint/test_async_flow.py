@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint

@@ -17,8 +17,8 @@ import psutil
 import pytest
 
 import triton_model_fixtures as models
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.asynchronous.processing import Container
 from local_endpoint.asynchronous.locations import locations_for

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from deployment_spec.asynchronous import Asynchronous
+from deployment_spec.sections.asynchronous import Asynchronous
 from local_endpoint.asynchronous import notifications
 from local_endpoint.asynchronous.job import new_job
 from local_endpoint.asynchronous.locations import S3Location, Topic, locations_for, topic_accounts

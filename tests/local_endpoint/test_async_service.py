@@ -13,8 +13,8 @@ from typing import Any, Iterator
 import psutil
 import pytest
 
-from deployment_spec.asynchronous import Asynchronous
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.asynchronous import Asynchronous
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.asynchronous import AsyncService, AsyncSetup, work_queue
 from local_endpoint.asynchronous.processing import Container
 from local_endpoint.asynchronous.request import AsyncRequest, parse_request

@@ -101,7 +101,7 @@ def test_verify_gpu_says_the_disk_is_full_and_removes_its_folder(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # verify unpacks only where CUDA is usable: the probe says so here, and the disk fills before any check runs.
     from image_fixtures import write_built_spec
-    from tritonsm.benchmarking.gpu_verify import host
+    from tritonsm.checks.gpu import host
     from tritonsm.cli import main as tritonsm_main
 
     built = write_built_spec(tmp_path / "project", tarballs)

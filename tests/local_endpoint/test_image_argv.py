@@ -13,15 +13,15 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from deployment_spec import images as registry
-from deployment_spec.container_env import container_environment
-from deployment_spec.endpoint import Container
+from deployment_spec.facts import images as registry
+from deployment_spec.rules.container_env import container_environment
+from deployment_spec.sections.endpoint import Container
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.image import docker_argv, images, registry_login, serve_script, shared_memory
 from local_endpoint.image.endpoints import container_name
 from local_endpoint.server import archive
 from local_endpoint.server.serve_flags import MME, SME, sagemaker_server_launch
-from tritonsm import serve as tritonsm_serve
+from tritonsm.commands import options as tritonsm_options
 from image_fixtures import install_fake_docker
 
 MODEL = pathlib.Path("/work/unpacked")
@@ -227,4 +227,4 @@ def test_the_ngc_image_is_the_same_release_and_needs_no_login():
 
 
 def test_the_command_line_knows_the_same_image_kinds():
-    assert (tritonsm_serve.SAGEMAKER, tritonsm_serve.IMAGE_KINDS) == (images.SAGEMAKER, images.CHOICES)
+    assert (tritonsm_options.SAGEMAKER, tritonsm_options.IMAGE_KINDS) == (images.SAGEMAKER, images.CHOICES)

@@ -41,8 +41,8 @@ def built(module_tmp):
 def runtime(built, module_tmp):
     """The endpoint as `tritonsm serve` runs it: behind the local SageMaker Runtime, under its deployed name."""
     from deployment_spec import load_spec
-    from deployment_spec.container_env import endpoint_name
-    from deployment_spec.endpoint import EndpointKind
+    from deployment_spec.rules.container_env import endpoint_name
+    from deployment_spec.sections.endpoint import EndpointKind
     from deployment_spec.served import resolve_endpoint
     from local_endpoint import SingleModelEndpoint
     from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint

@@ -37,7 +37,7 @@ def test_a_file_that_is_not_an_encoded_image_is_refused_by_name(tmp_path: pathli
 
 
 def test_without_an_input_name_each_file_is_one_bytes_row_of_image(tmp_path: pathlib.Path):
-    # What an image task's ensemble takes (deployment_spec/tasks.py): IMAGE, BYTES, the file unchanged per row.
+    # What an image task's ensemble takes (deployment_spec/sections/tasks.py): IMAGE, BYTES, the file unchanged per row.
     photo, other = tmp_path / "photo.jpg", tmp_path / "other.jpg"
     photo.write_bytes(jpeg(32, 32))
     other.write_bytes(jpeg(8, 16))

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from local_endpoint.server import work_dirs
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.cli import invoke_main, serve_main
 from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint

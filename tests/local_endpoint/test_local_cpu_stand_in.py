@@ -156,7 +156,7 @@ output { name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] }
 @pytest.mark.triton
 def test_an_onnx_stand_in_runs_the_onnx_runtime_of_the_endpoint_image(tmp_path: pathlib.Path) -> None:
     # Triton 25.04's image serves ONNX with ONNX Runtime 1.21.0; this machine's venv has a newer one.
-    from deployment_spec.serving_runtimes import runtime
+    from deployment_spec.facts.serving_runtimes import runtime
     from model_build.verification import side_env
 
     model_dir = models.write_model(tmp_path / "repo", "add", ADD_ONNX_CONFIG, {})

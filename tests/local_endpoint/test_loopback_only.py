@@ -20,7 +20,7 @@ import numpy as np
 import psutil
 import pytest
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.endpoints.single_model import SingleModelEndpoint

@@ -24,7 +24,7 @@ from local_endpoint.errors import InvokeError
 from model_build import layout
 from model_build.backends.ensemble import audio_check, audio_samples, task_check, task_reference
 from model_build.errors import BuildError
-from tritonsm.benchmarking import audio_checkpoints
+from benchmarks.tooling import audio_checkpoints
 from tritonsm.cli import main as tritonsm_main
 
 import shipped_env  # tests/local_endpoint is on sys.path (conftest.py)
@@ -245,8 +245,8 @@ def test_a_feature_extractor_that_needs_torch_without_a_stand_in_is_refused(tmp_
     # of it: it would not start in the step's environment (transformers and numpy), whatever the build machine has.
     import transformers
 
-    from deployment_spec.model import Backend, ModelSpec
-    from deployment_spec.tasks import Task, TaskKind
+    from deployment_spec.sections.model import Backend, ModelSpec
+    from deployment_spec.sections.tasks import Task, TaskKind
     from model_build.recipes import audio_steps
 
     folder = audio_checkpoints.save(tmp_path / "clap", "audio-classification", "ast")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.dali import SizeRule
-from deployment_spec.serving_runtimes import DALI_RELEASES
+from deployment_spec.sections.dali import SizeRule
+from deployment_spec.facts.serving_runtimes import DALI_RELEASES
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from model_build import layout
@@ -26,7 +26,7 @@ from model_build.backends.ensemble import dali_image_check, image_check, image_s
 from model_build.errors import BuildError
 from model_build.verification import side_env
 from tritonsm.cli import main as tritonsm_main
-from tritonsm.benchmarking import image_checkpoints
+from benchmarks.tooling import image_checkpoints
 
 import task_fixtures  # tests/local_endpoint is on sys.path (conftest.py)
 

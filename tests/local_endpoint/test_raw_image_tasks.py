@@ -23,7 +23,7 @@ from local_endpoint.errors import InvokeError
 from model_build import layout
 from model_build.backends.ensemble import image_check, image_samples, task_check, task_reference
 from model_build.errors import BuildError
-from tritonsm.benchmarking import image_checkpoints
+from benchmarks.tooling import image_checkpoints
 from tritonsm.cli import main as tritonsm_main
 
 import shipped_env  # tests/local_endpoint is on sys.path (conftest.py)

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.tasks import TaskKind
+from deployment_spec.sections.tasks import TaskKind
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.errors import InvokeError
 from model_build import layout
-from tritonsm.benchmarking import text_checkpoints
+from benchmarks.tooling import text_checkpoints
 from model_build.backends.ensemble import task_check, task_reference
 from model_build.errors import BuildError
 import task_fixtures  # tests/local_endpoint is on sys.path (conftest.py)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from botocore.config import Config
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.served import LocalComponent
 from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint

@@ -14,8 +14,8 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from tritonsm.benchmarking import smoke
-from deployment_spec.endpoint import EndpointKind
+from tritonsm.checks import smoke_requests as smoke
+from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from local_endpoint import SingleModelEndpoint
 from local_endpoint.client.payload import encode_request

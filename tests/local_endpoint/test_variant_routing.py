@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from deployment_spec.endpoint import EndpointKind
+from deployment_spec.sections.endpoint import EndpointKind
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.runtime import errors
 from local_endpoint.runtime.routes import RuntimeTarget, invoke

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from tritonsm.benchmarking.gpu_verify import interpreters, python_stub, torchscript
-from tritonsm.benchmarking.gpu_verify.agreement import Agreement
-from tritonsm.benchmarking.gpu_verify.inputs import batches, case_for
-from tritonsm.benchmarking.gpu_verify.report import FAILED, NOT_RUN, PASSED
+from tritonsm.checks.gpu import interpreters, python_stub, torchscript
+from tritonsm.checks.gpu.agreement import Agreement
+from tritonsm.checks.gpu.inputs import batches, case_for
+from tritonsm.checks.gpu.report import FAILED, NOT_RUN, PASSED
 from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
 from tritonsm.cli import main as tritonsm_main
 from image_fixtures import write_built_spec

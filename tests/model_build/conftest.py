@@ -43,7 +43,7 @@ def signed(tiny_build, tmp_path_factory):
     """The tiny build's cached models packed again, signed (nothing rebuilt: the work folder is shared)."""
     import dataclasses
 
-    from deployment_spec.signing import SigningSpec
+    from deployment_spec.sections.signing import SigningSpec
     from model_build import build, signing
     from signed_support import Signed, key_pair
 

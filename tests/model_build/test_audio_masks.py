@@ -8,8 +8,8 @@ import pytest
 import torch
 import transformers
 
-from deployment_spec.model import Backend, ModelSpec
-from deployment_spec.tasks import Task, TaskKind
+from deployment_spec.sections.model import Backend, ModelSpec
+from deployment_spec.sections.tasks import Task, TaskKind
 from model_build.recipes import audio_steps
 
 

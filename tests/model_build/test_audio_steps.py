@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pathlib
 
-from deployment_spec.model import Backend, ModelSpec
-from deployment_spec.tasks import Task, TaskKind
+from deployment_spec.sections.model import Backend, ModelSpec
+from deployment_spec.sections.tasks import Task, TaskKind
 from model_build.recipes import audio_steps
-from tritonsm.benchmarking import audio_checkpoints
+from benchmarks.tooling import audio_checkpoints
 
 
 def _model_step(folder: pathlib.Path) -> ModelSpec:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from deployment_spec.serving_runtimes import DALI_RELEASES
+from deployment_spec.facts.serving_runtimes import DALI_RELEASES
 from deployment_spec.spec import parse_spec
 from model_build.backends.dali import check_images
 from model_build.dali_pipeline import placement, reference, run as build

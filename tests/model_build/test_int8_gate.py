@@ -85,7 +85,7 @@ def test_a_bound_above_the_measurement_ships_fp32_with_the_reason(minilm_build):
 
 
 def test_every_missed_bound_is_named():
-    from deployment_spec.model import Int8Gate
+    from deployment_spec.sections.model import Int8Gate
 
     agree = {"min_cosine_similarity": 0.9712345, "top1_agreement": 0.75}
     assert onnx_check.refusal("m", agree, Int8Gate(min_cosine_similarity=0.98, min_top1_agreement=0.9), "x") == (
@@ -114,7 +114,7 @@ def test_a_builtin_text_recipe_with_a_tokenizer_measures_int8_on_real_sentences(
     # (transformers 5 would otherwise load a tokenizer that maps every word to one id).
     import shutil
 
-    from deployment_spec.model import Backend, ModelSpec, Source
+    from deployment_spec.sections.model import Backend, ModelSpec, Source
     from model_build.recipes import builtin, minilm
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from moto import mock_aws
 
 from deployment_spec.manifest import load_manifest
-from deployment_spec.signing import SigningSpec
+from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
 from model_build.kms_signing import KmsSigningKey, named_key
 

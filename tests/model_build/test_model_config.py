@@ -138,7 +138,7 @@ def test_ensemble_platform_is_written_literally(spec):
 
 def test_ort_graph_levels_follow_the_backend_mapping():
     # ORT: unset/0 -> all, -1 -> basic, 1 -> extended, 2 -> disabled (not the proto comment).
-    from deployment_spec.model import GraphLevel
+    from deployment_spec.sections.model import GraphLevel
     assert model_config.GRAPH_LEVEL == {GraphLevel.BASIC: -1, GraphLevel.EXTENDED: 1, GraphLevel.DISABLED: 2}
 
 
@@ -176,7 +176,7 @@ def test_a_tensor_without_dims_in_a_given_config_is_refused_with_the_reshape_tha
 
 
 def test_one_value_per_row_is_served_as_one_column_and_reshaped_for_the_model_but_not_for_an_ensemble():
-    from deployment_spec.model import Backend, ModelSpec
+    from deployment_spec.sections.model import Backend, ModelSpec
 
     row = TensorSpec("confidence", "TYPE_FP32", ())
     ids = TensorSpec("input_ids", "TYPE_INT64", (-1,))

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from deployment_spec.model import Backend, DynamicBatching, ModelSpec, Source, Tolerance
-from deployment_spec.serving_runtimes import runtime
+from deployment_spec.sections.model import Backend, DynamicBatching, ModelSpec, Source, Tolerance
+from deployment_spec.facts.serving_runtimes import runtime
 from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
 from model_build.verification import cases, verify

@@ -18,7 +18,7 @@ import torch
 
 from deployment_spec import load_spec
 from deployment_spec.manifest import load_manifest
-from deployment_spec.model import Tolerance
+from deployment_spec.sections.model import Tolerance
 from mb_support import make_spec
 from model_build import build, reproducible
 from model_build.backends.onnxruntime import optimize as ort_optimize

@@ -14,7 +14,7 @@ import tarfile
 import pytest
 
 from deployment_spec.manifest import load_manifest
-from deployment_spec.signing import SigningSpec
+from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
 from mb_support import TINY_SPEC
 from signed_support import (Signed, another_keys_signature, one_byte_changed, rewrite, signature_removed,
@@ -108,7 +108,7 @@ def test_a_spec_with_a_public_key_refuses_a_build_without_the_key(signed, tmp_pa
 
 def test_a_spec_naming_its_private_key_as_public_key_is_refused_by_validate(signed, tmp_path):
     from deployment_spec import load_spec
-    from deployment_spec.errors import SpecError
+    from deployment_spec.parsing.errors import SpecError
     spec = tmp_path / "tiny.yaml"
     spec.write_text(TINY_SPEC.read_text().replace('triton_version: "25.04"\n',
                                                   f'triton_version: "25.04"\nsigning: {{public_key: {signed.key}}}\n'))
@@ -261,7 +261,7 @@ def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_pat
 
 
 def test_the_key_identity_is_the_hint_model_signing_writes_whatever_the_pem_s_wrapping(signed, tmp_path):
-    # Synth computes it with the standard library (deployment_spec.signing); the bundle's hint comes from
+    # Synth computes it with the standard library (deployment_spec.sections.signing); the bundle's hint comes from
     # model-signing's own signer: the two must agree, or every signed build would be refused at synth.
     with tarfile.open(signed.tarball()) as tar:
         hint = json.loads(tar.extractfile("text/model.sig").read())["verificationMaterial"]["publicKey"]["hint"]

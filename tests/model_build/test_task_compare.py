@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from deployment_spec.tasks import Task, TaskKind
+from deployment_spec.sections.tasks import Task, TaskKind
 from model_build.backends.ensemble import task_reference
 
 LABELS = [{"label": "positive", "score": 0.7}, {"label": "negative", "score": 0.3}]

@@ -1,6 +1,6 @@
 """Classification answers compared with the pipeline's (model_build/backends/ensemble/task_reference.py): two equal
 scores at the last place shown may come in either order; another label there, or a score off, is a difference."""
-from deployment_spec.tasks import Task, TaskKind
+from deployment_spec.sections.tasks import Task, TaskKind
 from model_build.backends.ensemble import task_reference
 
 TASK = Task(TaskKind.AUDIO_CLASSIFICATION, top_k=3)

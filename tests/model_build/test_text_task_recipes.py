@@ -5,7 +5,7 @@ import pytest
 
 from model_build.errors import BuildError
 from model_build.recipes import text_tasks
-from tritonsm.benchmarking import text_checkpoints
+from benchmarks.tooling import text_checkpoints
 
 from mb_support import make_spec
 
@@ -66,7 +66,7 @@ def test_padded_cases_end_token_ids_not_segment_ids(tmp_path):
 
 def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatch):
     # Canine cannot downsample a one-character text; transformers itself fails there, with a long trace.
-    from deployment_spec.tasks import TaskKind, Task
+    from deployment_spec.sections.tasks import TaskKind, Task
     from model_build.backends.ensemble import task_check, task_reference
 
     def reference(chain, seq, rows):

@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 from deployment_spec.manifest import load_manifest
-from deployment_spec.variant_plan import endpoints_to_build
+from deployment_spec.rules.variant_plan import endpoints_to_build
 from model_build import build
 from model_build.build_context import serving_devices
 from mb_support import make_spec
@@ -131,7 +131,7 @@ def test_a_variant_on_a_gpu_type_puts_the_model_on_cuda_too(tmp_path):
 
 
 def _variant_build(spec):
-    from deployment_spec.variant_plan import own_builds
+    from deployment_spec.rules.variant_plan import own_builds
 
     return own_builds(spec.endpoints["ep"])["ep.Shadow"]
 

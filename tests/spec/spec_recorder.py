@@ -7,7 +7,7 @@ here (the child's assertions are not this run's), only the loader's verdict on e
 
 Each record is ``(raw, None)`` for an accepted spec, or ``(raw, problems)`` with one
 ``(path, got, allowed, structural)`` per problem: ``structural`` marks a problem found by the generic
-reader (deployment_spec.parse: unknown keys, types, bounds, patterns, missing keys), as opposed to a
+reader (deployment_spec.parsing.parse: unknown keys, types, bounds, patterns, missing keys), as opposed to a
 class's or a rule's cross-field check, which a schema cannot express.
 """
 from __future__ import annotations
@@ -25,12 +25,12 @@ _records: list[tuple[Any, Any]] = []
 def pytest_configure(config: Any) -> None:
     # Patched before the test modules are collected, so their `from deployment_spec.spec import parse_spec`
     # (and load_spec's own call) find the recording one.
-    import deployment_spec.parse as parse_module
+    import deployment_spec.parsing.parse as parse_module
     import deployment_spec.spec as spec_module
-    from deployment_spec.errors import Problem, SpecError
+    from deployment_spec.parsing.errors import Problem, SpecError
 
     class Structural(Problem):
-        """A problem deployment_spec.parse found (it creates every problem through this name)."""
+        """A problem deployment_spec.parsing.parse found (it creates every problem through this name)."""
 
     parse_module.Problem = Structural  # type: ignore[misc]
     original = spec_module.parse_spec

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError, load_spec
-from deployment_spec.asynchronous import DEFAULT_BACKLOG_PER_INSTANCE
-from deployment_spec.capacity import (Drain, Measurement, backlog_target, load_capacity, load_drains, save_capacity,
+from deployment_spec.sections.asynchronous import DEFAULT_BACKLOG_PER_INSTANCE
+from deployment_spec.cost.capacity import (Drain, Measurement, backlog_target, load_capacity, load_drains, save_capacity,
                                       save_drains)
 from deployment_spec.spec import parse_spec
 from spec_mutations import all_of, set_path

@@ -5,9 +5,9 @@ import pathlib
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.capacity import (CapacityError, Measurement, invocations_target, load_capacity,
+from deployment_spec.cost.capacity import (CapacityError, Measurement, invocations_target, load_capacity,
                                       load_target, save_capacity)
-from deployment_spec.endpoint import LoadMetric
+from deployment_spec.sections.endpoint import LoadMetric
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MEASURED = Measurement(max_rps_per_instance=25.0, latency_sla_ms=200, p99_ms=180.0,

@@ -1,9 +1,9 @@
-"""Each rule of inference-component endpoints (deployment_spec/component_rules.py) with a compliant and a
+"""Each rule of inference-component endpoints (deployment_spec/facts/component_rules.py) with a compliant and a
 non-compliant case, on plain values, and a check that no rule lacks them (as tests/spec/test_sagemaker_rules.py
 does for the endpoint rules)."""
 import pytest
 
-from deployment_spec import component_rules as rules
+from deployment_spec.facts import component_rules as rules
 
 G5_12XL = rules.InstanceCapacity("ml.g5.12xlarge", 4, 48, 192)
 

@@ -9,8 +9,9 @@ import pathlib
 import pytest
 import yaml
 
-from deployment_spec import SpecError, component_rules as rules, load_spec
-from deployment_spec.component_endpoint import capacity, component_name, demand
+from deployment_spec import SpecError, load_spec
+from deployment_spec.facts import component_rules as rules
+from deployment_spec.rules.component_endpoint import capacity, component_name, demand
 from deployment_spec.spec import parse_spec
 from spec_mutations import all_of as _both, set_path as _set
 

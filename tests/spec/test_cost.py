@@ -1,4 +1,4 @@
-"""What the spec costs (deployment_spec.cost): floor, ceiling and expected range per environment and endpoint, the
+"""What the spec costs (deployment_spec.cost.figures): floor, ceiling and expected range per environment and endpoint, the
 shipped price snapshot's coverage, `tritonsm cost` and its --diff, and the budget refusal.
 
 The prices here are test figures ($1.00 and $2.00 an hour, round on purpose), written as a refresh cache under a
@@ -15,13 +15,14 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError, load_spec
-from deployment_spec import cost, cost_report, instances, pricing
-from deployment_spec.capacity import Measurement
-from deployment_spec.capacity_reservation import CapacityReservation
-from deployment_spec.components import ManagedInstances
-from deployment_spec.endpoint import EndpointKind, EndpointSpec, Scaling
-from deployment_spec.scheduled_scaling import ScheduledScaling
-from deployment_spec.sagemaker_instance_types import INSTANCE_TYPES
+from deployment_spec.cost import figures as cost, report as cost_report, pricing
+from deployment_spec.facts import instances
+from deployment_spec.cost.capacity import Measurement
+from deployment_spec.sections.capacity_reservation import CapacityReservation
+from deployment_spec.sections.components import ManagedInstances
+from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec, Scaling
+from deployment_spec.sections.scheduled_scaling import ScheduledScaling
+from deployment_spec.facts.sagemaker_instance_types import INSTANCE_TYPES
 from tritonsm.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -71,8 +72,8 @@ def test_inference_components_bill_the_managed_instances_and_scale_to_zero_has_a
 
 
 def test_scheduled_copies_of_inference_components_say_why_there_is_no_expected_range():
-    from deployment_spec.components import ComponentSpec, CopyScaling
-    from deployment_spec.scheduled_scaling import ScheduledCopies
+    from deployment_spec.sections.components import ComponentSpec, CopyScaling
+    from deployment_spec.sections.scheduled_scaling import ScheduledCopies
     nights = ScheduledCopies(name="nights", schedule="cron(0 20 ? * MON-FRI *)", max_copies=1)
     endpoint = _endpoint(kind=EndpointKind.INFERENCE_COMPONENTS, scaling=None,
                          managed_instances=ManagedInstances(min_instances=1, max_instances=3),
@@ -130,7 +131,7 @@ def test_a_schedule_that_is_not_weekly_gives_no_expected_range():
 
 
 def test_variants_and_a_shadow_each_bill_their_instances():
-    from deployment_spec.variants import Shadow, Variant
+    from deployment_spec.sections.variants import Shadow, Variant
     endpoint = _endpoint(variants=(Variant(name="A"), Variant(name="B", instance_type="ml.g6.xlarge",
                                                                  scaling=Scaling(min_instances=1, max_instances=1))),
                          shadow=Shadow(model="m", initial_instances=1))

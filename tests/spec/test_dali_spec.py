@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError
-from deployment_spec.dali import image_inputs
-from deployment_spec.serving_runtimes import DALI_RELEASES, RUNTIMES, buildable_dali
+from deployment_spec.sections.dali import image_inputs
+from deployment_spec.facts.serving_runtimes import DALI_RELEASES, RUNTIMES, buildable_dali
 from deployment_spec.spec import parse_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -9,8 +9,9 @@ import pathlib
 
 import pytest
 
-from deployment_spec import instances, sagemaker_instance_types, sagemaker_rules as rules
-from deployment_spec.errors import PropsError
+from deployment_spec.facts import instances, sagemaker_instance_types
+from deployment_spec.rules import sagemaker as rules
+from deployment_spec.parsing.errors import PropsError
 
 botocore = pytest.importorskip("botocore")
 MODEL = pathlib.Path(botocore.__file__).parent / "data" / "sagemaker" / "2017-07-24" / "service-2.json.gz"

@@ -1,5 +1,5 @@
 """The instance table's vCPU figure is the one every rule and the CPU scaling target use."""
-from deployment_spec import instances
+from deployment_spec.facts import instances
 
 
 def test_vcpus_come_from_the_table_where_it_has_the_type():

@@ -381,5 +381,5 @@ def test_an_int8_gate_is_accepted_and_precision_int8_alone_gets_none():
     raw["models"]["resnet50"]["precision"] = "int8"
     spec = parse_spec(raw, pathlib.Path("spec.yaml"))
     assert (spec.models["bert"].int8.min_cosine_similarity, spec.models["bert"].int8.min_top1_agreement) == (0.995, 1.0)
-    # No int8 section: the build applies the defaults of deployment_spec.model.Int8Gate (cosine >= 0.98).
+    # No int8 section: the build applies the defaults of deployment_spec.sections.model.Int8Gate (cosine >= 0.98).
     assert spec.models["resnet50"].int8 is None

@@ -24,7 +24,8 @@ import jsonschema
 import pytest
 import yaml
 
-from deployment_spec import SpecError, load_spec, model, spec
+from deployment_spec import SpecError, load_spec, spec
+from deployment_spec.sections import model
 from deployment_spec import json_schema
 from deployment_spec.json_schema import SCHEMA_PATH, render, spec_schema
 from deployment_spec.spec import parse_spec

@@ -8,7 +8,7 @@ import pytest
 
 from deployment_spec import SpecError
 from deployment_spec.spec import parse_spec
-from deployment_spec.tensors import DataType, Tensor
+from deployment_spec.sections.tensors import DataType, Tensor
 
 
 def _spec(model: dict) -> dict:

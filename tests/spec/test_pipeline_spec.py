@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError
-from deployment_spec.pipeline import BuildComputeKind
+from deployment_spec.sections.pipeline import BuildComputeKind
 from deployment_spec.spec import parse_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

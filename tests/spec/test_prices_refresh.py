@@ -15,8 +15,8 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from deployment_spec import pricing
-from tritonsm import cost as cost_cli
+from deployment_spec.cost import pricing
+from tritonsm.commands import prices as prices_cli
 from tritonsm.cli import main
 
 OPERATION = botocore.session.get_session().get_service_model("pricing").operation_model("GetProducts")
@@ -81,7 +81,7 @@ def client():
 
 
 def test_refresh_reads_every_page_and_keeps_real_time_hosting_only(client):
-    assert cost_cli.fetch_prices(client, "us-east-1") == {"ml.g5.xlarge": 1.5, "ml.m5.large": 0.25}
+    assert prices_cli.fetch_prices(client, "us-east-1") == {"ml.g5.xlarge": 1.5, "ml.m5.large": 0.25}
 
 
 def test_prices_refresh_writes_a_dated_cache_read_before_the_snapshot(client, tmp_path, monkeypatch, capsys):
@@ -98,10 +98,10 @@ def test_prices_refresh_writes_a_dated_cache_read_before_the_snapshot(client, tm
 
 
 def test_an_item_of_another_region_or_without_an_hourly_price_is_skipped():
-    assert cost_cli.hosting_price(_item("eu-west-1", "EU-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.0"), "us-east-1") \
+    assert prices_cli.hosting_price(_item("eu-west-1", "EU-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.0"), "us-east-1") \
         is None
     item = _item("us-east-1", "USE1-Host:ml.g5.xlarge", "ml.g5.xlarge", "1.0")
     for term in item["terms"]["OnDemand"].values():
         for dimension in term["priceDimensions"].values():
             dimension["unit"] = "GB-Mo"
-    assert cost_cli.hosting_price(item, "us-east-1") is None
+    assert prices_cli.hosting_price(item, "us-east-1") is None

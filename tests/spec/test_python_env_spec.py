@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError
-from deployment_spec.requirements import is_pinned, requirement_lines
+from deployment_spec.sections.requirements import is_pinned, requirement_lines
 from deployment_spec.spec import parse_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

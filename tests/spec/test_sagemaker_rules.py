@@ -5,8 +5,9 @@ same words arriving under ``endpoints.<name>.`` (spec) or the prop name (constru
 """
 import pytest
 
-from deployment_spec import images, instances, network_rules, sagemaker_rules as rules
-from deployment_spec.endpoint import Deployment, Scaling, Strategy
+from deployment_spec.facts import images, instances, network_rules
+from deployment_spec.rules import sagemaker as rules
+from deployment_spec.sections.endpoint import Deployment, Scaling, Strategy
 
 def _t(name: str) -> instances.InstanceType:
     found = instances.lookup(name)

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from deployment_spec import images, serving_runtimes
-from deployment_spec.serving_runtimes import RUNTIMES, inference_ami, runtime
+from deployment_spec.facts import images, serving_runtimes
+from deployment_spec.facts.serving_runtimes import RUNTIMES, inference_ami, runtime
 from model_build.verification import side_env
 
 FIELDS = {f.name for f in dataclasses.fields(serving_runtimes.ServingRuntime)}

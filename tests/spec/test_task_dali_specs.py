@@ -1,5 +1,5 @@
 """``task.preprocess: dali``: the image task's first step is a DALI pipeline the loader derives from the checkpoint's
-preprocessor_config.json (deployment_spec/task_dali.py); what DALI cannot make is refused with its exact message."""
+preprocessor_config.json (deployment_spec/sections/task_dali.py); what DALI cannot make is refused with its exact message."""
 import copy
 import json
 import pathlib
@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError
-from deployment_spec.dali import Interpolation, SizeRule, image_inputs
-from deployment_spec.model import Backend
+from deployment_spec.sections.dali import Interpolation, SizeRule, image_inputs
+from deployment_spec.sections.model import Backend
 from deployment_spec.spec import parse_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """``task:`` entries: one checkpoint becomes a tokenizer step, a model step, an answer step and their ensemble
-(deployment_spec/task_models.py); every misuse is refused with its exact message."""
+(deployment_spec/sections/task_models.py); every misuse is refused with its exact message."""
 import copy
 import pathlib
 
@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from deployment_spec import SpecError
-from deployment_spec.model import Backend, DynamicBatching
+from deployment_spec.sections.model import Backend, DynamicBatching
 from deployment_spec.spec import parse_spec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The vendored Triton image table equals the SageMaker SDK's registry map, URI for URI."""
 import pytest
 
-from deployment_spec import images
+from deployment_spec.facts import images
 
 image_uris = pytest.importorskip("sagemaker.core.image_uris")
 

@@ -11,9 +11,9 @@ import pathlib
 import pytest
 
 from deployment_spec import SpecError
-from deployment_spec.instances import BOTOCORE_VERSION, INSTANCE_TYPES
+from deployment_spec.facts.instances import BOTOCORE_VERSION, INSTANCE_TYPES
 from deployment_spec.spec import parse_spec
-from deployment_spec.variant_plan import build_for, describe_weights, endpoints_to_build
+from deployment_spec.rules.variant_plan import build_for, describe_weights, endpoints_to_build
 from spec_mutations import all_of, set_path
 
 EP = "endpoints.ep"

@@ -2,13 +2,13 @@
 
 The CDK app turns it into the SageMakerVariantInvocationsPerInstance target (RPS x 60 x safety
 factor), or with ``scaling.load_metric: concurrency`` into the concurrency target (requests in flight
-x safety factor) (deployment_spec.capacity.load_target), unless the spec sets a value itself.
+x safety factor) (deployment_spec.cost.capacity.load_target), unless the spec sets a value itself.
 """
 from __future__ import annotations
 
 import pathlib
 
-from deployment_spec.capacity import Measurement, Target, load_capacity, load_target, save_capacity
+from deployment_spec.cost.capacity import Measurement, Target, load_capacity, load_target, save_capacity
 
 
 def record(spec, endpoint: str, measurement: Measurement, path: pathlib.Path) -> tuple[Target | None, str]:

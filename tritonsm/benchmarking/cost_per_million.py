@@ -1,9 +1,9 @@
 """What a measured throughput costs per million inferences, in each region the spec serves the endpoint in.
 
 price per instance-hour / (requests/s per instance within the latency SLA × 3600) × 1e6
-(deployment_spec.cost.per_million_usd): one instance kept busy at the highest rate that met the SLA. No hours per
+(deployment_spec.cost.figures.per_million_usd): one instance kept busy at the highest rate that met the SLA. No hours per
 month enter it: it is a price per inference, whatever the traffic. Each figure keeps what it assumes
-(deployment_spec.measured_cost.RegionCost: region, the type priced, the price's source and date, the rate, where
+(deployment_spec.cost.measured_cost.RegionCost: region, the type priced, the price's source and date, the rate, where
 it was measured). A measurement taken elsewhere than on the type the endpoint is served on (the local CPU, another
 instance type) is a stand-in, and every line that shows it says so. A price the table lacks stays unknown, with
 the reason and the command that fetches it.
@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from deployment_spec.capacity import Measurement
-from deployment_spec.cost import money, per_million_usd, pool_price_label
-from deployment_spec.measured_cost import RegionCost, is_stand_in, measured_hardware
-from deployment_spec.pricing import Price, PriceTable
+from deployment_spec.cost.capacity import Measurement
+from deployment_spec.cost.figures import money, per_million_usd, pool_price_label
+from deployment_spec.cost.measured_cost import RegionCost, is_stand_in, measured_hardware
+from deployment_spec.cost.pricing import Price, PriceTable
 
 
 def served(spec, endpoint: str) -> list[tuple[str, str]]:

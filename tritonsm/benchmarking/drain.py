@@ -105,11 +105,10 @@ def measure(spec_path: Any, endpoint: str, *, environment: Optional[str], manife
 
 def _round(served: Any, settings: Any, endpoint: str, request: Any, *, cpu_stand_in: bool, requests: int,
            timeout_s: float, log: Callable[[str], None]) -> DrainRun:
-    import boto3
-
     from local_endpoint import LocalRuntime, NamedEndpoint, SingleModelEndpoint
+    from local_endpoint.client.local_clients import local_client
     from local_endpoint.asynchronous import AsyncSetup
-    from deployment_spec.endpoint import EndpointKind
+    from deployment_spec.sections.endpoint import EndpointKind
 
     server = SingleModelEndpoint(served.tarball, default_model=served.default_model, env=served.env,
                                  cpu_stand_in=cpu_stand_in, triton_version=served.triton_version)
@@ -117,12 +116,10 @@ def _round(served: Any, settings: Any, endpoint: str, request: Any, *, cpu_stand
     with LocalRuntime([named]) as runtime:
         assert runtime.asynchronous is not None  # an asynchronous endpoint starts its queue
         queue = runtime.asynchronous.queues[endpoint]
-        session = boto3.session.Session(aws_access_key_id="local", aws_secret_access_key="local",
-                                        region_name=queue.locations.success_topic.region)
-        s3 = session.client("s3", endpoint_url=runtime.asynchronous.aws.url)
+        s3 = local_client("s3", runtime.asynchronous.aws.url, queue.locations.success_topic.region, attempts=3)
         key = f"{queue.locations.input.key}drain-request"
         s3.put_object(Bucket=queue.locations.input.bucket, Key=key, Body=request.body)
-        client = session.client("sagemaker-runtime", endpoint_url=runtime.url)
+        client = local_client("sagemaker-runtime", runtime.url, queue.locations.success_topic.region, attempts=3)
         log(f"  concurrency {settings.max_concurrent_invocations_per_instance}: {requests} requests queued at "
             f"{runtime.url}")
         return drain(client, s3, endpoint_name=endpoint, input_location=f"s3://{queue.locations.input.bucket}/{key}",

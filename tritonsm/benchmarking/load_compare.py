@@ -17,7 +17,7 @@ import pathlib
 import time
 from typing import TYPE_CHECKING, Callable, Optional
 
-from deployment_spec.triton_metrics import DEFAULT_METRICS_PORT
+from deployment_spec.facts.triton_metrics import DEFAULT_METRICS_PORT
 from tritonsm.benchmarking import stats
 from tritonsm.benchmarking.load_model import CONFIGS, MODEL_NAME, LoadConfig, request_tensor, write_tarball
 from tritonsm.benchmarking.load_phases import PhasePlan, PhaseResult, best_within_threshold, run_phase

@@ -12,10 +12,10 @@ import dataclasses
 import os
 from typing import Any, Optional
 
-from deployment_spec.capacity import Measurement
-from deployment_spec.cost import money
-from deployment_spec.measured_cost import LOCAL_CPU
-from deployment_spec.pricing import PriceTable
+from deployment_spec.cost.capacity import Measurement
+from deployment_spec.cost.figures import money
+from deployment_spec.cost.measured_cost import LOCAL_CPU
+from deployment_spec.cost.pricing import PriceTable
 from tritonsm.benchmarking.cost_per_million import cost_lines, no_region, priced, region_cost, served
 
 NO_ENDPOINT = ("no cost per million: the configurations are priced as the endpoint they are recorded for (its "

@@ -2,7 +2,7 @@
 
 The same rising-concurrency phases and stop rule as the local load test (tritonsm.benchmarking.load_phases:
 stop after a phase whose p99 or error rate is over the threshold), sent through sagemaker-runtime
-InvokeEndpoint with the smoke test's request (tritonsm.benchmarking.smoke). Bounded twice: each phase
+InvokeEndpoint with the smoke test's request (tritonsm.checks.smoke_requests). Bounded twice: each phase
 lasts at most ``plan.seconds`` and sends at most ``plan.max_requests``. Its best phase is a
 measurement of the endpoint's own instance type, which is what capacity.json should hold.
 
@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from tritonsm.benchmarking.load_endpoint import EndpointLoad
 from tritonsm.benchmarking.load_phases import CallFailed, PhasePlan, best_within_threshold, phases_until_stop, run_users
-from tritonsm.benchmarking.smoke import DeployedClient, SmokeCase
+from tritonsm.checks.smoke_requests import DeployedClient, SmokeCase
 from local_endpoint.client.payload import encode_request
 from local_endpoint.errors import InvokeError
 

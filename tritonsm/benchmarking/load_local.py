@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, SpecError, load_spec  # noqa: E402
 from deployment_spec.manifest import DEFAULT_MANIFEST  # noqa: E402
-from deployment_spec.serving_runtimes import DEFAULT_TRITON_VERSION  # noqa: E402
+from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION  # noqa: E402
 from local_endpoint import (  # noqa: E402
     LocalEndpointError,
     NamedTensor,
@@ -44,8 +44,8 @@ from local_endpoint import (  # noqa: E402
     text_tensor,
 )
 from local_endpoint.client.request_inputs import image_tensor  # noqa: E402
-from deployment_spec.dali import image_inputs  # noqa: E402
-from deployment_spec.errors import UserError  # noqa: E402
+from deployment_spec.sections.dali import image_inputs  # noqa: E402
+from deployment_spec.parsing.errors import UserError  # noqa: E402
 from deployment_spec.served import resolve_endpoint  # noqa: E402
 from tritonsm.benchmarking import stats  # noqa: E402
 
@@ -146,7 +146,7 @@ def _spec_endpoint(args: argparse.Namespace) -> Served:
 
 
 def _sample_image() -> pathlib.Path:
-    from tritonsm.benchmarking.smoke import SAMPLE_IMAGE
+    from tritonsm.checks.smoke_requests import SAMPLE_IMAGE
     from model_build.backends.dali.check_images import jpeg
 
     path = pathlib.Path(tempfile.mkdtemp(prefix="tritonsm-image-")) / "sample-{}x{}.jpg".format(*SAMPLE_IMAGE)

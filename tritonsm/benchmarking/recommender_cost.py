@@ -7,9 +7,9 @@ gives no ratio.
 """
 from __future__ import annotations
 
-from deployment_spec.capacity import Measurement
-from deployment_spec.cost import money
-from deployment_spec.pricing import PriceTable
+from deployment_spec.cost.capacity import Measurement
+from deployment_spec.cost.figures import money
+from deployment_spec.cost.pricing import PriceTable
 from tritonsm.benchmarking.cost_per_million import figure_text, region_cost
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deployment_spec.capacity import Measurement
-from deployment_spec.errors import UserError
-from deployment_spec.measured_cost import RecommenderCost
+from deployment_spec.cost.capacity import Measurement
+from deployment_spec.parsing.errors import UserError
+from deployment_spec.cost.measured_cost import RecommenderCost
 
 OPERATION = "describe_inference_recommendations_job"
 

@@ -65,7 +65,7 @@ class Cell:
 def compare(spec, names: list[str], int8_models: set[str], settings: Settings, work: pathlib.Path,
             log: Callable[[str], None]) -> dict[str, Any]:
     from tritonsm.benchmarking.runtime_prepare import prepare
-    from deployment_spec.serving_runtimes import runtime
+    from deployment_spec.facts.serving_runtimes import runtime
     from model_build.verification import side_env
 
     started = time.monotonic()

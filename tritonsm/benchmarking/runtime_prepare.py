@@ -11,8 +11,8 @@ import pathlib
 import time
 from typing import Any, Callable, Mapping, Optional
 
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import ServingRuntime
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import ServingRuntime
 
 SEED = 20240
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 from tritonsm.comparing.records import Record
 

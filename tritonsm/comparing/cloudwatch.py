@@ -13,7 +13,7 @@ import datetime as dt
 import statistics
 from typing import Any
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 from tritonsm.comparing.window import Window
 

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 from typing import Any, Optional
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 from tritonsm.comparing.window import parse_instant
 

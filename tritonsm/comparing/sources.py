@@ -8,7 +8,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Iterator, Optional, Protocol
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 from tritonsm.comparing.records import Record, parse_record
 from tritonsm.comparing.window import Window

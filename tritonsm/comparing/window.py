@@ -10,7 +10,7 @@ import dataclasses
 import datetime as dt
 import re
 
-from deployment_spec.errors import UserError
+from deployment_spec.parsing.errors import UserError
 
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

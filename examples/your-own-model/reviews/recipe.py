@@ -16,7 +16,7 @@ DEFAULT_LENGTH = 64
 
 
 def exportable(model) -> ExportableModel:
-    """``model`` is the spec's entry (deployment_spec.model.ModelSpec): its name, sizes and weights."""
+    """``model`` is the spec's entry (deployment_spec.sections.model.ModelSpec): its name, sizes and weights."""
     torch.manual_seed(0)
     module = ReviewClassifier()
     if model.weights:  # the spec's weights: directory (absolute here), holding torch.save(module.state_dict())

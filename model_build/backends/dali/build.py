@@ -16,10 +16,10 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping
 
-from deployment_spec import dali as dali_spec
+from deployment_spec.sections import dali as dali_spec
 from deployment_spec.manifest import ModelEntry, TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import DALI_RELEASES, DaliRelease
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import DALI_RELEASES, DaliRelease
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext, serving_devices
 from model_build.errors import BuildError

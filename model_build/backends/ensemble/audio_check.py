@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deployment_spec.manifest import Verification
-from deployment_spec.tasks import TaskKind
+from deployment_spec.sections.tasks import TaskKind
 from model_build import layout
 from model_build.backends.ensemble import audio_samples, task_check, task_reference
 from model_build.errors import BuildError

@@ -9,7 +9,7 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.backends.ensemble.by_name import by_name
 from model_build.backends.result import BackendResult
 from model_build.build_context import BuildContext

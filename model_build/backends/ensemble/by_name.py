@@ -1,12 +1,12 @@
-"""A task's ensemble steps wired by tensor name (deployment_spec/tasks.py), once the steps' tensors are known."""
+"""A task's ensemble steps wired by tensor name (deployment_spec/sections/tasks.py), once the steps' tensors are known."""
 from __future__ import annotations
 
 import re
 from typing import Mapping
 
-from deployment_spec import dali, tasks
+from deployment_spec.sections import dali, tasks
 from deployment_spec.manifest import ModelEntry
-from deployment_spec.model import EnsembleStep, ModelSpec
+from deployment_spec.sections.model import EnsembleStep, ModelSpec
 
 # A DALI first step (task.preprocess: dali) keeps the dali backend's tensor names (its external_source is the
 # model's input); the ensemble calls them what a Python first step calls them.

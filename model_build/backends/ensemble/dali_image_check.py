@@ -25,11 +25,11 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-from deployment_spec.dali import DaliPipeline
+from deployment_spec.sections.dali import DaliPipeline
 from deployment_spec.manifest import Verification
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import DALI_RELEASES
-from deployment_spec.tasks import TaskKind
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import DALI_RELEASES
+from deployment_spec.sections.tasks import TaskKind
 from model_build import layout
 from model_build.dali_pipeline import placement, reference as levels, run as dali_build
 from model_build.backends.ensemble import image_check, image_samples, task_check, task_reference
@@ -39,7 +39,7 @@ from model_build.errors import BuildError
 SKIPPED = {"JPEG 400x300 with EXIF orientation 6 (shown rotated)":
            "DALI's fn.decoders.image disregards EXIF orientation (its docs): served unrotated"}
 PIXELS_DIFFER = ("The DALI step is derived from the checkpoint's preprocessor_config.json "
-                 "(deployment_spec/task_dali.py); where DALI cannot make the processor's pixels, set "
+                 "(deployment_spec/sections/task_dali.py); where DALI cannot make the processor's pixels, set "
                  "task.preprocess: python")
 ANSWERS_DIFFER = ("The DALI step's pixel_values are within the tolerance; the model answers otherwise on them: its "
                   "answers change with differences that small; set task.preprocess: python for the processor's "

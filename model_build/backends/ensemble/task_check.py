@@ -21,9 +21,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from deployment_spec.manifest import ModelEntry, Verification
-from deployment_spec.model import Backend, ModelSpec
-from deployment_spec.serving_runtimes import runtime
-from deployment_spec.tasks import TaskKind, Task
+from deployment_spec.sections.model import Backend, ModelSpec
+from deployment_spec.facts.serving_runtimes import runtime
+from deployment_spec.sections.tasks import TaskKind, Task
 from model_build import dispatch, layout, model_config
 from model_build.backends.ensemble import task_reference
 from model_build.backends.ensemble.by_name import plain

@@ -17,7 +17,7 @@ import math
 import pathlib
 from typing import Any, Optional, Sequence
 
-from deployment_spec.tasks import TaskKind, Task
+from deployment_spec.sections.tasks import TaskKind, Task
 
 # Raw text a deployed model meets: accents, emoji, CJK, odd spacing, one character, and a text long
 # enough to be cut at any sequence length the spec allows (8192 tokens).

@@ -11,8 +11,8 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import runtime
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import runtime
 from model_build import checks, given_files, memory_budget
 from model_build.backends.onnxruntime import given_file, verification
 from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild

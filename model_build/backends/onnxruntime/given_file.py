@@ -10,8 +10,8 @@ import pathlib
 from typing import Any, Callable, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import ServingRuntime
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import ServingRuntime
 from model_build.backends.onnxruntime import verification
 from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
 from model_build.errors import BuildError

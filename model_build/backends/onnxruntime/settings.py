@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from deployment_spec.model import Int8Gate, ModelSpec, Precision, Tolerance
+from deployment_spec.sections.model import Int8Gate, ModelSpec, Precision, Tolerance
 
 
 @dataclasses.dataclass(frozen=True)

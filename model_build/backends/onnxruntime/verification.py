@@ -13,8 +13,8 @@ import pathlib
 import shutil
 from typing import Any, Callable, Sequence
 
-from deployment_spec.model import Int8Gate, ModelSpec
-from deployment_spec.serving_runtimes import ServingRuntime
+from deployment_spec.sections.model import Int8Gate, ModelSpec
+from deployment_spec.facts.serving_runtimes import ServingRuntime
 from model_build import reproducible
 from model_build.backends.onnxruntime.settings import OnnxRuntimeBuild
 from model_build.errors import BuildError

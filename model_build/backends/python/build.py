@@ -5,9 +5,10 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping
 
-from deployment_spec import Spec, requirements
+from deployment_spec import Spec
+from deployment_spec.sections import requirements
 from deployment_spec.manifest import ModelEntry
-from deployment_spec.model import Backend, ModelSpec
+from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import layout, model_config
 from model_build.backends.python import execution_env
 from model_build.backends.result import BackendResult

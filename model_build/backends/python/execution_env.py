@@ -1,10 +1,10 @@
 """A Python-backend model's execution environment inside a build: target, cache, size limits, facts."""
 from __future__ import annotations
 
-from deployment_spec import instances
+from deployment_spec.facts import instances
 from deployment_spec.manifest import ExecutionEnvironment
-from deployment_spec.model import ModelSpec
-from deployment_spec.variant_plan import endpoints_to_build
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.rules.variant_plan import endpoints_to_build
 from model_build.errors import BuildError
 from model_build.progress import Step
 from model_build.python_env import environment, target

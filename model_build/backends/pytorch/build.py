@@ -16,8 +16,8 @@ import tempfile
 from typing import Any, Mapping
 
 from deployment_spec.manifest import ModelEntry
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import runtime
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import runtime
 from model_build import given_files, reproducible
 from model_build.backends.pytorch import given_file, torchscript, trace_failures, trace_worker
 from model_build.backends.result import BackendResult

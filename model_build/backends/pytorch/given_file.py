@@ -11,8 +11,8 @@ import pathlib
 from typing import Any, Callable, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
-from deployment_spec.serving_runtimes import ServingRuntime
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.facts.serving_runtimes import ServingRuntime
 from model_build import given_files
 from model_build.backends.pytorch import torchscript
 from model_build.errors import BuildError

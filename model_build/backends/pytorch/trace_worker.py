@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from deployment_spec import load_spec
-    from deployment_spec.serving_runtimes import runtime
+    from deployment_spec.facts.serving_runtimes import runtime
     from model_build.backends.pytorch import torchscript, trace_failures
     from model_build.errors import BuildError
     from model_build.recipes import load_exportable

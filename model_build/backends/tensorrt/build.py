@@ -11,7 +11,7 @@ import pathlib
 from typing import Mapping, cast
 
 from deployment_spec.manifest import ModelEntry, TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build import given_files, reproducible
 from model_build.backends.result import BackendResult, BuildGpu
 from model_build.backends.tensorrt import onnx_parity, runner, targets
@@ -56,7 +56,7 @@ def _from_recipe(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, gra
         tuple[TensorSpec, ...], tuple[TensorSpec, ...], dict[str, float]]:
     # The plan's optimization profile fixes every axis but the batch (trtexec.py): the export says so. The
     # exporter's own optimizations stay on: optimize_at_build belongs to the onnxruntime section, which the
-    # spec refuses for backend tensorrt (deployment_spec/model.py).
+    # spec refuses for backend tensorrt (deployment_spec/sections/model.py).
     made, exported, _ = export_recipe(ctx, model, scratch, batch_axis_only=True, optimize=True)  # fallback logged
     # The ONNX graph only feeds trtexec here; the plan itself is checked on the GPU host.
     reproducible.strip_onnx(exported)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Mapping
 
-from deployment_spec.model import Tolerance
+from deployment_spec.sections.model import Tolerance
 from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
 

@@ -10,7 +10,7 @@ import subprocess
 from typing import Callable, Sequence
 
 from deployment_spec.manifest import TensorSpec
-from deployment_spec.model import ModelSpec
+from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError, ToolUnavailable
 from model_build.backends.tensorrt import trtexec
 from model_build.backends.tensorrt.gpu import Toolchain

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from deployment_spec import Spec
-from deployment_spec.model import HardwareCompatibility, ModelSpec, TensorRTSettings
-from deployment_spec.variant_plan import endpoints_to_build
+from deployment_spec.sections.model import HardwareCompatibility, ModelSpec, TensorRTSettings
+from deployment_spec.rules.variant_plan import endpoints_to_build
 from model_build.errors import BuildError, ToolUnavailable
 
 

@@ -1,0 +1,215 @@
+"""``task:`` on a model: a checkpoint served for what applications send (raw text, encoded images) and want
+(answers).
+
+One spec entry with ``task`` and ``weights`` (a transformers ``save_pretrained`` or sentence-transformers
+``save`` folder) becomes one Triton ensemble under the entry's own name, whose steps the loader adds
+as models of their own, so endpoints, packaging, the local server and the CDK app treat them like any
+ensemble (``models.<name>`` in the spec, the ensemble in Triton):
+
+    <name>-tokenize   Python backend: the checkpoint's own ``tokenizer.json`` (Hugging Face tokenizers)
+    <name>-preprocess Python backend, for images and audio: decoding and the checkpoint's own image processor
+                      or feature extractor (``preprocessor_config.json``, through transformers); with
+                      ``preprocess: dali``, a dali-backend model derived from that file (task_dali.py)
+    <name>-model      the entry's backend (onnxruntime, tensorrt or pytorch): the checkpoint for its task
+    <name>-answer     Python backend: labels and scores, entities, answer spans (not for embeddings,
+                      whose pooling and normalisation are part of the model's graph)
+    <name>            the ensemble: TEXT (and TEXT_PAIR), IMAGE or AUDIO in; the task's answer tensors out
+
+Steps are wired by tensor name when the ensemble is built (the model step takes what its checkpoint
+takes: RoBERTa no token_type_ids, BERT all three).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Mapping
+
+from deployment_spec.parsing.errors import Problem, describe
+from deployment_spec.parsing.parse import meta
+
+
+class TaskKind(str, enum.Enum):
+    TEXT_CLASSIFICATION = "text-classification"
+    TOKEN_CLASSIFICATION = "token-classification"
+    SENTENCE_EMBEDDING = "sentence-embedding"
+    QUESTION_ANSWERING = "question-answering"
+    IMAGE_CLASSIFICATION = "image-classification"
+    OBJECT_DETECTION = "object-detection"
+    IMAGE_EMBEDDING = "image-embedding"
+    AUDIO_CLASSIFICATION = "audio-classification"
+    SPEECH_RECOGNITION = "automatic-speech-recognition"
+
+
+IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION, TaskKind.IMAGE_EMBEDDING})
+AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
+
+
+class Preprocess(str, enum.Enum):
+    """Where an image task's first step runs the checkpoint's preprocessor_config.json."""
+
+    PYTHON = "python"  # transformers' own image processor in a Python-backend step (any processor)
+    DALI = "dali"      # a DALI pipeline derived from it (deployment_spec/sections/task_dali.py): nvJPEG and GPU resize
+
+
+# Image kinds whose pixels DALI can make: one fixed size per batch. A detector's post-processing needs each image's
+# own size and its processors keep the aspect ratio (longest_edge), which no fixed-size pipeline expresses.
+DALI_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.IMAGE_EMBEDDING})
+
+
+class Aggregation(str, enum.Enum):
+    """transformers' TokenClassificationPipeline aggregation strategies."""
+
+    NONE = "none"
+    SIMPLE = "simple"
+    FIRST = "first"
+    AVERAGE = "average"
+    MAX = "max"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """What the served ensemble takes and answers."""
+
+    kind: TaskKind = dataclasses.field(metadata=meta(help=", ".join(k.value for k in TaskKind)))
+    top_k: int = dataclasses.field(default=1, metadata=meta(
+        minimum=1, maximum=1000, help="labels (text-classification) or answers (question-answering) per row"))
+    text_pair: bool = dataclasses.field(default=False, metadata=meta(
+        help="text-classification: every request carries TEXT_PAIR too (NLI, cross-encoder rerankers)"))
+    aggregation: Aggregation = Aggregation.SIMPLE
+    max_answer_length: int = dataclasses.field(default=15, metadata=meta(
+        minimum=1, maximum=512, help="question-answering: the longest answer, in tokens"))
+    max_image_bytes: int = dataclasses.field(default=20_000_000, metadata=meta(
+        minimum=1024, maximum=1_000_000_000, help="image tasks: the largest encoded image a request may send"))
+    max_image_pixels: int = dataclasses.field(default=40_000_000, metadata=meta(
+        minimum=1, maximum=1_000_000_000, help="image tasks: the most pixels (width x height) an image may have"))
+
+    threshold: float = dataclasses.field(default=0.5, metadata=meta(
+        minimum=0, maximum=1, help="object-detection: the lowest score a detection is answered with (the "
+                                   "pipeline's default 0.5)"))
+    normalize: bool = dataclasses.field(default=False, metadata=meta(
+        help="image-embedding: L2-normalise each embedding inside the graph (for cosine search)"))
+    max_audio_seconds: int = dataclasses.field(default=30, metadata=meta(
+        minimum=1, maximum=3600, help="audio tasks: the longest clip a request may send, in seconds"))
+    preprocess: Preprocess = dataclasses.field(default=Preprocess.PYTHON, metadata=meta(
+        help="image-classification, image-embedding: python (transformers' image processor in a Python step) or "
+             "dali (a DALI pipeline derived from preprocessor_config.json, on the GPU where the endpoint has one; "
+             "requests then send IMAGE as UINT8 bytes)"))
+
+    def takes_image(self) -> bool:
+        return self.kind in IMAGE_KINDS
+
+    def takes_audio(self) -> bool:
+        return self.kind in AUDIO_KINDS
+
+    def dali_preprocess(self) -> bool:
+        return self.preprocess is Preprocess.DALI
+
+    def takes_pair(self) -> bool:
+        return self.kind is TaskKind.QUESTION_ANSWERING or (
+            self.kind is TaskKind.TEXT_CLASSIFICATION and self.text_pair)
+
+    def problems(self, path: str) -> list[Problem]:
+        out = []
+        if self.text_pair and self.kind is not TaskKind.TEXT_CLASSIFICATION:
+            what = ("always takes TEXT (question) and TEXT_PAIR (context)"
+                    if self.kind is TaskKind.QUESTION_ANSWERING else
+                    "takes one image per row" if self.takes_image() else
+                    "takes one clip per row" if self.takes_audio() else "takes one text per row")
+            out.append(Problem(f"{path}.text_pair", "true", f"false for {self.kind.value} (it {what})",
+                               "remove text_pair"))
+        if self.top_k != 1 and self.kind not in TOP_K_KINDS:
+            out.append(Problem(f"{path}.top_k", str(self.top_k), "only with " + ", ".join(
+                k.value for k in TaskKind if k in TOP_K_KINDS), "remove top_k"))
+        defaults = Task(self.kind)
+        if self.normalize and self.kind is not TaskKind.IMAGE_EMBEDDING:
+            out.append(Problem(f"{path}.normalize", "true", "only with image-embedding (sentence-embedding "
+                               "normalises as its sentence-transformers modules say)", "remove normalize"))
+        if self.threshold != defaults.threshold and self.kind is not TaskKind.OBJECT_DETECTION:
+            out.append(Problem(f"{path}.threshold", str(self.threshold), "only with object-detection",
+                               "remove threshold"))
+        for keys, kinds, takes in ((("max_image_bytes", "max_image_pixels"), IMAGE_KINDS, self.takes_image()),
+                                   (("max_audio_seconds",), AUDIO_KINDS, self.takes_audio())):
+            for key in keys:
+                if not takes and getattr(self, key) != getattr(defaults, key):
+                    what = "an image" if kinds is IMAGE_KINDS else "an audio"
+                    out.append(Problem(f"{path}.{key}", str(getattr(self, key)), f"only with {what} task ("
+                                       + ", ".join(sorted(k.value for k in kinds)) + ")", f"remove {key}"))
+        if self.dali_preprocess() and self.kind not in DALI_KINDS:
+            why = (" (a detector needs each image's own size, which a fixed-size DALI pipeline does not keep)"
+                   if self.kind is TaskKind.OBJECT_DETECTION else "")
+            out.append(Problem(f"{path}.preprocess", f"'dali' with {self.kind.value}{why}",
+                               "dali only with " + ", ".join(k.value for k in TaskKind if k in DALI_KINDS)
+                               + "; python with every kind", "remove preprocess (python, the default)"))
+        return out
+
+
+TOP_K_KINDS = frozenset({TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERING, TaskKind.IMAGE_CLASSIFICATION,
+                         TaskKind.AUDIO_CLASSIFICATION})
+
+
+# The ensemble's outputs per task (what an application reads), and whether an answer step makes them.
+OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
+    TaskKind.TEXT_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.TOKEN_CLASSIFICATION: ("entities",),
+    TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
+    TaskKind.QUESTION_ANSWERING: ("answers",),
+    TaskKind.IMAGE_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.OBJECT_DETECTION: ("detections",),
+    TaskKind.IMAGE_EMBEDDING: ("image_embedding",),
+    TaskKind.AUDIO_CLASSIFICATION: ("labels", "scores"),
+    TaskKind.SPEECH_RECOGNITION: ("text",),
+}
+TEXT, TEXT_PAIR, IMAGE, AUDIO = "TEXT", "TEXT_PAIR", "IMAGE", "AUDIO"
+STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
+PREPROCESS_SUFFIX = "-preprocess"  # an image or audio task's first step
+# The recipe of each step (deployment_spec.sections.recipes lists them; model_build implements them).
+TOKENIZE_RECIPE, ANSWER_RECIPE, IMAGE_RECIPE, AUDIO_RECIPE = ("hf-tokenize", "hf-answer", "hf-image-preprocess",
+                                                             "hf-audio-preprocess")
+MODEL_RECIPE: Mapping[TaskKind, str] = {
+    TaskKind.TEXT_CLASSIFICATION: "hf-sequence-classification",
+    TaskKind.TOKEN_CLASSIFICATION: "hf-token-classification",
+    TaskKind.SENTENCE_EMBEDDING: "hf-sentence-embedding",
+    TaskKind.QUESTION_ANSWERING: "hf-question-answering",
+    TaskKind.IMAGE_CLASSIFICATION: "hf-image-classification",
+    TaskKind.OBJECT_DETECTION: "hf-object-detection",
+    TaskKind.IMAGE_EMBEDDING: "hf-image-embedding",
+    TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
+    TaskKind.SPEECH_RECOGNITION: "hf-ctc",
+}
+
+
+def first_recipe(kind: TaskKind) -> str:
+    """The recipe of the step that turns what the application sends into the model's tensors."""
+    return IMAGE_RECIPE if kind in IMAGE_KINDS else AUDIO_RECIPE if kind in AUDIO_KINDS else TOKENIZE_RECIPE
+
+
+def has_answer_step(kind: TaskKind) -> bool:
+    """Embeddings have none: the model's graph pools and normalises."""
+    return kind not in (TaskKind.SENTENCE_EMBEDDING, TaskKind.IMAGE_EMBEDDING)
+
+
+def step_suffixes(kind: TaskKind) -> tuple[str, ...]:
+    first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS | AUDIO_KINDS else STEP_SUFFIXES[0]
+    suffixes = (first, *STEP_SUFFIXES[1:])
+    return suffixes if has_answer_step(kind) else suffixes[:2]
+
+
+def step_names(name: str, kind: TaskKind) -> tuple[str, ...]:
+    return tuple(name + suffix for suffix in step_suffixes(kind))
+
+
+def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int) -> list[Problem]:
+    """The step names must be free and valid Triton names too."""
+    out = []
+    suffixes = step_suffixes(kind)
+    longest = max(len(s) for s in suffixes)
+    if len(name) + longest > max_length:
+        out.append(Problem(f"models.{name}", f"the name {describe(name)} ({len(name)} characters)",
+                           f"at most {max_length - longest} characters with task (its steps are named "
+                           f"{name}{suffixes[0]} and so on)", "shorten the name"))
+    for step in step_names(name, kind):
+        if step in declared:
+            out.append(Problem(f"models.{step}", "a model declared by hand",
+                               f"no model of this name: models.{name}.task adds it as a step",
+                               f"rename models.{step}, or remove task from models.{name}"))
+    return out
