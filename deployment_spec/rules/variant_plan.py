@@ -108,6 +108,20 @@ def served_by_variants(endpoint: EndpointSpec) -> list[tuple[str, str, str]]:
     return out
 
 
+def roles(endpoint: EndpointSpec) -> tuple[str, tuple[str, ...]]:
+    """(the incumbent, the candidates) by variant name: the first of ``variants:``, or without them the endpoint's own
+    production variant (``variant_name``); every other variant and the shadow are candidates. The constructs alarm
+    candidates against the same incumbent (triton_constructs.endpoint_variants.plans: the incumbent first), and
+    ``tritonsm compare`` takes its default roles from here."""
+    if endpoint.variants:
+        incumbent, others = endpoint.variants[0].name, [v.name for v in endpoint.variants[1:]]
+    else:
+        incumbent, others = endpoint.variant_name, []
+    if endpoint.shadow is not None:
+        others.append(endpoint.shadow.name)
+    return incumbent, tuple(others)
+
+
 def build_for(endpoint: EndpointSpec, variant: str) -> str:
     """The build manifest's entry that serves ``variant``: its own build, or the endpoint's."""
     for name, model, instance_type in served_by_variants(endpoint):

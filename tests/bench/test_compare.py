@@ -1,6 +1,7 @@
 """`tritonsm compare` on synthetic local capture trees in SageMaker Data Capture's layout: the candidate's scores are
 the incumbent's + 0.01 for 90 % of the requests and have their top label flipped for 10 %; the agreement, the
-latency percentiles, the pairing (eventId, then identical request), the errors, the PNG and JSON, every refusal."""
+latency percentiles, the pairing (eventId, then identical request), the errors, the PNG and JSON, every refusal;
+which variant is the incumbent, read from the spec that deploys the endpoint."""
 from __future__ import annotations
 
 import base64
@@ -9,6 +10,7 @@ import datetime as dt
 import json
 import pathlib
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +23,39 @@ WINDOW = ["--since", "2026-11-28T05:00:00Z", "--until", "2026-11-28T05:59:59Z"]
 BASE = [0.6, 0.2, 0.1, 0.05, 0.05]
 FLIPPED = [0.2, 0.6, 0.1, 0.05, 0.05]
 BINARY = "application/vnd.sagemaker-triton.binary+json;json-header-size="
+# The endpoints the captures come from, as a spec deploys them (<project>-<environment>-<endpoint>): "ep" with a shadow
+# (AllTraffic and Shadow, as tree() captures them), "ab" with weighted variants whose first declared is not the
+# alphabetical first, "renamed" with a production variant named after its shadow in the alphabet, "quiet" alone.
+EP = "Demo-dev-ep"
+SPEC = """\
+project: Demo
+triton_version: "25.04"
+models:
+  incumbent: {backend: python, source: {python_dir: incumbent}, max_batch_size: 4}
+  candidate: {backend: python, source: {python_dir: candidate}, max_batch_size: 4}
+endpoints:
+  ep: {kind: single-model, models: [incumbent], instance_type: ml.c5.xlarge, shadow: {model: candidate}}
+  ab:
+    kind: single-model
+    models: [incumbent]
+    instance_type: ml.c5.xlarge
+    variants: [{name: Green, weight: 90}, {name: Blue, model: candidate, weight: 10}, {name: Amber, weight: 0}]
+  renamed:
+    kind: single-model
+    models: [incumbent]
+    instance_type: ml.c5.xlarge
+    variant_name: Production
+    shadow: {model: candidate, name: Candidate}
+  quiet: {kind: single-model, models: [incumbent], instance_type: ml.c5.xlarge}
+environments:
+  dev: {region: us-east-1}
+"""
+
+
+def spec_file(tmp_path: pathlib.Path) -> str:
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    return str(path)
 
 
 def request(i: int) -> str:
@@ -58,7 +93,7 @@ def record(event_id: str, time: dt.datetime, data_in: str, out: tuple[str, str, 
 
 
 def write(root: pathlib.Path, variant: str, name: str, lines: list[str], hour: str = "2026/11/28/05",
-          endpoint: str = "ep") -> None:
+          endpoint: str = EP) -> None:
     folder = root / endpoint / variant / hour
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text("".join(line + "\n" for line in lines))
@@ -108,11 +143,14 @@ def _cosine(a: list[float], b: list[float]) -> float:
 def test_the_report_pairs_the_variants_and_measures_agreement_latency_and_errors(tmp_path, capsys):
     root = tree(tmp_path / "captures")
     png, numbers = tmp_path / "out" / "cmp.png", tmp_path / "out" / "cmp.json"
-    assert main(["compare", "--captures", str(root), "--endpoint", "ep", *WINDOW, "--plot", str(png),
+    spec = spec_file(tmp_path)
+    assert main(["compare", "--spec", spec, "--captures", str(root), "--endpoint", EP, *WINDOW, "--plot", str(png),
                  "--json", str(numbers)]) == 0
     result = json.loads(numbers.read_text())
     assert (result["incumbent"], result["candidate"]) == ("AllTraffic", "Shadow")
-    assert result["roles_from"] == "alphabetical: pass --incumbent VARIANT to choose"
+    roles = (f"the spec, endpoints.ep of {spec}, environment dev: the production variant is the incumbent, the shadow "
+             "the candidate")
+    assert result["roles_from"] == roles
     assert result["records"] == {"AllTraffic": 102, "Shadow": 103}
     assert result["pairing"] == {"by_event_id": 80, "by_input": 20, "tolerance_s": 5.0,
                                  "unpaired": {"AllTraffic": 2, "Shadow": 3}}
@@ -138,7 +176,7 @@ def test_the_report_pairs_the_variants_and_measures_agreement_latency_and_errors
         "Shadow": {"records": 103, "errors": 1, "share": 1 / 103, "examples": ["model failed: out of memory"]}}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     out = capsys.readouterr().out
-    assert ("incumbent AllTraffic, candidate Shadow (alphabetical: pass --incumbent VARIANT to choose)\n"
+    assert (f"incumbent AllTraffic, candidate Shadow ({roles})\n"
             "records: AllTraffic 102, Shadow 103; paired 100 (80 by eventId, 20 by identical request within 5 s); "
             "unpaired: AllTraffic 2, Shadow 3\n") in out
     assert "| scores | FP32 [1, 5] | 100 | 90.0 % | 0.4 | " in out
@@ -151,23 +189,24 @@ def test_the_report_pairs_the_variants_and_measures_agreement_latency_and_errors
 def test_the_candidate_flag_makes_the_other_variant_the_incumbent_and_the_default_window_is_the_last_hour(
         tmp_path, capsys):
     root = tree(tmp_path / "captures")
-    args = build_parser().parse_args(["compare", "--captures", str(root), "--endpoint", "ep", "--candidate",
+    args = build_parser().parse_args(["compare", "--captures", str(root), "--endpoint", EP, "--candidate",
                                       "AllTraffic", "--plot", str(tmp_path / "p.png")])
     # Now 05:40: the last hour reads the hour folders 04 and 05 (04's file is unreadable: it would fail).
     write(root, "Shadow", "old.jsonl", [], hour="2026/11/28/04")
     assert run(args, now=T0 + dt.timedelta(minutes=30)) == 0
     out = capsys.readouterr().out
-    assert "Endpoint ep, captures " + str(root) + ", 2026-11-28T04:40:00Z to 2026-11-28T05:40:00Z\n" in out
+    assert f"Endpoint {EP}, captures " + str(root) + ", 2026-11-28T04:40:00Z to 2026-11-28T05:40:00Z\n" in out
     assert "incumbent Shadow, candidate AllTraffic (--candidate given, the incumbent is the other variant)" in out
 
 
 def test_a_window_in_the_future_of_the_captures_has_no_records(tmp_path, capsys):
     root = tree(tmp_path / "captures")
-    assert main(["compare", "--captures", str(root), "--endpoint", "ep", "--since", "2026-11-28T07:00:00Z",
+    assert main(["compare", "--spec", spec_file(tmp_path), "--captures", str(root), "--endpoint", EP, "--since",
+                 "2026-11-28T07:00:00Z",
                  "--until", "2026-11-28T07:30:00", "--plot", str(tmp_path / "p.png")]) == 2
     assert capsys.readouterr().err == (
         f"error: no records of variant AllTraffic or Shadow in 2026-11-28T07:00:00Z to 2026-11-28T07:30:00Z under "
-        f"{root}/ep/ (hour folders 2026/11/28/07 to 2026/11/28/07); widen the window (--since, --until), and "
+        f"{root}/{EP}/ (hour folders 2026/11/28/07 to 2026/11/28/07); widen the window (--since, --until), and "
         "check that the endpoint captures data and that requests reached the variant\n")
 
 
@@ -181,30 +220,30 @@ def _error(tmp_path, capsys, *argv: str) -> str:
 def test_refusals_of_flags_folders_and_variants(tmp_path, capsys):
     root = tree(tmp_path / "captures")
     r = str(root)
-    assert _error(tmp_path, capsys, "--captures", str(tmp_path / "none"), "--endpoint", "ep") == (
+    assert _error(tmp_path, capsys, "--captures", str(tmp_path / "none"), "--endpoint", EP) == (
         f"error: --captures {tmp_path / 'none'}: no such folder; give the data-capture root (it holds "
         "<endpoint>/<variant>/yyyy/mm/dd/hh/*.jsonl) or s3://BUCKET/PREFIX/\n")
     assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "other") == (
-        f"error: --endpoint other: no folder {root / 'other'}; endpoints captured under {root}: ep (give the "
+        f"error: --endpoint other: no folder {root / 'other'}; endpoints captured under {root}: {EP} (give the "
         "endpoint's name as its data capture files it)\n")
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--incumbent", "Blue") == (
-        f"error: --incumbent Blue: no captures of that variant under {root}/ep/; variants captured there: "
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--incumbent", "Blue") == (
+        f"error: --incumbent Blue: no captures of that variant under {root}/{EP}/; variants captured there: "
         "AllTraffic, Shadow\n")
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--incumbent", "Shadow", "--candidate",
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--incumbent", "Shadow", "--candidate",
                   "Shadow") == ("error: --incumbent and --candidate both name Shadow; name two different variants "
                                 "(AllTraffic, Shadow)\n")
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--since", "yesterday") == (
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--since", "yesterday") == (
         "error: --since 'yesterday': not a time; give an ISO 8601 time (e.g. 2026-11-28T05:00:00Z; one without a "
         "zone is UTC) or a duration back from now (90s, 30m, 1h, 2d)\n")
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--since", "2026-11-28T06:00:00Z",
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--since", "2026-11-28T06:00:00Z",
                   "--until", "2026-11-28T05:00:00Z") == (
         "error: --since 2026-11-28T06:00:00Z (2026-11-28T06:00:00Z) is not before --until 2026-11-28T05:00:00Z "
         "(2026-11-28T05:00:00Z); give an earlier --since or a later --until\n")
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--pair-tolerance-s", "0") == (
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--pair-tolerance-s", "0") == (
         "error: --pair-tolerance-s 0: use a number of seconds in (0, 3600]\n")
-    (root / "ep" / "Canary").mkdir()
-    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "ep", "--incumbent", "Shadow") == (
-        f"error: --endpoint: captures of 3 variants under {root}/ep/ (AllTraffic, Canary, Shadow); name the two "
+    (root / EP / "Canary").mkdir()
+    assert _error(tmp_path, capsys, "--captures", r, "--endpoint", EP, "--incumbent", "Shadow") == (
+        f"error: --endpoint: captures of 3 variants under {root}/{EP}/ (AllTraffic, Canary, Shadow); name the two "
         "to compare: --incumbent VARIANT --candidate VARIANT\n")
     write(root, "Blue", "a.jsonl", [], endpoint="lonely")
     assert _error(tmp_path, capsys, "--captures", r, "--endpoint", "lonely") == (
@@ -217,8 +256,8 @@ def test_unreadable_records_and_answers_name_the_file_and_line(tmp_path, capsys)
     good = record("e1", T0, request(1), answer(BASE, "cat"), 1.0)
     write(root, "A", "a.jsonl", [good])
     write(root, "B", "b.jsonl", [good, "", '{"captureData": {}}'])
-    bad = root / "ep" / "B" / "2026" / "11" / "28" / "05" / "b.jsonl"
-    argv = ["--captures", str(root), "--endpoint", "ep", *WINDOW]
+    bad = root / EP / "B" / "2026" / "11" / "28" / "05" / "b.jsonl"
+    argv = ["--captures", str(root), "--endpoint", EP, "--incumbent", "A", *WINDOW]
     assert _error(tmp_path, capsys, *argv) == (
         f"error: {bad}:3: not a readable data-capture record (no 'eventMetadata'); each line of a capture file is "
         "one JSON record with captureData and eventMetadata (eventId, inferenceTime), as SageMaker Data Capture "
@@ -236,16 +275,23 @@ def test_unreadable_records_and_answers_name_the_file_and_line(tmp_path, capsys)
 
 
 def test_a_weighted_ab_test_without_repeated_requests_reports_latency_and_says_why_nothing_paired(tmp_path, capsys):
+    # The spec declares Green first: Green is the incumbent, though Blue comes first in the alphabet.
     root = tmp_path / "captures"
-    write(root, "Blue", "a.jsonl", [record(f"a{i}", T0, request(i), answer(BASE, "cat"), 10.0) for i in range(3)])
-    write(root, "Green", "a.jsonl", [record(f"b{i}", T0, request(10 + i), None) for i in range(2)])
-    assert main(["compare", "--captures", str(root), "--endpoint", "ep", *WINDOW, "--plot",
+    write(root, "Blue", "a.jsonl", [record(f"a{i}", T0, request(i), answer(BASE, "cat"), 10.0) for i in range(3)],
+          endpoint="Demo-dev-ab")
+    write(root, "Green", "a.jsonl", [record(f"b{i}", T0, request(10 + i), None) for i in range(2)],
+          endpoint="Demo-dev-ab")
+    spec = spec_file(tmp_path)
+    assert main(["compare", "--spec", spec, "--captures", str(root), "--endpoint", "Demo-dev-ab", *WINDOW, "--plot",
                  str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
-    assert "paired 0 (0 by eventId, 0 by identical request within 5 s); unpaired: Blue 3, Green 2" in out
+    assert (f"incumbent Green, candidate Blue (the spec, endpoints.ab of {spec}, environment dev: the first variant "
+            "is the incumbent)\nrecords: Green 2, Blue 3; paired 0 (0 by eventId, 0 by identical request within 5 s); "
+            "unpaired: Green 2, Blue 3\n") in out
     assert ("no output compared: no pair of answers (a weighted A/B test sends each request to one variant; a "
             "shadow variant sees the same requests)") in out
-    assert "| Green | candidate | 0 | - | - | - | - |" in out
+    assert "| Green | incumbent | 0 | - | - | - | - |" in out
+    assert "| Blue | candidate | 3 | 10 | 10 | 10 | 10 |" in out
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -271,11 +317,12 @@ def test_it_reads_what_the_local_servers_capture_log_writes(tmp_path, capsys):
     for i in range(3):
         body, out = request(i).encode(), answer(BASE, "cat")[0].encode()
         t = T0 + dt.timedelta(seconds=i)
-        log.write(Exchange("ep", "AllTraffic", f"e{i}", t, "application/json", body, "application/json", out, 5.0))
-        shadow = Exchange("ep", "Shadow", f"e{i}", t, "application/json", body, "application/json", out, 7.0)
+        log.write(Exchange(EP, "AllTraffic", f"e{i}", t, "application/json", body, "application/json", out, 5.0))
+        shadow = Exchange(EP, "Shadow", f"e{i}", t, "application/json", body, "application/json", out, 7.0)
         log.write(shadow if i else dataclasses.replace(shadow, output=None, error="unknown model"))
     log.stop()
-    assert main(["compare", "--captures", str(tmp_path / "capture"), "--endpoint", "ep", *WINDOW, "--json",
+    assert main(["compare", "--spec", spec_file(tmp_path), "--captures", str(tmp_path / "capture"), "--endpoint",
+                 EP, *WINDOW, "--json",
                  str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["pairing"]["by_event_id"] == 3
@@ -283,3 +330,88 @@ def test_it_reads_what_the_local_servers_capture_log_writes(tmp_path, capsys):
     assert result["agreement"]["outputs"]["scores"]["same_top_label_share"] == 1.0
     assert result["errors"]["Shadow"]["examples"] == ["unknown model"]
     assert result["latency"]["variants"]["Shadow"]["p50_ms"] == 7.0
+
+
+def test_a_shadow_is_the_candidate_though_its_name_sorts_before_the_production_variant_s(tmp_path, capsys):
+    root = tmp_path / "captures"
+    for variant in ("Production", "Candidate"):
+        write(root, variant, "a.jsonl", [record(f"e{i}", T0, request(i), answer(BASE, "cat"), 5.0) for i in range(2)],
+              endpoint="Demo-dev-renamed")
+    spec = spec_file(tmp_path)
+    assert main(["compare", "--spec", spec, "--captures", str(root), "--endpoint", "Demo-dev-renamed", *WINDOW,
+                 "--json", str(tmp_path / "r.json")]) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert (result["incumbent"], result["candidate"]) == ("Production", "Candidate")
+    assert result["roles_from"] == (f"the spec, endpoints.renamed of {spec}, environment dev: the production variant "
+                                    "is the incumbent, the shadow the candidate")
+
+
+def test_refusals_of_the_spec_s_roles(tmp_path, capsys):
+    root = tmp_path / "captures"
+    spec = spec_file(tmp_path)
+    for endpoint, variants in (("ep", ("A", "B")), ("Demo-dev-quiet", ("AllTraffic", "Other")),
+                               ("Demo-dev-ab", ("Blue", "Amber")), ("Demo-dev-renamed", ("Production", "Other"))):
+        for variant in variants:
+            (root / endpoint / variant).mkdir(parents=True)
+    r = str(root)
+    missing = tmp_path / "none.yaml"
+    assert _error(tmp_path, capsys, "--spec", str(missing), "--captures", r, "--endpoint", "ep") == (
+        f"error: --spec {missing}: no such file; without --incumbent and --candidate the roles come from the spec "
+        "that deploys endpoint ep (the incumbent is the endpoint's first variant of variants:, or with a shadow its "
+        "production variant; the candidate is the other variant or the shadow): pass --spec PATH, or name the "
+        "roles: --incumbent VARIANT --candidate VARIANT\n")
+    assert _error(tmp_path, capsys, "--spec", spec, "--captures", r, "--endpoint", "ep") == (
+        f"error: --endpoint ep: no endpoint of {spec} deploys under that name (its endpoints deploy as Demo-dev-ep, "
+        "Demo-dev-ab, Demo-dev-renamed, Demo-dev-quiet); without --incumbent and --candidate the roles come from the "
+        "spec: pass --spec with the spec that deploys ep, or name the roles: --incumbent VARIANT --candidate "
+        "VARIANT\n")
+    assert _error(tmp_path, capsys, "--spec", spec, "--captures", r, "--endpoint", "Demo-dev-quiet") == (
+        f"error: --endpoint Demo-dev-quiet: endpoints.quiet of {spec}, environment dev has one variant (AllTraffic) "
+        "and no shadow, so the spec names no candidate; name the roles: --incumbent VARIANT --candidate VARIANT\n")
+    assert _error(tmp_path, capsys, "--spec", spec, "--captures", r, "--endpoint", "Demo-dev-ab") == (
+        f"error: --endpoint: no captures of the incumbent Green (the spec, endpoints.ab of {spec}, environment dev: "
+        f"the first variant is the incumbent) under {root}/Demo-dev-ab/; variants captured there: Amber, Blue; check "
+        "that the endpoint captures the incumbent's traffic, or name the roles: --incumbent VARIANT --candidate "
+        "VARIANT\n")
+    assert _error(tmp_path, capsys, "--spec", spec, "--captures", r, "--endpoint", "Demo-dev-renamed") == (
+        f"error: --endpoint: no captures of the candidate Candidate (the spec, endpoints.renamed of {spec}, "
+        "environment dev: the production variant is the incumbent, the shadow the candidate) under "
+        f"{root}/Demo-dev-renamed/; variants captured there: Other, Production; check that the endpoint captures the "
+        "candidate's traffic, or name the roles: --incumbent VARIANT --candidate VARIANT\n")
+    (root / "Demo-dev-ab" / "Green").mkdir()
+    assert _error(tmp_path, capsys, "--spec", spec, "--captures", r, "--endpoint", "Demo-dev-ab") == (
+        f"error: --endpoint: captures of 2 candidates (Blue, Amber) under {root}/Demo-dev-ab/ (the spec, "
+        f"endpoints.ab of {spec}, environment dev: the first variant is the incumbent); name the one to compare "
+        "with the incumbent Green: --candidate VARIANT\n")
+    # The flags alone need no spec: both given, or one with two variants captured.
+    assert _error(tmp_path, capsys, "--spec", str(missing), "--captures", r, "--endpoint", "ep", "--candidate",
+                  "B", *WINDOW).startswith("error: no records of variant A or B in ")
+
+
+def test_without_plot_the_comparison_needs_no_matplotlib(tmp_path, capsys, monkeypatch):
+    root = tree(tmp_path / "captures")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an install without the bench extra: import fails
+    argv = ["compare", "--spec", spec_file(tmp_path), "--captures", str(root), "--endpoint", EP, *WINDOW]
+    assert main([*argv, "--json", "r.json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.endswith("\nwrote r.json\n") and captured.err == ""
+    assert main(argv) == 0
+    assert "wrote" not in capsys.readouterr().out
+    assert not (tmp_path / "build").exists()
+    # The twin: asked for the PNG, the missing package is named with the extra that brings it.
+    assert main([*argv, "--plot"]) == 2
+    assert capsys.readouterr().err == (
+        "error: tritonsm compare needs the Python package 'matplotlib', which is not installed (the base install, "
+        "the construct library, leaves it out); install the bench extra: pip install 'triton-sagemaker-cdk[bench]' "
+        "(in a checkout of the repository, `make` installs everything)\n")
+
+
+def test_plot_without_a_file_writes_the_default_png(tmp_path, capsys, monkeypatch):
+    root = tree(tmp_path / "captures")
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "--spec", spec_file(tmp_path), "--captures", str(root), "--endpoint", EP, *WINDOW,
+                 "--plot"]) == 0
+    png = pathlib.Path("build") / "compare" / f"{EP}.png"
+    assert capsys.readouterr().out.endswith(f"\nwrote {png}\n")
+    assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

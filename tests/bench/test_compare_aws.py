@@ -78,8 +78,9 @@ def test_s3_captures_with_cloudwatch_latency(bucket, tmp_path, capsys):
         {"Id": "v1_p50", **_minutes([20_000, 22_000])}, {"Id": "v1_p99", **_minutes([90_000, 70_000])},
         {"Id": "v1_n", **_minutes([50, 50])}, {"Id": "v1_e4", **_minutes([])}, {"Id": "v1_e5", **_minutes([3, 0])}]},
         {**expected, "NextToken": "page2"})
+    # The roles as given: these captures' endpoint is no spec's.
     args = build_parser().parse_args(["compare", "--captures", f"s3://{BUCKET}/{PREFIX}/", "--endpoint", "ep",
-                                      *WINDOW, "--cloudwatch", "--plot", str(tmp_path / "p.png"),
+                                      "--incumbent", "AllTraffic", *WINDOW, "--cloudwatch", "--plot", str(tmp_path / "p.png"),
                                       "--json", str(tmp_path / "r.json")])
     with stubber:
         assert run(args, cloudwatch=client) == 0
@@ -99,8 +100,8 @@ def test_s3_captures_with_cloudwatch_latency(bucket, tmp_path, capsys):
 
 
 def test_s3_captures_without_cloudwatch_say_there_is_no_latency(bucket, tmp_path, capsys):
-    assert main(["compare", "--captures", f"s3://{BUCKET}/{PREFIX}", "--endpoint", "ep", *WINDOW,
-                 "--plot", str(tmp_path / "p.png")]) == 0
+    assert main(["compare", "--captures", f"s3://{BUCKET}/{PREFIX}", "--endpoint", "ep", "--incumbent",
+                 "AllTraffic", *WINDOW, "--plot", str(tmp_path / "p.png")]) == 0
     assert ("Latency: none in these captures (SageMaker's records carry no latency); add --cloudwatch for the "
             "variants' ModelLatency\n") in capsys.readouterr().out
 
@@ -134,8 +135,8 @@ def test_refusals_when_s3_or_cloudwatch_cannot_be_read(bucket, tmp_path, capsys)
     client = boto3.client("cloudwatch", region_name="us-east-1")
     with Stubber(client) as stubber:
         stubber.add_client_error("get_metric_data", "AccessDenied", "User is not authorized", 403)
-        assert error("--captures", f"s3://{BUCKET}/{PREFIX}/", "--endpoint", "ep", "--cloudwatch",
-                     cloudwatch=client) == (
+        assert error("--captures", f"s3://{BUCKET}/{PREFIX}/", "--endpoint", "ep", "--incumbent", "AllTraffic",
+                     "--cloudwatch", cloudwatch=client) == (
             "--cloudwatch: cannot read AWS/SageMaker ModelLatency of endpoint ep (An error occurred (AccessDenied) "
             "when calling the GetMetricData operation: User is not authorized); check --region (the endpoint's) and "
             "that your credentials allow cloudwatch:GetMetricData")
