@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 
 import boto3
 import botocore.session
@@ -105,3 +106,71 @@ def test_an_item_of_another_region_or_without_an_hourly_price_is_skipped():
         for dimension in term["priceDimensions"].values():
             dimension["unit"] = "GB-Mo"
     assert prices_cli.hosting_price(item, "us-east-1") is None
+
+
+@pytest.fixture
+def no_credentials(tmp_path, monkeypatch):
+    """An environment where botocore finds no credentials anywhere: no variables, empty files, no instance
+    metadata, no container or web-identity provider."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                 "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        empty = tmp_path / name.lower()
+        empty.write_text("")
+        monkeypatch.setenv(name, str(empty))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def _snapshot_line(folder) -> str:
+    return (f"go on without a refresh: the cost figures read the newest earlier refresh in {folder}, else the "
+            "snapshot committed with the package (deployment_spec/cost/prices/sagemaker_realtime.json, of "
+            f"{pricing.read_price_file(pricing.SNAPSHOT).date})")
+
+
+def test_refresh_without_credentials_says_what_is_missing_without_a_traceback(no_credentials, tmp_path, capsys):
+    out = tmp_path / "prices"
+    assert main(["prices", "refresh", "--region", "us-east-1", "--output-dir", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "error: tritonsm prices refresh: no AWS credentials found (Unable to locate credentials); the AWS Price List "
+        "Query API (pricing:GetProducts) answers signed requests only; fix: configure credentials allowed "
+        "pricing:GetProducts (aws configure, aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+        f"AWS_SECRET_ACCESS_KEY) and rerun, or {_snapshot_line(out)}\n")
+    assert captured.out == "" and not out.exists()
+
+
+def test_refresh_refused_by_the_api_names_the_permission(tmp_path, monkeypatch, capsys):
+    made = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+    monkeypatch.setattr(boto3, "client", lambda *a, **kw: made)
+    out = tmp_path / "prices"
+    with Stubber(made) as stubber:
+        stubber.add_client_error("get_products", "AccessDeniedException", "not authorized to perform "
+                                 "pricing:GetProducts", 400, expected_params=_request("us-east-1"))
+        assert main(["prices", "refresh", "--region", "us-east-1", "--output-dir", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "error: tritonsm prices refresh: the AWS Price List Query API refused the request (An error occurred "
+        "(AccessDeniedException) when calling the GetProducts operation: not authorized to perform "
+        "pricing:GetProducts); fix: use credentials allowed pricing:GetProducts and rerun, or "
+        f"{_snapshot_line(out)}\n")
+
+
+def test_refresh_that_cannot_reach_the_api_says_so(tmp_path, monkeypatch, capsys):
+    # A real client against a local port nothing listens on: botocore's own EndpointConnectionError, one attempt.
+    from botocore.config import Config
+
+    with socket.socket() as probe:  # a port that was free a moment ago: connections to it are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    made = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing", endpoint_url=f"http://127.0.0.1:{port}",
+                        config=Config(retries={"total_max_attempts": 1}))
+    monkeypatch.setattr(boto3, "client", lambda *a, **kw: made)
+    out = tmp_path / "prices"
+    assert main(["prices", "refresh", "--region", "us-east-1", "--output-dir", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "error: tritonsm prices refresh: the AWS Price List Query API (us-east-1) could not be called (Could not "
+        f'connect to the endpoint URL: "http://127.0.0.1:{port}/"); fix: check the network and the AWS '
+        f"configuration and rerun, or {_snapshot_line(out)}\n")

@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 
 from deployment_spec import load_spec
-from deployment_spec.cost.pricing import CACHE_DIR, cache_path, price_document
+from deployment_spec.cost.pricing import CACHE_DIR, SNAPSHOT, cache_path, price_document, read_price_file
+from deployment_spec.parsing.errors import UserError
 
 SERVICE_CODE = "AmazonSageMaker"
 # The Price List Query API answers in these regions only (AWS Price List Query API: endpoints); the prices it
@@ -39,13 +40,38 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> None:
 def cmd_prices(args: argparse.Namespace) -> int:
     regions = args.region or _default_regions(args.spec)
     import boto3  # the local / bench / dev extras bring it
-    client = boto3.client("pricing", region_name=PRICING_API_REGION)
-    prices = {region: fetch_prices(client, region, args.instance_type) for region in regions}
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
     folder = args.output_dir or (pathlib.Path(args.spec).resolve().parent / CACHE_DIR)
+    client = boto3.client("pricing", region_name=PRICING_API_REGION)
+    # botocore finds (or misses) the credentials at the first call, not when the client is made.
+    try:
+        prices = {region: fetch_prices(client, region, args.instance_type) for region in regions}
+    except NoCredentialsError as error:
+        raise UserError(f"tritonsm prices refresh: no AWS credentials found ({error}); the AWS Price List Query API "
+                        "(pricing:GetProducts) answers signed requests only; fix: configure credentials allowed "
+                        "pricing:GetProducts (aws configure, aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+                        f"AWS_SECRET_ACCESS_KEY) and rerun, or {_without_refresh(folder)}") from None
+    except ClientError as error:
+        raise UserError(f"tritonsm prices refresh: the AWS Price List Query API refused the request ({error}); fix: "
+                        "use credentials allowed pricing:GetProducts and rerun, or "
+                        f"{_without_refresh(folder)}") from None
+    except BotoCoreError as error:
+        raise UserError(f"tritonsm prices refresh: the AWS Price List Query API ({PRICING_API_REGION}) could not be "
+                        f"called ({error}); fix: check the network and the AWS configuration and rerun, or "
+                        f"{_without_refresh(folder)}") from None
     path = write_cache(prices, folder, datetime.date.today())
     counted = ", ".join(f"{region} {len(types)}" for region, types in prices.items())
     print(f"wrote {path} (instance types priced: {counted})")
     return 0
+
+
+def _without_refresh(folder: pathlib.Path) -> str:
+    """What the cost figures read when no refresh runs (deployment_spec.cost.pricing.load_prices)."""
+    snapshot = read_price_file(SNAPSHOT)
+    shipped = SNAPSHOT.relative_to(SNAPSHOT.parents[3]).as_posix()
+    return (f"go on without a refresh: the cost figures read the newest earlier refresh in {folder}, else the "
+            f"snapshot committed with the package ({shipped}, of {snapshot.date})")
 
 
 def _default_regions(spec_path: str) -> list[str]:
