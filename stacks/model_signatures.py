@@ -1,9 +1,11 @@
 """At synth: the tarballs a stack deploys against the spec's signing block (model_build.signing).
 
 With ``signing.public_key`` every tarball must be signed by that key according to the build manifest; without it an
-unsigned build deploys with a warning (an info where the spec gives ``signing.unsigned_reason``), and is refused in an
-environment marked ``production: true`` unless the spec gives that reason. What synth checks is the manifest's record; the bytes are checked by
-``tritonsm verify --signatures`` (the pipeline, before each stage) and by the copy function (sha256, on deploy).
+unsigned build deploys with a warning (an info where the spec gives ``signing.unsigned_reason``), and an environment
+marked ``production: true`` is refused unless the spec gives that reason (``production_signing``, the rule
+``tritonsm validate`` and ``tritonsm verify --signatures`` apply too). What synth checks is the manifest's record;
+the bytes are checked by ``tritonsm verify --signatures`` (the pipeline, before each stage) and by the copy function
+(sha256, on deploy).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from constructs import Construct
 from deployment_spec import Spec
 from deployment_spec.sections.environment import EnvironmentSpec
 from deployment_spec.manifest import Artifact
+from deployment_spec.rules.cross_section import production_signing
 from deployment_spec.sections.signing import public_key_identity
 from triton_constructs.errors import SynthError
 
@@ -34,14 +37,14 @@ def check(scope: Construct, spec: Spec, environment: EnvironmentSpec, endpoint: 
                 "build with the team's key (tritonsm build --signing-key KEY, or TRITONSM_SIGNING_KEY)"
                 for a in wrong])
         return
+    # Without a key nothing is checked, signed or not: a production environment needs the spec's reason (the rule
+    # tritonsm validate and verify --signatures apply too).
+    refused = production_signing(spec.signing, environment)
+    if refused is not None:
+        raise SynthError(subject, [str(refused)])
     unsigned = [a.file for a in artifacts if a.signer is None]
     if not unsigned:
         return
-    if environment.production and not spec.signing.unsigned_reason:
-        raise SynthError(subject, [
-            f"got unsigned model tarballs ({', '.join(unsigned)}) in environment {environment.name} (production: "
-            "true); allowed: tarballs signed by the team's key there; fix: set signing.public_key and build with the "
-            "key (tritonsm build --signing-key KEY), or give signing.unsigned_reason (docs/howto/signing.md)"])
     if spec.signing.unsigned_reason:  # said and explained in the spec: an info, no warning to acknowledge
         cdk.Annotations.of(scope).add_info(
             f"unsigned model tarballs: {', '.join(unsigned)} (signing.unsigned_reason: {spec.signing.unsigned_reason})")

@@ -13,6 +13,7 @@ from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.sections.model import Backend, InstanceKind, ModelSpec
+from deployment_spec.sections.signing import SigningSpec
 from deployment_spec.parsing.parse import suggest
 from deployment_spec.sections.variants import Shadow, Variant
 
@@ -279,6 +280,22 @@ def production_rules(env: EnvironmentSpec) -> list[Problem]:
             f"set initial_instances and {floor} to 2 under environments.{env.name}.overrides."
             f"endpoints.{name}, or give single_instance_reason there"))
     return out
+
+
+def production_signing(signing: SigningSpec, env: EnvironmentSpec) -> Optional[Problem]:
+    """A production environment deploys tarballs signed by the key the spec names, or says why they are unsigned.
+
+    The one rule synth (stacks/model_signatures.py), ``tritonsm validate`` and ``tritonsm verify --signatures`` apply,
+    so that none of them passes a spec another refuses. Not a loader rule: a spec without a key still builds and
+    serves locally, and its other environments still synthesize.
+    """
+    if not env.production or signing.public_key is not None or signing.unsigned_reason:
+        return None
+    return Problem("signing", f"neither signing.public_key nor signing.unsigned_reason, with environment {env.name} "
+                   "marked production: true", "in a production environment, model tarballs signed by the team's "
+                   "key (signing.public_key), or unsigned ones with the reason in the spec (signing.unsigned_reason)",
+                   "set signing.public_key and build with the key (tritonsm build --signing-key KEY), or give "
+                   "signing.unsigned_reason (docs/howto/signing.md)")
 
 
 def _production_variants(name: str, ep: EndpointSpec, env_name: str) -> list[Problem]:

@@ -39,15 +39,20 @@ def test_an_unsigned_build_is_warned_about_outside_production():
 
 
 def test_an_unsigned_build_is_refused_in_production_without_a_reason():
+    # The spec's rule (production_signing), the one tritonsm validate and verify --signatures refuse it with
+    # (test_production_signing.py): a build signed by a key the spec does not name proves nothing either.
     spec = _spec(SigningSpec())
-    with pytest.raises(SynthError) as caught:
-        model_signatures.check(cdk.Stack(cdk.App(), "Prod"), spec, spec.environments["prod"], "classifier",
-                               [UNSIGNED])
-    assert str(caught.value) == (
-        "endpoints.classifier (environment prod):\n  - got unsigned model tarballs (classifier-0123456789ab.tar.gz) "
-        "in environment prod (production: true); allowed: tarballs signed by the team's key there; fix: set "
-        "signing.public_key and build with the key (tritonsm build --signing-key KEY), or give "
-        "signing.unsigned_reason (docs/howto/signing.md)")
+    signed_by_someone = dataclasses.replace(UNSIGNED, signer="sha256:" + "1" * 64)
+    for artifacts in ([UNSIGNED], [signed_by_someone]):
+        with pytest.raises(SynthError) as caught:
+            model_signatures.check(cdk.Stack(cdk.App(), "Prod"), spec, spec.environments["prod"], "classifier",
+                                   artifacts)
+        assert str(caught.value) == (
+            "endpoints.classifier (environment prod):\n  - signing: got neither signing.public_key nor "
+            "signing.unsigned_reason, with environment prod marked production: true; allowed: in a production "
+            "environment, model tarballs signed by the team's key (signing.public_key), or unsigned ones with the "
+            "reason in the spec (signing.unsigned_reason); fix: set signing.public_key and build with the key "
+            "(tritonsm build --signing-key KEY), or give signing.unsigned_reason (docs/howto/signing.md)")
 
 
 def test_a_reason_lets_an_unsigned_build_into_production_with_an_info():

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from deployment_spec import load_spec
+from deployment_spec import SpecError, load_spec
+from deployment_spec.rules.cross_section import production_signing
 
 
 def register(add) -> None:
@@ -12,6 +13,10 @@ def register(add) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
+    # Not a loader rule (a spec without a signing key still builds and serves), but synth refuses it: so does validate.
+    refused = [p for env in spec.environments.values() if (p := production_signing(spec.signing, env)) is not None]
+    if refused:
+        raise SpecError(args.spec, refused)
     print(f"{args.spec}: valid ({_count(spec.models, 'model')}, {_count(spec.endpoints, 'endpoint')}, "
           f"{_count(spec.environments, 'environment')}: {', '.join(spec.environments)}; "
           f"Triton {spec.triton_version})")

@@ -53,12 +53,19 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def _signatures(args: argparse.Namespace) -> int:
-    from deployment_spec import load_spec
+    from deployment_spec import SpecError, load_spec
+    from deployment_spec.rules.cross_section import production_signing
     from deployment_spec.served import resolve_endpoint, spec_endpoint
     from tritonsm.checks import signatures
 
     spec = load_spec(args.spec)
     environment = args.environment or next(iter(spec.environments))
+    if environment not in spec.environments:
+        spec_endpoint(spec, "", environment)  # an unknown environment: its own message
+    # Synth's rule first: without a key nothing here could be verified, and a production stage needs the reason.
+    refused = production_signing(spec.signing, spec.environments[environment])
+    if refused is not None:
+        raise SpecError(args.spec, [refused])
     names = args.endpoint or list(spec.environments[environment].endpoints)
     checked = 0
     for name in names:
