@@ -27,6 +27,7 @@ if _NODE.exists():
     os.environ.setdefault("JSII_NODE", str(_NODE))
 
 import aws_cdk as cdk  # noqa: E402  (after JSII_NODE)
+from aws_cdk import cx_api  # noqa: E402
 from constructs import Construct  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
@@ -35,11 +36,13 @@ from deployment_spec.parsing.errors import ProblemsError  # noqa: E402
 from deployment_spec.cost.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
                                       load_drains)
 from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
-from stacks import TritonStage  # noqa: E402
+from stacks import TritonStage, model_signatures  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
 from triton_constructs import SynthError, control_tower, security_hub  # noqa: E402
 
 EXIT_BAD_INPUT = 2
+# The warnings of the stages' stacks every synth prints itself (_stage_warnings), by acknowledgement id.
+SHOWN_WARNINGS = (model_signatures.UNSIGNED,)
 
 
 def cdk_json_context() -> dict[str, Any]:
@@ -140,10 +143,31 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     assembly = app.synth()
+    _stage_warnings(assembly)
     _cost_report(spec, capacity, pathlib.Path(assembly.directory))
     if endpoints is not None:
         _announce_left_out(spec, endpoints)
     return 0
+
+
+def _stage_warnings(assembly: cx_api.CloudAssembly) -> None:
+    """The stages' warnings that ``cdk synth`` would not show, on stderr like the cost lines.
+
+    Without a stack pattern the CDK CLI reports the annotations of the top-level stacks only (aws-cdk's
+    ``selectTopLevelOrMatchingStacks``), and every stack of a stage sits in the stage's nested assembly: a plain
+    ``cdk synth`` (or ``--quiet``) printed none of them. Each is printed once per stage and stack, though the
+    pipeline's copy of a stage repeats it.
+    """
+    seen: set[tuple[str, str]] = set()
+    for stack in assembly.stacks_recursively:
+        where = "/".join(stack.hierarchical_id.split("/")[-2:])  # <stage>/<stack>, a pipeline's prefix left out
+        for message in stack.messages:
+            text = str(message.entry.data)
+            if message.level != cx_api.SynthesisMessageLevel.WARNING or not any(
+                    f"[ack: {ack}]" in text for ack in SHOWN_WARNINGS) or (where, text) in seen:
+                continue
+            seen.add((where, text))
+            print(f"warning: {where}: {text}", file=sys.stderr)
 
 
 def _cost_report(spec: Spec, capacity: dict[str, Measurement], assembly: pathlib.Path) -> None:
