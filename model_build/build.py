@@ -290,7 +290,8 @@ def _provenance(spec: Spec, entries: dict[str, ModelEntry], hasher: hashing.File
                 for name, entry in entries.items() if entry.execution_environment is not None}
     tools = {**hashing.tool_versions(), "triton-sagemaker-cdk": _own_version(),
              "model_build code (sha256)": hashing.code_version()[:16]}
-    return packaging.Provenance(sources, packages, tools, spec.triton_version)
+    regions = tuple(dict.fromkeys(env.region for env in spec.environments.values() if env.region))
+    return packaging.Provenance(sources, packages, tools, spec.triton_version, regions)
 
 
 def _own_version() -> str:

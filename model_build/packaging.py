@@ -15,6 +15,7 @@ import pathlib
 from typing import Any, Mapping, Optional
 
 from deployment_spec import Spec
+from deployment_spec.facts import images, triton_images
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
 from model_build import archive, checks, layout, model_config, signing
@@ -74,11 +75,23 @@ class Provenance:
     packages: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)  # spec model -> name: version
     tools: Mapping[str, str] = dataclasses.field(default_factory=dict)
     triton_version: str = ""
+    # The regions of the spec's environments, the first environment's first: where the tarball may serve.
+    regions: tuple[str, ...] = ()
+
+    @property
+    def triton_images(self) -> tuple[str, ...]:
+        """The serving image's full reference (registry/repository:tag) in each region's SageMaker registry, the
+        first environment's region first. The registry differs per region (another account; amazonaws.com.cn in
+        China): one tarball serving in two regions pulls the release from two registries. Without a region, the
+        region-independent ``sagemaker-tritonserver:<release>-py3``."""
+        found = tuple(images.image_uri(self.triton_version, region) for region in self.regions
+                      if images.account(self.triton_version, region) is not None)
+        return found or (f"{triton_images.REPOSITORY}:{triton_images.TAG_PREFIX.get(self.triton_version, '')}",)
 
     @property
     def triton_image(self) -> str:
-        # Region-neutral: the image is the same release in every region's registry (deployment_spec.facts.images).
-        return f"sagemaker-tritonserver:{self.triton_version}-py3"
+        """The reference the bill of materials names: the one of the spec's first environment's region."""
+        return self.triton_images[0]
 
 
 def pack(out_dir: pathlib.Path, planned: Planned, dirs: Mapping[str, pathlib.Path],
@@ -126,7 +139,7 @@ def _write_bom(tarball: pathlib.Path, sha: str, planned: Planned, digests: Mappi
                                        dict(provenance.packages.get(spec_model, {}))))
     document = sbom.model_bom(artifact_name=tarball.name, artifact_sha256=sha, models=models,
                               triton_image=provenance.triton_image, triton_version=provenance.triton_version,
-                              tools=provenance.tools)
+                              tools=provenance.tools, other_registries=provenance.triton_images[1:])
     name = sbom.bom_file_name(tarball.name)
     with archive.atomic_path(tarball.parent / name) as tmp:
         tmp.write_bytes(document)

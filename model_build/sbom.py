@@ -3,7 +3,8 @@
 What a reviewer or a scanner needs to know about a tarball without opening it: the models in it with every
 file's SHA-256, what each was built from (a checkpoint, a file, a Hub id, with its hash or revision), the
 packages of each model's Python execution environment (as PyPI purls, so vulnerability scanners match them),
-the build tools and the Triton image that serves it. CycloneDX 1.6, JSON: https://cyclonedx.org/docs/1.6/json/
+the build tools and the Triton image that serves it, by its full reference (the registry of the spec's first
+environment's region; the other regions' as properties). CycloneDX 1.6, JSON: https://cyclonedx.org/docs/1.6/json/
 
 Deterministic like the tarballs (model_build/reproducible.py): two builds of the same inputs give the same
 bytes, so the document can be signed, diffed and cached. The library stamps the time and a random serial
@@ -101,9 +102,11 @@ def _source(source: SourceRecord) -> Component:
                      properties=[Property(name="tritonsm:source-kind", value=source.kind)])
 
 
-def _image(image: str, triton_version: str) -> Component:
+def _image(image: str, triton_version: str, other_registries: Sequence[str] = ()) -> Component:
     """The serving container: ``[registry/]path[:tag][@digest]`` as purl's docker type (the registry as the
-    repository_url qualifier, the digest or else the tag as version)."""
+    repository_url qualifier, the digest or else the tag as version). ``other_registries``: the same release's
+    references in the other regions the tarball serves in, each a ``tritonsm:image-other-region`` property (the
+    library keeps properties sorted, so the name, not the order, tells them from ``tritonsm:image``)."""
     rest, _, digest = image.partition("@")
     path, tag = rest, ""
     if ":" in rest.rsplit("/", 1)[-1]:
@@ -118,6 +121,7 @@ def _image(image: str, triton_version: str) -> Component:
     return Component(type=ComponentType.CONTAINER, name=path, version=version, purl=purl, bom_ref=purl.to_string(),
                      description=f"NVIDIA Triton Inference Server {triton_version}",
                      properties=[Property(name="tritonsm:image", value=image),
+                                 *(Property(name="tritonsm:image-other-region", value=ref) for ref in other_registries),
                                  Property(name="tritonsm:triton-version", value=triton_version)])
 
 
@@ -133,8 +137,12 @@ def _model(record: ModelRecord) -> Component:
 
 
 def model_bom(*, artifact_name: str, artifact_sha256: str, models: Sequence[ModelRecord], triton_image: str,
-              triton_version: str, tools: Mapping[str, str]) -> bytes:
-    """The CycloneDX 1.6 JSON document for one tarball, as bytes; validated against the strict schema."""
+              triton_version: str, tools: Mapping[str, str], other_registries: Sequence[str] = ()) -> bytes:
+    """The CycloneDX 1.6 JSON document for one tarball, as bytes; validated against the strict schema.
+
+    ``triton_image``: the serving image's full reference (registry/repository:tag), the component a scanner pulls;
+    ``other_registries``: the same release in the registries of the other regions it serves in (packaging.Provenance).
+    """
     names = [record.name for record in models]
     if len(set(names)) != len(names):
         raise ValueError(f"{artifact_name}: model names repeat: {sorted(names)}")
@@ -144,7 +152,7 @@ def model_bom(*, artifact_name: str, artifact_sha256: str, models: Sequence[Mode
     bom.metadata.component = artifact
     for tool, version in sorted(tools.items()):
         bom.metadata.tools.components.add(Component(type=ComponentType.APPLICATION, name=tool, version=version))
-    image = _image(triton_image, triton_version)
+    image = _image(triton_image, triton_version, other_registries)
     bom.components.add(image)
     # Shared components (one checkpoint behind a task's steps, numpy in every Python model) by bom-ref, once.
     shared: dict[str, Component] = {}

@@ -3,6 +3,7 @@ environment's packages as name -> version, a file source with the hash of what i
 import dataclasses
 import hashlib
 
+from deployment_spec.facts import images
 from deployment_spec.manifest import ExecutionEnvironment, ModelEntry
 from model_build import build, hashing
 from mb_support import TINY_SPEC
@@ -27,5 +28,8 @@ def test_packages_sources_and_tools_reach_the_provenance(tmp_path):
     vision = provenance.sources["vision"]
     assert (vision.kind, vision.name) == ("file", str(onnx))
     assert vision.sha256 == hashlib.sha256(b"onnx bytes").hexdigest()
-    assert provenance.triton_image == "sagemaker-tritonserver:25.04-py3"
+    # The tiny spec's one environment is in us-east-1: the image as pulled from that region's registry.
+    assert provenance.regions == ("us-east-1",)
+    assert provenance.triton_image == images.image_uri("25.04", "us-east-1")
+    assert provenance.triton_image.endswith(".dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.04-py3")
     assert provenance.tools["onnx"] != "absent" and "triton-sagemaker-cdk" in provenance.tools

@@ -154,6 +154,35 @@ def test_sources_and_the_triton_image():
     assert {"name": "tritonsm:triton-version", "value": "25.09"} in image["properties"]
 
 
+def test_the_image_in_the_other_regions_registries_is_named_too():
+    west = "007439368137.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:25.09-py3"
+    [image] = [c for c in _doc(_bom(other_registries=[west]))["components"] if c["type"] == "container"]
+    assert image["purl"] == ("pkg:docker/sagemaker-tritonserver@25.09-py3"
+                             "?repository_url=785573368785.dkr.ecr.us-east-1.amazonaws.com")
+    assert [p["value"] for p in image["properties"] if p["name"] == "tritonsm:image"] == [IMAGE]
+    assert [p["value"] for p in image["properties"] if p["name"] == "tritonsm:image-other-region"] == [west]
+
+
+def test_the_build_names_the_image_with_its_registry_the_first_environment_s_region_first():
+    # The build's provenance (model_build.packaging.Provenance, from the spec's environments' regions): SageMaker's
+    # registry per region (deployment_spec.facts.images), the first environment's first; no region, no registry.
+    from deployment_spec.facts import images
+    from model_build.packaging import Provenance
+
+    provenance = Provenance(triton_version="25.09", regions=("us-west-2", "us-east-1"))
+    assert provenance.triton_images == (images.image_uri("25.09", "us-west-2"), images.image_uri("25.09", "us-east-1"))
+    assert provenance.triton_image == (
+        f"{images.account('25.09', 'us-west-2')}.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:25.09-py3")
+    china = Provenance(triton_version="25.04", regions=("cn-north-1",)).triton_image
+    assert china == f"{images.account('25.04', 'cn-north-1')}.dkr.ecr.cn-north-1.amazonaws.com.cn/" \
+                    "sagemaker-tritonserver:25.04-py3"
+    # A region without the release (the spec loader refuses it for an environment) names no registry.
+    assert images.account("25.09", "cn-north-1") is None
+    assert Provenance(triton_version="25.09", regions=("cn-north-1",)).triton_images == (
+        "sagemaker-tritonserver:25.09-py3",)
+    assert Provenance(triton_version="25.09").triton_images == ("sagemaker-tritonserver:25.09-py3",)
+
+
 @pytest.mark.parametrize("image, purl", [
     ("nvcr.io/nvidia/tritonserver:25.09-py3", "pkg:docker/nvidia/tritonserver@25.09-py3?repository_url=nvcr.io"),
     ("tritonserver:25.09-py3", "pkg:docker/tritonserver@25.09-py3"),

@@ -13,6 +13,7 @@ import tarfile
 
 import pytest
 
+from deployment_spec.facts import images
 from deployment_spec.manifest import load_manifest
 from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
@@ -91,7 +92,10 @@ def test_each_tarball_has_a_bill_of_materials_of_what_it_holds(signed):
     # What each model was built from (the tiny spec's recipes), the serving image, the build tools.
     names = {c["name"] for c in bom["components"]}
     assert {"recipe text-preprocess", "recipe tiny-bert"} <= names
-    assert {c.get("purl") for c in bom["components"]} >= {"pkg:docker/sagemaker-tritonserver@25.04-py3"}
+    # The image by its full reference: the registry of the tiny spec's one region (us-east-1).
+    registry = images.image_uri("25.04", "us-east-1").split("/")[0]
+    assert {c.get("purl") for c in bom["components"]} >= {
+        f"pkg:docker/sagemaker-tritonserver@25.04-py3?repository_url={registry}"}
     tools = {t["name"]: t["version"] for t in bom["metadata"]["tools"]["components"]}
     assert tools["onnxruntime"] == "1.31.1" and "model_build code (sha256)" in tools
 
