@@ -329,7 +329,7 @@ def _package(spec: Spec, out_dir: pathlib.Path, dirs, entries, report: Report, l
         for p in planned:
             old_ep = old.endpoints.get(ep_name) if old else None
             found = packaging.reusable(old_ep, endpoint, default, p, old.models if old else {}, models, out_dir,
-                                       signer)
+                                       signer, provenance.triton_images if provenance else None)
             if found is None:
                 start = time.monotonic()
                 found = packaging.pack(out_dir, p, dirs, key, provenance)

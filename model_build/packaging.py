@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import pathlib
 from typing import Any, Mapping, Optional
@@ -173,9 +174,11 @@ def _progress_bar(stem: str, total: int):
 
 def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: Optional[str], planned: Planned,
              old_models: Mapping[str, ModelEntry], new_models: Mapping[str, ModelEntry],
-             out_dir: pathlib.Path, signer: Optional[str] = None) -> Optional[Artifact]:
+             out_dir: pathlib.Path, signer: Optional[str] = None,
+             triton_images: Optional[tuple[str, ...]] = None) -> Optional[Artifact]:
     """The previous build's tarball for ``planned`` if nothing in it changed, its signer included (no re-pack, no
-    rewrite)."""
+    rewrite). ``triton_images`` (``Provenance.triton_images``): its bill of materials must name these, else it is
+    packed again (the same tarball bytes, a bill naming the spec's regions' registries)."""
     if old is None or old.kind != endpoint.kind.value or old.default_model != default:
         return None
     for artifact in old.artifacts:
@@ -188,9 +191,26 @@ def reusable(old: Optional[EndpointArtifacts], endpoint: EndpointSpec, default: 
             return None
         path = out_dir / artifact.file
         bom = out_dir / artifact.sbom if artifact.sbom else None
-        if path.is_file() and path.stat().st_size == artifact.size and bom is not None and bom.is_file():
+        if path.is_file() and path.stat().st_size == artifact.size and bom is not None and bom.is_file() and (
+                triton_images is None or bom_images(bom) == (triton_images[0], frozenset(triton_images[1:]))):
             return artifact
     return None
+
+
+def bom_images(bom: pathlib.Path) -> Optional[tuple[str, frozenset[str]]]:
+    """The serving image a bill of materials names (``sbom.model_bom``: its ``tritonsm:image``) and the other regions'
+    references (``tritonsm:image-other-region``, a set: the library sorts properties); None for a bill that cannot be
+    read or names no image."""
+    try:
+        document = json.loads(bom.read_text())
+        properties = [(p["name"], p["value"]) for c in document.get("components", []) if c.get("type") == "container"
+                      for p in c.get("properties", [])]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    first = [value for name, value in properties if name == "tritonsm:image"]
+    if len(first) != 1:
+        return None
+    return first[0], frozenset(value for name, value in properties if name == "tritonsm:image-other-region")
 
 
 def check_endpoint(endpoint: EndpointSpec, planned: list[Planned]) -> None:

@@ -33,3 +33,32 @@ def test_packages_sources_and_tools_reach_the_provenance(tmp_path):
     assert provenance.triton_image == images.image_uri("25.04", "us-east-1")
     assert provenance.triton_image.endswith(".dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.04-py3")
     assert provenance.tools["onnx"] != "absent" and "triton-sagemaker-cdk" in provenance.tools
+
+
+def test_a_kept_tarball_s_bill_follows_the_spec_s_image_reference(tiny_build, tmp_path):
+    # A tarball is reused while its models are unchanged; its bill of materials must still name the registry of the
+    # spec's first environment's region, else it is packed again (the same bytes) with a new bill.
+    from deployment_spec.manifest import load_manifest
+    from model_build import packaging
+
+    spec, _, work, _, _ = tiny_build
+    out = tmp_path / "assets"
+    quiet = {"log": lambda line: None}
+    assert build.run(spec, out, work, **quiet).written
+    artifact = load_manifest(out / "manifest.json").endpoints["single"].artifacts[0]
+    tarball, bom = out / artifact.file, out / artifact.sbom
+    packed = tarball.read_bytes()
+    east = images.image_uri("25.04", "us-east-1")
+    assert packaging.bom_images(bom) == (east, frozenset())
+    assert build.run(spec, out, work, **quiet).written == []  # nothing changed: nothing written
+    # A bill as the previous release wrote it, the image without its registry: written again.
+    bom.write_text(bom.read_text().replace(f'"value": "{east}"', '"value": "sagemaker-tritonserver:25.04-py3"'))
+    assert packaging.bom_images(bom) == ("sagemaker-tritonserver:25.04-py3", frozenset())
+    assert {artifact.file, artifact.sbom} <= set(build.run(spec, out, work, **quiet).written)
+    assert packaging.bom_images(bom) == (east, frozenset()) and tarball.read_bytes() == packed
+    # The first environment moved to us-west-2: the bill names that registry, and us-east-1 no more.
+    west = dataclasses.replace(spec, environments={
+        name: dataclasses.replace(env, region="us-west-2") for name, env in spec.environments.items()})
+    assert artifact.sbom in build.run(west, out, work, **quiet).written
+    assert packaging.bom_images(bom) == (images.image_uri("25.04", "us-west-2"), frozenset())
+    assert tarball.read_bytes() == packed
