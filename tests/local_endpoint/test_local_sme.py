@@ -100,20 +100,33 @@ def test_a_port_in_use_is_refused_before_start(tarballs: dict[str, pathlib.Path]
     )
 
 
+def _log_lines(log_file: pathlib.Path) -> list[str]:
+    """The log's lines as ServerProcess.log_tail splits them."""
+    return log_file.read_text(errors="replace").rstrip("\n").splitlines()
+
+
 def test_a_crash_mid_run_is_reported_with_the_log_tail(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
     # The server dies while serving; the next check says how and shows the log.
     log_file = tmp_path / "crash.log"
     with SingleModelEndpoint(tarballs["add"], log_file=log_file) as endpoint:
         endpoint.check_running()  # healthy so far
+        before = len(_log_lines(log_file))
         os.kill(endpoint.server_pid, signal.SIGKILL)
         with pytest.raises(ServerCrashedError) as caught:
             for _ in range(50):  # until the kernel has reaped it
                 endpoint.check_running()
                 time.sleep(0.1)
-        tail = "\n".join(log_file.read_text().rstrip("\n").splitlines()[-30:])
-        assert str(caught.value) == (
-            f"the Triton server exited unexpectedly with signal SIGKILL; last lines of its log ({log_file}):\n{tail}"
-        )
+        # The orphaned Python stubs may still append to the log (their UNLOADING lines) after the error took its
+        # tail: the message must show the last 30 lines of the log as it stood at some moment between the kill and
+        # now, i.e. the 30 lines (or all, if fewer) ending at one line count from `before` on.
+        with log_file.open("a") as log:  # the race made certain: a line after the tail was taken
+            log.write("I0000 00:00:00.000000 1 model_lifecycle.cc:000] \"successfully unloaded 'add' version 1\"\n")
+        lines = _log_lines(log_file)
+        heading = f"the Triton server exited unexpectedly with signal SIGKILL; last lines of its log ({log_file}):\n"
+        ends = [end for end in range(before, len(lines) + 1)
+                if str(caught.value) == heading + "\n".join(lines[max(0, end - 30):end])]
+        assert ends, f"{caught.value}\n--- is not the tail of the log as it grew:\n" + "\n".join(lines)
+        assert max(ends) < len(lines)  # taken before the planted line
         with pytest.raises(InvokeError, match=r"^nothing answers at http://127\.0\.0\.1:\d+ \(Connection refused\)"):
             send(endpoint, [NamedTensor("A", "FP32", np.ones((1, 4), np.float32))])
 
