@@ -21,6 +21,7 @@ for path in (ROOT, FIXTURES):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from shared_assembly import Assembly, every_assembly as every_assembly_of  # noqa: E402
 from synth_helpers import SPECS, Synth, synth_spec  # noqa: E402,F401
 
 
@@ -31,23 +32,14 @@ def default_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
-def example_synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
-    """Every spec of examples/, each with a fabricated build, by file stem."""
-    return {path.stem: synth_spec(path, tmp_path_factory.mktemp(path.stem))
-            for path in sorted((ROOT / "examples").glob("*.yaml"))}
-
-
-@pytest.fixture(scope="session")
 def variety_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """A test spec with the features the default spec leaves out (multi-GPU, CPU, VPC, China, agnostic)."""
     return synth_spec(SPECS / "variety.yaml", tmp_path_factory.mktemp("variety"))
 
 
 @pytest.fixture(scope="session")
-def every_synth(default_synth: Synth, example_synths: dict[str, Synth], variety_synth: Synth,
-                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
-    """The default spec, every example and every test spec of fixtures/specs, by name: what a guard that must
-    find nothing runs over (a new example or test spec is covered without a change here)."""
-    specs = {f"specs/{path.stem}": variety_synth if path.stem == "variety" else
-             synth_spec(path, tmp_path_factory.mktemp(path.stem)) for path in sorted(SPECS.glob("*.yaml"))}
-    return {"triton.yaml": default_synth, **{f"examples/{k}": v for k, v in example_synths.items()}, **specs}
+def every_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Assembly]:
+    """The default spec, every example and every test spec, synthesized once for the whole run (all xdist
+    workers: the run's shared temporary folder), by name: what a guard that must find nothing runs over."""
+    base = tmp_path_factory.getbasetemp()
+    return every_assembly_of(base if worker_id == "master" else base.parent)

@@ -17,10 +17,10 @@ def _templates(synth) -> list[pathlib.Path]:
     return [t.path for t in stack_templates(pathlib.Path(synth.app.synth().directory))]
 
 
-def test_every_sagemaker_and_scaling_property_matches_the_api_model(every_synth):
+def test_every_sagemaker_and_scaling_property_matches_the_api_model(every_assembly):
     findings, checked, types = [], 0, collections.Counter()
-    for name, synth in every_synth.items():
-        for path in _templates(synth):
+    for name, assembly in every_assembly.items():
+        for path in [t.path for t in stack_templates(assembly.directory)]:
             template = json.loads(path.read_text())
             report = check_template(template)
             findings += [f"{name} {path.name}: {f}" for f in report.findings]

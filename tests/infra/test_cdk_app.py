@@ -2,6 +2,7 @@
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -10,12 +11,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match
-from cdk_nag import AwsSolutionsChecks
 
 import app as app_module
 from cfn_lint_check import lint_assembly, stack_templates, validation_violations
 from deployment_spec.facts import images
-from synth_helpers import ROOT, run_app, synth_spec
+from synth_helpers import ROOT, nag_findings, run_app, synth_spec
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
@@ -45,17 +45,11 @@ def test_outputs_name_the_endpoint_and_show_an_invoke_command(default_synth):
     assert mme["TargetModels"]["Value"] == " ".join(names)
 
 
-def _nag_findings(scope) -> list[str]:
-    """cdk-nag's AwsSolutions findings on every resource under ``scope``, acknowledgements applied."""
-    return sorted(v.rule_name for v in AwsSolutionsChecks().validate_scope(scope).violations)
-
-
-def test_cdk_nag_passes_on_every_stage_of_every_spec(every_synth):
+def test_cdk_nag_passes_on_every_stage_of_every_spec(every_assembly):
     resources = 0
-    for name, synth in every_synth.items():
-        assert _nag_findings(synth.app) == [], name
-        resources += sum(len(json.loads(t.path.read_text())["Resources"])
-                         for t in stack_templates(pathlib.Path(synth.app.synth().directory)))
+    for name, assembly in every_assembly.items():
+        assert assembly.nag_findings == [], name
+        resources += sum(len(json.loads(t.path.read_text())["Resources"]) for t in stack_templates(assembly.directory))
     # What the rules looked at: every resource of the 52 templates (937 when this was written).
     assert resources >= 900, resources
 
@@ -65,7 +59,7 @@ def test_cdk_nag_reports_a_planted_wildcard(tmp_path):
     stack = _planted_stage_stack(tmp_path)
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
-    assert _nag_findings(stack.node.root) == ["AwsSolutions-IAM5[Resource::*]"]
+    assert nag_findings(stack.node.root) == ["AwsSolutions-IAM5[Resource::*]"]
 
 
 def _planted_stage_stack(tmp_path: pathlib.Path) -> cdk.Stack:
@@ -75,11 +69,10 @@ def _planted_stage_stack(tmp_path: pathlib.Path) -> cdk.Stack:
                      "Endpoint")
 
 
-def test_cfn_lint_finds_nothing_in_any_synthesized_template(every_synth):
+def test_cfn_lint_finds_nothing_in_any_synthesized_template(every_assembly):
     linted = []
-    for synth in every_synth.values():
-        # app.synth() also runs the registered cdk-nag plugin: it raises on any finding.
-        assembly = pathlib.Path(synth.app.synth().directory)
+    for shared in every_assembly.values():
+        assembly = shared.directory
         result = lint_assembly(assembly)
         # Every template file of the assembly, nested stage assemblies included, went through cfn-lint.
         assert sorted(result.templates) == sorted(assembly.rglob("*.template.json"))
@@ -193,42 +186,64 @@ def test_app_with_a_build_for_another_release_s_runtimes_prints_the_problems_wit
         "runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09\n")
 
 
-def test_app_synthesizes_every_stage_with_cdk_nag(tmp_path, default_synth):
-    done = _run_app(tmp_path, {"manifest": str(default_synth.manifest_path)})
-    assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "cdk.out").glob("assembly-*")) == [
-        "assembly-TritonDev", "assembly-TritonProd", "assembly-TritonStaging"]
+# A line of Python's import log (-X importtime): "import time: <self us> | <cumulative us> | <indent><module>".
+IMPORT_LOG = r"^import time:[^|]*\|[^|]*\|\s*([\w.]+)$"
 
 
-def test_cdk_cli_synth_exits_zero(tmp_path, default_synth):
+@pytest.fixture(scope="module")
+def cli_synth(module_tmp, default_synth) -> tuple[subprocess.CompletedProcess, pathlib.Path, set[str]]:
+    """`cdk synth` as users run it (cdk.json's app command) on the default spec: its result, its output folder and
+    every module the app imported (Python's own import log, PYTHONPROFILEIMPORTTIME, read from the app's stderr,
+    which the CLI passes on). One synthesis of every stage answers the three tests below."""
     cdk = next((p for p in (ROOT / ".venv/bin/cdk", ROOT / "node_modules/.bin/cdk") if p.exists()), None)
     if cdk is None or shutil.which("node") is None and not (ROOT / ".venv/bin/node").exists():
         pytest.skip("the CDK CLI is not installed (scripts/bootstrap.sh installs it)")
+    out = module_tmp.mktemp("cli") / "cdk.out"
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run([str(cdk), "synth", "--quiet", "-c", f"manifest={default_synth.manifest_path}",
-                           "-o", str(tmp_path / "cdk.out")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    imported = {m.group(1) for m in re.finditer(IMPORT_LOG, done.stderr, re.M)}
+    done.stderr = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+    return done, out, imported
+
+
+def test_app_synthesizes_every_stage_with_cdk_nag(cli_synth):
+    done, out, _ = cli_synth
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in out.glob("assembly-*")) == [
+        "assembly-TritonDev", "assembly-TritonProd", "assembly-TritonStaging"]
+
+
+def test_cdk_cli_synth_exits_zero(cli_synth):
+    done, _, _ = cli_synth
     assert done.returncode == 0, done.stderr[-3000:]
     # Every recommended feature flag is set in cdk.json: the CLI has nothing to point out.
     assert "feature flags are not configured" not in done.stderr, done.stderr[-3000:]
 
 
-def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(tmp_path, default_synth):
-    # A whole synthesis of every stage (app.main(), as `cdk synth` runs it), then a look at what it imported.
-    code = ("import sys, app; rc = app.main(); heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'torch', 'onnx', 'onnxruntime', 'tensorrt', 'model_build', 'sagemaker', 'transformers'}); "
-            "print(rc, heavy)")
-    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "out"),
-           "CDK_CONTEXT_JSON": json.dumps({"manifest": str(default_synth.manifest_path)})}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=env)
+def test_synth_path_imports_no_torch_model_build_or_sagemaker_sdk(cli_synth):
+    # A whole synthesis of every stage (app.py, as `cdk synth` runs it), then a look at what it imported.
+    done, out, imported = cli_synth
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The import log was read: the app's own packages are in it.
+    assert {"stacks", "triton_constructs", "deployment_spec", "aws_cdk"} <= {m.split(".")[0] for m in imported}
     # app.py, stacks/ and triton_constructs/ load only aws-cdk-lib, cdk-nag and the spec loader.
-    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr[-3000:]
-    assert (tmp_path / "out" / "assembly-TritonProd").is_dir()
+    assert sorted({m.split(".")[0] for m in imported} & {"torch", "onnx", "onnxruntime", "tensorrt", "model_build",
+                                                         "sagemaker", "transformers"}) == []
+    assert (out / "assembly-TritonProd").is_dir()
     # Every synth says what each stage costs (deployment_spec.cost.figures), one line per stage, the report beside it.
-    report = (tmp_path / "out" / "cost-report.txt").read_text().splitlines()
+    report = (out / "cost-report.txt").read_text().splitlines()
     assert [line.split(":")[0] for line in report if line[:1].isalpha() and not line.startswith(
         ("prices:", "note:"))] == ["dev", "staging", "prod"]
     assert [line.split(":")[1].strip() for line in done.stderr.splitlines() if line.startswith("cost: ")][:3] == [
         "dev", "staging", "prod"]
+
+
+def test_the_import_log_reader_sees_a_heavy_import():
+    # The twin of the import check: the same log of a Python that imports one of the forbidden packages names it.
+    done = subprocess.run([sys.executable, "-c", "import onnx"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert "onnx" in {m.group(1) for m in re.finditer(IMPORT_LOG, done.stderr, re.M)}
 
 
 def test_a_new_capacity_measurement_changes_only_the_invocations_policy(tmp_path):

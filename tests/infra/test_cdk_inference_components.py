@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from deployment_spec.sections.components import CopyScaling, ManagedInstances, RollingUpdate
-from synth_helpers import resource_id, statements
+from synth_helpers import ROOT, resource_id, statements, synth_spec
 from triton_constructs import PropsError
 from triton_constructs.execution_role import TritonExecutionRole
 from triton_constructs.image import TritonImage
@@ -18,8 +18,8 @@ MODELS = ("resnet50", "bert", "text-classifier")
 
 
 @pytest.fixture(scope="module")
-def synth(example_synths):
-    return example_synths["inference-components"]
+def synth(module_tmp):
+    return synth_spec(ROOT / "examples" / "inference-components.yaml", module_tmp.mktemp("inference-components"))
 
 
 def _components(template: Template) -> dict[str, dict]:

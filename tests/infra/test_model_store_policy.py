@@ -246,14 +246,19 @@ def model_store_findings(bucket: str, statements: list[dict[str, Any]], *, delet
 
 
 def _stage_findings(synth: Any, environment: str) -> list[str]:
+    """``synth``: a Synth (in memory) or an Assembly (read from disk)."""
+    def template(name: str = "Storage") -> dict[str, Any]:
+        found = synth.template(environment, name)
+        return found if isinstance(found, dict) else found.to_json()
+
     env = synth.spec.environments[environment]
     partition = "aws-cn" if (env.region or "").startswith("cn-") else "aws"
-    storage = synth.template(environment).to_json()
+    storage = template()
     bucket, statements = _model_bucket_policy(storage, partition)
     writers: dict[str, str] = {}
     for endpoint in env.endpoints:
         writers.update({f"{endpoint}/{k}": v for k, v in _model_writer_roles(
-            synth.template(environment, endpoint).to_json(), partition).items()})
+            template(endpoint), partition).items()})
     deletable = any(r["Type"] == "Custom::S3AutoDeleteObjects" for r in storage["Resources"].values())
     return [f"{environment}: {line}" for line in model_store_findings(
         bucket, statements, deletable=deletable, writers=writers, auto_delete=_auto_delete_role(storage, partition))]
@@ -261,14 +266,14 @@ def _stage_findings(synth: Any, environment: str) -> list[str]:
 
 # --- tests -----------------------------------------------------------------------------------------------------------
 
-def test_every_stage_model_store_admits_only_its_copy_roles(every_synth):
-    findings = {name: [line for env in synth.spec.environments for line in _stage_findings(synth, env)]
-                for name, synth in every_synth.items()}
+def test_every_stage_model_store_admits_only_its_copy_roles(every_assembly):
+    findings = {name: [line for env in assembly.spec.environments for line in _stage_findings(assembly, env)]
+                for name, assembly in every_assembly.items()}
     assert {name: lines for name, lines in findings.items() if lines} == {}
     # The guard saw copy roles to admit, and both kinds of stage (retained and throw-away).
-    default = every_synth["triton.yaml"]
-    assert _model_writer_roles(default.template("prod", "classifier").to_json(), "aws")
-    assert {any(r["Type"] == "Custom::S3AutoDeleteObjects" for r in default.template(e).to_json()["Resources"].values())
+    default = every_assembly["triton.yaml"]
+    assert _model_writer_roles(default.template("prod", "classifier"), "aws")
+    assert {any(r["Type"] == "Custom::S3AutoDeleteObjects" for r in default.template(e)["Resources"].values())
             for e in default.spec.environments} == {True, False}
 
 

@@ -52,10 +52,7 @@ def _register_runtime(sub) -> None:
     p.add_argument("--build-ort", action="store_true",
                    help="also time the shipped graph in this machine's ONNX Runtime (every other ONNX Runtime "
                         "engine runs the release of the spec's triton_version)")
-    p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "runtime",
-                   help="directory for runtime.json, runtime.md, runtime.png (default: bench-results/runtime)")
-    p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
-                   help="scratch directory for the ONNX files (default: bench-results/work)")
+    _output_flags(p, "runtime", "runtime.json, runtime.md, runtime.png", scratch="the ONNX files")
 
 
 def _register_load(sub) -> None:
@@ -87,10 +84,7 @@ def _register_load(sub) -> None:
                    help="with --deployed on an endpoint of inference components: the model whose component is "
                         "load-tested (default: the first); its req/s are divided by its copies")
     add_request_flags(p, when="with --endpoint: ")
-    p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "load",
-                   help="directory for load.json and load.md (default: bench-results/load)")
-    p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
-                   help="scratch directory for the model archives (default: bench-results/work)")
+    _output_flags(p, "load", "load.json and load.md", scratch="the model archives")
 
 
 def _register_drain(sub) -> None:
@@ -106,8 +100,7 @@ def _register_drain(sub) -> None:
     p.add_argument("--record", action="store_true",
                    help="write the drain rate at the spec's own concurrency into the capacity file")
     add_request_flags(p)
-    p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / "drain",
-                   help="directory for drain.md and drain.png (default: bench-results/drain)")
+    _output_flags(p, "drain", "drain.md and drain.png")
 
 
 def _register_recommender(sub) -> None:
@@ -138,6 +131,15 @@ def _register_recommender(sub) -> None:
     p.add_argument("--job-name", default=None, help="unique per region (default: <endpoint>-load-test)")
     p.add_argument("--out", type=pathlib.Path, default=None,
                    help="request file (default: bench-results/recommender-<endpoint>.json)")
+
+
+def _output_flags(p: argparse.ArgumentParser, folder: str, files: str, *, scratch: str | None = None) -> None:
+    """``--out`` (the report's folder, ``bench-results/<folder>``) and, where the run needs one, ``--work``."""
+    p.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT / folder,
+                   help=f"directory for {files} (default: {DEFAULT_OUT / folder})")
+    if scratch:
+        p.add_argument("--work", type=pathlib.Path, default=DEFAULT_OUT / "work",
+                       help=f"scratch directory for {scratch} (default: {DEFAULT_OUT / 'work'})")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
