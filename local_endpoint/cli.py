@@ -28,6 +28,8 @@ from local_endpoint.runtime.cli import DEFAULT_ENDPOINT_NAME, fail as _fail, ser
 from local_endpoint.runtime.local_runtime import DEFAULT_VARIANT, NamedEndpoint
 from local_endpoint.runtime.routes import endpoint_in_path
 from local_endpoint.server.serve_flags import MME, SME
+from local_endpoint.server.supervision import (DEFAULT_MAX_RESTARTS, DEFAULT_UNHEALTHY_AFTER_S, DEFAULT_WINDOW_S,
+                                               RestartPolicy)
 
 KIND_OF_MODE = {SME: EndpointKind.SINGLE_MODEL, MME: EndpointKind.MULTI_MODEL}
 
@@ -39,20 +41,22 @@ def serve_main(argv: list[str], asynchronous: AsyncSetup | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         endpoint = _endpoint_from_args(parser, args)
+        restarts = restart_policy(args)
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except LocalEndpointError as error:
         return _fail(error)
     named = NamedEndpoint(args.endpoint_name, KIND_OF_MODE[args.mode], endpoint, args.variant_name, asynchronous)
-    return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url))
+    return serve_one(named, args.port, lambda url: announce(endpoint, args.mode, url), restarts)
 
 
 def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: str = DEFAULT_VARIANT,
                      port: int | None = None,
                      log_dir: pathlib.Path | None = None, startup_timeout: float = 120.0, cpu_stand_in: bool = False,
-                     triton_version: str = DEFAULT_TRITON_VERSION) -> int:
+                     triton_version: str = DEFAULT_TRITON_VERSION,
+                     restarts: RestartPolicy = RestartPolicy()) -> int:
     """Serve inference components (``deployment_spec.served.LocalComponent``) behind one port until Ctrl-C; ``name``
-    is the endpoint's EndpointName."""
+    is the endpoint's EndpointName; ``restarts`` bounds the restarts of a component's failed server."""
     try:
         endpoint = ComponentsEndpoint(components, log_dir=log_dir, startup_timeout=startup_timeout,
                                       cpu_stand_in=cpu_stand_in, triton_version=triton_version)
@@ -68,7 +72,7 @@ def serve_components(components, *, name: str = DEFAULT_ENDPOINT_NAME, variant: 
         print(f"server logs: {endpoint.log_path}", flush=True)
 
     named = NamedEndpoint(name, EndpointKind.INFERENCE_COMPONENTS, endpoint, variant)
-    return serve_one(named, port, announce_components)
+    return serve_one(named, port, announce_components, restarts)
 
 
 def announce(endpoint, mode: str, url: str) -> None:
@@ -147,7 +151,26 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-file", type=pathlib.Path, help="server log file (default: under the temp directory)")
     parser.add_argument("--startup-timeout", type=float, default=120.0, help="seconds to wait for readiness")
     add_cpu_stand_in_flag(parser)
+    add_restart_flags(parser)
     return parser
+
+
+def add_restart_flags(parser: argparse.ArgumentParser) -> None:
+    """`--max-restarts`, `--restart-window`, `--unhealthy-after` (`tritonsm serve <endpoint>` spells out the same)."""
+    parser.add_argument("--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
+                        help="restart a Triton server that exited or stopped answering /ping, as SageMaker replaces "
+                             "a failed container, at most N times within --restart-window; one more failure stops "
+                             f"serve (default: {DEFAULT_MAX_RESTARTS}; 0: stop on the first)")
+    parser.add_argument("--restart-window", type=float, default=DEFAULT_WINDOW_S, metavar="SECONDS",
+                        help=f"the window --max-restarts counts in (default: {DEFAULT_WINDOW_S:g})")
+    parser.add_argument("--unhealthy-after", type=float, default=DEFAULT_UNHEALTHY_AFTER_S, metavar="SECONDS",
+                        help="a running server whose /ping has not answered 200 for this long is restarted "
+                             f"(default: {DEFAULT_UNHEALTHY_AFTER_S:g})")
+
+
+def restart_policy(args: argparse.Namespace) -> RestartPolicy:
+    """The policy of the flags ``add_restart_flags`` defines; LocalEndpointError for a value out of range."""
+    return RestartPolicy(args.max_restarts, args.restart_window, args.unhealthy_after)
 
 
 def add_cpu_stand_in_flag(parser: argparse.ArgumentParser) -> None:

@@ -49,5 +49,9 @@ class ServerCrashedError(LocalEndpointError):
         self.exit_code = exit_code
 
 
+class RestartLimitError(ServerCrashedError):
+    """A supervised server (``local_endpoint.server.supervision``) failed more often than its restart bound allows."""
+
+
 class InvokeError(LocalEndpointError):
     """A request could not be built, sent, or was rejected by the endpoint."""

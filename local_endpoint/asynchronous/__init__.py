@@ -23,8 +23,10 @@ The parts, each a module here:
   output location or ``<uuid>-error.out`` under the failure location, exactly one of them per request, and publish
   the notification (``notifications``: SageMaker's message, the answer included up to 128 KB when asked for).
 - ``failures``: every way a request can fail ends in its failure object and error notification with a reason
-  that names the value, the limit and the fix; a container that died fails what is queued and in flight, with
-  its exit (not restarted: `tritonsm serve` stops on the crash, so it is seen).
+  that names the value, the limit and the fix.
+- A container that goes down: under `tritonsm serve` it is restarted (``local_endpoint.server.supervision``) while
+  the queue and the local S3/SNS/SQS serve on; requests wait for it, and one it had when it went down is sent again
+  once (``work_queue``). Without a supervisor, what is queued and in flight fails with its exit.
 - ``service``: all of it for one local runtime (``LocalRuntime``), started after the endpoints, stopped before
   them.
 """

@@ -77,6 +77,15 @@ def container_exited(crash: ServerCrashedError, log: str) -> Failure:
         f"server log {log}, fix the cause, run `tritonsm serve` again and send the request again.")
 
 
+def interrupted_twice(first: str, second: str, log: str) -> Failure:
+    """The container went down twice while it had the request; ``first`` and ``second``: the supervisor's
+    reasons."""
+    return Failure.said(
+        f"The model container went down twice while it had this request ({first}; sent again once it was "
+        f"restarted, then {second}). It is not sent a third time: it may be what brings the server down. See the "
+        f"server log {log}, and send the request again once the cause is fixed.")
+
+
 def container_unreachable(error: Exception, log: str) -> Failure:
     return Failure.said(
         f"The model container did not answer ({error}) although it still runs; see the server log {log} and send "

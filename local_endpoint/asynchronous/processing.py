@@ -3,7 +3,9 @@
 The container is called as InvokeEndpoint calls it (``runtime.routes.send_to_container``: ``POST /invocations``
 with the body, ``Content-Type``, ``Accept``, the custom attributes and the inference id), with the request's
 InvocationTimeoutSeconds as the deadline. Every way this can go wrong ends in a ``Failure``: never an exception
-that would leave the request without its object.
+that would leave the request without its object. One outcome is not final: ``Interrupted``, when the container
+went down (exited, or was found unhealthy) while it had the request and `tritonsm serve` is restarting it; the
+queue then sends the request again once it serves (``work_queue``).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from local_endpoint.asynchronous.failures import Failure
 from local_endpoint.asynchronous.job import Job
 from local_endpoint.asynchronous.locations import S3Location
 from local_endpoint.errors import ServerCrashedError
-from local_endpoint.runtime.routes import CUSTOM_ATTRIBUTES, INFERENCE_ID, RuntimeTarget, send_to_container
+from local_endpoint.runtime.routes import CUSTOM_ATTRIBUTES, INFERENCE_ID, RuntimeTarget, down_reason, send_to_container
 
 EXIT_NOTICE_S = 2.0   # a killed server's connection may drop before its exit is seen: look this long for the exit
 
@@ -28,6 +30,14 @@ EXIT_NOTICE_S = 2.0   # a killed server's connection may drop before its exit is
 class Answer:
     body: bytes
     content_type: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Interrupted:
+    """The supervised container went down with the request (``reason``: the supervisor's, e.g. "the Triton server
+    exited unexpectedly with signal SIGKILL"); nothing is written for it yet."""
+
+    reason: str
 
 
 Outcome = Union[Answer, Failure]
@@ -42,7 +52,7 @@ class Container:
 
 
 def process(job: Job, *, settings: Asynchronous, s3: Any, s3_url: str, container: Container,
-            clock: Callable[[], float], inputs: S3Location) -> Outcome:
+            clock: Callable[[], float], inputs: S3Location) -> Union[Outcome, Interrupted]:
     """What one request came to; never raises for anything the request, the input or the container did.
 
     ``inputs``: the endpoint's input location. The deployed execution role reads requests only there
@@ -70,10 +80,15 @@ def process(job: Job, *, settings: Asynchronous, s3: Any, s3_url: str, container
     except (socket.timeout, TimeoutError):
         return failures.timed_out(request.invocation_timeout_s, log)
     except (OSError, http.client.HTTPException) as error:
+        down = down_reason(container.target, EXIT_NOTICE_S)   # supervised: restarting, so not the request's end
+        if down is not None:
+            return Interrupted(down)
         exited = _exit_of(container)
         if exited is not None:
             return failures.container_exited(exited, log)
         return failures.container_unreachable(error, log)
+    if reply.status == 502 and (down := down_reason(container.target, 0)) is not None:   # a front door's: the
+        return Interrupted(down)                                                          # server behind it went
     if reply.status >= 400:
         return failures.refused_by_container(container.target.name, container.target.variant, reply.status,
                                              reply.body, reply.content_type, log)

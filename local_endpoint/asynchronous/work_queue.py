@@ -4,9 +4,12 @@ SageMaker sends one instance at most ``MaxConcurrentInvocationsPerInstance`` req
 one instance, so that many worker threads take requests first come, first served. Each request ends in exactly
 one object (``Job.ended``, claimed under the lock before anything is written) and one notification.
 
-When the container dies with requests queued or in flight, each of them gets a failure object saying the container
-exited, with its exit: the local endpoint does not restart the server, because `tritonsm serve` itself stops on a
-crash (``check_running``) so that the crash is seen, and a restart here would hide it behind answers that came late.
+When `tritonsm serve` supervises the container (``local_endpoint.server.supervision``) and it goes down, the queue
+outlives it as SageMaker's does: workers take no request while it is down, and a request it had when it went down
+(``Interrupted``) is sent again once it serves, once only: a request that was in flight at two failures ends in a
+failure object (it may be what kills the server). The model may so see a request twice; the request still ends in
+exactly one object. Without a supervisor (a ``LocalRuntime`` used directly) a container that dies fails what is
+queued and in flight with its exit, as nothing would restart it.
 When the queue stops (`tritonsm serve` ends), what is still queued, and what is still in flight after a grace
 period, gets a failure object saying so before the local S3 goes: nothing accepted is dropped without a word.
 """
@@ -25,10 +28,12 @@ from local_endpoint.asynchronous.aws_server import LocalAws
 from local_endpoint.asynchronous.failures import Failure
 from local_endpoint.asynchronous.job import Job, new_job
 from local_endpoint.asynchronous.locations import AsyncLocations
-from local_endpoint.asynchronous.processing import Answer, Container, Outcome, process
+from local_endpoint.asynchronous.processing import Answer, Container, Interrupted, Outcome, process
+from local_endpoint.runtime.routes import down_reason
 from local_endpoint.asynchronous.request import AsyncRequest
 
 STOP_GRACE_S = 10.0   # how long stop() lets requests in flight finish before it writes their failure
+DOWN_POLL_S = 0.2     # how often a worker looks whether a container that is down serves again
 
 
 class AsyncQueue:
@@ -111,17 +116,38 @@ class AsyncQueue:
                     return
                 job = self._waiting.popleft()
                 self._in_flight.add(job)
-            self._end(job, self._outcome(job))
+            outcome = self._outcome(job)
+            if outcome is not None:   # None: the queue stops while the container is down; stop() fails the job
+                self._end(job, outcome)
             with self._lock:
                 self._in_flight.discard(job)
 
-    def _outcome(self, job: Job) -> Outcome:
-        try:
-            return process(job, settings=self.settings, s3=self._s3, s3_url=self._aws_url,
-                           container=self._container, clock=self._clock, inputs=self.locations.input)
-        except Exception as error:   # a fault of this code: the request still gets its object, with the error
-            return Failure.said(f"The local endpoint failed on this request ({type(error).__name__}: {error}); "
-                                "please report it with the request.")
+    def _outcome(self, job: Job) -> Outcome | None:
+        """What ``job`` came to: sent once the container serves, and once more if it went down with the job."""
+        interrupted: Interrupted | None = None
+        while self._serving():
+            try:
+                outcome = process(job, settings=self.settings, s3=self._s3, s3_url=self._aws_url,
+                                  container=self._container, clock=self._clock, inputs=self.locations.input)
+            except Exception as error:   # a fault of this code: the request still gets its object, with the error
+                return Failure.said(f"The local endpoint failed on this request ({type(error).__name__}: {error}); "
+                                    "please report it with the request.")
+            if not isinstance(outcome, Interrupted):
+                return outcome
+            if interrupted is not None:
+                return failures.interrupted_twice(interrupted.reason, outcome.reason, self._container.target.log)
+            interrupted = outcome
+        return None
+
+    def _serving(self) -> bool:
+        """Wait while the container is down (being restarted); False once the queue stops."""
+        while down_reason(self._container.target, 0) is not None:
+            with self._lock:
+                if self._stopping:
+                    return False
+                self._lock.wait(DOWN_POLL_S)
+        with self._lock:
+            return not self._stopping
 
     def _end(self, job: Job, outcome: Outcome) -> None:
         """Write ``job``'s one object and publish its notification, unless it has ended already."""

@@ -68,6 +68,8 @@ class ComponentsEndpoint(LocalEndpointLifecycle):
             c.tarball, default_model=c.default_model, env=c.env,
             log_file=log_dir / f"triton-{c.name}.log" if log_dir else None, startup_timeout=startup_timeout,
             cpu_stand_in=cpu_stand_in, triton_version=triton_version) for c in components}
+        for name, server in self.servers.items():   # whose server failed, in a restart's messages
+            server.server_name = f"the Triton server of component {name}"
 
     @property
     def component_names(self) -> list[str]:

@@ -4,6 +4,10 @@ A local endpoint holds up to three things: a front door (the multi-model and inf
 routing, ``FrontDoor``), the servers behind it (``TritonProcess``, a container, or whole single-model
 endpoints) and a private work folder with the unpacked models. Stopping goes from the outside in, so no
 request reaches a server that is going away, and deletes the folder last, once nothing reads it.
+
+`tritonsm serve` calls ``supervise`` instead of ``check_running``: an endpoint that owns a Triton server restarts
+it when it fails (``local_endpoint.server.supervision``); a server that cannot be restarted (a container in its
+image, the local S3) is only checked, and its crash ends the serve as before.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import shutil
 from typing import Iterable, Optional, Protocol, Self
 
 from local_endpoint.endpoints.mme_front_door import FrontDoor
+from local_endpoint.server.supervision import RestartPolicy
 
 
 class Server(Protocol):
@@ -40,6 +45,24 @@ class LocalEndpointLifecycle:
         """Raise ServerCrashedError, with the log tail, if a server died."""
         for server in self._servers():
             server.check_running()
+
+    def supervise(self, policy: RestartPolicy, label: str) -> None:
+        """Restart a server that failed, within ``policy`` (``label`` heads what is printed: "endpoint NAME"); only
+        check the servers that cannot be restarted. Raises ServerCrashedError (RestartLimitError past the bound)."""
+        for server in self._servers():
+            supervise = getattr(server, "supervise", None)
+            if supervise is not None:
+                supervise(policy, label)
+            else:
+                server.check_running()
+
+    def down(self) -> Optional[str]:
+        """Why one of its supervised servers does not serve right now (exited, or being restarted), else None."""
+        for server in self._servers():
+            reason = getattr(server, "down", lambda: None)()
+            if reason is not None:
+                return str(reason)
+        return None
 
     def stop(self) -> None:
         """Stop the front door, then the servers, then delete the unpacked models. Safe to call twice."""

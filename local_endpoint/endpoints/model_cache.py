@@ -97,6 +97,13 @@ class MultiModelCache:
         with self._state:
             return list(self._loaded)
 
+    def forget_loaded(self) -> None:
+        """The server was replaced and has nothing loaded: each model loads again on its next request (unpacked
+        already). Under the management lock, so no load is half done."""
+        with self._management, self._state:
+            self._loaded.clear()
+            self.events.append(("server restarted", ""))
+
     def invoke(self, target_model: str, body: bytes, content_type: str) -> HttpReply:
         """Load `target_model` if needed, then run one inference on it."""
         if target_model not in self.archives:

@@ -14,6 +14,7 @@ from local_endpoint.server.launch import default_log_path, start_sagemaker_trito
 from local_endpoint.server.ports import free_port
 from local_endpoint.server.serve_flags import MME, validate_environment
 from local_endpoint.server.server_process import TritonProcess
+from local_endpoint.server.supervision import TRITON, RestartPolicy, Supervisor
 from local_endpoint.server.triton_install import find_triton_install
 from local_endpoint.stand_in import cpu_stand_in
 
@@ -73,6 +74,8 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
         self._work_dir: pathlib.Path | None = None
         self._process: TritonProcess | None = None
         self._front_door: FrontDoor | None = None
+        self._triton_port: int | None = None
+        self.supervisor: Supervisor | None = None   # once `tritonsm serve` supervises it
 
     @property
     def server_pid(self) -> int | None:
@@ -102,18 +105,8 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
             # The container's dummy repository (/tmp/sagemaker): models arrive via /models.
             empty_repository = self._work_dir / "empty-repository"
             empty_repository.mkdir()
-            triton_port = free_port()
-            self._process = start_sagemaker_triton(
-                install=find_triton_install(),
-                mode=MME,
-                repository=empty_repository,
-                port=triton_port,
-                env=self.env,
-                default_model=None,
-                work_dir=self._work_dir,
-                log_path=self.log_path,
-                startup_timeout=self.startup_timeout,
-            )
+            self._triton_port = triton_port = free_port()
+            self._process = self._start_server()
             self.cache = MultiModelCache(archives, triton_port, self._work_dir / "opt-ml-models", self.capacity,
                                          cpu_stand_in=self.cpu_stand_in, runtime=self.runtime,
                                          env_swaps=self.env_swaps)
@@ -123,6 +116,42 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
             self.stop()
             raise
         return self
+
+    def _start_server(self, restarting: TritonProcess | None = None) -> TritonProcess:
+        """Triton on the container's empty repository and its private port (again, in place of ``restarting``)."""
+        assert self._work_dir and self._triton_port and self.log_path, "start() prepares the server"
+        return start_sagemaker_triton(
+            install=find_triton_install(),
+            mode=MME,
+            repository=self._work_dir / "empty-repository",
+            port=self._triton_port,
+            env=self.env,
+            default_model=None,
+            work_dir=self._work_dir,
+            log_path=self.log_path,
+            startup_timeout=self.startup_timeout,
+            restarting=restarting,
+        )
+
+    def supervise(self, policy: RestartPolicy, label: str) -> None:
+        """Restart Triton if it exited or stopped answering /ping, on the same private port behind the same front
+        door; the models it had loaded are loaded again on their next request, as on a replaced instance."""
+        if self._process is None or self._triton_port is None:
+            return
+        self.supervisor = self.supervisor or Supervisor(policy, TRITON)
+        old = self._process
+
+        def restart() -> TritonProcess:
+            if self.cache is not None:
+                self.cache.forget_loaded()   # the new server starts empty
+            self._process = self._start_server(restarting=old)
+            return self._process
+
+        self._process = self.supervisor.watch(old, self._triton_port, restart, label)
+
+    def down(self) -> str | None:
+        """Why Triton does not serve now, once supervised (None before: a crash is then ``check_running``'s)."""
+        return self.supervisor.down(self._process) if self.supervisor else None
 
     def _servers(self) -> list[TritonProcess]:
         return [self._process] if self._process is not None else []

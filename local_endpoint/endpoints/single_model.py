@@ -11,7 +11,8 @@ from local_endpoint.server import archive, backends, disk_space, ports, python_e
 from local_endpoint.server.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.server.serve_flags import SME, validate_environment
 from local_endpoint.server.server_process import TritonProcess
-from local_endpoint.server.triton_install import find_triton_install
+from local_endpoint.server.supervision import TRITON, RestartPolicy, Supervisor
+from local_endpoint.server.triton_install import TritonInstall, find_triton_install
 from local_endpoint.stand_in import cpu_stand_in
 
 DEFAULT_STARTUP_TIMEOUT = 120.0
@@ -76,6 +77,9 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         self._stand_ins: list[backends.ModelBackend] = []
         self._gpu_moved: list[backends.ModelBackend] = []
         self._env_swaps: list[python_envs.EnvSwap] = []
+        self._install: TritonInstall | None = None
+        self.server_name = TRITON   # in supervision's messages; a component or variant names itself
+        self.supervisor: Supervisor | None = None   # once `tritonsm serve` supervises it
 
     @property
     def server_pid(self) -> int | None:
@@ -122,21 +126,46 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
                 python_envs.apply(self._env_swaps, repository)
                 cpu_stand_in.replace_with_stand_ins(repository, self._stand_ins, self.tarball, self._runtime)
                 cpu_stand_in.move_gpu_groups_to_cpu(repository, self._gpu_moved)
-            self._process = start_sagemaker_triton(
-                install=install,
-                mode=SME,
-                repository=repository,
-                port=self.port,
-                env=self.env,
-                default_model=self.default_model,
-                work_dir=self._work_dir,
-                log_path=self.log_path,
-                startup_timeout=self.startup_timeout,
-            )
+            self._install = install
+            self._process = self._start_server()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_server(self, restarting: TritonProcess | None = None) -> TritonProcess:
+        """Triton on the unpacked repository and the endpoint's port (again, in place of ``restarting``)."""
+        assert self._install and self._work_dir and self.port and self.log_path, "start() prepares the server"
+        return start_sagemaker_triton(
+            install=self._install,
+            mode=SME,
+            repository=self._work_dir / "opt-ml-model",
+            port=self.port,
+            env=self.env,
+            default_model=self.default_model,
+            work_dir=self._work_dir,
+            log_path=self.log_path,
+            startup_timeout=self.startup_timeout,
+            restarting=restarting,
+        )
+
+    def supervise(self, policy: RestartPolicy, label: str) -> None:
+        """Restart the server if it exited or stopped answering /ping (``local_endpoint.server.supervision``); the
+        port, the unpacked models and the log stay, so callers and the asynchronous queue find it where it was."""
+        if self._process is None or self.port is None:
+            return
+        self.supervisor = self.supervisor or Supervisor(policy, self.server_name)
+        old = self._process
+
+        def restart() -> TritonProcess:
+            self._process = self._start_server(restarting=old)
+            return self._process
+
+        self._process = self.supervisor.watch(old, self.port, restart, label)
+
+    def down(self) -> str | None:
+        """Why the server does not serve now, once supervised (None before: a crash is then ``check_running``'s)."""
+        return self.supervisor.down(self._process) if self.supervisor else None
 
     def _servers(self) -> list[TritonProcess]:
         return [self._process] if self._process is not None else []

@@ -1,9 +1,12 @@
 """Serving until stopped: a local endpoint, or local endpoints behind the local SageMaker Runtime.
 
 ``serve_endpoint`` owns the signals: SIGINT, SIGTERM and SIGHUP stop what it started, whatever the
-process inherited (a background job inherits SIGINT ignored). ``serve_one`` (``tritonsm serve ENDPOINT``)
-and ``serve_all`` (``tritonsm serve --all``) put the endpoints behind a ``LocalRuntime`` and print where
-an application points its SageMaker Runtime client.
+process inherited (a background job inherits SIGINT ignored), also in the middle of a server's restart. It
+supervises what it serves twice a second: a Triton server that exited or stopped answering /ping is restarted
+within the ``RestartPolicy`` bound (``local_endpoint.server.supervision``), while the rest (the runtime's port, the
+asynchronous queue and its local S3/SNS/SQS) serves on. ``serve_one`` (``tritonsm serve ENDPOINT``) and
+``serve_all`` (``tritonsm serve --all``) put the endpoints behind a ``LocalRuntime`` and print where an
+application points its SageMaker Runtime client.
 """
 from __future__ import annotations
 
@@ -15,26 +18,29 @@ from typing import Callable, Sequence
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.server.stop_signals import interrupt
+from local_endpoint.server.stop_signals import SIGNALS, interrupt
+from local_endpoint.server.supervision import RestartPolicy
 
 CRASH_POLL_SECONDS = 0.5
 DEFAULT_ENDPOINT_NAME = "tritonsm-local"
 
 
-def serve_one(endpoint: NamedEndpoint, port: int | None, announce: Callable[[str], None]) -> int:
+def serve_one(endpoint: NamedEndpoint, port: int | None, announce: Callable[[str], None],
+              restarts: RestartPolicy = RestartPolicy()) -> int:
     """One endpoint on ``port``: the SageMaker Runtime API and, on the same port, its container contract
-    (``/ping``, ``/invocations``). ``announce(url)`` prints what the endpoint serves."""
+    (``/ping``, ``/invocations``). ``announce(url)`` prints what the endpoint serves; ``restarts`` bounds the
+    restarts of its failed servers."""
     runtime = LocalRuntime([endpoint], port=port, container_contract=True)
 
     def announce_all() -> None:
         announce(runtime.url)
         _announce_runtime(runtime)
 
-    return serve_endpoint(runtime, announce_all)
+    return serve_endpoint(runtime, announce_all, restarts)
 
 
 def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Callable[[NamedEndpoint], str],
-              skipped: dict[str, str]) -> int:
+              skipped: dict[str, str], restarts: RestartPolicy = RestartPolicy()) -> int:
     """Every endpoint behind one port, each under its EndpointName; ``describe`` says what one serves. Those the
     local server cannot run are left out and named, with those ``skipped`` already (EndpointName: why)."""
     runtime = LocalRuntime(endpoints, port=port, skip_unsupported=True)
@@ -55,7 +61,7 @@ def serve_all(endpoints: Sequence[NamedEndpoint], port: int | None, describe: Ca
             print(f"  {name}: skipped, {why}", flush=True)
         _announce_runtime(runtime)
 
-    return serve_endpoint(runtime, announce)
+    return serve_endpoint(runtime, announce, restarts)
 
 
 def _announce_runtime(runtime: LocalRuntime) -> None:
@@ -70,9 +76,10 @@ def _announce_runtime(runtime: LocalRuntime) -> None:
     print("press Ctrl-C to stop", flush=True)
 
 
-def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None]) -> int:
+def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None],
+                   restarts: RestartPolicy = RestartPolicy()) -> int:
     """Start `endpoint` (a ``LocalRuntime``, or any local endpoint), announce it, and serve until SIGINT or
-    SIGTERM; 0 on a clean stop."""
+    SIGTERM, restarting its failed servers within ``restarts``; 0 on a clean stop."""
     stop_requested = threading.Event()
     # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
@@ -84,13 +91,26 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
             endpoint.start()
         except KeyboardInterrupt:
             return 130  # interrupted during start-up; start() stopped the server
+        # Idle, SIGTERM only sets the event; in the middle of a restart (which waits for the new server, up to the
+        # start-up timeout) it interrupts like Ctrl-C, and the restart stops the server it was starting.
+        supervising = threading.Event()
+
+        def stop_soon(*_: object) -> None:
+            stop_requested.set()
+            if supervising.is_set():
+                raise KeyboardInterrupt
+
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, lambda *_: stop_requested.set())
+            signal.signal(sig, stop_soon)
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
         try:
             announce()
             while not stop_requested.wait(CRASH_POLL_SECONDS):
-                endpoint.check_running()
+                supervising.set()
+                try:
+                    endpoint.supervise(restarts, "")
+                finally:
+                    supervising.clear()
         except KeyboardInterrupt:
             pass
         _stop_ignoring_ctrl_c(endpoint)
@@ -105,12 +125,13 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
 
 
 def _stop_ignoring_ctrl_c(endpoint: LocalEndpointLifecycle) -> None:
-    # An impatient second Ctrl-C must not abandon the server half-stopped.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # An impatient second Ctrl-C (or SIGTERM) must not abandon the server half-stopped.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS}
     try:
         endpoint.stop()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def fail(error: Exception) -> int:

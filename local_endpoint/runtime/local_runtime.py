@@ -24,6 +24,7 @@ from local_endpoint.errors import UnsupportedBackendError
 from local_endpoint.runtime.front import RuntimeHandler
 from local_endpoint.runtime.routes import INVOKE_TIMEOUT, RuntimeTarget
 from local_endpoint.server import ports
+from local_endpoint.server.supervision import RestartPolicy
 
 DEFAULT_VARIANT = "AllTraffic"   # the project's constructs' default variant name
 
@@ -128,6 +129,19 @@ class LocalRuntime(LocalEndpointLifecycle):
         if queued:
             self.asynchronous = AsyncService(queued).start()
 
+    def supervise(self, policy: RestartPolicy, label: str = "") -> None:
+        """Each endpoint's servers, restarted when they fail (``LocalEndpointLifecycle.supervise``), each told under
+        its EndpointName; the local S3/SNS/SQS server is only checked: it holds the asynchronous answers in its
+        memory, and a new one would have none of them."""
+        if self.asynchronous is not None:
+            self.asynchronous.check_running()
+        for endpoint in self.endpoints:
+            supervise = getattr(endpoint.server, "supervise", None)
+            if supervise is None:
+                endpoint.server.check_running()
+            else:
+                supervise(policy, f"endpoint {endpoint.name}")
+
     def _servers(self) -> Iterable[Server]:
         # The queues first: what they still hold gets its failure object while the endpoints and S3 still run.
         return [*([self.asynchronous] if self.asynchronous else []), *(e.server for e in self.endpoints)]
@@ -143,4 +157,5 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         target_models=tuple(getattr(server, "target_models", ())) if endpoint.kind is EndpointKind.MULTI_MODEL else (),
         components=tuple(getattr(server, "component_names", ())),
         loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
-        traffic=getattr(server, "traffic", None))   # an endpoint with variants or a shadow (local_endpoint.variants)
+        traffic=getattr(server, "traffic", None),   # an endpoint with variants or a shadow (local_endpoint.variants)
+        down=getattr(server, "down", None))   # a container in its image has none: never restarted

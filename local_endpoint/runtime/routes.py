@@ -15,6 +15,7 @@ inference-component router) takes that request.
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import socket
 import time
 import urllib.parse
@@ -71,6 +72,8 @@ class RuntimeTarget:
         loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
         log: Its server log(s), named in a ModelError's message.
         traffic: An endpoint with variants or a shadow: routes each request to a variant (its port, name and log).
+        down: Why its server does not serve right now (exited, or being restarted by `tritonsm serve`), else None;
+            None where nothing supervises it.
     """
 
     name: str
@@ -82,6 +85,21 @@ class RuntimeTarget:
     loaded: Optional[Callable[[], list[str]]] = None
     log: str = ""
     traffic: Optional[VariantTraffic] = None
+    down: Optional[Callable[[], Optional[str]]] = None
+
+
+DOWN_NOTICE_S = 1.0   # a killed server's connection drops a moment before its exit shows: look this long for it
+
+
+def down_reason(target: RuntimeTarget, wait_s: float = DOWN_NOTICE_S) -> Optional[str]:
+    """Why ``target``'s supervised server does not serve, waiting up to ``wait_s`` for a failure to show; None if
+    it serves, or nothing supervises it."""
+    if target.down is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    while (reason := target.down()) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return reason
 
 
 def endpoint_in_path(path: str, suffix: str = PATH_SUFFIX) -> Optional[str]:
@@ -136,10 +154,10 @@ def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: 
             name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
             f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again; "
             f"{ASYNC_HINT}.", target.log)
-    except OSError as error:
-        return errors.service_unavailable(
-            f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
-            "and the server log. Try your call again once it runs")
+    except (OSError, http.client.HTTPException) as error:   # refused, or the connection dropped mid-answer
+        return _unavailable(target, name, error)
+    if reply.status == 502 and target.kind is not SME and down_reason(target, 0) is not None:
+        return _unavailable(target, name, reply.body.decode(errors="replace"))   # the front said so: restarting
     if reply.status >= 400:
         return errors.model_error(name, target.variant, reply.status,
                                   reply.body.decode(errors="replace"), target.log)
@@ -148,6 +166,19 @@ def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: 
     if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):
         answer[CUSTOM_ATTRIBUTES] = reply.headers[CUSTOM_ATTRIBUTES.lower()]
     return RuntimeReply(reply.status, answer, reply.body)
+
+
+def _unavailable(target: RuntimeTarget, name: str, error: object) -> RuntimeReply:
+    """SageMaker's ServiceUnavailable (503) while the endpoint's container is down: why, when it is being
+    restarted."""
+    down = down_reason(target)
+    if down is not None:
+        return errors.service_unavailable(
+            f"Endpoint {name} is restarting its model container: {down}. `tritonsm serve` starts it again, as "
+            "SageMaker replaces a failed container; try your call again in a few seconds")
+    return errors.service_unavailable(
+        f"Endpoint {name}: its local server did not answer ({error}); see `tritonsm serve`'s output "
+        "and the server log. Try your call again once it runs")
 
 
 def unknown_endpoint(name: str, served: Iterable[str]) -> RuntimeReply:

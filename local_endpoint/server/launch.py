@@ -41,14 +41,17 @@ def start_sagemaker_triton(
     work_dir: pathlib.Path,
     log_path: pathlib.Path,
     startup_timeout: float,
+    restarting: TritonProcess | None = None,
 ) -> TritonProcess:
-    """Start tritonserver with the serve script's flags and wait for /ping."""
+    """Start tritonserver with the serve script's flags and wait for /ping. ``restarting``: the server this one
+    replaces (``supervision``): its log goes on in the same file, its metrics port is kept."""
     backend_dir = prepare_backend_directory(install, work_dir / "backends")
     metrics_port = None
     if env.get("SAGEMAKER_TRITON_ALLOW_METRICS", "").lower() in ("true", "1"):
         # On SageMaker each instance runs one container and the metrics listen on 23000; here several
-        # servers share one machine, so each gets a free port of its own.
-        metrics_port = free_port()
+        # servers share one machine, so each gets a free port of its own (the same one after a restart: the
+        # address `tritonsm serve` printed stays right).
+        metrics_port = (restarting.metrics_port if restarting else None) or free_port()
         env = {**env, "SAGEMAKER_TRITON_METRICS_PORT": str(metrics_port)}
     launch = sagemaker_server_launch(
         mode=mode, model_repository=str(repository), port=port, env=env, default_model=default_model
@@ -64,7 +67,8 @@ def start_sagemaker_triton(
     if not listen_all:
         arguments = [*LOCAL_LOOPBACK_FLAGS, *arguments]
     process = TritonProcess(
-        install, arguments, server_process_environment(install, launch.environment), log_path, launcher
+        install, arguments, server_process_environment(install, launch.environment), log_path, launcher,
+        append=restarting is not None,
     )
     process.metrics_port = metrics_port
     work_dirs.add_owner(work_dir, process.pid)  # the folder is in use while its server runs
@@ -83,6 +87,6 @@ def start_sagemaker_triton(
         process.stop()
         raise
     exposed = None if listen_all else loopback.exposure(status_file)
-    if exposed:
+    if exposed and restarting is None:   # said once, when the endpoint started
         print(loopback.exposure_warning(port, exposed), file=sys.stderr)
     return process

@@ -46,13 +46,15 @@ class LoggedProcess:
     what = "the process"
 
     def __init__(self, command: list[str], environment: dict[str, str] | None, log_path: pathlib.Path,
-                 what: str | None = None) -> None:
+                 what: str | None = None, append: bool = False) -> None:
+        """``append``: add to ``log_path`` instead of starting it afresh (a restarted server after the dead one's
+        lines, so the log tells the whole story)."""
         if what is not None:
             self.what = what
         self.log_path = log_path
         self._stopping = False
         self.command = command
-        self._process = start_logged(self.command, environment, log_path)
+        self._process = start_logged(self.command, environment, log_path, append)
         atexit.register(self.stop)
 
     @property
@@ -94,6 +96,22 @@ class LoggedProcess:
                 self._process.wait()
         _end_orphans(self._process.pid)
 
+    def kill(self) -> None:
+        """SIGKILL, without a grace period: for a server that has died (what is left of it) or hangs (its
+        supervisor replaces it, as SageMaker replaces a failed container). Safe to call twice."""
+        self._stopping = True
+        atexit.unregister(self.stop)
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        _end_orphans(self._process.pid)
+
+    def note(self, line: str) -> None:
+        """Append one line of ours to the log (a restart's reason, between the dead server's lines and the new
+        one's)."""
+        with self.log_path.open("a") as log:
+            log.write(line.rstrip("\n") + "\n")
+
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.rstrip("\n").splitlines()[-lines:])
@@ -133,9 +151,10 @@ class TritonProcess(LoggedProcess):
         environment: dict[str, str],
         log_path: pathlib.Path,
         launcher: Sequence[str] = (),
+        append: bool = False,
     ) -> None:
         """``launcher``: a command that starts `tritonserver ARGUMENTS` itself (``loopback.launcher_command``)."""
-        super().__init__([*launcher, str(install.server_binary), *arguments], environment, log_path)
+        super().__init__([*launcher, str(install.server_binary), *arguments], environment, log_path, append=append)
 
     @property
     def metrics_url(self) -> str | None:
@@ -171,10 +190,11 @@ class TritonProcess(LoggedProcess):
 
 
 def start_logged(command: list[str], environment: dict[str, str] | None,
-                 log_path: pathlib.Path) -> subprocess.Popen[bytes]:
-    """Start `command` with its output in `log_path` (headed by the command line), dying with us."""
+                 log_path: pathlib.Path, append: bool = False) -> subprocess.Popen[bytes]:
+    """Start `command` with its output in `log_path` (headed by the command line; after what is there with
+    ``append``), dying with us."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
+    with log_path.open("ab" if append else "wb") as log:
         log.write(("$ " + " ".join(command) + "\n").encode())
         log.flush()
         # A session of its own: Ctrl-C in the terminal reaches us, and we

@@ -74,6 +74,9 @@ class VariantsEndpoint(LocalEndpointLifecycle):
         self.port: Optional[int] = None
         self.traffic: Optional[Traffic] = None
         self._worker: Optional[ShadowWorker] = None
+        for variant in variants:   # whose server failed, in a restart's messages
+            if isinstance(variant.server, SingleModelEndpoint):
+                variant.server.server_name = f"the Triton server of variant {variant.name}"
 
     @property
     def variants(self) -> list[Variant]:

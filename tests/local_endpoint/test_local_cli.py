@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import psutil
@@ -60,14 +62,45 @@ def test_serve_runs_until_ctrl_c_and_stops_the_server(tarballs: dict[str, pathli
 
 
 @pytest.mark.triton
-def test_serve_reports_a_server_crash_and_fails(tarballs: dict[str, pathlib.Path]) -> None:
-    process = run_serve(str(tarballs["add"]))
+def test_serve_restarts_a_killed_server_once_then_stops_at_the_bound(tarballs: dict[str, pathlib.Path]) -> None:
+    # --max-restarts 1: the first SIGKILL is a restart (on the same port: the address printed stays right), the
+    # second ends serve with the bound, and nothing of it is left.
+    log_file = pathlib.Path(tempfile.mkdtemp()) / "bound.log"
+    process = run_serve(str(tarballs["add"]), "--max-restarts", "1", "--log-file", str(log_file))
     wait_for_line(process, "press Ctrl-C to stop")
-    psutil.Process(process.pid).children()[0].kill()
-    _, stderr = process.communicate(timeout=30)
+    first = psutil.Process(process.pid).children()[0]
+    first.kill()
+    wait_for_line(process, "endpoint tritonsm-local: the Triton server serves again (restarted in ")
+    second = psutil.Process(process.pid).children()[0]
+    assert second.pid != first.pid
+    started = psutil.Process(process.pid).children(recursive=True)
+    second.kill()
+    _, stderr = process.communicate(timeout=60)
     assert process.returncode == 1
-    assert stderr.startswith("error: the Triton server exited unexpectedly with signal SIGKILL; last lines of its log (")
+    warning, error = stderr.split("\nerror: ")
+    assert warning.startswith(
+        "warning: endpoint tritonsm-local: the Triton server exited unexpectedly with signal SIGKILL; restarting it "
+        "(restart 1 of at most 1 within 600 s), as SageMaker replaces a failed container; last lines of its log "
+        f"({log_file}):\n")
+    assert error.startswith(
+        "endpoint tritonsm-local: the Triton server exited unexpectedly with signal SIGKILL, and it has been "
+        "restarted 1 time(s) within 600 s, the most allowed (--max-restarts 1, --restart-window 600); `tritonsm "
+        "serve` stops: fix what the log shows and serve again (or allow more restarts with --max-restarts); last "
+        f"lines of its log ({log_file}):\n")
     assert "Traceback" not in stderr
+    _, alive = psutil.wait_procs(started, timeout=20)
+    assert alive == []
+    shutil.rmtree(log_file.parent)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--max-restarts", "-1"], "--max-restarts -1: give 0 or more (0: stop on the first failure)"),
+    (["--restart-window", "0"], "--restart-window 0: give a number of seconds above 0"),
+    (["--unhealthy-after", "-2"], "--unhealthy-after -2: give a number of seconds above 0"),
+])
+def test_restart_flags_out_of_range_are_refused(flags: list[str], message: str, tarballs, capsys) -> None:
+    assert serve_main([str(tarballs["add"]), *flags]) == 1
+    assert capsys.readouterr().err == f"error: {message}\n"
 
 
 def test_serve_reports_a_busy_port(tarballs: dict[str, pathlib.Path], capsys: pytest.CaptureFixture) -> None:

@@ -15,6 +15,7 @@ from deployment_spec.served import LocalEndpoint, resolve_endpoint
 from deployment_spec.sections.variants import LOCAL_CAPTURE_DIR
 from tritonsm.commands.options import add_image_flags, add_spec_endpoint_flags
 from tritonsm.serving.names import check_image_flags, runtime_name
+from tritonsm.serving.restarts import restart_flags, restart_policy
 
 CAPTURE_DIR = pathlib.Path(LOCAL_CAPTURE_DIR)
 
@@ -48,6 +49,16 @@ def register(add) -> None:
                        help="serve onnxruntime and pytorch models, which the local server lacks, as labelled "
                             "Python-backend stand-ins running ONNX Runtime / TorchScript on the CPU (latency not "
                             "representative), and KIND_GPU instance groups on the CPU; TensorRT plans cannot be stood in")
+    # Spelled out as local_endpoint.cli.add_restart_flags defines them (defaults there: None means its default).
+    serve.add_argument("--max-restarts", type=int, metavar="N",
+                       help="restart a Triton server that exited or stopped answering /ping, as SageMaker replaces "
+                            "a failed container, at most N times within --restart-window; one more failure stops "
+                            "serve (default: 3; 0: stop on the first; a container of --image is not restarted)")
+    serve.add_argument("--restart-window", type=float, metavar="SECONDS",
+                       help="the window --max-restarts counts in (default: 600)")
+    serve.add_argument("--unhealthy-after", type=float, metavar="SECONDS",
+                       help="a running server whose /ping has not answered 200 for this long is restarted "
+                            "(default: 30)")
     add_image_flags(serve, "run the endpoint in its own image with Docker on this host's GPUs, as SageMaker runs "
                            "it: sagemaker (default: the endpoint's sagemaker-tritonserver image, pulled after an ECR "
                            "login with your AWS credentials) or ngc (nvcr.io/nvidia/tritonserver of the same release, "
@@ -55,6 +66,7 @@ def register(add) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    restart_policy(args)   # a restart flag out of range is told before anything is resolved or started
     if args.all:
         from tritonsm.serving.all_endpoints import run_serve_all
         return run_serve_all(args)
@@ -63,7 +75,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UserError(f"name the endpoint to serve (one of: {names}) or pass --all to serve every endpoint")
     local = resolve_endpoint(args.spec, args.endpoint, args.environment, args.manifest)
     from tritonsm.checks import signatures  # before any server starts: an archive that fails is never served
-    signatures.check_before_serving(local.every_tarball, local.public_key)
+    signatures.check_before_serving(local.every_tarball, local.public_key, local.manifest, args.manifest)
     named = runtime_name(args, local)
     if local.components:
         if args.image:
@@ -85,7 +97,8 @@ def run_serve(args: argparse.Namespace) -> int:
         argv += ["--env", f"{key}={value}"]
     if args.cpu_stand_in:
         argv += ["--cpu-stand-in", "--triton-version", local.triton_version]
-    for flag, value in (("--port", args.port), ("--mme-capacity", args.mme_capacity), ("--log-file", args.log_file)):
+    for flag, value in (("--port", args.port), ("--mme-capacity", args.mme_capacity), ("--log-file", args.log_file),
+                        *restart_flags(args)):
         if value is not None:
             argv += [flag, str(value)]
     from local_endpoint.asynchronous import AsyncSetup
@@ -110,7 +123,7 @@ def _serve_components(args: argparse.Namespace, local: LocalEndpoint, named: tup
     return serve_components(chosen, name=named[0], variant=named[1], port=args.port,
                             log_dir=args.log_file.parent if args.log_file else None,
                             startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in,
-                            triton_version=local.triton_version)
+                            triton_version=local.triton_version, restarts=restart_policy(args))
 
 
 def _serve_variants(args: argparse.Namespace, local: LocalEndpoint, named: tuple[str, str]) -> int:
@@ -125,7 +138,8 @@ def _serve_variants(args: argparse.Namespace, local: LocalEndpoint, named: tuple
     from local_endpoint.variants.serve import serve_variants
     return serve_variants(local, named[0], named[1], port=args.port, capture_dir=args.capture_dir,
                           log_dir=args.log_file.parent if args.log_file else None,
-                          startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in)
+                          startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in,
+                          restarts=restart_policy(args))
 
 
 def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int:
@@ -144,4 +158,4 @@ def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int
     mode = "mme" if local.multi_model else "sme"
     asynchronous = AsyncSetup.of(local, args.endpoint)
     named_endpoint = NamedEndpoint(named[0], KIND_OF_MODE[mode], endpoint, named[1], asynchronous)
-    return serve_one(named_endpoint, args.port, lambda url: announce(endpoint, mode, url))
+    return serve_one(named_endpoint, args.port, lambda url: announce(endpoint, mode, url), restart_policy(args))

@@ -33,7 +33,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
             continue
         local = resolve_endpoint(args.spec, name, args.environment, args.manifest)
         from tritonsm.checks import signatures  # before any server starts: an archive that fails is never served
-        signatures.check_before_serving(local.every_tarball, local.public_key)
+        signatures.check_before_serving(local.every_tarball, local.public_key, local.manifest, args.manifest)
         kind = kind_of(local)
         server: Endpoint
         if args.image and (local.components or local.variants):
@@ -58,7 +58,9 @@ def run_serve_all(args: argparse.Namespace) -> int:
     if not named:
         raise UserError("no endpoint of the spec has been built: " + "; ".join(
             f"{name}: {why}" for name, why in skipped.items()))
-    return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server), skipped)
+    from tritonsm.serving.restarts import restart_policy
+    return serve_all(named, args.port, lambda endpoint: describe(endpoint.kind, endpoint.server), skipped,
+                     restart_policy(args))
 
 
 def _not_built(manifest_path: pathlib.Path, endpoint: EndpointSpec) -> str | None:
