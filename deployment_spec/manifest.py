@@ -96,6 +96,11 @@ class ModelEntry:
     builder: BuilderFacts = BuilderFacts()
     verification: Verification = Verification(ran=False)
     execution_environment: Optional[ExecutionEnvironment] = None
+    # What it was built from (deployment_spec.model_sources): sha256 of its settings, of each file or folder it read
+    # (by its field under models.<name>) and of a user recipe's module; the stamps (names, sizes, mtimes) spare a
+    # check re-reading unchanged files. Empty in a manifest written before they were recorded.
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    source_stamps: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +193,7 @@ def _model(raw: dict[str, Any]) -> ModelEntry:
         builder=BuilderFacts(dict(b.get("versions", {})), b.get("gpu_name"), b.get("gpu_compute_capability")),
         verification=_verification(raw["verification"]),
         execution_environment=_environment(raw.get("execution_environment")),
+        sources=dict(raw.get("sources") or {}), source_stamps=dict(raw.get("source_stamps") or {}),
     )
 
 

@@ -16,7 +16,8 @@ from deployment_spec.parsing.errors import UserError
 from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parsing.parse import suggest
 from deployment_spec.spec import Spec, load_spec
-from deployment_spec.rules.variant_plan import build_for, served_by_variants, weights_share
+from deployment_spec.built import check_served
+from deployment_spec.rules.variant_plan import build_for, own_builds, served_by_variants, weights_share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,10 @@ def resolve_endpoint(spec_path: str | pathlib.Path, name: str, environment: str 
     if endpoint.variants or endpoint.shadow is not None:
         disposable = spec.environments[env_name].removal_policy is RemovalPolicy.DESTROY
         local = dataclasses.replace(local, variants=_variants(local, endpoint, manifest_path, disposable))
+    # Each build it serves holds the models the spec names now, built from their sources as they are now: synth's
+    # rule (a shadow whose model changed since the build would otherwise answer with the old build).
+    for build in (endpoint, *own_builds(endpoint).values()):
+        check_served(build, spec.models, manifest, manifest_path, spec.root)
     return local
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Callable, Iterable, Optional
 
-from deployment_spec import Spec
+from deployment_spec import Spec, model_sources
 from deployment_spec.facts import serving_runtimes
 from deployment_spec.rules import variant_plan
 from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
@@ -63,16 +63,19 @@ def build_order(spec: Spec) -> list[ModelSpec]:
 
 
 def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
-                 serving_torch: bool = False, python_env_for: str = "image") -> dict[str, str]:
+                 serving_torch: bool = False, python_env_for: str = "image",
+                 sources: Optional[dict[str, model_sources.Sources]] = None) -> dict[str, str]:
+    """Each model's cache key; ``sources`` (where given) gets what of it the manifest records, the model's sources
+    (deployment_spec.model_sources: synth and `tritonsm serve` compare them with the spec's now)."""
     code = hashing.code_version()
     tools = hashing.tool_versions()
     out: dict[str, str] = {}
     for model in build_order(spec):
-        entry = hashing.plain(model)
-        entry.pop("copies")  # copies are renamed at packing time; the model directory is the same
-        parts = [("spec", entry), ("triton_version", spec.triton_version), ("code", code), ("tools", tools),
-                 ("serving_runtime", dataclasses.asdict(serving_runtimes.runtime(spec.triton_version))),
-                 ("sources", _source_hashes(spec, model, hasher))]
+        own = model_sources.sources(spec.root, model, hasher)
+        if sources is not None:
+            sources[model.name] = own
+        parts = [("sources", own.hashes), ("triton_version", spec.triton_version), ("code", code), ("tools", tools),
+                 ("serving_runtime", dataclasses.asdict(serving_runtimes.runtime(spec.triton_version)))]
         if model.ensemble:
             parts.append(("steps", {s.model: out[s.model] for s in model.ensemble.steps}))
         if model.source and model.source.recipe == "text-preprocess":
@@ -90,17 +93,6 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
             tc = toolchain()
             parts.append(("gpu", tc.gpu.compute_capability if tc.gpu else None))
         out[model.name] = hashing.combine(parts)
-    return out
-
-
-def _source_hashes(spec: Spec, model: ModelSpec, hasher: hashing.FileHasher) -> dict[str, str]:
-    out = {}
-    src = model.source
-    if src and src.recipe and ":" in src.recipe:
-        out["recipe_module"] = hasher.module(src.recipe.split(":", 1)[0])
-    for field, value in model.local_files():
-        path = (spec.root / value).resolve()
-        out[field.rsplit(".", 1)[-1]] = hasher.tree(path) if path.exists() else "missing"
     return out
 
 
@@ -128,8 +120,9 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
     work_dir.mkdir(parents=True, exist_ok=True)
     toolchain = _lazy_toolchain()
     hasher = hashing.FileHasher(work_dir / "file-hashes.json")
-    hashes = build_hashes(spec, hasher, toolchain, serving_torch, python_env_for)
-    hasher.save()
+    sources: dict[str, model_sources.Sources] = {}
+    hashes = build_hashes(spec, hasher, toolchain, serving_torch, python_env_for, sources)
+    hasher.save(archive.write_text_atomic)
 
     from model_build import dispatch  # no torch here; recipes import it when they run
     from model_build.build_context import BuildContext
@@ -178,11 +171,19 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
         log(f"[{i}/{len(order)}] {name}: built in {time.monotonic() - start:.1f} s")
 
     provenance = _provenance(spec, entries, hasher)
-    manifest = _package(spec, out_dir, dirs, entries, report, log, signing_key, signer, provenance)
+    manifest = _package(spec, out_dir, dirs, _recording(entries, sources), report, log, signing_key, signer,
+                        provenance)
     manifest = dataclasses.replace(manifest, not_built=_not_built(report),
                                    unavailable_here=tuple(sorted(report.unavailable)))
     _write_manifest(out_dir, manifest, report)
     return report
+
+
+def _recording(entries: dict[str, ModelEntry], sources: dict[str, model_sources.Sources]) -> dict[str, ModelEntry]:
+    """Each entry with the sources it was built from: a cached entry's are today's too (they are part of its
+    cache key)."""
+    return {name: dataclasses.replace(entry, sources=sources[name].hashes, source_stamps=sources[name].stamps)
+            for name, entry in entries.items()}
 
 
 def unexpected(name: str, step: str, exc: Exception) -> str:

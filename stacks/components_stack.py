@@ -46,7 +46,8 @@ class ComponentsEndpointStack(cdk.Stack):
                  storage: StorageStack, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton inference components {endpoint.name} ({environment.name})",
                          **kwargs)
-        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
+        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path,
+                                      spec_root=spec.root)
         model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         # What the build recorded about each model; the construct checks it for this image and instance type
         # (ModelRepositories.problems): verified in the image's runtimes, environments for the image, plans for the GPU.

@@ -103,7 +103,8 @@ class EndpointStack(cdk.Stack):
                manifest_path: pathlib.Path) -> ModelRepositories:
         """The manifest's archives for ``endpoint`` (or a variant's own build), checked against the spec and its
         signing block."""
-        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path)
+        built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path,
+                                      spec_root=spec.root)
         model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         return ModelRepositories.from_built(
             manifest, built.artifacts, origin=str(manifest_path), default_model=built.default_model,

@@ -23,7 +23,8 @@ def pool_models(spec: Spec, endpoint: EndpointSpec, models: ModelRepositories,
         for path, manifest in pool_manifests.items():
             if endpoint.name not in manifest.endpoints:
                 continue  # a build of other endpoints
-            built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, path)
+            built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, path,
+                                           spec_root=spec.root)
             candidate = ModelRepositories.from_built(
                 manifest, built.artifacts, origin=str(path), default_model=built.default_model,
                 hardware_compatibility={m.name: m.tensorrt.hardware_compatibility

@@ -9,6 +9,7 @@ import dataclasses
 import pathlib
 from typing import Mapping, Optional
 
+from deployment_spec.built import REBUILD, build_problems, subject as built_subject
 from deployment_spec.rules import sagemaker as sagemaker_rules
 from deployment_spec.rules.container_env import endpoint_name as _joined_name
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
@@ -18,7 +19,7 @@ from deployment_spec.sections.model import ModelSpec
 from deployment_spec.rules.cross_section import served_models
 from deployment_spec.sections.variants import BUILD_SEPARATOR
 from triton_constructs.errors import SynthError
-from triton_constructs.model_repositories import REBUILD, artifact_file_problems
+from triton_constructs.model_repositories import artifact_file_problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,19 +52,15 @@ def endpoint_name(project: str, environment: str, endpoint: str) -> str:
     return name
 
 
-def expected_models(endpoint: EndpointSpec, models: Mapping[str, ModelSpec]) -> list[str]:
-    """The Triton model names an endpoint's artifacts must hold (MME copies and ensemble steps included)."""
-    return [name for model in served_models(endpoint, models) for name in model.triton_names()]
-
-
 def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], triton_version: str,
-                   manifest: Manifest, manifest_path: pathlib.Path) -> BuiltEndpoint:
-    """Checks that the manifest holds every artifact the endpoint needs, on disk, content-versioned.
+                   manifest: Manifest, manifest_path: pathlib.Path, *, spec_root: pathlib.Path) -> BuiltEndpoint:
+    """Checks that the manifest holds every artifact the endpoint needs, on disk, content-versioned, built from the
+    sources the spec names now (``spec_root``: the spec's folder, which its paths are relative to).
 
     Raises:
-        SynthError: listing every missing or stale artifact; each problem says to run `tritonsm build`.
+        SynthError: listing every missing or stale artifact or model; each problem says to run `tritonsm build`.
     """
-    subject = _subject(endpoint.name)
+    subject = built_subject(endpoint.name)
     if manifest.triton_version != triton_version:
         raise SynthError(subject, [f"{manifest_path} was built for Triton {manifest.triton_version}, the spec asks "
                                    f"for {triton_version}; {REBUILD}"])
@@ -78,10 +75,8 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     if single and len(built.artifacts) != 1:
         problems.append(f"{manifest_path} lists {len(built.artifacts)} tarballs for this single-model endpoint, "
                         f"which serves exactly one; {REBUILD}")
-    packed = [name for artifact in built.artifacts for name in artifact.models]
-    for triton_name in expected_models(endpoint, models):
-        if triton_name not in packed:
-            problems.append(f"model '{triton_name}' has no artifact in {manifest_path}; {REBUILD}")
+    # The models the spec serves there, built from what it names now: the rule `tritonsm serve` applies too.
+    problems += build_problems(endpoint, models, manifest, manifest_path, spec_root)
     for artifact in built.artifacts:
         problems += artifact_file_problems(artifact, manifest)
     default_model = None
@@ -93,13 +88,6 @@ def built_endpoint(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], trit
     if problems:
         raise SynthError(subject, problems)
     return BuiltEndpoint(built.artifacts, default_model)
-
-
-def _subject(build: str) -> str:
-    """Whom a problem is about: an endpoint, or a variant whose model is built apart (deployment_spec.sections.variants)."""
-    endpoint, _, variant = build.partition(BUILD_SEPARATOR)
-    return f"variant '{variant}' of endpoint '{endpoint}' (its own build, '{build}')" if variant else \
-        f"endpoint '{build}'"
 
 
 def _not_built(endpoint: EndpointSpec, models: Mapping[str, ModelSpec], manifest: Manifest,

@@ -3,6 +3,7 @@ and the refusals before any server starts, each with its exact message. No Trito
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 
 import pytest
@@ -81,3 +82,57 @@ def test_a_variant_build_the_build_skipped_says_why(tmp_path: pathlib.Path, caps
     assert serve_error(capsys, "ab", "--spec", str(spec), "--manifest", str(manifest)) == (
         2, f"error: {manifest}: variant 'B' of endpoint 'ab' (model times3) has not been built: the manifest has no "
            "entry 'ab.B' (models not built: times3); run `tritonsm build` where it can be built\n")
+
+
+# --- a build the spec no longer names: synth's rule (deployment_spec.built), the same message ---------------------
+
+def shadow_error(capsys: pytest.CaptureFixture, spec: pathlib.Path, manifest: pathlib.Path) -> tuple[int, str]:
+    return serve_error(capsys, "shadowed", "--spec", str(spec), "--manifest", str(manifest))
+
+
+def test_a_shadow_moved_to_a_model_never_built_is_refused_not_served_from_the_old_build(
+        spec: tuple[pathlib.Path, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    # The spec changed after the build: the shadow serves times4 now, which no build made; shadowed.Shadow still
+    # holds times3, which `tritonsm serve` used to start under times4's name.
+    moved = spec[0].with_name("shadow-times4.yaml")
+    moved.write_text(spec[0].read_text().replace(
+        "models:\n", "models:\n  times4: {backend: python, source: {python_dir: times3_model}, max_batch_size: 8}\n")
+                     .replace("shadow: {model: times3", "shadow: {model: times4"))
+    assert shadow_error(capsys, moved, spec[1]) == (
+        2, "error: variant 'Shadow' of endpoint 'shadowed' (its own build, 'shadowed.Shadow'):\n"
+           f"  - model 'times4' has no artifact in {spec[1]} (its archives hold times3, which the spec no longer "
+           "serves there: a build made before the spec changed); run `tritonsm build`\n")
+
+
+def test_a_model_whose_source_changed_after_the_build_is_refused_and_served_again_once_rebuilt(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    spec, manifest = variants_spec(tmp_path)
+    model = tmp_path / "times3_model" / "model.py"
+    model.write_text(model.read_text().replace("factor", "factor * 2"))
+    assert shadow_error(capsys, spec, manifest) == (
+        2, "error: variant 'Shadow' of endpoint 'shadowed' (its own build, 'shadowed.Shadow'):\n"
+           "  - model 'times3' is stale: models.times3.source.python_dir (times3_model) changed since the build, so "
+           "its build serves the model as it was; run `tritonsm build` to rebuild it\n")
+    # The fix the message names.
+    assert tritonsm_main(["build", "--spec", str(spec), "--out", str(manifest.parent)]) == 0
+    assert [v.model for v in resolve_endpoint(spec, "shadowed", None, manifest).variants] == ["times2", "times3"]
+
+
+def test_a_model_whose_settings_changed_after_the_build_is_refused(
+        spec: tuple[pathlib.Path, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    changed = spec[0].with_name("times3-batch-4.yaml")
+    changed.write_text(spec[0].read_text().replace("times3_model}, max_batch_size: 8",
+                                                   "times3_model}, max_batch_size: 4"))
+    assert shadow_error(capsys, changed, spec[1]) == (
+        2, "error: variant 'Shadow' of endpoint 'shadowed' (its own build, 'shadowed.Shadow'):\n"
+           "  - model 'times3' is stale: its settings under models.times3 changed since the build, so its build serves "
+           "the model as it was; run `tritonsm build` to rebuild it\n")
+
+
+def test_a_source_touched_but_not_changed_is_still_served(tmp_path: pathlib.Path) -> None:
+    # The twin of the stale source: its stamp moved (a checkout, a copy), its bytes did not.
+    spec, manifest = variants_spec(tmp_path)
+    model = tmp_path / "times3_model" / "model.py"
+    model.write_text(model.read_text())
+    os.utime(model, ns=(1, 1))
+    assert [v.model for v in resolve_endpoint(spec, "shadowed", None, manifest).variants] == ["times2", "times3"]

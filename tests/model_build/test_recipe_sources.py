@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-from model_build import hashing, recipe_sources
+from deployment_spec import recipe_sources
+from model_build import hashing
 
 
 @pytest.fixture
@@ -64,3 +65,35 @@ def test_a_recipe_in_an_installed_package_counts_only_its_own_package(project, m
     monkeypatch.setattr(recipe_sources, "_installed_roots", lambda: set())
     assert {"torchlike/__init__.py", "beside.py"} <= {p.relative_to(root).as_posix()
                                                       for p in recipe_sources.files("scorer.recipe")[1]}
+
+
+def test_a_recipe_beside_the_spec_is_found_without_sys_path_and_an_edit_makes_its_build_stale(project):
+    # Synth and `tritonsm serve` look beside the spec, as the build does (deployment_spec.model_sources), with no
+    # sys.path of the build's: an edit to a module the recipe imports is told, an unused module's is not.
+    import sys
+
+    sys.path.remove(str(project))   # the fixture's monkeypatch puts sys.path back
+    from deployment_spec import model_sources
+    from deployment_spec.built import build_problems
+    from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry
+    from mb_support import make_spec
+
+    spec = make_spec(project, 'm: {backend: onnxruntime, source: {recipe: "scorer.recipe:exportable"}, '
+                              'max_batch_size: 8}',
+                     "ep: {kind: single-model, models: [m], instance_type: ml.g5.xlarge}")
+    model = spec.models["m"]
+    built = model_sources.sources(spec.root, model, model_sources.FileHasher())
+    assert sorted(built.hashes) == ["recipe", "settings"] and built.hashes["recipe"] != "unresolved"
+    manifest = Manifest(spec.triton_version, {"m": ModelEntry("m", "m", "onnxruntime", 8, (), (), "0" * 64,
+                                                              sources=built.hashes, source_stamps=built.stamps)},
+                        {"ep": EndpointArtifacts("single-model", (Artifact("ep-0.tar.gz", "0" * 64, 1, ("m",)),))})
+
+    def problems() -> list[str]:
+        return build_problems(spec.endpoints["ep"], spec.models, manifest, project / "manifest.json", spec.root)
+
+    (project / "scorer" / "unused.py").write_text("x = 2\n")
+    assert problems() == []
+    (project / "scorer" / "net.py").write_text("from scorer.layers.conv import Conv\nWIDTH = 3\n")
+    assert problems() == [
+        "model 'm' is stale: its recipe's module scorer.recipe, or a module beside it that it imports, changed since "
+        "the build, so its build serves the model as it was; run `tritonsm build` to rebuild it"]

@@ -142,7 +142,8 @@ def test_synth_finds_the_shadows_own_build(tmp_path):
     spec = _spec(tmp_path, SHADOWED)
     _build(spec, tmp_path)
     path = tmp_path / "assets" / "manifest.json"
-    built = checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path)
+    built = checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path,
+                                  spec_root=spec.root)
     assert [a.models for a in built.artifacts] == [("candidate",)] and built.default_model is None
 
 
@@ -155,7 +156,8 @@ def test_synth_refuses_a_build_made_before_the_shadow_was_added(tmp_path):
     spec = _spec(tmp_path, SHADOWED)
     path = tmp_path / "assets" / "manifest.json"
     with pytest.raises(SynthError) as raised:
-        checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path)
+        checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path,
+                              spec_root=spec.root)
     assert str(raised.value) == (f"variant 'Shadow' of endpoint 'ep' (its own build, 'ep.Shadow'):\n"
                                  f"  - {path} has no artifacts for this endpoint; run `tritonsm build`")
 
@@ -183,6 +185,78 @@ def test_synth_offers_only_endpoints_whose_variants_were_all_built(tmp_path):
     assert report.endpoints_skipped == {"ep.Shadow": "models not built: candidate"}
     path = tmp_path / "assets" / "manifest.json"
     with pytest.raises(SynthError) as raised:
-        checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path)
+        checks.built_endpoint(_variant_build(spec), spec.models, spec.triton_version, load_manifest(path), path,
+                              spec_root=spec.root)
     assert raised.value.problems[-1] == ("fix the error above and run `tritonsm build`; or synthesize only the built "
                                          "endpoints: `cdk synth -c endpoints=other`")
+
+
+# --- a build the spec no longer names: one rule for synth and `tritonsm serve` (deployment_spec.built) -------------
+
+def _synth_and_serve_errors(spec, build_spec) -> tuple[str, str]:
+    """What synth (the stacks' check) and `tritonsm serve` (resolve_endpoint) say about the build ``build_spec``."""
+    from deployment_spec.parsing.errors import UserError
+    from deployment_spec.served import resolve_endpoint
+    from triton_constructs import checks
+    from triton_constructs.errors import SynthError
+
+    path = spec.root / "assets" / "manifest.json"
+    with pytest.raises(SynthError) as synth:
+        checks.built_endpoint(build_spec, spec.models, spec.triton_version, load_manifest(path), path,
+                              spec_root=spec.root)
+    with pytest.raises(UserError) as serve:
+        resolve_endpoint(spec.path, "ep", None, path)
+    return str(synth.value), str(serve.value)
+
+
+def test_synth_and_serve_refuse_a_shadow_moved_to_a_model_never_built_alike(tmp_path):
+    _build(_spec(tmp_path, SHADOWED), tmp_path)
+    (tmp_path / "spec.yaml").write_text((tmp_path / "spec.yaml").read_text().replace(
+        "models:\n", "models:\n  candidate-v2: {backend: python, source: {python_dir: candidate}, max_batch_size: 4}\n")
+                                        .replace("shadow: {model: candidate}", "shadow: {model: candidate-v2}"))
+    from deployment_spec import load_spec
+
+    spec = load_spec(tmp_path / "spec.yaml")
+    synth, serve = _synth_and_serve_errors(spec, _variant_build(spec))
+    assert synth == serve == (
+        "variant 'Shadow' of endpoint 'ep' (its own build, 'ep.Shadow'):\n"
+        f"  - model 'candidate-v2' has no artifact in {tmp_path / 'assets' / 'manifest.json'} (its archives hold "
+        "candidate, which the spec no longer serves there: a build made before the spec changed); run `tritonsm build`")
+
+
+def test_synth_and_serve_refuse_a_model_whose_file_changed_since_the_build_alike(tmp_path):
+    spec = _spec(tmp_path, SHADOWED)
+    _build(spec, tmp_path)
+    (tmp_path / "candidate" / "model.py").write_text(MODEL.format(factor=5))
+    synth, serve = _synth_and_serve_errors(spec, _variant_build(spec))
+    assert synth == serve == (
+        "variant 'Shadow' of endpoint 'ep' (its own build, 'ep.Shadow'):\n"
+        "  - model 'candidate' is stale: models.candidate.source.python_dir (candidate) changed since the build, so "
+        "its build serves the model as it was; run `tritonsm build` to rebuild it")
+
+
+def test_synth_refuses_an_endpoint_whose_model_folder_is_gone_and_passes_it_once_restored(tmp_path):
+    from triton_constructs import checks
+    from triton_constructs.errors import SynthError
+
+    spec = _spec(tmp_path, PLAIN)
+    _build(spec, tmp_path)
+    path = tmp_path / "assets" / "manifest.json"
+    (tmp_path / "incumbent").rename(tmp_path / "moved")
+    with pytest.raises(SynthError) as raised:
+        checks.built_endpoint(spec.endpoints["ep"], spec.models, spec.triton_version, load_manifest(path), path,
+                              spec_root=spec.root)
+    assert str(raised.value) == (
+        "endpoint 'ep':\n  - model 'incumbent' is stale: models.incumbent.source.python_dir (incumbent) no longer "
+        "exists, so its build serves the model as it was; run `tritonsm build` to rebuild it")
+    (tmp_path / "moved").rename(tmp_path / "incumbent")   # the twin: the same files back
+    built = checks.built_endpoint(spec.endpoints["ep"], spec.models, spec.triton_version, load_manifest(path), path,
+                                  spec_root=spec.root)
+    assert [a.models for a in built.artifacts] == [("incumbent",)]
+
+
+def test_the_manifest_records_each_models_sources(tmp_path):
+    _build(_spec(tmp_path, PLAIN), tmp_path)
+    entry = load_manifest(tmp_path / "assets" / "manifest.json").models["incumbent"]
+    assert sorted(entry.sources) == ["settings", "source.python_dir"]
+    assert sorted(entry.source_stamps) == ["source.python_dir"]

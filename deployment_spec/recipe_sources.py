@@ -6,19 +6,24 @@ A module counts when it lies under the folder the recipe was found in; the stand
 packages do not (their versions are in the build hash already). A recipe that is itself an installed package
 counts only its own package's files: walking site-packages would read torch's thousands of modules. Imports made by strings at run time
 (importlib.import_module) are not seen: such a module is listed nowhere, so a change to it does not rebuild.
+
+Here, not in model_build: the build's cache key and the staleness check of synth and `tritonsm serve`
+(``deployment_spec.model_sources``) find the same files, and the synth path imports no model_build.
 """
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import importlib.util
 import pathlib
-from typing import Optional
+from typing import Optional, Sequence
 
 
-def files(module: str) -> Optional[tuple[pathlib.Path, list[pathlib.Path]]]:
+def files(module: str, search: Sequence[pathlib.Path] = ()) -> Optional[tuple[pathlib.Path, list[pathlib.Path]]]:
     """(the folder the module was found in, its files: the packages above it, itself, then what they import,
-    transitively); None where the module is not found."""
-    root = _root(module)
+    transitively); None where the module is not found. ``search``: folders looked in before sys.path (the build
+    puts the spec's folder and the working directory first on sys.path, and so do its checks)."""
+    root = _root(module, search)
     if root is None or _local(root, module) is None:
         return None
     scope = root / module.split(".")[0] if root in _installed_roots() else root
@@ -46,11 +51,13 @@ def _installed_roots() -> set[pathlib.Path]:
     return {pathlib.Path(paths[key]).resolve() for key in ("purelib", "platlib")}
 
 
-def _root(module: str) -> Optional[pathlib.Path]:
-    """The folder on sys.path that holds the module's top-level package or file (finding a top-level name
-    executes nothing)."""
+def _root(module: str, search: Sequence[pathlib.Path] = ()) -> Optional[pathlib.Path]:
+    """The folder in ``search`` or on sys.path that holds the module's top-level package or file (finding a
+    top-level name executes nothing)."""
+    top = module.split(".")[0]
     try:
-        spec = importlib.util.find_spec(module.split(".")[0])
+        spec = (importlib.machinery.PathFinder.find_spec(top, [str(folder) for folder in search]) if search else None)
+        spec = spec or importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.origin or not pathlib.Path(spec.origin).is_file():
