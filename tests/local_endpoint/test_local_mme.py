@@ -17,6 +17,7 @@ from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint
 from local_endpoint.errors import InvokeError, ServerCrashedError, UnsupportedBackendError
+from local_endpoint.server.supervision import RestartPolicy
 
 pytestmark = pytest.mark.triton
 
@@ -134,10 +135,14 @@ def test_models_of_missing_backends_are_named_before_start(tarballs: dict[str, p
     )
 
 
-def test_a_triton_crash_behind_the_front_door_is_reported(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
-    # Clients get a 502 naming the log; the endpoint's check says what happened.
+def test_a_triton_crash_behind_the_front_door_is_reported_and_supervision_restarts_it(
+        tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path) -> None:
+    # Clients get a 502 naming the log; the endpoint's check says what happened. Supervised (`tritonsm serve`), the
+    # server starts again on its private port behind the same front door, and the model loads again on first use.
     log_file = tmp_path / "mme-crash.log"
     with MultiModelEndpoint([tarballs["times2"]], log_file=log_file) as endpoint:
+        assert send(endpoint, "times2.tar.gz", [NamedTensor("INPUT", "FP32", VECTOR)]).outputs[0].array.tolist() == [
+            [2, 4, 6]]
         os.kill(endpoint.server_pid, signal.SIGKILL)
         with pytest.raises(ServerCrashedError, match=r"^the Triton server exited unexpectedly with signal SIGKILL; "):
             for _ in range(50):  # until the kernel has reaped it
@@ -149,3 +154,8 @@ def test_a_triton_crash_behind_the_front_door_is_reported(tarballs: dict[str, pa
             "the endpoint rejected the request (HTTP 502): the Triton server behind this endpoint did not answer "
             f"([Errno 111] Connection refused); see its log: {log_file}"
         )
+        endpoint.supervise(RestartPolicy(), "endpoint mme")
+        assert endpoint.down() is None and loaded(endpoint) == []
+        assert send(endpoint, "times2.tar.gz", [NamedTensor("INPUT", "FP32", VECTOR)]).outputs[0].array.tolist() == [
+            [2, 4, 6]]
+        assert endpoint.cache.events[-2:] == [("server restarted", ""), ("load", "times2.tar.gz")]
