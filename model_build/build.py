@@ -175,6 +175,11 @@ def run(spec: Spec, out_dir: pathlib.Path, work_dir: pathlib.Path, requested: It
                         provenance)
     manifest = dataclasses.replace(manifest, not_built=_not_built(report),
                                    unavailable_here=tuple(sorted(report.unavailable)))
+    # The signed statement that binds this manifest's tarballs to this build (model_build/statement.py), written
+    # first: should the manifest's write fail, the old manifest disagrees with the new statement and is refused.
+    from model_build import statement
+    if statement.write(out_dir, manifest, signing_key):
+        report.written.append(statement.STATEMENT_FILE)
     _write_manifest(out_dir, manifest, report)
     return report
 

@@ -181,23 +181,26 @@ class Verified:
 class Members:
     """What one read of a tarball found: per top-level model directory, {path inside it: sha256} of its regular
     files but the signature, and the signature's bytes where there is one; and the sha256 of the whole file (what
-    the build manifest records), so a check against the manifest needs no second read."""
+    the build manifest records) and its size, so a check against the manifest or the build statement needs no
+    second read."""
 
     tarball: str
     digests: dict[str, dict[str, str]]
     signatures: dict[str, bytes]
     sha256: str
+    size: int = 0
 
 
 class _Hashing:
     """A file read through once, hashed as it goes (tarfile's stream mode reads forward only)."""
 
     def __init__(self, handle: Any) -> None:
-        self._handle, self.digest = handle, hashlib.sha256()
+        self._handle, self.digest, self.size = handle, hashlib.sha256(), 0
 
     def read(self, size: int = -1) -> bytes:
         data: bytes = self._handle.read(size)
         self.digest.update(data)
+        self.size += len(data)
         return data
 
 
@@ -230,7 +233,7 @@ def tarball_members(tarball: pathlib.Path) -> Members:
     except (tarfile.TarError, OSError, EOFError) as error:
         raise SignatureError(f"{tarball.name}: cannot be read as a gzipped tar file ({error}); fix: rebuild it "
                              "(tritonsm build)") from None
-    return Members(tarball.name, digests, signatures, hashing.digest.hexdigest())
+    return Members(tarball.name, digests, signatures, hashing.digest.hexdigest(), hashing.size)
 
 
 def verify_tarball(tarball: pathlib.Path, public_key: pathlib.Path) -> Verified:

@@ -46,13 +46,14 @@ class ComponentsEndpointStack(cdk.Stack):
                  storage: StorageStack, **kwargs: Any) -> None:
         super().__init__(scope, id_, description=f"Triton inference components {endpoint.name} ({environment.name})",
                          **kwargs)
+        # The signing block first: with a key, the signed build statement decides what the manifest may say.
+        model_signatures.check(self, spec, environment, endpoint.name, manifest, manifest_path)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path,
                                       spec_root=spec.root)
-        model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         # What the build recorded about each model; the construct checks it for this image and instance type
         # (ModelRepositories.problems): verified in the image's runtimes, environments for the image, plans for the GPU.
         models = ModelRepositories.from_built(
-            manifest, built.artifacts, origin=str(manifest_path),
+            manifest, built.artifacts, origin=str(manifest_path), public_key=model_signatures.public_key(spec),
             hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
                                     for m in spec.served_models(endpoint) if m.tensorrt})
         _every_model_leads_an_archive(endpoint, built.artifacts, manifest_path)

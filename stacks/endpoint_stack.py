@@ -103,11 +103,13 @@ class EndpointStack(cdk.Stack):
                manifest_path: pathlib.Path) -> ModelRepositories:
         """The manifest's archives for ``endpoint`` (or a variant's own build), checked against the spec and its
         signing block."""
+        # The signing block first: with a key, the signed build statement decides what the manifest may say.
+        model_signatures.check(self, spec, environment, endpoint.name, manifest, manifest_path)
         built = checks.built_endpoint(endpoint, spec.models, spec.triton_version, manifest, manifest_path,
                                       spec_root=spec.root)
-        model_signatures.check(self, spec, environment, endpoint.name, built.artifacts)
         return ModelRepositories.from_built(
             manifest, built.artifacts, origin=str(manifest_path), default_model=built.default_model,
+            public_key=model_signatures.public_key(spec),
             hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
                                     for m in spec.served_models(endpoint) if m.tensorrt})
 

@@ -9,6 +9,7 @@ from typing import Mapping
 from deployment_spec import Spec
 from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.manifest import Manifest
+from stacks import model_signatures
 from triton_constructs import ModelRepositories, checks
 
 
@@ -27,6 +28,7 @@ def pool_models(spec: Spec, endpoint: EndpointSpec, models: ModelRepositories,
                                            spec_root=spec.root)
             candidate = ModelRepositories.from_built(
                 manifest, built.artifacts, origin=str(path), default_model=built.default_model,
+                public_key=model_signatures.public_key(spec),
                 hardware_compatibility={m.name: m.tensorrt.hardware_compatibility
                                         for m in spec.served_models(endpoint) if m.tensorrt})
             if not candidate.problems(multi_model=False, triton_version=spec.triton_version, instance_type=fallback):

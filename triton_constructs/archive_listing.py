@@ -15,12 +15,13 @@ import hashlib
 import pathlib
 import re
 import tarfile
-from typing import BinaryIO
+from typing import BinaryIO, Mapping
 
 from deployment_spec.parsing.errors import Problem, describe
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CONFIG = "config.pbtxt"
+_SIGNATURE = "model.sig"  # model_build.signing.SIGNATURE_FILE
 _ENSEMBLE = re.compile(r'^\s*platform\s*:\s*"ensemble"', re.MULTILINE)
 _CONFIG_READ_LIMIT = 1 << 20  # a config.pbtxt is text of a few kB; a larger one is not read for its platform
 _READ_CHUNK = 1 << 20
@@ -36,6 +37,8 @@ class ArchiveListing:
         models: The directories at the root holding ``config.pbtxt``, ensembles first (the one served first).
         nested: Directories one level down holding ``config.pbtxt`` (a repository packed one level too deep).
         roots: Every top-level name, for messages.
+        signatures: The sha256 of each top-level directory's ``model.sig`` (a signed build's), by directory:
+            what the signed build statement binds (deployment_spec.statement_checks).
     """
 
     sha256: str
@@ -43,6 +46,7 @@ class ArchiveListing:
     models: tuple[str, ...]
     nested: tuple[str, ...] = ()
     roots: tuple[str, ...] = ()
+    signatures: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 class _Hashing:
@@ -73,6 +77,7 @@ def read_listing(path: pathlib.Path) -> ArchiveListing | Problem:
         reader = _Hashing(handle)
         tops: dict[str, None] = {}
         configs: dict[str, bool] = {}  # model path (root-relative, without config.pbtxt) -> is an ensemble
+        signatures: dict[str, str] = {}
         try:
             # Streaming mode ("r|gz"): the members are seen in order, each read once, nothing is extracted.
             with tarfile.open(fileobj=reader, mode="r|gz") as tar:  # type: ignore[call-overload]
@@ -83,13 +88,24 @@ def read_listing(path: pathlib.Path) -> ArchiveListing | Problem:
                     tops.setdefault(parts[0], None)
                     if member.isfile() and parts[-1] == _CONFIG and len(parts) in (2, 3):
                         configs["/".join(parts[:-1])] = _is_ensemble(tar, member)
+                    if member.isfile() and len(parts) == 2 and parts[1] == _SIGNATURE:
+                        signatures[parts[0]] = _member_sha256(tar, member)
         except (tarfile.TarError, EOFError, OSError) as caught:
             return Problem("path", f"{describe(str(path))}, which is not a readable tar archive ({caught})",
                            "a gzip-compressed tar archive of a Triton model repository", _PACK)
         reader.drain()
     models = sorted((name for name in configs if "/" not in name), key=lambda n: (not configs[n], n))
     nested = sorted(name for name in configs if "/" in name)
-    return ArchiveListing(reader.digest.hexdigest(), reader.size, tuple(models), tuple(nested), tuple(tops))
+    return ArchiveListing(reader.digest.hexdigest(), reader.size, tuple(models), tuple(nested), tuple(tops),
+                          signatures)
+
+
+def _member_sha256(tar: tarfile.TarFile, member: tarfile.TarInfo) -> str:
+    digest = hashlib.sha256()
+    extracted = tar.extractfile(member)
+    for chunk in iter(lambda: extracted.read(_READ_CHUNK) if extracted else b"", b""):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _is_ensemble(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bool:

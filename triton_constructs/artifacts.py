@@ -20,6 +20,7 @@ from triton_constructs.nag import acknowledge, acknowledge_wildcard
 MAX_EXACT_SOURCES = 40
 MAX_CONCURRENT_COPIES = 10
 _VERSIONED = re.compile(r"(?P<stem>.+)-(?P<sha12>[0-9a-f]{12})\.tar\.gz")
+DIGEST_FROM_MANIFEST = "the build manifest"  # copy_artifact.py's default, when no DigestFrom is given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,12 +34,15 @@ class ArtifactFile:
         size: Its size in bytes.
         object_name: The S3 object name, ``<name>-<sha12>.tar.gz``; for a multi-model endpoint also
             the ``TargetModel`` callers pass.
+        digest_from: What ``sha256`` and ``size`` come from, as the copy function's messages name it: the build
+            manifest, or the signed build statement synth verified (triton_constructs.build_signing).
     """
 
     path: pathlib.Path
     sha256: str
     size: int
     object_name: str
+    digest_from: str = DIGEST_FROM_MANIFEST
 
     @property
     def stem(self) -> str:
@@ -115,7 +119,11 @@ class ModelArtifacts(Construct):
                                properties={"SourceBucket": asset.s3_bucket_name, "SourceKey": asset.s3_object_key,
                                            "DestinationBucket": bucket.bucket_name, "DestinationKey": object_key,
                                            "Size": str(file.size), "Sha256": file.sha256,
-                                           "KmsKeyArn": key.key_arn})
+                                           "KmsKeyArn": key.key_arn,
+                                           # Named only where it is not the default: unsigned builds' copies
+                                           # keep their properties, so nothing is updated for it.
+                                           **({"DigestFrom": file.digest_from}
+                                              if file.digest_from != DIGEST_FROM_MANIFEST else {})})
             self.object_urls[file.object_name] = f"s3://{bucket.bucket_name}/{object_key}"
         if len(sources) <= MAX_EXACT_SOURCES:
             read = [b.arn_for_objects(k) for b, k in sources]

@@ -10,7 +10,8 @@ from aws_cdk import aws_kms as kms, aws_s3 as s3
 from constructs import Construct
 
 from triton_constructs import control_tower
-from triton_constructs.artifacts import ArtifactFile, ModelArtifacts
+from triton_constructs.artifacts import DIGEST_FROM_MANIFEST, ArtifactFile, ModelArtifacts
+from triton_constructs.build_signing import DIGEST_FROM_STATEMENT
 from triton_constructs.model_repositories import ModelRepositories
 from triton_constructs.model_store import ModelStore
 from triton_constructs.network import FunctionPlacement
@@ -63,5 +64,7 @@ def model_data(scope: Construct, models: ModelRepositories, bucket: Optional[s3.
         raise AssertionError("storage() creates a bucket whenever an archive is local")
     prefix = ModelStore.model_prefix(storage_name)
     artifacts = ModelArtifacts(scope, "Artifacts", bucket=bucket, key=key, prefix=prefix, placement=placement, files=[
-        ArtifactFile(a.path, a.sha256 or "", a.size or 0, a.object_name) for a in models.archives if a.path])
+        ArtifactFile(a.path, a.sha256 or "", a.size or 0, a.object_name,
+                     DIGEST_FROM_STATEMENT if a.signed_by else DIGEST_FROM_MANIFEST)
+        for a in models.archives if a.path])
     return ModelData(bucket, prefix, artifacts.prefix_url, dict(artifacts.object_urls), artifacts)

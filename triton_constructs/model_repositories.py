@@ -19,6 +19,7 @@ from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEnt
 from deployment_spec.parsing.parse import typed_fields_problems
 from deployment_spec.parsing.type_checks import type_problems
 from deployment_spec.sections.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility
+from triton_constructs import build_signing
 from triton_constructs.archive_listing import ArchiveListing, listing_problems, read_listing
 from triton_constructs.errors import SynthError
 
@@ -42,6 +43,9 @@ class ModelArchive:
         sha256: The local file's sha256 (computed when not given); it names the copy, so an object is
             never overwritten (multi-model instances cache models by name).
         size: The local file's size in bytes.
+        signed_by: The key (``sha256:`` of its PEM) whose signed build statement binds the file's sha256, size,
+            models and signatures, checked at synth (``public_key``); the copy function is told the digest is the
+            statement's. None: not checked against a statement.
     """
 
     models: tuple[str, ...]
@@ -49,13 +53,15 @@ class ModelArchive:
     s3_url: Optional[str] = None
     sha256: Optional[str] = None
     size: Optional[int] = None
+    signed_by: Optional[str] = None
 
     def __post_init__(self) -> None:
         raise_problems("ModelArchive", typed_fields_problems(self) or self._problems())
 
     @classmethod
     def from_file(cls, path: str | pathlib.Path, models: Optional[Sequence[str]] = None, *,
-                  sha256: Optional[str] = None) -> "ModelArchive":
+                  sha256: Optional[str] = None, public_key: Optional[str | pathlib.Path] = None,
+                  statement: Optional[str | pathlib.Path] = None) -> "ModelArchive":
         """A local ``.tar.gz``, opened at synth: its root must hold the Triton model directories.
 
         Args:
@@ -63,6 +69,10 @@ class ModelArchive:
             models: The model directories to serve, the served one first; each must be at the archive's
                 root. Defaults to every model directory there, ensembles first.
             sha256: The file's expected sha256; refused when the file differs. Defaults to none.
+            public_key: The team's PEM public key (the spec's ``signing.public_key``): the archive must be one
+                that ``tritonsm build --signing-key`` wrote, as its signed build statement binds it (sha256, size,
+                models, each ``model.sig``); refused otherwise. Defaults to none: not checked.
+            statement: The signed build statement. Defaults to ``build-statement.dsse.json`` beside the archive.
         """
         file = pathlib.Path(path)
         given = _declared(models)
@@ -79,9 +89,15 @@ class ModelArchive:
                 if sha256 is not None and sha256 != listing.sha256:
                     problems.append(Problem("sha256", repr(sha256), f"the file's sha256 ({listing.sha256})",
                                             "give the sha256 of this file, or leave it out"))
+        signer = None
+        if public_key is not None and isinstance(listing, ArchiveListing) and not problems:
+            signer, signed = build_signing.archive_problems(file, listing, pathlib.Path(public_key),
+                                                            pathlib.Path(statement) if statement else None)
+            problems += signed
         raise_problems("ModelArchive", problems)
         assert isinstance(listing, ArchiveListing)  # no problem: the file was read
-        return cls(tuple(declared or listing.models), path=file, sha256=listing.sha256, size=listing.size)
+        return cls(tuple(declared or listing.models), path=file, sha256=listing.sha256, size=listing.size,
+                   signed_by=signer)
 
     @staticmethod
     def built_from(value: object) -> Optional[str]:
@@ -232,8 +248,8 @@ class ModelRepositories:
 
     @classmethod
     def from_manifest(cls, manifest: str | pathlib.Path | Manifest, models: Sequence[str], *,
-                      hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None
-                      ) -> "ModelRepositories":
+                      hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None,
+                      public_key: Optional[str | pathlib.Path] = None) -> "ModelRepositories":
         """The archives ``tritonsm build`` made for ``models`` (Triton model names), from its manifest.
 
         Each name picks the archive that serves it (its first model): a single-model endpoint names one
@@ -245,9 +261,13 @@ class ModelRepositories:
             hardware_compatibility: TensorRT plans built with a hardware-compatibility level, by model
                 name (the spec's ``tensorrt.hardware_compatibility``). Defaults to none: each plan runs
                 only on the compute capability it was built on.
+            public_key: The team's PEM public key (the spec's ``signing.public_key``): the build's signed
+                statement beside the manifest must verify with it, and each archive (read at synth, not trusted
+                from the manifest) and the manifest must be what it binds. Defaults to none: not checked.
 
         Raises:
-            SynthError: the manifest is missing or lacks a model, or a file is missing or stale.
+            SynthError: the manifest is missing or lacks a model, a file is missing or stale, or (with
+                ``public_key``) the build is not the one its signed statement binds.
         """
         path = pathlib.Path(manifest.root / "manifest.json") if isinstance(manifest, Manifest) else pathlib.Path(manifest)
         try:
@@ -262,24 +282,31 @@ class ModelRepositories:
                 f"{path} serves no archive for {', '.join(repr(m) for m in missing) or 'an empty model list'}; "
                 f"it has archives for: {served}; add the model to the spec and {REBUILD}, or name one of those"])
         return cls.from_built(loaded, [by_top[name] for name in models], origin=str(path),
-                              hardware_compatibility=hardware_compatibility)
+                              hardware_compatibility=hardware_compatibility, public_key=public_key)
 
     @classmethod
     def from_built(cls, manifest: Manifest, artifacts: Sequence[Artifact], *, origin: str,
                    default_model: Optional[str] = None,
-                   hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None
-                   ) -> "ModelRepositories":
-        """Archives of a loaded manifest, after checking each file is there and unchanged.
+                   hardware_compatibility: Optional[Mapping[str, HardwareCompatibility]] = None,
+                   public_key: Optional[str | pathlib.Path] = None) -> "ModelRepositories":
+        """Archives of a loaded manifest, after checking each file is there and unchanged (with ``public_key``:
+        as ``from_manifest`` says).
 
         Raises:
-            SynthError: a missing, resized or not content-versioned file.
+            SynthError: a missing, resized or not content-versioned file, or a build its statement does not bind.
         """
+        signer = None
+        if public_key is not None:  # first: with a key, the signed statement decides what the manifest may say
+            signer, signed = build_signing.built_problems(manifest, pathlib.Path(origin), artifacts,
+                                                          pathlib.Path(public_key))
+            if signed:
+                raise SynthError(f"model archives from {origin}", [str(p) for p in signed])
         problems = [p for artifact in artifacts for p in artifact_file_problems(artifact, manifest)]
         if problems:
             raise SynthError(f"model archives from {origin}", problems)
         compat = hardware_compatibility or {}
-        archives = tuple(ModelArchive(a.models, path=manifest.artifact_path(a), sha256=a.sha256, size=a.size)
-                         for a in artifacts)
+        archives = tuple(ModelArchive(a.models, path=manifest.artifact_path(a), sha256=a.sha256, size=a.size,
+                                      signed_by=signer) for a in artifacts)
         facts = {name: ModelFacts.from_entry(manifest.models[name], compat.get(
                     manifest.models[name].spec_model, HardwareCompatibility.NONE))
                  for a in artifacts for name in a.models if name in manifest.models}

@@ -63,6 +63,11 @@ def key_identity(der: bytes) -> str:
 
 def public_key_identity(path: pathlib.Path) -> str:
     """The identity (``key_identity``) of a PEM public key file; UserError naming the file if it holds none."""
+    return key_identity(public_key_der(path))
+
+
+def public_key_der(path: pathlib.Path) -> bytes:
+    """The DER SubjectPublicKeyInfo of a PEM public key file; UserError naming the file if it holds none."""
     try:
         found = _PEM.search(path.read_text())
     except FileNotFoundError:
@@ -79,4 +84,4 @@ def public_key_identity(path: pathlib.Path) -> str:
         raise UserError(f"signing.public_key: got {str(path)!r}, which holds no '-----BEGIN PUBLIC KEY-----' block; "
                         "allowed: a PEM public key, the output of `openssl ec -in KEY.pem -pubout`; fix: name that "
                         "file (never the private key)")
-    return key_identity(der)
+    return der

@@ -1,5 +1,6 @@
 """At synth (stacks/model_signatures.py): unsigned tarballs warned about, refused in a production environment
-unless the spec gives a reason, and a spec with a public key refusing tarballs signed by another key or none."""
+unless the spec gives a reason, and a spec with a public key refusing tarballs signed by another key or none (the
+signed build statement's checks: tests/model_build/test_build_statement_synth.py)."""
 import dataclasses
 import pathlib
 
@@ -10,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import Artifact
+from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest
 from deployment_spec.sections.signing import SigningSpec, public_key_identity
 from stacks import model_signatures
 from triton_constructs.errors import SynthError
@@ -23,6 +24,14 @@ def _spec(signing: SigningSpec):
     return dataclasses.replace(load_spec(ROOT / "triton.yaml"), signing=signing)
 
 
+def _check(stack: cdk.Stack, spec, environment: str, artifacts: list[Artifact],
+           root: pathlib.Path = pathlib.Path("assets")) -> None:
+    """The check every endpoint stack runs first, on a manifest whose endpoint 'classifier' holds ``artifacts``."""
+    manifest = Manifest("25.04", {}, {"classifier": EndpointArtifacts("single-model", tuple(artifacts))}, root=root)
+    model_signatures.check(stack, spec, spec.environments[environment], "classifier", manifest,
+                           root / "manifest.json")
+
+
 def _warnings(stack: cdk.Stack) -> list[str]:
     return [w.entry.data for w in Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
         "unsignedModels"))]
@@ -31,7 +40,7 @@ def _warnings(stack: cdk.Stack) -> list[str]:
 def test_an_unsigned_build_is_warned_about_outside_production():
     spec = _spec(SigningSpec())
     stack = cdk.Stack(cdk.App(), "Dev")
-    model_signatures.check(stack, spec, spec.environments["dev"], "classifier", [UNSIGNED])
+    _check(stack, spec, "dev", [UNSIGNED])
     assert _warnings(stack) == [
         "unsigned model tarballs: classifier-0123456789ab.tar.gz; nothing proves they are what the build verified "
         "(set signing.public_key and build with --signing-key, or give signing.unsigned_reason: "
@@ -45,8 +54,7 @@ def test_an_unsigned_build_is_refused_in_production_without_a_reason():
     signed_by_someone = dataclasses.replace(UNSIGNED, signer="sha256:" + "1" * 64)
     for artifacts in ([UNSIGNED], [signed_by_someone]):
         with pytest.raises(SynthError) as caught:
-            model_signatures.check(cdk.Stack(cdk.App(), "Prod"), spec, spec.environments["prod"], "classifier",
-                                   artifacts)
+            _check(cdk.Stack(cdk.App(), "Prod"), spec, "prod", artifacts)
         assert str(caught.value) == (
             "endpoints.classifier (environment prod):\n  - signing: got neither signing.public_key nor "
             "signing.unsigned_reason, with environment prod marked production: true; allowed: in a production "
@@ -58,24 +66,31 @@ def test_an_unsigned_build_is_refused_in_production_without_a_reason():
 def test_a_reason_lets_an_unsigned_build_into_production_with_an_info():
     spec = _spec(SigningSpec(unsigned_reason="demo"))
     stack = cdk.Stack(cdk.App(), "Prod")
-    model_signatures.check(stack, spec, spec.environments["prod"], "classifier", [UNSIGNED])
+    _check(stack, spec, "prod", [UNSIGNED])
     assert _warnings(stack) == []
     assert [i.entry.data for i in Annotations.from_stack(stack).find_info("*", Match.any_value())] == [
         "unsigned model tarballs: classifier-0123456789ab.tar.gz (signing.unsigned_reason: demo)"]
 
 
 def test_with_a_public_key_only_its_signatures_pass(tmp_path):
-    public = tmp_path / "team.pub"
-    public.write_bytes(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    from model_build.signing import SigningKey
+    from model_build.statement import write
+    private = ec.generate_private_key(ec.SECP256R1())
+    public, key = tmp_path / "team.pub", tmp_path / "team.pem"
+    public.write_bytes(private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                        serialization.PublicFormat.SubjectPublicKeyInfo))
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
     team = public_key_identity(public)
     spec = _spec(SigningSpec(public_key=str(public)))
     good = dataclasses.replace(UNSIGNED, signer=team)
-    model_signatures.check(cdk.Stack(cdk.App(), "Dev"), spec, spec.environments["dev"], "classifier", [good])
+    # Its manifest and the build statement the build writes beside it (the tarball's own bytes: the statement tests).
+    write(tmp_path, Manifest("25.04", {}, {"classifier": EndpointArtifacts("single-model", (good,))}, root=tmp_path),
+          SigningKey(key))
+    _check(cdk.Stack(cdk.App(), "Dev"), spec, "dev", [good], root=tmp_path)
     other = dataclasses.replace(UNSIGNED, file="classifier-ba9876543210.tar.gz", signer="sha256:" + "1" * 64)
     with pytest.raises(SynthError) as caught:
-        model_signatures.check(cdk.Stack(cdk.App(), "Dev"), spec, spec.environments["dev"], "classifier",
-                               [good, other, UNSIGNED])
+        _check(cdk.Stack(cdk.App(), "Dev"), spec, "dev", [good, other, UNSIGNED], root=tmp_path)
     allowed = f"allowed: tarballs signed by signing.public_key ({public}, {team}); fix: build with the team's key " \
               "(tritonsm build --signing-key KEY, or TRITONSM_SIGNING_KEY)"
     assert str(caught.value) == (

@@ -44,8 +44,10 @@ class Signed:
 Change = Callable[[str, bytes], Optional[bytes]]
 
 
-def rewrite(source: pathlib.Path, target: pathlib.Path, change: Change) -> pathlib.Path:
-    """A copy of a tarball with ``change(name, data) -> data | None`` applied to each file (None drops it)."""
+def rewrite(source: pathlib.Path, target: pathlib.Path, change: Change,
+            added: Optional[dict[str, bytes]] = None) -> pathlib.Path:
+    """A copy of a tarball with ``change(name, data) -> data | None`` applied to each file (None drops it), and the
+    files ``added`` (name -> bytes) appended."""
     with tarfile.open(source) as old, tarfile.open(target, "w:gz") as new:
         for member in old.getmembers():
             extracted = old.extractfile(member) if member.isfile() else None
@@ -56,6 +58,10 @@ def rewrite(source: pathlib.Path, target: pathlib.Path, change: Change) -> pathl
                     continue
                 member.size = len(data)
             new.addfile(member, io.BytesIO(data) if data is not None else None)
+        for name, data in (added or {}).items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            new.addfile(info, io.BytesIO(data))
     return target
 
 
@@ -99,3 +105,145 @@ def tampered_tarballs(signed: Signed, folder: pathlib.Path) -> dict[str, pathlib
                "a missing signature": signature_removed("classifier")}
     return {what: rewrite(signed.tarball(), folder / f"{i}-{signed.tarball().name}", change)
             for i, (what, change) in enumerate(changes.items())}
+
+
+# --- another build, signed with the same key: only the signed build statement tells it apart ------------------------
+
+ANOTHER_BUILD = b"# another build\n"  # appended to config.pbtxt: a config that still parses, of another build
+
+
+def _member(signed: Signed, name: str) -> bytes:
+    with tarfile.open(signed.tarball()) as tar:
+        member = tar.extractfile(name)
+        assert member is not None
+        return member.read()
+
+
+def another_build(signed: Signed, models: tuple[str, ...]) -> Change:
+    """``models`` as another build of them made them (another config.pbtxt), each signed again with the team's key:
+    every model directory verifies on its own."""
+    import hashlib
+    configs = {m: _member(signed, f"{m}/config.pbtxt") + ANOTHER_BUILD for m in models}
+    sigs = {m: signing.sign_model(signing.SigningKey(signed.key), m, {
+        **signed_files(signed, m), "config.pbtxt": hashlib.sha256(configs[m]).hexdigest()}) for m in models}
+
+    def change(name: str, data: bytes) -> bytes:
+        model, _, inside = name.partition("/")
+        if model in configs and inside == "config.pbtxt":
+            return configs[model]
+        return sigs[model] if model in sigs and inside == signing.SIGNATURE_FILE else data
+    return change
+
+
+def added_model(signed: Signed, name: str = "extra", like: str = "classifier") -> dict[str, bytes]:
+    """A model directory ``name``, a copy of ``like``'s renamed, signed with the team's key: files to add."""
+    import hashlib
+    files = {}
+    with tarfile.open(signed.tarball()) as tar:
+        for member in tar.getmembers():
+            model, _, inside = member.name.partition("/")
+            if model == like and member.isfile() and inside != signing.SIGNATURE_FILE:
+                extracted = tar.extractfile(member)
+                assert extracted is not None
+                data = extracted.read()
+                files[inside] = data.replace(f'"{like}"'.encode(), f'"{name}"'.encode()) \
+                    if inside == "config.pbtxt" else data
+    signature = signing.sign_model(signing.SigningKey(signed.key), name,
+                                   {inside: hashlib.sha256(data).hexdigest() for inside, data in files.items()})
+    return {**{f"{name}/{inside}": data for inside, data in files.items()},
+            f"{name}/{signing.SIGNATURE_FILE}": signature}
+
+
+# --- a whole build folder (manifest, statement, tarballs) copied, then one thing in it tampered with ----------------
+
+def copied_build(signed: Signed, folder: pathlib.Path) -> pathlib.Path:
+    """The signed build's folder copied whole: manifest.json, its statement, every tarball and bill of materials."""
+    import shutil
+    shutil.copytree(signed.out, folder)
+    return folder
+
+
+def edited_manifest(folder: pathlib.Path, edit: Callable[[dict], None]) -> pathlib.Path:
+    """``edit`` applied to the manifest's JSON in ``folder``; returns the manifest's path."""
+    path = folder / "manifest.json"
+    raw = json.loads(path.read_text())
+    edit(raw)
+    path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def edited_statement(folder: pathlib.Path, edit: Callable[[dict], None]) -> pathlib.Path:
+    """``edit`` applied to the DSSE envelope's JSON in ``folder`` (the payload left to ``edit``)."""
+    from deployment_spec.build_statement import STATEMENT_FILE
+    path = folder / STATEMENT_FILE
+    raw = json.loads(path.read_text())
+    edit(raw)
+    path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def content_named(tarball: pathlib.Path, stem: str) -> pathlib.Path:
+    """``tarball`` renamed as the build names tarballs, by its own content: <stem>-<sha256[:12]>.tar.gz."""
+    import hashlib
+    named = tarball.with_name(f"{stem}-{hashlib.sha256(tarball.read_bytes()).hexdigest()[:12]}.tar.gz")
+    tarball.rename(named)
+    return named
+
+
+def tampered_builds(signed: Signed, root: pathlib.Path) -> dict[str, pathlib.Path]:
+    """Per tampering issue #58 names, the signed build's folder copied under ``root`` with that one thing changed."""
+    import base64
+    import hashlib
+
+    from deployment_spec.build_statement import STATEMENT_FILE
+    from model_build.statement import signed_statement
+
+    def sha(path: pathlib.Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def signature_sha(tarball: pathlib.Path, model: str) -> str:
+        return hashlib.sha256(signing.tarball_members(tarball).signatures[model]).hexdigest()
+
+    name = signed.tarball().name
+    built = load_manifest(signed.out / "manifest.json").endpoints["single"].artifacts[0]
+    single = built.models
+    out: dict[str, pathlib.Path] = {}
+
+    def build(what: str) -> pathlib.Path:
+        out[what] = copied_build(signed, root / what.replace(" ", "-"))
+        return out[what]
+
+    folder = build("swapped model")
+    rewrite(signed.tarball(), folder / name, another_build(signed, ("classifier",)))
+    folder = build("swapped model, manifest edited to match")
+    tarball = rewrite(signed.tarball(), folder / name, another_build(signed, ("classifier",)))
+    edited_manifest(folder, lambda raw: raw["endpoints"]["single"]["artifacts"][0].update(
+        sha256=sha(tarball), size=tarball.stat().st_size))
+    folder = build("extra model")
+    rewrite(signed.tarball(), folder / name, lambda n, d: d, added_model(signed))
+    folder = build("rolled back in place")
+    rewrite(signed.tarball(), folder / name, another_build(signed, single))
+    folder = build("rolled back")
+    older = content_named(rewrite(signed.tarball(), folder / "older.tar.gz", another_build(signed, single)), "single")
+    edited_manifest(folder, lambda raw: raw["endpoints"]["single"]["artifacts"][0].update(
+        file=older.name, sha256=sha(older), size=older.stat().st_size,
+        signatures={m: signature_sha(older, m) for m in single}))
+    folder = build("manifest sha256")
+    edited_manifest(folder, lambda raw: raw["endpoints"]["single"]["artifacts"][0].update(sha256="0" * 64))
+    folder = build("manifest size")
+    edited_manifest(folder, lambda raw: raw["endpoints"]["single"]["artifacts"][0].update(size=7))
+    folder = build("manifest models")
+    edited_manifest(folder, lambda raw: raw["endpoints"]["single"]["artifacts"][0].update(
+        models=[*single, "extra"]))
+    folder = build("statement removed")
+    (folder / STATEMENT_FILE).unlink()
+    folder = build("signature removed")
+    edited_statement(folder, lambda raw: raw.update(signatures=[]))
+    folder = build("statement replaced")
+    # The statement edited to bind other bytes (as one would to pass a tampered tarball), its signature kept.
+    edited_statement(folder, lambda raw: raw.update(payload=base64.b64encode(
+        base64.b64decode(raw["payload"]).replace(built.sha256.encode(), b"1" * 64)).decode()))
+    folder = build("signature replaced")
+    other = signed_statement(signing.SigningKey(signed.other_key), load_manifest(signed.out / "manifest.json"))
+    (folder / STATEMENT_FILE).write_bytes(other)  # the same statement, signed by another key
+    return out

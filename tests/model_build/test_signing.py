@@ -13,6 +13,7 @@ import tarfile
 
 import pytest
 
+from deployment_spec.build_statement import STATEMENT_FILE
 from deployment_spec.facts import images
 from deployment_spec.manifest import load_manifest
 from deployment_spec.sections.signing import SigningSpec
@@ -69,6 +70,8 @@ def test_two_signed_builds_give_the_same_bytes(signed, tmp_path):
     first, second = (load_manifest(out / "manifest.json") for out in (signed.out, tmp_path / "assets"))
     assert first.endpoints == second.endpoints
     assert signed.tarball().read_bytes() == (tmp_path / "assets" / signed.tarball().name).read_bytes()
+    # ... and the same signed build statement (deployment_spec/build_statement.py).
+    assert (signed.out / STATEMENT_FILE).read_bytes() == (tmp_path / "assets" / STATEMENT_FILE).read_bytes()
     for ep in first.endpoints.values():
         for artifact in ep.artifacts:
             assert (signed.out / artifact.sbom).read_bytes() == (tmp_path / "assets" / artifact.sbom).read_bytes()
@@ -129,6 +132,10 @@ def test_a_signed_build_is_repacked_when_unsigned_and_back(signed, tmp_path):
                          log=lambda line: None)
     assert all(a.signer is None and not a.signatures
                for ep in load_manifest(tmp_path / "assets" / "manifest.json").endpoints.values() for a in ep.artifacts)
+    (tmp_path / "assets" / STATEMENT_FILE).write_text("{}")  # as an earlier signed build left one
+    build.run(dataclasses.replace(signed.spec, signing=SigningSpec()), tmp_path / "assets", signed.work,
+              log=lambda line: None)
+    assert not (tmp_path / "assets" / STATEMENT_FILE).exists()  # an unsigned build has none: it bound other tarballs
     resigned = build.run(dataclasses.replace(signed.spec, signing=SigningSpec()), tmp_path / "assets", signed.work,
                          log=lambda line: None, signing_key=signing.SigningKey(signed.key))
     assert unsigned.written and resigned.written  # the signer is part of what makes a tarball reusable
@@ -216,9 +223,10 @@ def _spec_file(signed: Signed, folder: pathlib.Path) -> pathlib.Path:
 
 
 def _copied_assets(signed: Signed, copy: pathlib.Path) -> pathlib.Path:
-    """The signed build's manifest and tarballs in another folder, to tamper with."""
+    """The signed build's manifest, statement and tarballs in another folder, to tamper with."""
     copy.mkdir()
     (copy / "manifest.json").write_text((signed.out / "manifest.json").read_text())
+    (copy / STATEMENT_FILE).write_bytes((signed.out / STATEMENT_FILE).read_bytes())
     for ep in load_manifest(signed.out / "manifest.json").endpoints.values():
         for artifact in ep.artifacts:
             (copy / artifact.file).write_bytes((signed.out / artifact.file).read_bytes())
@@ -236,16 +244,17 @@ def test_verify_signatures_passes_a_signed_stage_and_stops_at_a_tampered_tarball
                      "--manifest", str(signed.out / "manifest.json"), "single")
     assert good.returncode == 0, good.stderr
     assert good.stdout.splitlines()[-1] == "verify --signatures: 1 tarball(s) of environment dev checked"
-    # The same tarball with a byte changed, the manifest unchanged: the sha256 check names it first.
+    # The same tarball with a byte changed, the manifest unchanged: the model's own signature names the file.
     copy = _copied_assets(signed, tmp_path / "assets")
     rewrite(signed.tarball(), copy / signed.tarball().name,
              lambda name, data: data + b"\n" if name == "text/config.pbtxt" else data)
     bad = _tritonsm("verify", "--signatures", "--spec", str(spec), "--environment", "dev",
                     "--manifest", str(copy / "manifest.json"), "single")
     assert bad.returncode != 0
-    assert bad.stderr.startswith(f"error: {signed.tarball().name}: sha256 ")
-    assert f"allowed: the manifest's {load_manifest(copy / 'manifest.json').endpoints['single'].artifacts[0].sha256}" \
-           in bad.stderr
+    assert bad.stderr == (
+        f"error: {signed.tarball().name}: model 'text' differs from what was signed (changed since signing: "
+        "text/config.pbtxt); allowed: the files exactly as the build signed them; fix: rebuild the tarball (tritonsm "
+        "build) and find out who changed this copy\n")
 
 
 def test_serve_refuses_a_tampered_tarball_before_starting_triton(signed, tmp_path):

@@ -15,7 +15,10 @@ The object that serves must be the one the build verified: a multi-model
 endpoint loads a target from S3 again after evicting it, so bytes put under a
 model's name later would be served without a deploy. Every object this
 function accepts, one already there or its own copy, is checked against the
-build manifest's sha256 (the ``Sha256`` property), not only its size.
+build's sha256 (the ``Sha256`` property), not only its size. For a signed build
+that is the digest the signed build statement binds, which synth verified with
+the team's public key and checked against the file (``DigestFrom`` then says so,
+and the messages name it); otherwise the build manifest's.
 
 How it is checked (botocore's S3 service model, 2006-03-01, and the S3 User Guide, "Checking object integrity",
 https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html):
@@ -64,8 +67,14 @@ ATTEMPTS = 3  # copies started again after a 409 (another write to the key in pr
 READ_CHUNK = 8 * 1024 * 1024  # what a streamed check holds in memory at a time
 MISSING = ("403", "404", "NoSuchKey", "NotFound")  # 403: HeadObject on a missing key without s3:ListBucket
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # archive_listing.py: hashlib's hexdigest() of the whole tarball
-ASSET_CHANGED = ("the CDK file asset differs from the build manifest (changed in the asset bucket, or the tarball "
-                 "changed after tritonsm build hashed it)")
+DIGEST_FROM = "the build manifest"  # what Sha256 and Size come from, unless DigestFrom names the signed statement
+
+
+def asset_changed(source: str) -> str:
+    return (f"the CDK file asset differs from {source} (changed in the asset bucket, or the tarball changed after "
+            "tritonsm build hashed it)")
+
+
 REPLACED = ("a content-versioned model object was replaced after it was copied; find out who wrote it (the bucket's "
             "server access logs / CloudTrail data events), delete that version, and deploy again")
 
@@ -87,21 +96,22 @@ def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
 
 def copy(s3: Any, props: dict[str, Any]) -> str:
     bucket, key, size, expected = props["DestinationBucket"], props["DestinationKey"], int(props["Size"]), props["Sha256"]
+    source_of = str(props.get("DigestFrom") or DIGEST_FROM)
     if not isinstance(expected, str) or not _SHA256_HEX.fullmatch(expected):
         raise ValueError(f"s3://{bucket}/{key}: the Sha256 property is {expected!r}; expected the 64 lowercase hex "
-                         "digits of the tarball's sha256 from the build manifest: rebuild the models (tritonsm build) "
+                         f"digits of the tarball's sha256 from {source_of}: rebuild the models (tritonsm build) "
                          "and deploy again")
     head = _head(s3, bucket, key)
     if head is not None:
-        return _accept_present(s3, bucket, key, head, size, expected)
+        return _accept_present(s3, bucket, key, head, size, expected, source_of)
     source = {"Bucket": props["SourceBucket"], "Key": props["SourceKey"]}
     source_url = f"s3://{source['Bucket']}/{source['Key']}"
     require_conditional_complete(s3)
     source_size = _source_size(s3, source, f"s3://{bucket}/{key}")
     if source_size != size:
         raise RuntimeError(
-            f"{source_url} (the CDK file asset to copy to s3://{bucket}/{key}) is {source_size} bytes, the build "
-            f"manifest says {size} bytes: {ASSET_CHANGED}; nothing was copied")
+            f"{source_url} (the CDK file asset to copy to s3://{bucket}/{key}) is {source_size} bytes, {source_of} "
+            f"says {size} bytes: {asset_changed(source_of)}; nothing was copied")
     extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": props["KmsKeyArn"], "Metadata": {"sha256": expected}}
     for _ in range(ATTEMPTS):
         LOG.info("copying %s to s3://%s/%s (%d bytes), only if the key stays free", source_url, bucket, key, size)
@@ -110,7 +120,7 @@ def copy(s3: Any, props: dict[str, Any]) -> str:
             break
         except KeyTaken:
             LOG.info("s3://%s/%s was written while this function copied it; checking what is there", bucket, key)
-            return _accept_present(s3, bucket, key, _head_present(s3, bucket, key), size, expected)
+            return _accept_present(s3, bucket, key, _head_present(s3, bucket, key), size, expected, source_of)
         except Raced:
             LOG.info("another write to s3://%s/%s was in progress (409); copying again", bucket, key)
     else:
@@ -119,19 +129,20 @@ def copy(s3: Any, props: dict[str, Any]) -> str:
             "ConditionalRequestConflict) and were abandoned, nothing written: only this deployment should write "
             "under models/; find the other writer (CloudTrail data events of the model bucket) and deploy again")
     head = _head_present(s3, bucket, key)
-    found = verify(s3, bucket, key, head, size, expected)
+    found = verify(s3, bucket, key, head, size, expected, source_of)
     if found is not None:
         # Nothing is deleted: both objects are evidence, and deletes may be denied by the bucket policy anyway.
         raise RuntimeError(
             f"{_name(bucket, key, head)}, just copied from {source_url}, holds other bytes "
-            f"than the build ({found}): {ASSET_CHANGED}; nothing was deleted; find out who wrote {source_url} "
+            f"than the build ({found}): {asset_changed(source_of)}; nothing was deleted; find out who wrote {source_url} "
             "(CloudTrail data events of the asset bucket), delete both objects (cdk deploy uploads an asset again "
             "only when it is missing), and deploy again")
     return "copied (sha256 verified)"
 
 
-def _accept_present(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str) -> str:
-    found = verify(s3, bucket, key, head, size, expected)
+def _accept_present(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str,
+                    source_of: str = DIGEST_FROM) -> str:
+    found = verify(s3, bucket, key, head, size, expected, source_of)
     if found is not None:
         raise RuntimeError(f"{_name(bucket, key, head)} holds other bytes than the build ({found}): {REPLACED}")
     return "already present (sha256 verified)"
@@ -151,13 +162,15 @@ def _source_size(s3: Any, source: dict[str, str], destination: str) -> int:
             "the asset bucket (a lifecycle rule, cdk gc)") from exc
 
 
-def verify(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str) -> Optional[str]:
-    """None when the object (as ``head`` found it) holds the build's bytes; else what it holds, for the message."""
+def verify(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expected: str,
+           source_of: str = DIGEST_FROM) -> Optional[str]:
+    """None when the object (as ``head`` found it) holds the build's bytes; else what it holds, for the message
+    (``source_of``: what ``size`` and ``expected`` come from)."""
     url = f"s3://{bucket}/{key}"
     length = int(head["ContentLength"])
     if length != size:
-        LOG.info("%s: %d bytes, the build manifest says %d: other bytes, not read", url, length, size)
-        return f"{length} bytes, the build manifest says {size} bytes"
+        LOG.info("%s: %d bytes, %s says %d: other bytes, not read", url, length, source_of, size)
+        return f"{length} bytes, {source_of} says {size} bytes"
     stored = stored_sha256(head)
     if stored == expected:
         LOG.info("%s: sha256 verified from S3's full-object SHA-256 checksum, not read", url)
@@ -171,7 +184,7 @@ def verify(s3: Any, bucket: str, key: str, head: dict[str, Any], size: int, expe
     if found == expected:
         LOG.info("%s: sha256 verified by reading the object", url)
         return None
-    return f"sha256 {found}, the build manifest says {expected}"
+    return f"sha256 {found}, {source_of} says {expected}"
 
 
 def stored_sha256(head: dict[str, Any]) -> Optional[str]:

@@ -27,9 +27,10 @@ def register(add) -> None:
     p.add_argument("endpoint", nargs="*", help="endpoint names of the spec (default: every endpoint)")
     p.add_argument("--gpu", action="store_true", help="run the GPU checks")
     p.add_argument("--signatures", action="store_true",
-                   help="check every tarball the environment deploys: its sha256 against the manifest and each "
-                        "model directory's signature against the spec's signing.public_key (the pipeline runs this "
-                        "before each stage deploys); exit 2 on the first that fails")
+                   help="check every tarball the environment deploys: with the spec's signing.public_key, the "
+                        "build's signed statement, each model directory's signature, and each tarball and the "
+                        "manifest against the statement; without it, each tarball's sha256 against the manifest (the "
+                        "pipeline runs this before each stage deploys); exit 2 on the first that fails")
     add_spec_endpoint_flags(p)
     p.add_argument("--report", type=pathlib.Path,
                    help=f"the JSON report (default: {DEFAULT_REPORT} next to the manifest)")
@@ -73,7 +74,7 @@ def _signatures(args: argparse.Namespace) -> int:
         local = resolve_endpoint(args.spec, name, environment, args.manifest)
         recorded = {local.manifest.artifact_path(a): a.sha256 for ep in local.manifest.endpoints.values()
                     for a in ep.artifacts}
-        for line in signatures.check(local.every_tarball, local.public_key, recorded):
+        for line in signatures.check(local.every_tarball, local.public_key, local.manifest, args.manifest, recorded):
             print(f"{name}: {line}", flush=True)
             checked += 1
     print(f"verify --signatures: {checked} tarball(s) of environment {environment} checked", flush=True)
