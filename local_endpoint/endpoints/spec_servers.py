@@ -16,6 +16,7 @@ from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint
 from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 from local_endpoint.variants.endpoint import VariantsEndpoint, for_spec_endpoint
+from local_endpoint.variants.shadow import MAX_PENDING
 
 
 def kind_of(local: LocalEndpoint) -> EndpointKind:
@@ -29,12 +30,13 @@ Server = ComponentsEndpoint | MultiModelEndpoint | SingleModelEndpoint | Variant
 
 def local_server(local: LocalEndpoint, *, cpu_stand_in: bool, mme_capacity: int | None = None,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT, endpoint_name: str = "",
-                 capture_dir: pathlib.Path | None = None) -> Server:
+                 capture_dir: pathlib.Path | None = None, shadow_queue_size: int = MAX_PENDING) -> Server:
     """The endpoint on the local Triton server, on a free port of its own. With variants or a shadow:
-    ``endpoint_name`` (its EndpointName) and ``capture_dir`` say where the exchanges are captured (None: nowhere)."""
+    ``endpoint_name`` (its EndpointName) and ``capture_dir`` say where the exchanges are captured (None: nowhere),
+    ``shadow_queue_size`` how many copies may wait for the shadow's server."""
     if local.variants:
         return for_spec_endpoint(local, endpoint_name, capture_dir=capture_dir, cpu_stand_in=cpu_stand_in,
-                                 startup_timeout=startup_timeout)
+                                 startup_timeout=startup_timeout, shadow_queue_size=shadow_queue_size)
     kind = kind_of(local)
     if kind is EndpointKind.INFERENCE_COMPONENTS:
         return ComponentsEndpoint(local.components, startup_timeout=startup_timeout, cpu_stand_in=cpu_stand_in,

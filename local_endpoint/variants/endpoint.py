@@ -20,7 +20,7 @@ from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle, Server
 from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 from local_endpoint.runtime.routes import INVOKE_TIMEOUT, RuntimeTarget
 from local_endpoint.variants.capture import CaptureLog
-from local_endpoint.variants.shadow import ShadowWorker
+from local_endpoint.variants.shadow import MAX_PENDING, ShadowWorker, check_queue_size
 from local_endpoint.variants.traffic import Route, Sampling, Traffic
 
 
@@ -59,13 +59,16 @@ class VariantsEndpoint(LocalEndpointLifecycle):
         variants: The production variants, then the shadow if any; at least one production variant.
         sampling: The share copied to the shadow and the share captured.
         capture: Where exchanges are written; None: nowhere.
+        shadow_queue_size: The copies that may wait for the shadow's server; one that finds the queue full is
+            dropped, counted and told (``shadow.ShadowWorker``).
         rng: The random choices (a seeded one in tests).
     """
 
     def __init__(self, endpoint_name: str, variants: Sequence[Variant], *, sampling: Sampling = Sampling(),
                  capture: Optional[CaptureLog] = None, invoke_timeout: float = INVOKE_TIMEOUT,
-                 rng: Optional[random.Random] = None) -> None:
+                 shadow_queue_size: int = MAX_PENDING, rng: Optional[random.Random] = None) -> None:
         self.endpoint_name = endpoint_name
+        self.shadow_queue_size = check_queue_size(shadow_queue_size)
         self.production = [v for v in variants if not v.shadow]
         self.shadow = next((v for v in variants if v.shadow), None)
         if not self.production:
@@ -100,7 +103,7 @@ class VariantsEndpoint(LocalEndpointLifecycle):
             self.port = self.production[0].server.port
             if self.shadow is not None:
                 self._worker = ShadowWorker(self.endpoint_name, self._target(self.shadow), self.capture,
-                                            timeout=self.invoke_timeout).start()
+                                            timeout=self.invoke_timeout, max_pending=self.shadow_queue_size).start()
             routes = [Route(v.name, _port(v), v.share, str(v.server.log_path or "")) for v in self.production]
             self.traffic = Traffic(self.endpoint_name, routes, shadow=self._worker, capture=self.capture,
                                    sampling=self.sampling, rng=self._rng)
@@ -136,6 +139,9 @@ class VariantsEndpoint(LocalEndpointLifecycle):
                     " (TargetVariant only)" if v.share == 0 else "")
             lines.append(f"variant {v.name}: {role}; model {v.model} (build {v.build}, default model "
                          f"{v.server.default_model}); server log: {v.server.log_path}")
+        if self.shadow is not None:
+            lines.append(f"shadow {self.shadow.name}: up to {self.shadow_queue_size} copies wait for its server "
+                         "(--shadow-queue-size); a copy that finds them full is dropped, and the drops are told here")
         if self.capture is None:
             return lines
         captured = self._captured()
@@ -168,7 +174,8 @@ def _port(variant: Variant) -> int:
 
 def for_spec_endpoint(local: LocalEndpoint, endpoint_name: str, *, capture_dir: Optional[pathlib.Path],
                       cpu_stand_in: bool = False, startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                      log_dir: Optional[pathlib.Path] = None, rng: Optional[random.Random] = None) -> VariantsEndpoint:
+                      log_dir: Optional[pathlib.Path] = None, shadow_queue_size: int = MAX_PENDING,
+                      rng: Optional[random.Random] = None) -> VariantsEndpoint:
     """The variants of a spec endpoint (``LocalEndpoint.variants``), each on the local Triton server; logs in
     ``log_dir`` (``triton-<variant>.log``) or the temp directory."""
     spec = local.endpoint
@@ -182,4 +189,5 @@ def for_spec_endpoint(local: LocalEndpoint, endpoint_name: str, *, capture_dir: 
                         capture.sampling_percent if capture is not None else 0,
                         capture_input=mode in ("input", "both"), capture_output=mode in ("output", "both"))
     return VariantsEndpoint(endpoint_name, variants, sampling=sampling,
-                            capture=CaptureLog(capture_dir) if capture_dir is not None else None, rng=rng)
+                            capture=CaptureLog(capture_dir) if capture_dir is not None else None,
+                            shadow_queue_size=shadow_queue_size, rng=rng)

@@ -212,7 +212,8 @@ def shadow_of(stub: Stub, log: CaptureLog | None, **kwargs) -> ShadowWorker:
 
 def test_copied_requests_are_captured_on_both_sides_under_one_event_id(stub: Stub, tmp_path: pathlib.Path) -> None:
     log = CaptureLog(tmp_path).start()
-    worker = shadow_of(stub, log).start()
+    told: list[str] = []
+    worker = shadow_of(stub, log, say=told.append).start()
     routing = traffic({"Prod": 1.0}, shadow=worker, capture=log, sampling=Sampling(shadow_percent=100))
     answer = errors.RuntimeReply(200, {"Content-Type": "application/json"}, b'{"outputs": [2]}')
     for i in range(20):
@@ -221,8 +222,11 @@ def test_copied_requests_are_captured_on_both_sides_under_one_event_id(stub: Stu
         routing.answered(chosen, {"content-type": "application/json"}, json.dumps({"i": i}).encode(), answer,
                          AT.timestamp(), 1.0)
     settled(worker, 20)
+    worker.check_running()   # nothing dropped: nothing told while serving
     worker.stop()
     log.stop()
+    # The twin of the drops told below: the line at the stop says none was lost.
+    assert told == ["shadow Shadow: 0 of 20 copies dropped (queue full, size 64); 20 answered, 0 failed"]
     production, shadow = records(tmp_path, NAME, "Prod"), records(tmp_path, NAME, "Shadow")
     assert len(production) == len(shadow) == 20
     assert {r["eventMetadata"]["eventId"] for r in production} == {r["eventMetadata"]["eventId"] for r in shadow}
@@ -255,6 +259,48 @@ def test_a_shadow_that_cannot_keep_up_loses_copies_never_the_callers_time(stub: 
     # One in flight, two queued; the rest dropped at once (send never waits), and the queued two at the stop.
     assert accepted.count(False) >= 7
     assert worker.dropped + worker.sent + worker.failed == 10
+
+
+def test_every_copy_a_full_queue_drops_is_counted_and_told_while_serving_and_at_the_stop(stub: Stub) -> None:
+    # Not started: nothing takes a copy off the queue, so which copies are dropped does not depend on timing.
+    told: list[str] = []
+    worker = shadow_of(stub, None, max_pending=2, say=told.append, report_every_s=0)
+    accepted = [worker.send(Copy(str(i), {}, b"{}")) for i in range(10)]
+    assert accepted == [True, True] + [False] * 8
+    worker.check_running()
+    worker.check_running()   # no new drop: nothing more told
+    worker.send(Copy("10", {}, b"{}"))
+    worker.check_running()
+    worker.stop()
+    worker.stop()            # an endpoint may be stopped twice: told once
+    assert told == ["shadow Shadow: 8 of 10 copies dropped (queue full, size 2)",
+                    "shadow Shadow: 9 of 11 copies dropped (queue full, size 2)",
+                    "shadow Shadow: 9 of 11 copies dropped (queue full, size 2), 2 more dropped at the stop; 0 "
+                    "answered, 0 failed; a larger --shadow-queue-size, or a lower shadow.sampling_percent, keeps more"]
+    assert (worker.offered, worker.dropped, worker.queue_full) == (11, 11, 9)
+
+
+def test_drops_are_told_at_most_every_report_interval(stub: Stub) -> None:
+    told: list[str] = []
+    worker = shadow_of(stub, None, max_pending=1, say=told.append, report_every_s=3600)
+    for i in range(3):
+        worker.send(Copy(str(i), {}, b"{}"))
+        worker.check_running()
+    assert told == ["shadow Shadow: 1 of 2 copies dropped (queue full, size 1)"]   # then quiet for the hour
+
+
+@pytest.mark.parametrize("size", [0, 1025])
+def test_a_queue_size_out_of_range_is_refused_naming_the_flag(stub: Stub, size: int) -> None:
+    with pytest.raises(LocalEndpointError) as refused:
+        shadow_of(stub, None, max_pending=size)
+    assert str(refused.value) == (f"--shadow-queue-size {size}: give a number of copies from 1 to 1024 (each waiting "
+                                  "copy holds its request body, up to 6 MB); the default is 64")
+
+
+@pytest.mark.parametrize("size", [1, 1024])
+def test_a_queue_size_in_range_is_the_queue_s_size(stub: Stub, size: int) -> None:
+    worker = shadow_of(stub, None, max_pending=size, say=lambda line: None)
+    assert [worker.send(Copy(str(i), {}, b"{}")) for i in range(size + 1)] == [True] * size + [False]
 
 
 def test_data_capture_samples_production_requests_with_its_side_only(tmp_path: pathlib.Path) -> None:

@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import json
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -66,7 +67,8 @@ def stop(served: Served, sig: signal.Signals) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def served(module_tmp):
     root = module_tmp.mktemp("variants")
-    started = start_serve(variants_spec(root), root / "captures", "--all")
+    # --shadow-queue-size reaches the shadow through --all (its default, 64: test_variant_routing).
+    started = start_serve(variants_spec(root), root / "captures", "--all", "--shadow-queue-size", "32")
     yield started
     stop(started, signal.SIGTERM)
 
@@ -128,6 +130,8 @@ def test_startup_says_each_variant_its_share_what_it_serves_and_where_captures_g
             "Capture's records, which `tritonsm compare` reads)") in served.lines
     assert ("    captures: none (no shadow and no data_capture); add data_capture to the endpoint to capture a share "
             f"of the requests under {captures} for `tritonsm compare`") in served.lines
+    assert ("    shadow Shadow: up to 32 copies wait for its server (--shadow-queue-size); a copy that finds them full "
+            "is dropped, and the drops are told here") in served.lines
     assert len(served.servers) == 4   # one Triton server per variant
 
 
@@ -200,11 +204,22 @@ def test_failed_calls_are_captured_with_tritons_message(served: Served, client) 
         assert "unexpected inference input 'X'" in paired["eventMetadata"]["tritonsmError"]
 
 
+# The line the shadow's worker prints at the stop: every copy it was given is dropped, answered or failed.
+SHADOW_SUMMARY = re.compile(r"shadow Shadow: (\d+) of (\d+) copies dropped \(queue full, size 32\)(?:, (\d+) more "
+                            r"dropped at the stop)?; (\d+) answered, (\d+) failed(?:; a larger --shadow-queue-size, or "
+                            r"a lower shadow\.sampling_percent, keeps more)?")
+
+
 @pytest.mark.triton
-def test_sigterm_stops_every_variants_server(served: Served) -> None:
+def test_sigterm_stops_every_variants_server_and_the_shadow_accounts_for_every_copy(served: Served) -> None:
     servers = served.servers
     assert len(servers) == 4
-    assert stop(served, signal.SIGTERM) == (0, "stopped", "")
+    code, stdout, stderr = stop(served, signal.SIGTERM)
+    assert (code, stdout.splitlines()[-1], stderr) == (0, "stopped", "")
+    summary = SHADOW_SUMMARY.fullmatch(stdout.splitlines()[-2])
+    assert summary, stdout
+    full, offered, at_stop, answered, failed = (int(n or 0) for n in summary.groups())
+    assert offered >= 50 and full + at_stop + answered + failed == offered, summary.groups()
     _, alive = psutil.wait_procs(servers, timeout=30)
     assert alive == []
 

@@ -136,3 +136,42 @@ def test_a_source_touched_but_not_changed_is_still_served(tmp_path: pathlib.Path
     model.write_text(model.read_text())
     os.utime(model, ns=(1, 1))
     assert [v.model for v in resolve_endpoint(spec, "shadowed", None, manifest).variants] == ["times2", "times3"]
+
+
+# --- --shadow-queue-size ------------------------------------------------------------------------------------------
+
+def test_a_shadow_queue_size_out_of_range_is_refused_before_anything_is_resolved(
+        spec: tuple[pathlib.Path, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    assert serve_error(capsys, "shadowed", "--spec", str(spec[0]), "--manifest", str(spec[1]),
+                       "--shadow-queue-size", "0") == (
+        2, "error: --shadow-queue-size 0: give a number of copies from 1 to 1024 (each waiting copy holds its request "
+           "body, up to 6 MB); the default is 64\n")
+
+
+def test_a_shadow_queue_size_for_an_endpoint_without_a_shadow_is_refused(
+        spec: tuple[pathlib.Path, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    assert serve_error(capsys, "ab", "--spec", str(spec[0]), "--manifest", str(spec[1]),
+                       "--shadow-queue-size", "128") == (
+        2, "error: --shadow-queue-size applies to an endpoint with a shadow; endpoint ab has none: drop "
+           "--shadow-queue-size\n")
+
+
+def test_a_shadow_queue_size_that_is_no_number_is_refused_by_the_parser(
+        spec: tuple[pathlib.Path, pathlib.Path], capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        tritonsm_main(["serve", "shadowed", "--spec", str(spec[0]), "--shadow-queue-size", "many"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "tritonsm serve: error: argument --shadow-queue-size: invalid int value: 'many'")
+
+
+def test_the_shadow_queue_size_given_is_the_shadow_worker_s_and_said_at_start_up(
+        spec: tuple[pathlib.Path, pathlib.Path]) -> None:
+    # The twin of the refusals: a size in range reaches the endpoint (no server starts here).
+    from local_endpoint.variants.endpoint import for_spec_endpoint
+
+    endpoint = for_spec_endpoint(resolve_endpoint(spec[0], "shadowed", None, spec[1]), "Tests-dev-shadowed",
+                                 capture_dir=None, shadow_queue_size=256)
+    assert endpoint.shadow_queue_size == 256
+    assert ("shadow Shadow: up to 256 copies wait for its server (--shadow-queue-size); a copy that finds them full "
+            "is dropped, and the drops are told here") in endpoint.notes()

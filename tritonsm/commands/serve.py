@@ -16,6 +16,7 @@ from deployment_spec.sections.variants import LOCAL_CAPTURE_DIR
 from tritonsm.commands.options import add_image_flags, add_spec_endpoint_flags
 from tritonsm.serving.names import check_image_flags, runtime_name
 from tritonsm.serving.restarts import restart_flags, restart_policy
+from tritonsm.serving.shadow_queue import shadow_queue_size
 
 CAPTURE_DIR = pathlib.Path(LOCAL_CAPTURE_DIR)
 
@@ -42,6 +43,13 @@ def register(add) -> None:
                        help="endpoints with variants or a shadow: where the exchanges are captured, in SageMaker Data "
                             "Capture's layout DIR/<endpoint name>/<variant>/YYYY/MM/DD/HH/*.jsonl, which `tritonsm "
                             f"compare` reads (default: {CAPTURE_DIR})")
+    # 64 and 1024 spelled out: local_endpoint.variants.shadow holds them (MAX_PENDING, MOST_PENDING) and checks the
+    # value; importing it here would load numpy for every tritonsm command.
+    serve.add_argument("--shadow-queue-size", type=int, metavar="N",
+                       help="endpoints with a shadow: how many copies of production requests may wait for the "
+                            "shadow's server (default: 64, at most 1024; each holds its request body); a copy that "
+                            "finds the queue full is dropped, never delaying production, and the drops are counted "
+                            "and printed: while they happen and in a line at the stop")
     serve.add_argument("--startup-timeout", type=float,
                        help="seconds to wait for readiness (default: 120; with --image the endpoint's startup_timeout_s)")
     # Spelled out here, not imported: importing local_endpoint would load numpy for every tritonsm command.
@@ -67,6 +75,7 @@ def register(add) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     restart_policy(args)   # a restart flag out of range is told before anything is resolved or started
+    shadow_queue_size(args)
     if args.all:
         from tritonsm.serving.all_endpoints import run_serve_all
         return run_serve_all(args)
@@ -77,6 +86,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from tritonsm.checks import signatures  # before any server starts: an archive that fails is never served
     signatures.check_before_serving(local.every_tarball, local.public_key, local.manifest, args.manifest)
     named = runtime_name(args, local)
+    if args.shadow_queue_size is not None and (local.endpoint is None or local.endpoint.shadow is None):
+        raise UserError(f"--shadow-queue-size applies to an endpoint with a shadow; endpoint {args.endpoint} has "
+                        "none: drop --shadow-queue-size")
     if local.components:
         if args.image:
             raise UserError("--image serves single-model and multi-model endpoints; serve an endpoint of inference "
@@ -139,7 +151,7 @@ def _serve_variants(args: argparse.Namespace, local: LocalEndpoint, named: tuple
     return serve_variants(local, named[0], named[1], port=args.port, capture_dir=args.capture_dir,
                           log_dir=args.log_file.parent if args.log_file else None,
                           startup_timeout=args.startup_timeout or 120.0, cpu_stand_in=args.cpu_stand_in,
-                          restarts=restart_policy(args))
+                          restarts=restart_policy(args), shadow_queue_size=shadow_queue_size(args))
 
 
 def _serve_image(args: argparse.Namespace, local, named: tuple[str, str]) -> int:

@@ -14,6 +14,7 @@ from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.served import resolve_endpoint, spec_endpoint
 from deployment_spec.rules.variant_plan import build_for, served_by_variants
 from tritonsm.serving.names import check_image_flags, deployed_name, runtime_name
+from tritonsm.serving.shadow_queue import shadow_queue_size
 
 
 def run_serve_all(args: argparse.Namespace) -> int:
@@ -53,7 +54,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
         else:
             server = local_server(local, cpu_stand_in=args.cpu_stand_in, mme_capacity=args.mme_capacity,
                                   startup_timeout=args.startup_timeout or 120.0, endpoint_name=endpoint_name,
-                                  capture_dir=args.capture_dir)
+                                  capture_dir=args.capture_dir, shadow_queue_size=shadow_queue_size(args))
         named.append(NamedEndpoint(endpoint_name, kind, server, variant, AsyncSetup.of(local, name)))
     if not named:
         raise UserError("no endpoint of the spec has been built: " + "; ".join(
