@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from moto import mock_aws
 
+from deployment_spec.build_statement import STATEMENT_FILE, read_statement
 from deployment_spec.manifest import load_manifest
 from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
@@ -84,13 +85,17 @@ def test_a_kms_signed_build_verifies_and_rebuilds_to_the_same_bytes(signed, kms,
     for artifact in (a for ep in first.endpoints.values() for a in ep.artifacts):
         verified = signing.verify_tarball(tmp_path / "one" / artifact.file, tmp_path / "kms.pub")
         assert verified.signer == artifact.signer == signing.public_key_identity(tmp_path / "kms.pub")
+    # The signed build statement beside the manifest, signed by the same KMS key (deployment_spec.build_statement).
+    assert read_statement(tmp_path / "one" / STATEMENT_FILE, tmp_path / "kms.pub").signer == artifact.signer
     signs = len(kms.signs)
-    assert signs > 0 and set(kms.signs) == {"RAW"}  # the tiny models' statements are under KMS's 4,096 bytes
-    # Rebuilt with the same work folder: every signature was kept, none asked of KMS, the same tarballs.
+    # The tiny models' statements are under KMS's 4,096 bytes; the build statement, naming every tarball, is not.
+    assert signs > 0 and kms.signs.count("DIGEST") == 1 and set(kms.signs) == {"RAW", "DIGEST"}
+    # Rebuilt with the same work folder: every signature was kept, none asked of KMS, the same tarballs and statement.
     again, _ = _build(signed, kms, arn, tmp_path / "two", public)
     assert len(kms.signs) == signs
     assert [a.sha256 for ep in again.endpoints.values() for a in ep.artifacts] == [
         a.sha256 for ep in first.endpoints.values() for a in ep.artifacts]
+    assert (tmp_path / "two" / STATEMENT_FILE).read_bytes() == (tmp_path / "one" / STATEMENT_FILE).read_bytes()
     # Without the kept signatures KMS signs again, with a random nonce: other bytes, still valid.
     fresh, _ = _build(signed, kms, arn, tmp_path / "three", public, cache=tmp_path / "empty-cache")
     assert len(kms.signs) == 2 * signs
