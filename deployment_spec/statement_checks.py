@@ -95,7 +95,7 @@ def _diff(got: Any, want: Any, path: str, label: str, out: list[Problem]) -> Non
                                    f"no {where}", _EDIT_FIX))
             elif key not in got:
                 out.append(Problem(f"{label}: {where}", "nothing", f"the signed build statement's "
-                                   f"{_shown(want[key])}", _EDIT_FIX))
+                                   f"{_shown(want[key]).replace('an entry', 'entry')}", _EDIT_FIX))
             else:
                 _diff(got[key], want[key], where, label, out)
         return
@@ -113,5 +113,7 @@ def _records(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, dict):  # a whole endpoint or model: its name says which
+        return "an entry"
     return repr(value) if isinstance(value, str) else json.dumps(value, sort_keys=True)
 

@@ -63,6 +63,27 @@ def test_synth_names_the_swapped_model_where_the_manifest_was_edited_to_match(si
         signed, {**builds, "swapped model": builds["swapped model, manifest edited to match"]}, "swapped model")
 
 
+def test_each_field_of_the_manifest_the_statement_binds_is_held_to_it(signed, tmp_path):
+    from signed_support import copied_build, edited_manifest
+
+    def edit(raw: dict) -> None:
+        raw["models"]["classifier"]["build_hash"] = "0" * 64
+        raw["models"]["classifier"]["sources"]["settings"] = "1" * 64
+        raw["endpoints"]["extra"] = raw["endpoints"].pop("multi")
+    path = edited_manifest(copied_build(signed, tmp_path / "assets"), edit)
+    bound = load_manifest(signed.out / "manifest.json").models["classifier"]
+    fix = ("restore the manifest.json tritonsm build wrote, or rebuild (tritonsm build --signing-key KEY): it was "
+           "edited after the build")
+    assert _synth_refusal(signed, tmp_path / "assets").splitlines() == [
+        f"{path}: endpoints.extra: got an entry; allowed: nothing: the signed build statement has no endpoints.extra; "
+        f"fix: {fix}",
+        f"{path}: endpoints.multi: got nothing; allowed: the signed build statement's entry; fix: {fix}",
+        f"{path}: models.classifier.build_hash: got '{'0' * 64}'; allowed: the signed build statement's "
+        f"'{bound.build_hash}'; fix: {fix}",
+        f"{path}: models.classifier.sources.settings: got '{'1' * 64}'; allowed: the signed build statement's "
+        f"'{bound.sources['settings']}'; fix: {fix}"]
+
+
 def test_the_app_s_endpoint_stack_runs_it_before_anything_else(signed, builds, tmp_path):
     # Through app.py's stage, as `cdk synth` builds it: the stack is refused while it is made.
     path = builds["statement removed"] / "manifest.json"
