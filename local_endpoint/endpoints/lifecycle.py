@@ -56,6 +56,11 @@ class LocalEndpointLifecycle:
             else:
                 server.check_running()
 
+    @property
+    def supervised(self) -> bool:
+        """Whether `tritonsm serve` supervises one of its servers (``supervise`` has been called)."""
+        return any(getattr(server, "supervised", False) for server in self._servers())
+
     def down(self) -> Optional[str]:
         """Why one of its supervised servers does not serve right now (exited, or being restarted), else None."""
         for server in self._servers():

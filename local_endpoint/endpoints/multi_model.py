@@ -149,6 +149,10 @@ class MultiModelEndpoint(LocalEndpointLifecycle):
 
         self._process = self.supervisor.watch(old, self._triton_port, restart, label)
 
+    @property
+    def supervised(self) -> bool:
+        return self.supervisor is not None
+
     def down(self) -> str | None:
         """Why Triton does not serve now, once supervised (None before: a crash is then ``check_running``'s)."""
         return self.supervisor.down(self._process) if self.supervisor else None

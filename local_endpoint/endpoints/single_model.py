@@ -163,6 +163,10 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
 
         self._process = self.supervisor.watch(old, self.port, restart, label)
 
+    @property
+    def supervised(self) -> bool:
+        return self.supervisor is not None
+
     def down(self) -> str | None:
         """Why the server does not serve now, once supervised (None before: a crash is then ``check_running``'s)."""
         return self.supervisor.down(self._process) if self.supervisor else None

@@ -103,14 +103,18 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, stop_soon)
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
+        def supervise() -> None:
+            supervising.set()
+            try:
+                endpoint.supervise(restarts, "")
+            finally:
+                supervising.clear()
+
         try:
+            supervise()   # before the banner: a caller who reads it finds the servers supervised already
             announce()
             while not stop_requested.wait(CRASH_POLL_SECONDS):
-                supervising.set()
-                try:
-                    endpoint.supervise(restarts, "")
-                finally:
-                    supervising.clear()
+                supervise()
         except KeyboardInterrupt:
             pass
         _stop_ignoring_ctrl_c(endpoint)

@@ -158,4 +158,4 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         components=tuple(getattr(server, "component_names", ())),
         loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
         traffic=getattr(server, "traffic", None),   # an endpoint with variants or a shadow (local_endpoint.variants)
-        down=getattr(server, "down", None))   # a container in its image has none: never restarted
+        health=server if isinstance(server, LocalEndpointLifecycle) else None)   # supervised by `tritonsm serve`

@@ -72,8 +72,8 @@ class RuntimeTarget:
         loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
         log: Its server log(s), named in a ModelError's message.
         traffic: An endpoint with variants or a shadow: routes each request to a variant (its port, name and log).
-        down: Why its server does not serve right now (exited, or being restarted by `tritonsm serve`), else None;
-            None where nothing supervises it.
+        health: Its server's state under `tritonsm serve`'s supervision (the local endpoint itself); None where it
+            has none (a container in its image).
     """
 
     name: str
@@ -85,19 +85,33 @@ class RuntimeTarget:
     loaded: Optional[Callable[[], list[str]]] = None
     log: str = ""
     traffic: Optional[VariantTraffic] = None
-    down: Optional[Callable[[], Optional[str]]] = None
+    health: Optional["Health"] = None
+
+
+class Health(Protocol):
+    """A local endpoint's servers as `tritonsm serve` supervises them (``LocalEndpointLifecycle``)."""
+
+    @property
+    def supervised(self) -> bool:
+        """Whether a supervisor restarts its servers (only `tritonsm serve` does)."""
+        ...
+
+    def down(self) -> Optional[str]:
+        """Why one of its supervised servers does not serve right now (exited, or being restarted), else None."""
+        ...
 
 
 DOWN_NOTICE_S = 1.0   # a killed server's connection drops a moment before its exit shows: look this long for it
 
 
 def down_reason(target: RuntimeTarget, wait_s: float = DOWN_NOTICE_S) -> Optional[str]:
-    """Why ``target``'s supervised server does not serve, waiting up to ``wait_s`` for a failure to show; None if
-    it serves, or nothing supervises it."""
-    if target.down is None:
+    """Why ``target``'s supervised server does not serve, waiting up to ``wait_s`` for a failure to show; None at
+    once where nothing supervises it."""
+    health = target.health
+    if health is None or not health.supervised:
         return None
     deadline = time.monotonic() + wait_s
-    while (reason := target.down()) is None and time.monotonic() < deadline:
+    while (reason := health.down()) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     return reason
 

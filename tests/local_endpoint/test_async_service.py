@@ -188,6 +188,15 @@ class DroppingContainer(BaseHTTPRequestHandler):
         pass
 
 
+class DroppingHealth:
+    """The stand-in's state as a supervisor reports it (``runtime.routes.Health``)."""
+
+    supervised = True
+
+    def down(self) -> str | None:
+        return DroppingContainer.down
+
+
 @pytest.fixture
 def dropping() -> Iterator[RuntimeTarget]:
     DroppingContainer.drops, DroppingContainer.seen, DroppingContainer.down = 0, 0, None
@@ -195,7 +204,7 @@ def dropping() -> Iterator[RuntimeTarget]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield RuntimeTarget("Tests-dev-photos", EndpointKind.SINGLE_MODEL, server.server_address[1], log="dropping.log",
-                        down=lambda: DroppingContainer.down)
+                        health=DroppingHealth())
     server.shutdown()
     server.server_close()
 
