@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Callable, Optional
 
-from local_endpoint.errors import LocalEndpointError, RestartLimitError, ServerStartError
+from local_endpoint.errors import LocalEndpointError, PortInUseError, RestartLimitError, ServerStartError
 from local_endpoint.server.server_process import TritonProcess, describe_exit, ping
 
 DEFAULT_MAX_RESTARTS = 3
@@ -68,7 +68,6 @@ class Supervisor:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.policy = policy
         self.what = what
-        self.restarts = 0            # all restarts, for reports (the soak benchmark reads it)
         self.restarting: Optional[str] = None   # why, while a restart is under way
         self._clock = clock
         self._recent: list[float] = []          # when each restart within the window began
@@ -119,14 +118,14 @@ class Supervisor:
             try:
                 process.kill()   # what is left of it: a hung server, its Python-backend stubs
                 process = restart()
-            except ServerStartError as error:   # counted too: a server that cannot start again ends in the bound
+            except (ServerStartError, PortInUseError) as error:   # counted too: one that cannot start again ends
+                # in the bound (the port: taken by another process the moment the dead server let it go)
                 first, *rest = str(error).splitlines()
                 reason, tail = f"{self.what} did not start again ({first.split('; last lines of its log')[0]})", \
                     "\n".join(rest)
                 continue
             finally:
                 self.restarting = None
-            self.restarts += 1
             self._unready_since = None
             print(f"{label}: {self.what} serves again (restarted in {self._clock() - started:.1f} s)", flush=True)
             return process

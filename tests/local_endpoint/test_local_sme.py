@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import time
@@ -17,7 +18,8 @@ from local_endpoint.client.http_call import call
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.endpoints.single_model import SingleModelEndpoint
-from local_endpoint.errors import InvokeError, PortInUseError, ServerCrashedError, ServerStartError
+from local_endpoint.errors import InvokeError, PortInUseError, RestartLimitError, ServerCrashedError, ServerStartError
+from local_endpoint.server.supervision import RestartPolicy
 
 pytestmark = pytest.mark.triton
 
@@ -187,3 +189,31 @@ def test_metrics_stay_off_unless_the_environment_turns_them_on(tarballs: dict[st
     with SingleModelEndpoint(tarballs["add"]) as endpoint:
         assert endpoint.metrics_url is None
         assert "--allow-metrics=false" in endpoint.log_path.read_text().splitlines()[0]
+
+
+def test_a_server_that_cannot_start_again_is_tried_until_the_restart_bound(
+        tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    # Supervised (as `tritonsm serve` does), a killed server whose model is gone fails to start again: each failed
+    # start counts as a restart, and the bound ends it with the start's own reason.
+    log_file = tmp_path / "loop.log"
+    policy = RestartPolicy(max_restarts=2)
+    with SingleModelEndpoint(tarballs["add"], log_file=log_file) as endpoint:
+        endpoint.supervise(policy, "endpoint loop")
+        repository = next(arg.split("=", 1)[1] for arg in _log_lines(log_file)[0].split()
+                          if arg.startswith("--model-repository="))
+        shutil.rmtree(pathlib.Path(repository) / "add")
+        os.kill(endpoint.server_pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(RestartLimitError) as caught:
+            endpoint.supervise(policy, "endpoint loop")
+    failed = "the Triton server did not start again (the Triton server exited during start-up with exit code 1)"
+    assert str(caught.value).startswith(
+        f"endpoint loop: {failed}, and it has been restarted 2 time(s) within 600 s, the most allowed "
+        "(--max-restarts 2, --restart-window 600); `tritonsm serve` stops: fix what the log shows and serve again (or "
+        f"allow more restarts with --max-restarts); last lines of its log ({log_file}):\n")
+    told = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert told == [
+        "warning: endpoint loop: the Triton server exited unexpectedly with signal SIGKILL; restarting it (restart 1 "
+        f"of at most 2 within 600 s), as SageMaker replaces a failed container; last lines of its log ({log_file}):",
+        f"warning: endpoint loop: {failed}; restarting it (restart 2 of at most 2 within 600 s), as SageMaker "
+        f"replaces a failed container; last lines of its log ({log_file}):"]
