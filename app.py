@@ -35,7 +35,7 @@ from deployment_spec import DEFAULT_SPEC, Spec, load_spec  # noqa: E402
 from deployment_spec.parsing.errors import ProblemsError  # noqa: E402
 from deployment_spec.cost.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
                                       load_drains)
-from deployment_spec.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
+from deployment_spec.builds.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
 from stacks import TritonStage, model_signatures  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
 from triton_constructs import SynthError, control_tower, security_hub  # noqa: E402

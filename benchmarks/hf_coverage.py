@@ -77,7 +77,7 @@ def spec_text(batch: list[dict], served: list[str]) -> str:
 
 def build_batch(batch: list[dict], folder: pathlib.Path) -> None:
     """Builds the batch, then serves what built; fills each architecture's result in place."""
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
 
     spec, out, log_file = folder / "spec.yaml", folder / "assets", folder / "commands.log"
     spec.write_text(spec_text(batch, []))

@@ -13,10 +13,10 @@ from deployment_spec.rules.container_env import container_environment
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.sections.environment import RemovalPolicy
 from deployment_spec.parsing.errors import UserError
-from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest, ManifestError, load_manifest
 from deployment_spec.parsing.parse import suggest
 from deployment_spec.spec import Spec, load_spec
-from deployment_spec.built import check_served
+from deployment_spec.builds.spec_match import check_served
 from deployment_spec.rules.variant_plan import build_for, own_builds, served_by_variants, weights_share
 
 

@@ -15,10 +15,11 @@ import sys
 import time
 from typing import Callable, Iterable, Optional
 
-from deployment_spec import Spec, model_sources
+from deployment_spec import Spec
+from deployment_spec.builds import model_sources
 from deployment_spec.facts import serving_runtimes
 from deployment_spec.rules import variant_plan
-from deployment_spec.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
+from deployment_spec.builds.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging, signing
 from model_build.errors import BuildError, NotEnoughMemory, ToolUnavailable
@@ -66,7 +67,7 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
                  serving_torch: bool = False, python_env_for: str = "image",
                  sources: Optional[dict[str, model_sources.Sources]] = None) -> dict[str, str]:
     """Each model's cache key; ``sources`` (where given) gets what of it the manifest records, the model's sources
-    (deployment_spec.model_sources: synth and `tritonsm serve` compare them with the spec's now)."""
+    (deployment_spec.builds.model_sources: synth and `tritonsm serve` compare them with the spec's now)."""
     code = hashing.code_version()
     tools = hashing.tool_versions()
     out: dict[str, str] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pathlib
 from typing import Iterable, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from model_build import layout, model_config
 from model_build.errors import BuildError
 

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from typing import Mapping, Optional
 
-from deployment_spec.manifest import BuilderFacts, ModelEntry, _model as entry_from_json
+from deployment_spec.builds.manifest import BuilderFacts, ModelEntry, _model as entry_from_json
 from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import checks, layout, model_config
 from model_build.backends.result import BackendResult

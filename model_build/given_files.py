@@ -16,7 +16,7 @@ import pathlib
 import shutil
 from typing import Any, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tensors import INDEXED_NAME, position
 from model_build.build_context import BuildContext

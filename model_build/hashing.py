@@ -1,7 +1,7 @@
 """Build hashes: a sha256 over everything that decides a model directory's bytes.
 
 The inputs are the model's sources (its spec entry and the files it reads: ONNX, TorchScript, Python dir,
-weights dir, a user recipe's module; ``deployment_spec.model_sources``, which synth and `tritonsm serve` compare
+weights dir, a user recipe's module; ``deployment_spec.builds.model_sources``, which synth and `tritonsm serve` compare
 with the manifest's record), the target Triton release, model_build's own code and the tool versions. An
 unchanged hash means the cached model directory is reused. File hashes are memoised by (size, mtime) so a second
 build does not re-read gigabytes of weights.
@@ -13,7 +13,7 @@ import importlib.metadata
 import pathlib
 from typing import Any, Iterable
 
-from deployment_spec.model_sources import FileHasher, digest_of
+from deployment_spec.builds.model_sources import FileHasher, digest_of
 
 __all__ = ["FileHasher", "code_version", "combine", "tool_versions"]  # FileHasher: the build's memo, kept on disk
 

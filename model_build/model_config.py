@@ -10,7 +10,7 @@ from typing import Mapping, Optional, Sequence
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import (ArenaExtendStrategy, Backend, ConvAlgoSearch, ExecutionMode, GraphLevel,
                                    ModelSpec, OnnxRuntimeSettings, Precision)
 from model_build import versions

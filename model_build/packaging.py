@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 from deployment_spec import Spec
 from deployment_spec.facts import images, triton_images
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
-from deployment_spec.manifest import Artifact, EndpointArtifacts, ModelEntry
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, ModelEntry
 from model_build import archive, checks, layout, model_config, signing
 
 

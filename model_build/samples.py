@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.tensor_types import TORCH_TO_TRITON, TRITON_TO_NUMPY

@@ -1,4 +1,4 @@
-"""The signed build statement written beside ``manifest.json`` (its format: deployment_spec/build_statement.py).
+"""The signed build statement written beside ``manifest.json`` (its format: deployment_spec/builds/statement.py).
 
 Signed with the key that signs the model directories (model_build.signing's ``AnyKey``): a key file with
 deterministic ECDSA (RFC 6979), so a rebuild of the same models writes the same bytes; a KMS key through
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pathlib
 from typing import Optional
 
-from deployment_spec import build_statement
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds import statement as build_statement
+from deployment_spec.builds.manifest import Manifest
 from model_build import archive, signing
 
 STATEMENT_FILE = build_statement.STATEMENT_FILE

@@ -46,7 +46,7 @@ def prepare(spec_path: str, manifest_path: str, out: str) -> int:
     import numpy as np
 
     from deployment_spec import load_spec
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
     from model_build.backends.ensemble import task_check, task_reference
 
     spec, manifest = load_spec(spec_path), load_manifest(manifest_path)

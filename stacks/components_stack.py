@@ -12,7 +12,7 @@ from deployment_spec import Spec
 from deployment_spec.rules.component_endpoint import component_name
 from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
-from deployment_spec.manifest import Artifact, Manifest
+from deployment_spec.builds.manifest import Artifact, Manifest
 from stacks import model_signatures
 from stacks.image_props import image_repository
 from stacks.network_props import network_props

@@ -13,7 +13,7 @@ from deployment_spec import Spec
 from deployment_spec.cost.capacity import Drain, Measurement, backlog_target, load_target
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds.manifest import Manifest
 from deployment_spec.rules.variant_plan import build_for, own_builds
 from stacks import model_signatures
 from stacks.image_props import image_repository

@@ -20,7 +20,7 @@ from constructs import Construct
 
 from deployment_spec import Spec
 from deployment_spec.sections.environment import EnvironmentSpec
-from deployment_spec.manifest import Artifact, Manifest
+from deployment_spec.builds.manifest import Artifact, Manifest
 from deployment_spec.rules.cross_section import production_signing
 from deployment_spec.sections.signing import public_key_identity
 from triton_constructs import build_signing

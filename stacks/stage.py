@@ -11,7 +11,7 @@ from deployment_spec import Spec
 from deployment_spec.cost.capacity import Drain, Measurement
 from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds.manifest import Manifest
 from stacks.components_stack import ComponentsEndpointStack
 from stacks.endpoint_stack import EndpointStack
 from stacks.storage_stack import StorageStack

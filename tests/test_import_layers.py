@@ -5,7 +5,8 @@ triton_constructs, local_endpoint → stacks, what the commands run (tritonsm.ch
 .benchmarking → .comparing) → tritonsm.commands (one module per command) → tritonsm.cli, app.py, and the
 scripts and development tooling in benchmarks/. Inside deployment_spec, bottom up: parsing → facts
 (SageMaker's and Triton's) → sections (the spec's own) → rules (across sections) and cost, side by side
-→ the loader and what reads it (spec.py, json_schema.py, served.py). A layer is the longest dotted
+→ builds (what a build produced, and whether it matches the spec) → the loader and what reads it (spec.py,
+json_schema.py, served.py). A layer is the longest dotted
 prefix ALLOWED names, so tritonsm.benchmarking is a layer of its own below the rest of tritonsm; a layer
 ALLOWED to import another may import the layers nested in it too. Every import statement counts, also
 the ones inside functions (a lazy import is still a dependency).
@@ -25,8 +26,10 @@ ALLOWED = {
     "deployment_spec.sections": {"deployment_spec.parsing", "deployment_spec.facts"},
     "deployment_spec.rules": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections"},
     "deployment_spec.cost": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections"},
+    "deployment_spec.builds": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections",
+                               "deployment_spec.rules"},
     "deployment_spec": {"deployment_spec.parsing", "deployment_spec.facts", "deployment_spec.sections",
-                        "deployment_spec.rules", "deployment_spec.cost"},
+                        "deployment_spec.rules", "deployment_spec.cost", "deployment_spec.builds"},
     "model_build": {"deployment_spec"},
     "triton_constructs": {"deployment_spec"},
     "local_endpoint": {"deployment_spec", "model_build"},  # model_build.verification: the stand-ins' ONNX Runtime

@@ -23,7 +23,7 @@ def test_mypy_strict_finds_nothing_on_the_synth_path():
 def test_the_same_check_reports_a_planted_error(tmp_path):
     # A spec helper that may return None where a str is promised: the narrowing mistake raise_if hid.
     planted = tmp_path / "planted.py"
-    planted.write_text("from deployment_spec.manifest import Manifest\n\n\n"
+    planted.write_text("from deployment_spec.builds.manifest import Manifest\n\n\n"
                        "def default_of(manifest: Manifest, name: str) -> str:\n"
                        "    return manifest.endpoints[name].default_model\n")
     done = _mypy("--config-file", str(ROOT / "pyproject.toml"), str(planted))

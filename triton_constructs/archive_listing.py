@@ -38,7 +38,7 @@ class ArchiveListing:
         nested: Directories one level down holding ``config.pbtxt`` (a repository packed one level too deep).
         roots: Every top-level name, for messages.
         signatures: The sha256 of each top-level directory's ``model.sig`` (a signed build's), by directory:
-            what the signed build statement binds (deployment_spec.statement_checks).
+            what the signed build statement binds (deployment_spec.builds.statement_checks).
     """
 
     sha256: str

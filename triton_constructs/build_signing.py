@@ -1,9 +1,9 @@
 """A signed build at synth: the build statement verified with the team's public key, and each tarball held to it.
 
 ``tritonsm build --signing-key`` writes ``build-statement.dsse.json`` beside the manifest
-(deployment_spec.build_statement). Given the public key, synth verifies it (standard library only), then reads each
+(deployment_spec.builds.statement). Given the public key, synth verifies it (standard library only), then reads each
 tarball it deploys, not trusting the manifest: its sha256 and size, its model directories and each ``model.sig``'s
-digest must be the statement's (deployment_spec.statement_checks), and so must every field of the manifest the
+digest must be the statement's (deployment_spec.builds.statement_checks), and so must every field of the manifest the
 statement binds. The copy function is then handed the digest the statement binds (``ArtifactFile.digest_from``).
 
 Used by the repository's app (stacks/model_signatures.py) and by the construct library's
@@ -14,10 +14,10 @@ from __future__ import annotations
 import pathlib
 from typing import Optional, Sequence
 
-from deployment_spec.build_statement import STATEMENT_FILE, BuildStatement, StatementError, read_statement
-from deployment_spec.manifest import Artifact, Manifest
+from deployment_spec.builds.statement import STATEMENT_FILE, BuildStatement, StatementError, read_statement
+from deployment_spec.builds.manifest import Artifact, Manifest
 from deployment_spec.parsing.errors import Problem, UserError
-from deployment_spec.statement_checks import Found, manifest_problems, tarball_problems
+from deployment_spec.builds.statement_checks import Found, manifest_problems, tarball_problems
 from triton_constructs.archive_listing import ArchiveListing, read_listing
 
 DIGEST_FROM_STATEMENT = "the signed build statement"

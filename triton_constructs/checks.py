@@ -9,12 +9,12 @@ import dataclasses
 import pathlib
 from typing import Mapping, Optional
 
-from deployment_spec.built import REBUILD, build_problems, subject as built_subject
+from deployment_spec.builds.spec_match import REBUILD, build_problems, subject as built_subject
 from deployment_spec.rules import sagemaker as sagemaker_rules
 from deployment_spec.rules.container_env import endpoint_name as _joined_name
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.parsing.errors import raise_problems
-from deployment_spec.manifest import Artifact, Manifest
+from deployment_spec.builds.manifest import Artifact, Manifest
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.rules.cross_section import served_models
 from deployment_spec.sections.variants import BUILD_SEPARATOR

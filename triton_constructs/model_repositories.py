@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Sequence
 
 from deployment_spec.facts import instances
 from deployment_spec.parsing.errors import Problem, PropsError, describe, raise_problems
-from deployment_spec.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
+from deployment_spec.builds.manifest import Artifact, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.parsing.parse import typed_fields_problems
 from deployment_spec.parsing.type_checks import type_problems
 from deployment_spec.sections.model import NAME_HELP, NAME_PATTERN, Backend, HardwareCompatibility

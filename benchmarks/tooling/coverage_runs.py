@@ -166,7 +166,7 @@ def first_line(message: str) -> str:
 def build_and_serve(rows: list[Row], folder: pathlib.Path, backend: str, coverage: Coverage) -> None:
     """Builds ``rows`` as one spec with ``backend``, then serves what built; each row's ``backend`` key gets its
     outcome, reason, build seconds, verification and tracebacks."""
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
 
     batch = Batch(folder)
     folder.mkdir(parents=True, exist_ok=True)

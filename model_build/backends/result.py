@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
-from deployment_spec.manifest import ExecutionEnvironment, TensorSpec, Verification
+from deployment_spec.builds.manifest import ExecutionEnvironment, TensorSpec, Verification
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import DaliRelease
 from model_build.errors import BuildError
-from model_build.hashing import plain
+from deployment_spec.builds.model_sources import plain
 
 WORKER = pathlib.Path(__file__).resolve().parent / "worker.py"
 MODEL_FILE = "model.dali"

@@ -13,7 +13,7 @@ import pathlib
 import re
 import warnings
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from model_build.errors import BuildError
 from model_build.recipes import ExportableModel
 

@@ -16,7 +16,7 @@ from typing import Callable
 from deployment_spec.sections import requirements
 from model_build import archive
 from model_build.errors import BuildError
-from model_build.hashing import digest_of
+from deployment_spec.builds.model_sources import digest_of
 from model_build.python_env import layout, resolve, wheels
 from model_build.python_env.target import EnvTarget
 

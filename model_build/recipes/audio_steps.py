@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import AUDIO, TaskKind
 from model_build.errors import BuildError, first_line

@@ -9,7 +9,7 @@ import dataclasses
 import pathlib
 from typing import Any, Callable, Mapping, Optional
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 

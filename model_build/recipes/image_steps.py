@@ -6,7 +6,7 @@ import pathlib
 
 import torch
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import IMAGE, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text, model_facts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import ANSWER_RECIPE, AUDIO_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
 from model_build import tokenizer_files

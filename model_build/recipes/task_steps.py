@@ -6,7 +6,7 @@ import json
 import pathlib
 from typing import Any
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text

@@ -26,7 +26,7 @@ import importlib.util
 import pathlib
 from typing import Any, Optional, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 from model_build.recipes.contract import ExportableModel

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from deployment_spec.manifest import Verification
+from deployment_spec.builds.manifest import Verification
 
 _OWN_FIELDS = {field.name for field in dataclasses.fields(Verification)} - {"details"}
 

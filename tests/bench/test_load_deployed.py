@@ -12,7 +12,7 @@ from botocore.stub import ANY, Stubber
 from tritonsm.benchmarking import load_deployed
 from tritonsm.benchmarking.load_phases import PhasePlan
 from tritonsm.checks.smoke_requests import SmokeCase
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 
 CASE = SmokeCase("add", "add-0123456789ab.tar.gz", (TensorSpec("A", "TYPE_FP32", (4,)),),
                  (TensorSpec("SUM", "TYPE_FP32", (4,)),), True, None, 1e-3, 1e-3)

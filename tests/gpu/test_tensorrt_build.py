@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 
 TINY_SPEC = pathlib.Path(__file__).resolve().parents[1] / "model_build" / "specs" / "tiny.yaml"
 

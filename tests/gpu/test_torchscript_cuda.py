@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,7 @@ import app as app_module
 from deployment_spec import load_spec
 from deployment_spec.facts import images
 from deployment_spec.sections.endpoint import EndpointKind
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from api_model_check import check_template
 from fake_build import fake_build
 from synth_helpers import ROOT, SPECS

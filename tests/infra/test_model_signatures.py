@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest
 from deployment_spec.sections.signing import SigningSpec, public_key_identity
 from stacks import model_signatures
 from triton_constructs.errors import SynthError

@@ -16,7 +16,7 @@ import boto3
 from botocore.config import Config
 
 import triton_model_fixtures as models
-from deployment_spec.manifest import SCHEMA_VERSION
+from deployment_spec.builds.manifest import SCHEMA_VERSION
 
 REGION = "us-east-1"
 # An asynchronous spec endpoint serving the tests' ``add`` archive (adder_spec).

@@ -9,7 +9,7 @@ import pathlib
 import shutil
 import sys
 
-from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 
 HERE = pathlib.Path(__file__).parent
 SPEC = """\

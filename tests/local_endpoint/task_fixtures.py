@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 
 from deployment_spec import load_spec
 from deployment_spec.sections.endpoint import EndpointKind
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint

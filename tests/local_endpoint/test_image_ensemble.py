@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from model_build.backends.dali import check_images
 from model_build.dali_pipeline import placement, reference
 

@@ -19,7 +19,7 @@ from botocore.stub import Stubber
 
 from tritonsm.checks import smoke_requests as smoke
 from deployment_spec.sections.endpoint import EndpointKind
-from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from deployment_spec.served import LocalComponent
 from local_endpoint.client.http_call import call
 from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER, invoke_sagemaker_endpoint, invoke_url

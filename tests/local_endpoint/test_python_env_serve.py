@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.endpoints.single_model import SingleModelEndpoint

@@ -23,7 +23,7 @@ import boto3
 import numpy as np
 import pytest
 
-from deployment_spec.manifest import Manifest, load_manifest
+from deployment_spec.builds.manifest import Manifest, load_manifest
 from local_endpoint.client.http_call import call
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request

@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 
 from tritonsm.checks import smoke_requests as smoke
 from deployment_spec.sections.endpoint import EndpointKind
-from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry, TensorSpec
 from local_endpoint import SingleModelEndpoint
 from local_endpoint.client.payload import encode_request
 

@@ -84,7 +84,7 @@ def test_a_variant_build_the_build_skipped_says_why(tmp_path: pathlib.Path, caps
            "entry 'ab.B' (models not built: times3); run `tritonsm build` where it can be built\n")
 
 
-# --- a build the spec no longer names: synth's rule (deployment_spec.built), the same message ---------------------
+# --- a build the spec no longer names: synth's rule (deployment_spec.builds.spec_match), the same message ---------------------
 
 def shadow_error(capsys: pytest.CaptureFixture, spec: pathlib.Path, manifest: pathlib.Path) -> tuple[int, str]:
     return serve_error(capsys, "shadowed", "--spec", str(spec), "--manifest", str(manifest))

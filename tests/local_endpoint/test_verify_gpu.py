@@ -19,7 +19,7 @@ from tritonsm.checks.gpu import interpreters, python_stub, torchscript
 from tritonsm.checks.gpu.agreement import Agreement
 from tritonsm.checks.gpu.inputs import batches, case_for
 from tritonsm.checks.gpu.report import FAILED, NOT_RUN, PASSED
-from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec, load_manifest
 from tritonsm.cli import main as tritonsm_main
 from image_fixtures import write_built_spec
 

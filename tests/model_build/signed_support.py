@@ -16,8 +16,8 @@ from typing import Callable, Optional
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from deployment_spec.build_statement import STATEMENT_FILE, envelope, pae
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.statement import STATEMENT_FILE, envelope, pae
+from deployment_spec.builds.manifest import load_manifest
 from model_build import signing
 
 

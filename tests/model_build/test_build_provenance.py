@@ -4,7 +4,7 @@ import dataclasses
 import hashlib
 
 from deployment_spec.facts import images
-from deployment_spec.manifest import ExecutionEnvironment, ModelEntry
+from deployment_spec.builds.manifest import ExecutionEnvironment, ModelEntry
 from model_build import build, hashing
 from mb_support import TINY_SPEC
 
@@ -38,7 +38,7 @@ def test_packages_sources_and_tools_reach_the_provenance(tmp_path):
 def test_a_kept_tarball_s_bill_follows_the_spec_s_image_reference(tiny_build, tmp_path):
     # A tarball is reused while its models are unchanged; its bill of materials must still name the registry of the
     # spec's first environment's region, else it is packed again (the same bytes) with a new bill.
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
     from model_build import packaging
 
     spec, _, work, _, _ = tiny_build

@@ -1,4 +1,4 @@
-"""The signed build statement (deployment_spec/build_statement.py, model_build/statement.py) on the command line: what
+"""The signed build statement (deployment_spec/builds/statement.py, model_build/statement.py) on the command line: what
 `tritonsm build --signing-key` writes beside the manifest, and each tampering it exists to catch refused by
 `tritonsm verify --signatures` and by the check `tritonsm serve` runs before any server starts, each with its own
 message; the untampered build passes both. One signed tiny build (conftest's ``signed``), one folder per tampering,
@@ -11,9 +11,9 @@ import pathlib
 
 import pytest
 
-from deployment_spec import build_statement
-from deployment_spec.build_statement import STATEMENT_FILE
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds import statement as build_statement
+from deployment_spec.builds.statement import STATEMENT_FILE
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.parsing.errors import UserError
 from deployment_spec.served import resolve_endpoint
 from mb_support import TINY_SPEC

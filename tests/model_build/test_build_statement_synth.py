@@ -12,8 +12,8 @@ import aws_cdk as cdk
 import pytest
 
 import app as app_module  # sets JSII_NODE to the venv's Node before aws_cdk's stacks load
-from deployment_spec.build_statement import STATEMENT_FILE
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.statement import STATEMENT_FILE
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.parsing.errors import PropsError
 from model_build import signing
 from signed_support import (STATEMENT_TAMPERINGS, TAMPERINGS, TARBALL_TAMPERINGS, Signed, expected_refusal,

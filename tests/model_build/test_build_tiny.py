@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from model_build import build, checks, model_config
 from model_build.onnx_graph.export import graph_io
 

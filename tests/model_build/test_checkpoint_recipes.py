@@ -11,7 +11,7 @@ import onnxruntime
 import pytest
 import torch
 
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from model_build import build
 from mb_support import make_spec
 

@@ -70,7 +70,7 @@ def test_second_cli_build_of_unchanged_tiny_spec_builds_and_writes_nothing(tiny_
 
 def test_require_all_fails_the_build_that_left_a_model_out(tiny_build, tmp_path, capsys):
     # The CI mode of a build stage that must produce every artifact; the cached models are reused.
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
 
     spec, _, work, _, _ = tiny_build
     skip_on_a_plan_building_host()

@@ -15,8 +15,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from deployment_spec.manifest import load_manifest
-from deployment_spec.build_statement import STATEMENT_FILE, read_statement
+from deployment_spec.builds.manifest import load_manifest
+from deployment_spec.builds.statement import STATEMENT_FILE, read_statement
 from signed_support import added_model, another_build, rewrite, tampered_tarballs
 
 HANDLERS = pathlib.Path(__file__).resolve().parents[2] / "triton_constructs" / "handlers"

@@ -122,7 +122,7 @@ def test_dali_1_31_refuses_gpu_operators_without_a_cuda_driver(tmp_path):
 
 
 def test_the_config_is_the_dali_backends(tmp_path):
-    from deployment_spec.manifest import TensorSpec
+    from deployment_spec.builds.manifest import TensorSpec
     from model_build import model_config
 
     model = _model()

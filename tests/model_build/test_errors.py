@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from deployment_spec.manifest import ModelEntry, TensorSpec, load_manifest
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec, load_manifest
 from model_build import build, checks, layout
 from model_build.backends.ensemble import build as ensemble
 from model_build.errors import BuildError

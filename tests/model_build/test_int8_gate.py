@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from model_build import build
 from model_build.backends.onnxruntime import verification as onnx_check
 

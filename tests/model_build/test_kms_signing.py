@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from moto import mock_aws
 
-from deployment_spec.build_statement import STATEMENT_FILE, read_statement
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.statement import STATEMENT_FILE, read_statement
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
 from model_build.kms_signing import KmsSigningKey, named_key
@@ -85,7 +85,7 @@ def test_a_kms_signed_build_verifies_and_rebuilds_to_the_same_bytes(signed, kms,
     for artifact in (a for ep in first.endpoints.values() for a in ep.artifacts):
         verified = signing.verify_tarball(tmp_path / "one" / artifact.file, tmp_path / "kms.pub")
         assert verified.signer == artifact.signer == signing.public_key_identity(tmp_path / "kms.pub")
-    # The signed build statement beside the manifest, signed by the same KMS key (deployment_spec.build_statement).
+    # The signed build statement beside the manifest, signed by the same KMS key (deployment_spec.builds.statement).
     assert read_statement(tmp_path / "one" / STATEMENT_FILE, tmp_path / "kms.pub").signer == artifact.signer
     signs = len(kms.signs)
     # The tiny models' statements are under KMS's 4,096 bytes; the build statement, naming every tarball, is not.

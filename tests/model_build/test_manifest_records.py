@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from deployment_spec.manifest import (ExecutionEnvironment, Manifest, ManifestError, ModelEntry, TensorSpec,
+from deployment_spec.builds.manifest import (ExecutionEnvironment, Manifest, ManifestError, ModelEntry, TensorSpec,
                                       Verification, load_manifest)
 from model_build.verification.record import not_run, typed
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from deployment_spec.manifest import TensorSpec, load_manifest
+from deployment_spec.builds.manifest import TensorSpec, load_manifest
 from model_build import build
 from model_build.errors import BuildError
 from model_build.onnx_graph import output_names

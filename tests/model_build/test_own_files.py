@@ -14,7 +14,7 @@ import onnx
 import pytest
 import torch
 
-from deployment_spec.manifest import TensorSpec, load_manifest
+from deployment_spec.builds.manifest import TensorSpec, load_manifest
 from model_build import build
 from model_build.verification.file_check import this_machines
 from mb_support import make_spec

@@ -13,7 +13,7 @@ import tarfile
 
 import pytest
 
-from deployment_spec.manifest import ExecutionEnvironment, ModelEntry, load_manifest
+from deployment_spec.builds.manifest import ExecutionEnvironment, ModelEntry, load_manifest
 from model_build import build, model_config
 from model_build.backends.python import execution_env as python_env_build
 from model_build.errors import BuildError

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from deployment_spec import recipe_sources
+from deployment_spec.builds import recipe_sources
 from model_build import hashing
 
 
@@ -68,14 +68,14 @@ def test_a_recipe_in_an_installed_package_counts_only_its_own_package(project, m
 
 
 def test_a_recipe_beside_the_spec_is_found_without_sys_path_and_an_edit_makes_its_build_stale(project):
-    # Synth and `tritonsm serve` look beside the spec, as the build does (deployment_spec.model_sources), with no
+    # Synth and `tritonsm serve` look beside the spec, as the build does (deployment_spec.builds.model_sources), with no
     # sys.path of the build's: an edit to a module the recipe imports is told, an unused module's is not.
     import sys
 
     sys.path.remove(str(project))   # the fixture's monkeypatch puts sys.path back
-    from deployment_spec import model_sources
-    from deployment_spec.built import build_problems
-    from deployment_spec.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry
+    from deployment_spec.builds import model_sources
+    from deployment_spec.builds.spec_match import build_problems
+    from deployment_spec.builds.manifest import Artifact, EndpointArtifacts, Manifest, ModelEntry
     from mb_support import make_spec
 
     spec = make_spec(project, 'm: {backend: onnxruntime, source: {recipe: "scorer.recipe:exportable"}, '

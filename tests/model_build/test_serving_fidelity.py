@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.sections.model import Tolerance
 from mb_support import make_spec
 from model_build import build, reproducible

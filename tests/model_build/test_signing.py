@@ -13,9 +13,9 @@ import tarfile
 
 import pytest
 
-from deployment_spec.build_statement import STATEMENT_FILE
+from deployment_spec.builds.statement import STATEMENT_FILE
 from deployment_spec.facts import images
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.sections.signing import SigningSpec
 from model_build import build, signing
 from mb_support import TINY_SPEC
@@ -70,7 +70,7 @@ def test_two_signed_builds_give_the_same_bytes(signed, tmp_path):
     first, second = (load_manifest(out / "manifest.json") for out in (signed.out, tmp_path / "assets"))
     assert first.endpoints == second.endpoints
     assert signed.tarball().read_bytes() == (tmp_path / "assets" / signed.tarball().name).read_bytes()
-    # ... and the same signed build statement (deployment_spec/build_statement.py).
+    # ... and the same signed build statement (deployment_spec/builds/statement.py).
     assert (signed.out / STATEMENT_FILE).read_bytes() == (tmp_path / "assets" / STATEMENT_FILE).read_bytes()
     for ep in first.endpoints.values():
         for artifact in ep.artifacts:

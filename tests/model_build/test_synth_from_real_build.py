@@ -9,7 +9,7 @@ import app as app_module  # sets JSII_NODE to the venv's Node before aws_cdk loa
 def test_every_stage_synthesizes_from_the_real_manifest(tiny_build, tmp_path):
     import aws_cdk as cdk
 
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
 
     spec, out, _, report, _ = tiny_build
     manifest_path = out / "manifest.json"

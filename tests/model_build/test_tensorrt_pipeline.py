@@ -5,7 +5,7 @@ import pathlib
 import subprocess
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from model_build import build, model_config
 from model_build.backends.tensorrt import gpu, runner
 

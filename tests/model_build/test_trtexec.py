@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from model_build.errors import BuildError
 from model_build.backends.tensorrt import trtexec
 

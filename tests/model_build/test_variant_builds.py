@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.rules.variant_plan import endpoints_to_build
 from model_build import build
 from model_build.build_context import serving_devices
@@ -191,7 +191,7 @@ def test_synth_offers_only_endpoints_whose_variants_were_all_built(tmp_path):
                                          "endpoints: `cdk synth -c endpoints=other`")
 
 
-# --- a build the spec no longer names: one rule for synth and `tritonsm serve` (deployment_spec.built) -------------
+# --- a build the spec no longer names: one rule for synth and `tritonsm serve` (deployment_spec.builds.spec_match) -------------
 
 def _synth_and_serve_errors(spec, build_spec) -> tuple[str, str]:
     """What synth (the stacks' check) and `tritonsm serve` (resolve_endpoint) say about the build ``build_spec``."""

@@ -1,4 +1,4 @@
-"""The standard-library ECDSA verifier synth checks the signed build statement with (deployment_spec/ecdsa_verify.py),
+"""The standard-library ECDSA verifier synth checks the signed build statement with (deployment_spec/builds/ecdsa_verify.py),
 held to ``cryptography`` (OpenSSL): its curve constants are OpenSSL's, it accepts what OpenSSL signs on P-256, P-384
 and P-521 (random and deterministic nonces), and refuses a changed message, another key's signature, a changed or
 out-of-range signature, and keys it cannot verify with."""
@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-from deployment_spec import ecdsa_verify
+from deployment_spec.builds import ecdsa_verify
 
 CURVES = [(ec.SECP256R1(), hashes.SHA256()), (ec.SECP384R1(), hashes.SHA384()), (ec.SECP521R1(), hashes.SHA512())]
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPOSITORY_ROOT))
 import numpy as np  # noqa: E402
 
 from deployment_spec import DEFAULT_SPEC, SpecError, load_spec  # noqa: E402
-from deployment_spec.manifest import DEFAULT_MANIFEST  # noqa: E402
+from deployment_spec.builds.manifest import DEFAULT_MANIFEST  # noqa: E402
 from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION  # noqa: E402
 from local_endpoint import (  # noqa: E402
     LocalEndpointError,

@@ -305,7 +305,7 @@ def _deployed_load(args: argparse.Namespace, spec, plan, client=None):
     from deployment_spec.rules.component_endpoint import component_name
     from deployment_spec.rules.container_env import endpoint_name
     from deployment_spec.sections.endpoint import EndpointKind
-    from deployment_spec.manifest import load_manifest
+    from deployment_spec.builds.manifest import load_manifest
     from deployment_spec.served import built_artifacts, spec_endpoint
 
     import dataclasses

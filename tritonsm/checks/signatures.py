@@ -1,10 +1,10 @@
 """Model tarballs checked against the spec's signing key before they serve: by `tritonsm serve` before it starts
 Triton, and by `tritonsm verify --signatures` (the delivery pipeline's verify step) before a stage deploys.
 
-With ``signing.public_key`` the build's signed statement (deployment_spec.build_statement, beside the manifest) is
+With ``signing.public_key`` the build's signed statement (deployment_spec.builds.statement, beside the manifest) is
 verified first; then every model directory must carry a valid signature by that key (model_build.signing), and
 each tarball must be the one the statement binds (its models, each signature's digest, its sha256 and size:
-deployment_spec.statement_checks); last, the manifest must say what the statement says. Anything else stops the
+deployment_spec.builds.statement_checks); last, the manifest must say what the statement says. Anything else stops the
 command with its own message. Without a key nothing can be verified: `tritonsm verify --signatures` names each
 tarball as unsigned, or as signed but unchecked; `tritonsm serve` serves as before.
 """
@@ -14,8 +14,8 @@ import hashlib
 import pathlib
 from typing import Iterable, Mapping, Optional
 
-from deployment_spec import build_statement, statement_checks
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds import statement as build_statement, statement_checks
+from deployment_spec.builds.manifest import Manifest
 from model_build import signing
 
 

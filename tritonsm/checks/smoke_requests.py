@@ -27,7 +27,7 @@ import numpy as np
 from deployment_spec.sections.dali import image_inputs
 from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.parsing.errors import UserError
-from deployment_spec.manifest import EndpointArtifacts, Manifest, TensorSpec
+from deployment_spec.builds.manifest import EndpointArtifacts, Manifest, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import AUDIO, IMAGE
 from local_endpoint.client.payload import DecodedResponse, EncodedRequest, NamedTensor, encode_request

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from deployment_spec import load_spec
-from deployment_spec.manifest import EndpointArtifacts
+from deployment_spec.builds.manifest import EndpointArtifacts
 from deployment_spec.parsing.errors import UserError
 from deployment_spec.rules.component_endpoint import component_name
 from deployment_spec.rules.container_env import endpoint_name

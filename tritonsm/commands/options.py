@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from deployment_spec.manifest import DEFAULT_MANIFEST
+from deployment_spec.builds.manifest import DEFAULT_MANIFEST
 
 # Spelled out here, not imported from local_endpoint.image.images, to keep numpy out of every command.
 SAGEMAKER, IMAGE_KINDS = "sagemaker", ("sagemaker", "ngc")

@@ -20,7 +20,7 @@ from deployment_spec import load_spec
 from deployment_spec.rules.component_endpoint import component_name
 from deployment_spec.rules.container_env import endpoint_name
 from deployment_spec.parsing.errors import UserError
-from deployment_spec.manifest import load_manifest
+from deployment_spec.builds.manifest import load_manifest
 from deployment_spec.served import built_artifacts, resolve_endpoint, spec_endpoint
 from tritonsm.commands.options import add_image_flags, add_spec_endpoint_flags
 

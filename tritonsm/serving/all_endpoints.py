@@ -67,7 +67,7 @@ def run_serve_all(args: argparse.Namespace) -> int:
 def _not_built(manifest_path: pathlib.Path, endpoint: EndpointSpec) -> str | None:
     """Why the build skipped endpoint ``name`` or the build of one of its variants (a TensorRT model without a GPU),
     if it did; a missing or broken manifest is left to ``resolve_endpoint``, which says how to fix it."""
-    from deployment_spec.manifest import ManifestError, load_manifest
+    from deployment_spec.builds.manifest import ManifestError, load_manifest
     try:
         not_built = load_manifest(manifest_path).not_built
     except ManifestError:

@@ -17,7 +17,7 @@ import pathlib
 from typing import Mapping
 
 from deployment_spec.sections import dali as dali_spec
-from deployment_spec.manifest import ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import DALI_RELEASES, DaliRelease
 from model_build.backends.result import BackendResult

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping
 
-from deployment_spec.manifest import ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.backends.ensemble.by_name import by_name
 from model_build.backends.result import BackendResult

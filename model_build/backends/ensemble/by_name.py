@@ -5,7 +5,7 @@ import re
 from typing import Mapping
 
 from deployment_spec.sections import dali, tasks
-from deployment_spec.manifest import ModelEntry
+from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import EnsembleStep, ModelSpec
 
 # A DALI first step (task.preprocess: dali) keeps the dali backend's tensor names (its external_source is the

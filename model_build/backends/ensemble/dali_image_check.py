@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deployment_spec.sections.dali import DaliPipeline
-from deployment_spec.manifest import Verification
+from deployment_spec.builds.manifest import Verification
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import DALI_RELEASES
 from deployment_spec.sections.tasks import TaskKind

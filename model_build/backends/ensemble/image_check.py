@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from deployment_spec.manifest import Verification
+from deployment_spec.builds.manifest import Verification
 from deployment_spec.sections.tasks import TaskKind
 from model_build import layout
 from model_build.backends.ensemble import image_samples, task_check, task_reference

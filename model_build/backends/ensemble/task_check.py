@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from deployment_spec.manifest import ModelEntry, Verification
+from deployment_spec.builds.manifest import ModelEntry, Verification
 from deployment_spec.sections.model import Backend, ModelSpec
 from deployment_spec.facts.serving_runtimes import runtime
 from deployment_spec.sections.tasks import TaskKind, Task

@@ -7,7 +7,7 @@ import functools
 import pathlib
 from typing import Mapping
 
-from deployment_spec.manifest import ModelEntry, Verification
+from deployment_spec.builds.manifest import ModelEntry, Verification
 from deployment_spec.sections.model import ModelSpec
 from model_build import dispatch
 from model_build.backends.ensemble import audio_check, dali_image_check, image_check, task_check

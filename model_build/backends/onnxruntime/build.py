@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping
 
-from deployment_spec.manifest import ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import runtime
 from model_build import checks, given_files, memory_budget

@@ -7,7 +7,7 @@ from typing import Mapping
 
 from deployment_spec import Spec
 from deployment_spec.sections import requirements
-from deployment_spec.manifest import ModelEntry
+from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import layout, model_config
 from model_build.backends.python import execution_env

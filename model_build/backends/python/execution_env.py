@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from deployment_spec.facts import instances
-from deployment_spec.manifest import ExecutionEnvironment
+from deployment_spec.builds.manifest import ExecutionEnvironment
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.rules.variant_plan import endpoints_to_build
 from model_build.errors import BuildError

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import Any, Mapping
 
-from deployment_spec.manifest import ModelEntry
+from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import runtime
 from model_build import given_files, reproducible

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Callable, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.facts.serving_runtimes import ServingRuntime
 from model_build import given_files

@@ -18,7 +18,7 @@ import pathlib
 import warnings
 from typing import Optional
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from model_build import reproducible
 from model_build.backends.pytorch import trace_failures
 from model_build.errors import BuildError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping, cast
 
-from deployment_spec.manifest import ModelEntry, TensorSpec
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build import given_files, reproducible
 from model_build.backends.result import BackendResult, BuildGpu

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from typing import Callable, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError, ToolUnavailable
 from model_build.backends.tensorrt import trtexec

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from deployment_spec.manifest import TensorSpec
+from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import HardwareCompatibility, ModelSpec, Precision, TensorRTSettings
 from model_build.errors import BuildError
 from model_build.versions import trt_at_least

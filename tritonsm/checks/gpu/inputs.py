@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from tritonsm.checks.smoke_requests import SmokeCase
-from deployment_spec.manifest import ModelEntry
+from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import ModelSpec
 from local_endpoint.client.payload import NamedTensor
 

@@ -96,7 +96,7 @@ class ModelEntry:
     builder: BuilderFacts = BuilderFacts()
     verification: Verification = Verification(ran=False)
     execution_environment: Optional[ExecutionEnvironment] = None
-    # What it was built from (deployment_spec.model_sources): sha256 of its settings, of each file or folder it read
+    # What it was built from (deployment_spec.builds.model_sources): sha256 of its settings, of each file or folder it read
     # (by its field under models.<name>) and of a user recipe's module; the stamps (names, sizes, mtimes) spare a
     # check re-reading unchanged files. Empty in a manifest written before they were recorded.
     sources: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -3,7 +3,7 @@ recipe's module with the modules beside it that it imports.
 
 The build's cache key covers these (``model_build.build`` adds the Triton release, its own code and the tool
 versions), and the manifest records them per model (``ModelEntry.sources``), so that synth and `tritonsm serve`
-can tell a build made from other sources than the spec names now (``deployment_spec.built``). One computation
+can tell a build made from other sources than the spec names now (``deployment_spec.builds.spec_match``). One computation
 for both, the standard library only: the synth path hashes without torch or model_build.
 
 Each source also gets a stamp (its files' names, sizes and modification times): an unchanged stamp means
@@ -20,7 +20,7 @@ import os
 import pathlib
 from typing import Any, Callable, Optional, Sequence
 
-from deployment_spec import recipe_sources
+from deployment_spec.builds import recipe_sources
 from deployment_spec.sections.model import ModelSpec
 
 SETTINGS = "settings"   # the record's key for the model's entry under models:

@@ -1,6 +1,6 @@
 """ECDSA signature verification with the standard library alone: the NIST curves P-256, P-384 and P-521.
 
-Synth checks the signed build statement (deployment_spec.build_statement) with the spec's public key, and the
+Synth checks the signed build statement (deployment_spec.builds.statement) with the spec's public key, and the
 construct library's base install has no ``cryptography`` package (only aws-cdk-lib, constructs and PyYAML), so
 the check is written here: SEC 1 v2.0, section 4.1.4 (verification), on the curves of FIPS 186-5 / SP 800-186,
 each with the hash model-signing pairs with it (P-256: SHA-256, P-384: SHA-384, P-521: SHA-512). Only

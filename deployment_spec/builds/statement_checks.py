@@ -1,4 +1,4 @@
-"""A tarball and a manifest held to the verified build statement (deployment_spec.build_statement).
+"""A tarball and a manifest held to the verified build statement (deployment_spec.builds.statement).
 
 One set of checks and messages for every reader: ``tritonsm serve`` and ``tritonsm verify --signatures`` (after
 each model directory's own signature, tritonsm/checks/signatures.py), synth (stacks/model_signatures.py) and the
@@ -15,8 +15,8 @@ import dataclasses
 import json
 from typing import Any, Mapping
 
-from deployment_spec.build_statement import BuildStatement, predicate
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds.statement import BuildStatement, predicate
+from deployment_spec.builds.manifest import Manifest
 from deployment_spec.parsing.errors import Problem
 
 SIGNATURE_FILE = "model.sig"  # model_build.signing.SIGNATURE_FILE: each model directory's signature

@@ -7,7 +7,7 @@ the same key, verifies just as well. ``tritonsm build --signing-key`` therefore 
 (https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md). Its subjects are the tarballs (name,
 sha256); its predicate is the part of the manifest that decides what serves: per endpoint its kind, default model
 and tarballs (file, sha256, size, models, signer, each ``model.sig``'s sha256), per Triton model its spec model,
-backend, build hash and sources (the hashes of what it was built from: deployment_spec.model_sources), and the
+backend, build hash and sources (the hashes of what it was built from: deployment_spec.builds.model_sources), and the
 Triton release. It is signed with the key
 that signs the models, over DSSE's pre-authentication encoding; the signature's ``keyid`` is the key's identity
 (``sha256:`` of its PEM, as in every ``model.sig``).
@@ -26,8 +26,8 @@ import json
 import pathlib
 from typing import Any, Mapping, Optional
 
-from deployment_spec import ecdsa_verify
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds import ecdsa_verify
+from deployment_spec.builds.manifest import Manifest
 from deployment_spec.parsing.errors import Problem, UserError
 from deployment_spec.sections.signing import key_identity, public_key_der
 

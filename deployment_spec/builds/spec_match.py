@@ -11,8 +11,8 @@ from __future__ import annotations
 import pathlib
 from typing import Mapping
 
-from deployment_spec import model_sources, recipe_sources
-from deployment_spec.manifest import Manifest
+from deployment_spec.builds import model_sources, recipe_sources
+from deployment_spec.builds.manifest import Manifest
 from deployment_spec.parsing.errors import UserError
 from deployment_spec.rules.cross_section import served_models
 from deployment_spec.sections.endpoint import EndpointSpec

@@ -8,7 +8,7 @@ counts only its own package's files: walking site-packages would read torch's th
 (importlib.import_module) are not seen: such a module is listed nowhere, so a change to it does not rebuild.
 
 Here, not in model_build: the build's cache key and the staleness check of synth and `tritonsm serve`
-(``deployment_spec.model_sources``) find the same files, and the synth path imports no model_build.
+(``deployment_spec.builds.model_sources``) find the same files, and the synth path imports no model_build.
 """
 from __future__ import annotations
 
