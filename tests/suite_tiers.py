@@ -11,7 +11,7 @@ keeping some of its tests would pay for the fixture anyway.
 The recorded times: ``.tritonsm/module-durations.json`` after a local ``make test`` (this machine's own), else
 ``tests/module_durations.json``, committed from a full run in CI's conditions (2 cores).
 
-``make test`` runs on two pytest-xdist workers, each test module whole on one of them (``--dist loadfile``, so a
+``make test`` runs on three pytest-xdist workers (on 2 cores: the tests wait on servers and subprocesses), each test module whole on one of them (``--dist loadfile``, so a
 module's fixtures are made once), and hands out the modules slowest first (``--no-loadscope-reorder`` keeps the
 order made here): the longest modules then overlap instead of one of them running alone at the end.
 """
