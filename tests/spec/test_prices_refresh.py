@@ -121,6 +121,9 @@ def no_credentials(tmp_path, monkeypatch):
         empty.write_text("")
         monkeypatch.setenv(name, str(empty))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # boto3.client uses boto3's module-wide default session, which keeps the credentials it found first: a test of
+    # the same worker that called AWS with keys before would leave them there.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
 
 
 def _snapshot_line(folder) -> str:
