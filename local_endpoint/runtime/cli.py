@@ -81,6 +81,7 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
     """Start `endpoint` (a ``LocalRuntime``, or any local endpoint), announce it, and serve until SIGINT or
     SIGTERM, restarting its failed servers within ``restarts``; 0 on a clean stop."""
     stop_requested = threading.Event()
+    previous_hook = sys.unraisablehook
     # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     # A process started as a background job (`cmd &`, nohup, some CI runners) inherits SIGINT as
@@ -95,11 +96,21 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         # start-up timeout) it interrupts like Ctrl-C, and the restart stops the server it was starting.
         supervising = threading.Event()
 
-        def stop_soon(*_: object) -> None:
+        def stop_soon(signum: int, _frame: object) -> None:
             stop_requested.set()
             if supervising.is_set():
                 raise KeyboardInterrupt
 
+        def deliver_again(unraisable: "sys.UnraisableHookArgs") -> None:
+            # The stop landed in code that cannot raise: a restart forks its server, and logging's at-fork hook
+            # (_releaseLock) runs in the parent, where the interrupt would be printed as "Exception ignored" and
+            # lost. Sent again, it arrives in the restart itself, which then stops the server it was starting.
+            if isinstance(unraisable.exc_value, KeyboardInterrupt) and stop_requested.is_set():
+                signal.raise_signal(signal.SIGTERM)
+                return
+            previous_hook(unraisable)
+
+        sys.unraisablehook = deliver_again
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, stop_soon)
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
@@ -126,6 +137,7 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         _stop_ignoring_ctrl_c(endpoint)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = previous_hook
 
 
 def _stop_ignoring_ctrl_c(endpoint: LocalEndpointLifecycle) -> None:
