@@ -96,7 +96,7 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         # start-up timeout) it interrupts like Ctrl-C, and the restart stops the server it was starting.
         supervising = threading.Event()
 
-        def stop_soon(signum: int, _frame: object) -> None:
+        def stop_soon(_signum: int, _frame: object) -> None:
             stop_requested.set()
             if supervising.is_set():
                 raise KeyboardInterrupt
