@@ -8,6 +8,7 @@ from deployment_spec.facts.serving_runtimes import DEFAULT_TRITON_VERSION
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import EnvironmentVariableError
 from local_endpoint.server import archive, backends, disk_space, ports, python_envs, work_dirs
+from local_endpoint.server.generate_route import GenerateRoute, is_decoupled
 from local_endpoint.server.launch import default_log_path, start_sagemaker_triton
 from local_endpoint.server.serve_flags import SME, validate_environment
 from local_endpoint.server.server_process import TritonProcess
@@ -80,6 +81,7 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         self._install: TritonInstall | None = None
         self.server_name = TRITON   # in supervision's messages; a component or variant names itself
         self.supervisor: Supervisor | None = None   # once `tritonsm serve` supervises it
+        self.decoupled = False   # the default model streams: its generate-stream route is opened (generate_route)
 
     @property
     def server_pid(self) -> int | None:
@@ -89,6 +91,12 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
     def metrics_url(self) -> str | None:
         """Triton's Prometheus metrics, when the environment turns them on."""
         return self._process.metrics_url if self._process else None
+
+    @property
+    def generate_route(self) -> GenerateRoute | None:
+        """Where a decoupled default model's generate-stream route answers (None for any other model)."""
+        port = self._process.http_port if self._process else None
+        return GenerateRoute(port, self.default_model) if port and self.default_model else None
 
     @property
     def stand_in_notes(self) -> list[str]:
@@ -105,6 +113,8 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
         listing = backends.list_archive_models(self.tarball)
         archive.check_single_model_layout(self.tarball, listing)
         self.default_model = archive.choose_default_model(self.tarball, listing, default_model)
+        default_files = listing.get(self.default_model) or listing.get(backends.TOP_LEVEL)
+        self.decoupled = is_decoupled(default_files.config_text if default_files else None)
         install = find_triton_install()
         available = install.available_backends()
         needed = backends.models_to_load(listing, self.tarball, self.default_model)
@@ -147,6 +157,7 @@ class SingleModelEndpoint(LocalEndpointLifecycle):
             log_path=self.log_path,
             startup_timeout=self.startup_timeout,
             restarting=restarting,
+            generate_stream=self.decoupled,
         )
 
     def supervise(self, policy: RestartPolicy, label: str) -> None:

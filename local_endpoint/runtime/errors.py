@@ -93,5 +93,12 @@ def model_error_message(endpoint_name: str, variant: str, original_status: int, 
             f"See {log or 'the server log'} (deployed: log group {_log_group(endpoint_name)}) for more information.")
 
 
+def model_stream_error_message(endpoint_name: str, variant: str, what: str, log: str = "") -> str:
+    """A ModelStreamError's message (InvokeEndpointWithResponseStream, once the stream has begun): ``what`` went
+    wrong, worded like ModelError's, since SageMaker publishes no wording of its own."""
+    return (f"{what} in the middle of the response stream from {variant}. See {log or 'the server log'} "
+            f"(deployed: log group {_log_group(endpoint_name)}) for more information.")
+
+
 def _log_group(endpoint_name: str) -> str:
     return f"/aws/sagemaker/Endpoints/{endpoint_name}"

@@ -1,6 +1,8 @@
 """The HTTP handler of the local SageMaker Runtime: InvokeEndpoint, and the container contract passed on.
 
 ``POST /endpoints/{EndpointName}/invocations`` is InvokeEndpoint (``runtime_routes``);
+``POST /endpoints/{EndpointName}/invocations-response-stream`` is InvokeEndpointWithResponseStream (``streaming``),
+written out with chunked transfer encoding one event at a time;
 ``POST /endpoints/{EndpointName}/async-invocations`` is InvokeEndpointAsync, for the asynchronous endpoints
 (``local_endpoint.asynchronous``), which refuse InvokeEndpoint as SageMaker does. In front of one
 endpoint (``tritonsm serve ENDPOINT``) every other request (``GET /ping``, ``POST /invocations``, an MME's
@@ -21,6 +23,7 @@ from local_endpoint.endpoints.mme_front_door import FrontDoorHandler
 from local_endpoint.endpoints.model_cache import JSON, error_reply
 from local_endpoint.runtime.errors import RuntimeReply
 from local_endpoint.runtime.routes import FORWARDED, RuntimeTarget, endpoint_in_path, invoke
+from local_endpoint.runtime.streaming import STREAM_SUFFIX, UpstreamStream, open_stream, watch_for_hang_up
 
 PING_TIMEOUT = 5.0
 
@@ -47,7 +50,16 @@ class RuntimeHandler(FrontDoorHandler):
         queues = self.runtime.asynchronous.queues if self.runtime.asynchronous else {}
         name = endpoint_in_path(self.path)
         asynchronous_name = endpoint_in_path(self.path, ASYNC_SUFFIX)
-        if asynchronous_name is not None:
+        streaming_name = endpoint_in_path(self.path, STREAM_SUFFIX)
+        if streaming_name is not None:
+            refusal = realtime_refusal(queues, streaming_name)
+            stream = refusal or open_stream(self.runtime.targets, streaming_name, headers, body,
+                                            self.runtime.invoke_timeout)
+            if isinstance(stream, UpstreamStream):
+                self._send_stream(stream)
+            else:
+                self._send_runtime(stream)
+        elif asynchronous_name is not None:
             self._send_runtime(invoke_async(queues, self.runtime.targets, asynchronous_name, headers, body))
         elif name is not None:
             self._send_runtime(realtime_refusal(queues, name) or invoke(self.runtime.targets, name, headers, body,
@@ -69,6 +81,8 @@ class RuntimeHandler(FrontDoorHandler):
         if target is None:
             self._send(error_reply(404, f"no route {method} {self.path}; this local SageMaker Runtime serves "
                                         "POST /endpoints/{EndpointName}/invocations (InvokeEndpoint), "
+                                        "POST /endpoints/{EndpointName}/invocations-response-stream "
+                                        "(InvokeEndpointWithResponseStream), "
                                         "POST /endpoints/{EndpointName}/async-invocations (InvokeEndpointAsync) "
                                         "and GET /ping"))
             return
@@ -90,3 +104,24 @@ class RuntimeHandler(FrontDoorHandler):
         self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
         self.wfile.write(reply.body)
+
+    def _send_stream(self, stream: UpstreamStream) -> None:
+        """Each event-stream message as one HTTP chunk, sent as it comes (``wfile`` is unbuffered)."""
+        self.send_response(200)
+        for key, value in stream.headers.items():
+            self.send_header(key, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        ended = watch_for_hang_up(self.connection, stream.hang_up)
+        try:
+            for message in stream.messages():
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(message), message))
+            if stream.cancelled:
+                self.close_connection = True
+            else:
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):   # hung up while we wrote
+            self.close_connection = True
+        finally:
+            ended.set()
+            stream.close()

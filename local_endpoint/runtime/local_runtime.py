@@ -157,5 +157,6 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         target_models=tuple(getattr(server, "target_models", ())) if endpoint.kind is EndpointKind.MULTI_MODEL else (),
         components=tuple(getattr(server, "component_names", ())),
         loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
+        generate=getattr(server, "generate_route", None),   # a decoupled model (single-model endpoint)
         traffic=getattr(server, "traffic", None),   # an endpoint with variants or a shadow (local_endpoint.variants)
         health=server if isinstance(server, LocalEndpointLifecycle) else None)   # supervised by `tritonsm serve`

@@ -28,6 +28,7 @@ from local_endpoint.client.invoke import INFERENCE_COMPONENT_HEADER as INFERENCE
 from local_endpoint.client.invoke import TARGET_MODEL_HEADER as TARGET_MODEL
 from local_endpoint.runtime import errors
 from local_endpoint.runtime.errors import RuntimeReply
+from local_endpoint.server.generate_route import GenerateRoute
 
 SME, MME, COMPONENTS = EndpointKind.SINGLE_MODEL, EndpointKind.MULTI_MODEL, EndpointKind.INFERENCE_COMPONENTS
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
@@ -74,6 +75,9 @@ class RuntimeTarget:
         traffic: An endpoint with variants or a shadow: routes each request to a variant (its port, name and log).
         health: Its server's state under `tritonsm serve`'s supervision (the local endpoint itself); None where it
             has none (a container in its image).
+        generate: A single-model endpoint whose model is decoupled: its generate-stream route, which answers
+            InvokeEndpoint and InvokeEndpointWithResponseStream (``streaming``) as the container in generate_stream
+            mode answers ``/invocations``.
     """
 
     name: str
@@ -86,6 +90,7 @@ class RuntimeTarget:
     log: str = ""
     traffic: Optional[VariantTraffic] = None
     health: Optional["Health"] = None
+    generate: Optional[GenerateRoute] = None
 
 
 class Health(Protocol):
@@ -129,16 +134,10 @@ def endpoint_in_path(path: str, suffix: str = PATH_SUFFIX) -> Optional[str]:
 def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str, str], body: bytes,
            timeout: float = INVOKE_TIMEOUT) -> RuntimeReply:
     """One InvokeEndpoint call: checked as SageMaker checks it, then sent to the endpoint's container."""
-    if len(body) > MAX_BODY_BYTES:
-        return errors.content_too_large(MAX_BODY_BYTES, f"the body has {len(body):,} bytes; InvokeEndpoint takes at "
-                                                        f"most {MAX_BODY_BYTES:,}: {ASYNC_HINT}")
-    target = targets.get(name)
-    if target is None:
-        return unknown_endpoint(name, targets)
     headers = {key.lower(): value for key, value in headers.items()}   # HTTP header names ignore case
-    refused = _check_headers(target, headers)
-    if refused is not None:
-        return refused
+    target = checked_target(targets, name, headers, body)
+    if isinstance(target, RuntimeReply):
+        return target
     traffic = target.traffic
     if traffic is not None:
         chosen = traffic.choose(target, headers)
@@ -150,6 +149,18 @@ def invoke(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str
     if traffic is not None:
         traffic.answered(target, headers, body, reply, started, (time.perf_counter() - clock) * 1000)
     return reply
+
+
+def checked_target(targets: Mapping[str, RuntimeTarget], name: str, headers: Mapping[str, str],
+                   body: bytes) -> Union[RuntimeTarget, RuntimeReply]:
+    """The endpoint a call addresses, or SageMaker's refusal of the call (``headers``: names in lower case)."""
+    if len(body) > MAX_BODY_BYTES:
+        return errors.content_too_large(MAX_BODY_BYTES, f"the body has {len(body):,} bytes; InvokeEndpoint takes at "
+                                                        f"most {MAX_BODY_BYTES:,}: {ASYNC_HINT}")
+    target = targets.get(name)
+    if target is None:
+        return unknown_endpoint(name, targets)
+    return _check_headers(target, headers) or target
 
 
 def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: bytes,
@@ -169,9 +180,9 @@ def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: 
             f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again; "
             f"{ASYNC_HINT}.", target.log)
     except (OSError, http.client.HTTPException) as error:   # refused, or the connection dropped mid-answer
-        return _unavailable(target, name, error)
+        return unavailable(target, name, error)
     if reply.status == 502 and target.kind is not SME and down_reason(target, 0) is not None:
-        return _unavailable(target, name, reply.body.decode(errors="replace"))   # the front said so: restarting
+        return unavailable(target, name, reply.body.decode(errors="replace"))   # the front said so: restarting
     if reply.status >= 400:
         return errors.model_error(name, target.variant, reply.status,
                                   reply.body.decode(errors="replace"), target.log)
@@ -182,7 +193,7 @@ def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: 
     return RuntimeReply(reply.status, answer, reply.body)
 
 
-def _unavailable(target: RuntimeTarget, name: str, error: object) -> RuntimeReply:
+def unavailable(target: RuntimeTarget, name: str, error: object) -> RuntimeReply:
     """SageMaker's ServiceUnavailable (503) while the endpoint's container is down: why, when it is being
     restarted."""
     down = down_reason(target)
@@ -221,7 +232,14 @@ def unknown_variant(name: str, variant: str, production: Iterable[str], shadow: 
 
 def send_to_container(target: RuntimeTarget, headers: Mapping[str, str], body: bytes, timeout: float) -> HttpReply:
     """The container contract's ``POST /invocations`` with the body and the headers SageMaker passes on
-    (``FORWARDED``, names in any case). Raises OSError (socket.timeout past ``timeout``) if nothing answers."""
+    (``FORWARDED``, names in any case); a decoupled model's generate-stream route instead, whose whole
+    ``text/event-stream`` answer the container in generate_stream mode returns there (an error before the first
+    event: its ``{"error": ...}`` as Triton's other routes answer it). Raises OSError (socket.timeout past
+    ``timeout``) if nothing answers."""
+    if target.generate is not None:
+        reply = call("127.0.0.1", target.generate.port, "POST", target.generate.path, body=body,
+                     headers={"Content-Type": "application/json"}, timeout=timeout)
+        return dataclasses.replace(reply, body=sse_error(reply.body)) if reply.status >= 400 else reply
     given = {key.lower(): value for key, value in headers.items()}
     forwarded = {key: given[key.lower()] for key in FORWARDED if given.get(key.lower())}
     return call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded, timeout=timeout)
@@ -256,3 +274,9 @@ def _check_headers(target: RuntimeTarget, headers: Mapping[str, str]) -> Optiona
             f"Endpoint {target.name} hosts inference components and {said}; pass InferenceComponentName, one of: "
             f"{', '.join(target.components)}")
     return None
+
+
+def sse_error(body: bytes) -> bytes:
+    """Triton's ``{"error": ...}`` in a generate-stream answer's ``data: {"error": ...}`` event (else ``body``)."""
+    text = body.strip()
+    return text[len(b"data:"):].strip() if text.startswith(b"data:") else body

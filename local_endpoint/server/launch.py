@@ -9,6 +9,7 @@ import tempfile
 
 from local_endpoint.errors import PortInUseError, ServerStartError
 from local_endpoint.server import loopback, work_dirs
+from local_endpoint.server.generate_route import http_flags
 from local_endpoint.server.ports import free_port
 from local_endpoint.server.serve_flags import LOCAL_LOOPBACK_FLAGS, sagemaker_server_launch
 from local_endpoint.server.server_process import TritonProcess
@@ -42,9 +43,12 @@ def start_sagemaker_triton(
     log_path: pathlib.Path,
     startup_timeout: float,
     restarting: TritonProcess | None = None,
+    generate_stream: bool = False,
 ) -> TritonProcess:
     """Start tritonserver with the serve script's flags and wait for /ping. ``restarting``: the server this one
-    replaces (``supervision``): its log goes on in the same file, its metrics port is kept."""
+    replaces (``supervision``): its log goes on in the same file, its metrics and HTTP ports are kept.
+    ``generate_stream``: also open Triton's KServe HTTP front end on a free port of 127.0.0.1 (``http_port``), for
+    a decoupled model's generate-stream route (``generate_route``)."""
     backend_dir = prepare_backend_directory(install, work_dir / "backends")
     metrics_port = None
     if env.get("SAGEMAKER_TRITON_ALLOW_METRICS", "").lower() in ("true", "1"):
@@ -59,11 +63,15 @@ def start_sagemaker_triton(
     # A flag the container does not pass: its backends live at the
     # default /opt/tritonserver/backends, ours in a directory we assembled.
     arguments = [*launch.arguments, f"--backend-directory={backend_dir}"]
+    http_port = ((restarting.http_port if restarting else None) or free_port()) if generate_stream else None
+    if http_port is not None:
+        arguments += http_flags(http_port)
     # Off the network (``loopback``): every front end that takes an address on 127.0.0.1, and the SageMaker one,
     # which takes none, in a network namespace behind 127.0.0.1 relays of its ports.
     listen_all = loopback.listen_all()
     status_file = work_dir / "network-status"
-    launcher = [] if listen_all else loopback.launcher_command([port, *filter(None, [metrics_port])], status_file)
+    relayed = [port, *filter(None, [metrics_port, http_port])]
+    launcher = [] if listen_all else loopback.launcher_command(relayed, status_file)
     if not listen_all:
         arguments = [*LOCAL_LOOPBACK_FLAGS, *arguments]
     process = TritonProcess(
@@ -71,6 +79,7 @@ def start_sagemaker_triton(
         append=restarting is not None,
     )
     process.metrics_port = metrics_port
+    process.http_port = http_port
     work_dirs.add_owner(work_dir, process.pid)  # the folder is in use while its server runs
     try:
         process.wait_until_ready(port, startup_timeout)

@@ -143,6 +143,8 @@ class TritonProcess(LoggedProcess):
     # Triton's Prometheus metrics port, when the environment turns them on (set by the launcher). A class default:
     # the image's Container, which starts `docker run` itself, keeps its metrics in the container (none here).
     metrics_port: int | None = None
+    # Triton's KServe HTTP port, opened for a decoupled model's generate-stream route (``generate_route``).
+    http_port: int | None = None
 
     def __init__(
         self,
