@@ -1,0 +1,969 @@
+"""Text generation with continuous batching, for the decoupled Triton Python-backend model ``hf_generate.py``.
+
+Prompts in, text streamed out: a background scheduler thread holds one running batch; between decoding steps it
+prefills newly submitted requests (each alone, so its first token is what ``model.generate`` gives for it) and lets
+them JOIN the batch, and finished requests LEAVE it. The batch's key/value caches are kept aligned on the left:
+
+* causal LMs: a joining row's cache is left-padded to the batch's length (or the batch's to the row's), the
+  attention mask marks pads with 0, and position ids come from the mask's cumulative sum, as ``generate`` builds
+  them for left-padded batches; transformers' masks are index based (cache length), so pads are simply never seen.
+* encoder-decoders: the encoder runs once per request; encoder outputs and cross-attention caches are right-padded
+  to the batch's longest prompt with an encoder mask, and the decoder caches are left-padded like a causal LM's.
+  T5's relative position bias depends only on distances, so left pads do not move it; BART-like learned decoder
+  positions are computed from the cache length, so a hook on the decoder's position embedding gives each row its
+  own position.
+
+Where a checkpoint's cache or positions cannot be aligned this way (sliding-window layers that already dropped
+tokens, linear-attention or other hybrid caches, sinusoidal decoder positions...), the request is decoded in a batch
+of its own, beside the shared one: correct, only slower.
+
+Pure Python + torch + transformers; it ships beside ``model.py`` in the Triton model directory and imports its
+sibling ``step_requests.py`` from there (no import from the build's repository).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError  # noqa: E402
+
+LOG = logging.getLogger(__name__)
+
+KINDS = ("text-generation", "text2text-generation")
+# A token is rarely longer than this many characters: the prompt is cut off (refused) before tokenizing beyond it,
+# so an oversize body costs a length check, not a tokenization.
+CHARS_PER_TOKEN_CAP = 64
+FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED = "stop", "length", "cancelled"
+
+OnText = Callable[[str], None]
+OnDone = Callable[[Optional[str], dict], None]
+IsCancelled = Callable[[], bool]
+OnToken = Callable[[int], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The spec's bounds for one endpoint (``task.generation``); config.pbtxt parameters of the same names."""
+
+    max_new_tokens: int = 256
+    default_max_new_tokens: int = 64
+    max_temperature: float = 2.0
+    max_top_k: int = 100
+    max_repetition_penalty: float = 2.0
+    max_stop_strings: int = 4
+    max_prompt_tokens: int = 1024
+    max_concurrent: int = 8
+
+    @classmethod
+    def from_parameters(cls, parameters: dict[str, str]) -> "Limits":
+        """The bounds from config.pbtxt's string parameters; a bound not set there keeps its default."""
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            if field.name in parameters:
+                kind = float if field.type in ("float", float) else int
+                try:
+                    values[field.name] = kind(parameters[field.name])
+                except ValueError:
+                    raise ValueError(f"config.pbtxt parameter {field.name}: {parameters[field.name]!r} is not "
+                                     f"{'a number' if kind is float else 'an integer'}") from None
+        limits = cls(**values)
+        if not 1 <= limits.default_max_new_tokens <= limits.max_new_tokens:
+            raise ValueError(f"config.pbtxt parameter default_max_new_tokens: {limits.default_max_new_tokens} is "
+                             f"not from 1 to max_new_tokens ({limits.max_new_tokens})")
+        if limits.max_concurrent < 1 or limits.max_prompt_tokens < 1:
+            raise ValueError("config.pbtxt parameters max_concurrent and max_prompt_tokens must be at least 1")
+        return limits
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One request's decoding settings, validated."""
+
+    max_new_tokens: int
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: Optional[int] = None
+    stream: bool = True
+
+    @property
+    def greedy(self) -> bool:
+        return not self.do_sample or self.temperature == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Request parameters
+
+
+SAMPLING_ONLY = ("temperature", "top_p", "top_k", "seed")
+KNOWN_PARAMETERS = ("do_sample", "max_new_tokens", "repetition_penalty", "seed", "stop", "stream", "temperature",
+                    "top_k", "top_p")
+SEED_BOUND = 2 ** 63
+
+
+def _shown(value: Any) -> str:
+    """A request value as the client wrote it (JSON)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _bound_error(name: str, value: Any, bound: Any, spec_name: str) -> RequestError:
+    return RequestError(f"parameters.{name}: {_shown(value)} is above this endpoint's bound {bound} (the spec's "
+                        f"task.generation.{spec_name}); send at most {bound}")
+
+
+def _integer(name: str, value: Any, allowed: str) -> int:
+    # bool is an int subclass in Python: true/false are not numbers here.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError(f"parameters.{name}: {_shown(value)} is not an integer; send {allowed}")
+    return value
+
+
+def _number(name: str, value: Any, allowed: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RequestError(f"parameters.{name}: {_shown(value)} is not a number; send {allowed}")
+    return float(value)
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise RequestError(f"parameters.{name}: {_shown(value)} is not a boolean; send true or false")
+    return value
+
+
+def _max_new_tokens(value: Any, limits: Limits) -> int:
+    allowed = f"an integer from 1 to {limits.max_new_tokens}"
+    count = _integer("max_new_tokens", value, allowed)
+    if count < 1:
+        raise RequestError(f"parameters.max_new_tokens: {count} is below 1; send {allowed}")
+    if count > limits.max_new_tokens:
+        raise _bound_error("max_new_tokens", value, limits.max_new_tokens, "max_new_tokens")
+    return count
+
+
+def _temperature(value: Any, limits: Limits) -> float:
+    allowed = f"a number from 0 (greedy) to {limits.max_temperature}"
+    temperature = _number("temperature", value, allowed)
+    if temperature < 0:
+        raise RequestError(f"parameters.temperature: {_shown(value)} is below 0; send {allowed}")
+    if temperature > limits.max_temperature:
+        raise _bound_error("temperature", value, limits.max_temperature, "max_temperature")
+    return temperature
+
+
+def _top_p(value: Any) -> float:
+    allowed = "a number above 0 and at most 1 (1 keeps every token)"
+    top_p = _number("top_p", value, allowed)
+    if not 0 < top_p <= 1:
+        raise RequestError(f"parameters.top_p: {_shown(value)} is outside (0, 1]; send {allowed}")
+    return top_p
+
+
+def _top_k(value: Any, limits: Limits) -> int:
+    allowed = f"an integer from 0 (no top-k) to {limits.max_top_k}"
+    top_k = _integer("top_k", value, allowed)
+    if top_k < 0:
+        raise RequestError(f"parameters.top_k: {top_k} is below 0; send {allowed}")
+    if top_k > limits.max_top_k:
+        raise _bound_error("top_k", value, limits.max_top_k, "max_top_k")
+    return top_k
+
+
+def _repetition_penalty(value: Any, limits: Limits) -> float:
+    allowed = f"a number above 0 and at most {limits.max_repetition_penalty} (1 means no penalty)"
+    penalty = _number("repetition_penalty", value, allowed)
+    if penalty <= 0:
+        raise RequestError(f"parameters.repetition_penalty: {_shown(value)} is not above 0; send {allowed}")
+    if penalty > limits.max_repetition_penalty:
+        raise _bound_error("repetition_penalty", value, limits.max_repetition_penalty, "max_repetition_penalty")
+    return penalty
+
+
+def _seed(value: Any) -> int:
+    allowed = f"an integer from 0 to {SEED_BOUND - 1}"
+    seed = _integer("seed", value, allowed)
+    if not 0 <= seed < SEED_BOUND:
+        raise RequestError(f"parameters.seed: {seed} is outside 0 to {SEED_BOUND - 1}; send {allowed}")
+    return seed
+
+
+def _stop(value: Any, limits: Limits) -> tuple[str, ...]:
+    """A string, a list of strings, or a string holding a JSON array of strings (Triton's generate route passes
+    only scalar parameters, so a client sends a list as its JSON text)."""
+    allowed = (f'a string or a list of at most {limits.max_stop_strings} non-empty strings, e.g. "stop": ["\\n\\n"] '
+               'or "stop": "[\\"\\\\n\\\\n\\"]"')
+    items: Any = value
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            items = value  # a stop string that merely starts with '['
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise RequestError(f"parameters.stop: {_shown(value)} is not a string or a list of strings; send {allowed}")
+    if any(item == "" for item in items):
+        raise RequestError(f"parameters.stop: {_shown(value)} holds an empty string; send {allowed}")
+    if len(items) > limits.max_stop_strings:
+        raise RequestError(f"parameters.stop: {len(items)} stop strings are above this endpoint's bound "
+                           f"{limits.max_stop_strings} (the spec's task.generation.max_stop_strings); send at most "
+                           f"{limits.max_stop_strings}")
+    return tuple(dict.fromkeys(items))
+
+
+def parse_request(parameters: dict, limits: Limits) -> Settings:
+    """Settings from a request's parameters (Triton's generate route: the JSON object ``parameters``).
+
+    Greedy unless ``do_sample`` is true; temperature, top_p, top_k and seed apply to sampling only, so sending one
+    of them without ``do_sample: true`` is refused rather than silently ignored."""
+    if not isinstance(parameters, dict):
+        raise RequestError(f"parameters: {_shown(parameters)} is not a JSON object; send e.g. "
+                           '"parameters": {"max_new_tokens": 32}')
+    unknown = sorted(set(parameters) - set(KNOWN_PARAMETERS))
+    if unknown:
+        raise RequestError(f"parameters.{unknown[0]} is not a parameter of this endpoint; known: "
+                           f"{', '.join(KNOWN_PARAMETERS)}; remove it or correct its name")
+    do_sample = _boolean("do_sample", parameters.get("do_sample", False))
+    if not do_sample:
+        given = [name for name in SAMPLING_ONLY if name in parameters]
+        if given:
+            raise RequestError(f"parameters.{given[0]} applies only to sampling, and this request decodes greedily "
+                               f"(do_sample is false or absent); send \"do_sample\": true with it, or remove it")
+    settings = Settings(
+        max_new_tokens=_max_new_tokens(parameters.get("max_new_tokens", limits.default_max_new_tokens), limits),
+        do_sample=do_sample,
+        temperature=_temperature(parameters["temperature"], limits) if "temperature" in parameters else 1.0,
+        top_p=_top_p(parameters["top_p"]) if "top_p" in parameters else 1.0,
+        top_k=_top_k(parameters["top_k"], limits) if "top_k" in parameters else 0,
+        repetition_penalty=(_repetition_penalty(parameters["repetition_penalty"], limits)
+                            if "repetition_penalty" in parameters else 1.0),
+        stop=_stop(parameters["stop"], limits) if "stop" in parameters else (),
+        seed=_seed(parameters["seed"]) if "seed" in parameters else None,
+        stream=_boolean("stream", parameters.get("stream", True)),
+    )
+    return settings
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text out
+
+
+class _Detokenizer:
+    """Incremental decoding: text for new tokens once it no longer ends in half a UTF-8 character.
+
+    Decodes a short window (the tokens of the last emitted piece plus the new ones) twice, without and with the new
+    tokens, and emits the difference: a byte-level token that ends inside a character decodes to U+FFFD until its
+    other bytes arrive, and a SentencePiece word start keeps its space because the window starts before it."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        self._ids: list[int] = []
+        self._prefix = 0  # window start
+        self._read = 0  # tokens before this one have been emitted
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return str(self._tokenizer.decode(ids, skip_special_tokens=True))
+
+    def add(self, token: int) -> str:
+        self._ids.append(token)
+        before = self._decode(self._ids[self._prefix:self._read])
+        after = self._decode(self._ids[self._prefix:])
+        if len(after) > len(before) and not after.endswith("\ufffd"):
+            self._prefix, self._read = self._read, len(self._ids)
+            return after[len(before):]
+        return ""
+
+    def flush(self) -> str:
+        """Whatever is held back, replacement characters included (the sequence has ended)."""
+        before = self._decode(self._ids[self._prefix:self._read])
+        after = self._decode(self._ids[self._prefix:])
+        self._prefix = self._read = len(self._ids)
+        return after[len(before):]
+
+
+class _StopText:
+    """Text to send, cut at the first stop string (not included), holding back a tail that may start one."""
+
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self._stops = stops
+        self._longest = max((len(stop) for stop in stops), default=0)
+        self._text = ""
+        self._sent = 0
+
+    def push(self, delta: str) -> tuple[str, bool]:
+        """(text to send now, whether a stop string ended the sequence)."""
+        self._text += delta
+        # A match can only start in unsent text: a started match is always held back (see _held).
+        found = [at for at in (self._text.find(stop, self._sent) for stop in self._stops) if at >= 0]
+        if found:
+            end = min(found)
+            out = self._text[self._sent:end]
+            self._text, self._sent = self._text[:end], end
+            return out, True
+        end = max(self._sent, len(self._text) - self._held())
+        out, self._sent = self._text[self._sent:end], end
+        return out, False
+
+    def _held(self) -> int:
+        """Length of the longest tail of the text that is the start of a stop string."""
+        for size in range(min(self._longest - 1, len(self._text)), 0, -1):
+            tail = self._text[-size:]
+            if any(stop.startswith(tail) for stop in self._stops):
+                return size
+        return 0
+
+    def rest(self) -> str:
+        out, self._sent = self._text[self._sent:], len(self._text)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sequences and batches
+
+
+@dataclasses.dataclass
+class _Request:
+    prompt_ids: list[int]
+    settings: Settings
+    on_text: OnText
+    on_done: OnDone
+    is_cancelled: IsCancelled
+    on_token: Optional[OnToken]
+
+
+class _Sequence:
+    """One request being decoded: its tokens, text state, sampling state and callbacks."""
+
+    def __init__(self, request: _Request, tokenizer: Any, vocab_size: int, device: torch.device,
+                 penalised: list[int]) -> None:
+        self.request = request
+        self.settings = request.settings
+        self.generated: list[int] = []
+        self.done = False
+        self._detokenizer = _Detokenizer(tokenizer)
+        self._stop = _StopText(request.settings.stop)
+        self.generator: Optional[torch.Generator] = None
+        if not self.settings.greedy:
+            # Own generator per sequence: a seeded request samples the same tokens whatever else runs beside it.
+            self.generator = torch.Generator(device=device)
+            self.generator.manual_seed(self.settings.seed if self.settings.seed is not None
+                                       else random.randrange(SEED_BOUND))
+        self.seen: Optional[torch.Tensor] = None
+        if self.settings.repetition_penalty != 1.0:
+            # transformers penalises every token of input_ids: prompt + generated for a causal LM, the decoder's
+            # tokens (from its start token) for an encoder-decoder.
+            self.seen = torch.zeros(vocab_size, dtype=torch.bool, device=device)
+            self.seen[torch.tensor(penalised, dtype=torch.long, device=device)] = True
+
+    def usage(self) -> dict:
+        return {"prompt_tokens": len(self.request.prompt_ids), "completion_tokens": len(self.generated)}
+
+    def accept(self, token: int, eos: frozenset[int]) -> Optional[str]:
+        """Take a generated token, send its text; the finish reason if it ended the sequence."""
+        self.generated.append(token)
+        if self.seen is not None:
+            self.seen[token] = True
+        if self.request.on_token is not None:
+            self.request.on_token(token)
+        if token in eos:
+            self._send_rest()
+            return FINISH_STOP
+        out, stopped = self._stop.push(self._detokenizer.add(token))
+        self._send(out)
+        if stopped:
+            return FINISH_STOP
+        if len(self.generated) >= self.settings.max_new_tokens:
+            self._send_rest()
+            return FINISH_LENGTH
+        return None
+
+    def _send(self, text: str) -> None:
+        if text:
+            self.request.on_text(text)
+
+    def _send_rest(self) -> None:
+        out, stopped = self._stop.push(self._detokenizer.flush())
+        self._send(out if stopped else out + self._stop.rest())
+
+    def finish(self, reason: Optional[str], error: Optional[str] = None) -> None:
+        """Call on_done once; a failing callback is logged (the scheduler serves the others on)."""
+        if self.done:
+            return
+        self.done = True
+        usage = self.usage()
+        if error is not None:
+            usage["error"] = error
+        try:
+            self.request.on_done(reason, usage)
+        except Exception:  # noqa: BLE001 - a client's callback must not stop the scheduler
+            LOG.exception("on_done of a generation request failed")
+
+
+@dataclasses.dataclass
+class _Batch:
+    """Rows decoded together. ``mask`` is the self-attention (decoder) mask over the cache's columns, 0 on pads;
+    ``encoder``/``encoder_mask`` are the padded encoder outputs of an encoder-decoder."""
+
+    rows: list[_Sequence]
+    cache: Any
+    mask: torch.Tensor
+    next_tokens: torch.Tensor
+    shared: bool
+    encoder: Optional[torch.Tensor] = None
+    encoder_mask: Optional[torch.Tensor] = None
+
+
+@dataclasses.dataclass
+class Timings:
+    """Where the scheduler's time goes (seconds and counts since start), for benchmarks and logs."""
+
+    prefill_s: float = 0.0
+    prefills: int = 0
+    forward_s: float = 0.0
+    steps: int = 0
+    rows_decoded: int = 0
+    choose_s: float = 0.0
+    emit_s: float = 0.0
+    batch_s: float = 0.0
+    loop_s: float = 0.0
+    widest: int = 0  # the most rows one step of the shared batch decoded together
+
+
+def _pad(tensor: torch.Tensor, dim: int, size: int, left: bool) -> torch.Tensor:
+    """``tensor`` zero-padded along ``dim`` to ``size``."""
+    missing = size - tensor.shape[dim]
+    if missing == 0:
+        return tensor
+    shape = list(tensor.shape)
+    shape[dim] = missing
+    zeros = tensor.new_zeros(shape)
+    return torch.cat([zeros, tensor] if left else [tensor, zeros], dim=dim)
+
+
+def _join(tensors: list[torch.Tensor], dim: int, left: bool) -> torch.Tensor:
+    """Rows of different lengths along ``dim`` padded to the longest, stacked on the batch dimension."""
+    size = max(tensor.shape[dim] for tensor in tensors)
+    return torch.cat([_pad(tensor, dim, size, left) for tensor in tensors], dim=0)
+
+
+def _plain_layers(cache: Any) -> Optional[list[tuple[torch.Tensor, torch.Tensor]]]:
+    """(keys, values) per layer when ``cache`` is a DynamicCache of full-length layers; None otherwise.
+
+    A sliding-window layer that still holds every token is as good as a plain one: the model's sliding mask is index
+    based, so left pads keep the window right; once it has dropped tokens its columns no longer line up."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+    if type(cache) is not DynamicCache:
+        return None
+    layers = []
+    for layer in cache.layers:
+        if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer) or not layer.is_initialized:
+            return None
+        if type(layer) is DynamicSlidingWindowLayer and layer.cumulative_length > layer.keys.shape[-2]:
+            return None
+        layers.append((layer.keys, layer.values))
+    return layers
+
+
+def _dynamic(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+    from transformers.cache_utils import DynamicCache
+
+    return DynamicCache(layers)
+
+
+class Engine:
+    """Continuous-batching generation on one model; requests run through ``submit``, callbacks on its thread."""
+
+    def __init__(self, model: Any, tokenizer: Any, limits: Limits, kind: str, device: str = "cpu",
+                 eos_token_ids: Optional[Sequence[int]] = None, decoder_start_token_id: Optional[int] = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.limits = limits
+        self.seq2seq = kind == "text2text-generation"
+        self.device = torch.device(device)
+        generation = getattr(model, "generation_config", None)
+        if eos_token_ids is None:
+            eos_token_ids = _ids(getattr(generation, "eos_token_id", None)) or _ids(tokenizer.eos_token_id)
+        self.eos = frozenset(eos_token_ids)
+        if self.seq2seq and decoder_start_token_id is None:
+            decoder_start_token_id = (getattr(generation, "decoder_start_token_id", None)
+                                      or model.config.decoder_start_token_id)
+            if decoder_start_token_id is None:
+                raise ValueError("an encoder-decoder needs decoder_start_token_id (generation_config.json)")
+        self.decoder_start = decoder_start_token_id
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self._forward_parameters = set(inspect.signature(model.forward).parameters)
+        self._positions: Optional[torch.Tensor] = None
+        self._hook: Any = None
+        self._decoder_positions = self._decoder_position_mode()
+        self.timings = Timings()
+        self._waiting: "queue.Queue[_Request]" = queue.Queue()
+        self._wake = threading.Event()
+        self._closed = False
+        self._shared: Optional[_Batch] = None
+        self._alone: list[_Batch] = []
+        self._thread = threading.Thread(target=self._run, name="generation-scheduler", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def from_checkpoint(cls, folder: str, kind: str, limits: Limits, device: str = "cpu") -> "Engine":
+        """The checkpoint's model, its own fast tokenizer (and chat template), and generation_config.json."""
+        import transformers
+
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, use_fast=True)
+        auto = transformers.AutoModelForSeq2SeqLM if kind == "text2text-generation" else \
+            transformers.AutoModelForCausalLM
+        model = auto.from_pretrained(folder).to(device)
+        if os.path.exists(os.path.join(folder, "generation_config.json")):
+            model.generation_config = transformers.GenerationConfig.from_pretrained(folder)
+        return cls(model, tokenizer, limits, kind, device=device)
+
+    # --- prompts
+
+    def encode(self, text: Optional[str] = None, messages: Optional[list] = None) -> list[int]:
+        """Token ids of a prompt, or of chat ``messages`` through the checkpoint's chat template."""
+        if (text is None) == (messages is None):
+            raise RequestError("send either text_input (a prompt) or messages (a chat), not both and not neither")
+        if messages is not None:
+            text = self._chat_text(messages)
+            special = False  # the template writes its own special tokens
+        else:
+            special = True
+        assert text is not None
+        bound = self.limits.max_prompt_tokens
+        if len(text) > bound * CHARS_PER_TOKEN_CAP:
+            raise RequestError(f"the prompt is {len(text)} characters, more than {bound} tokens can hold on this "
+                               f"endpoint (its bound: max_prompt_tokens {bound}, the spec's "
+                               f"task.generation.max_prompt_tokens); send a shorter prompt")
+        ids = list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
+        if not ids:
+            raise RequestError("the prompt is empty (no tokens); send some text")
+        if len(ids) > bound:
+            raise RequestError(f"the prompt is {len(ids)} tokens, above this endpoint's bound {bound} (the spec's "
+                               f"task.generation.max_prompt_tokens); send at most {bound} tokens")
+        return ids
+
+    def _chat_text(self, messages: Any) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise RequestError("messages: this checkpoint has no chat template (tokenizer_config.json "
+                               "chat_template or chat_template.jinja); send the prompt as text_input instead")
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and set(m) == {"role", "content"} and isinstance(m["role"], str)
+                and isinstance(m["content"], str) for m in messages):
+            raise RequestError(f"messages: {_shown(messages)[:200]} is not a non-empty list of "
+                               '{"role": ..., "content": ...} objects with string values; send e.g. '
+                               '[{"role": "user", "content": "Hello"}]')
+        return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+    # --- requests
+
+    def submit(self, prompt_ids: list[int], settings: Settings, on_text: OnText, on_done: OnDone,
+               is_cancelled: IsCancelled, on_token: Optional[OnToken] = None) -> None:
+        """Queue a request; its text arrives through ``on_text`` (on the scheduler thread), then ``on_done`` once
+        with the finish reason ("stop", "length", "cancelled"; None on an error, named by usage["error"]) and usage
+        {prompt_tokens, completion_tokens}. ``on_token`` sees each generated id (tests)."""
+        if self._closed:
+            raise RuntimeError("the generation engine is closed")
+        if not prompt_ids:
+            raise RequestError("the prompt is empty (no tokens); send some text")
+        self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token))
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the scheduler; requests still running or waiting end as cancelled."""
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout=60)
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    # --- the scheduler
+
+    def _run(self) -> None:
+        with torch.inference_mode():
+            while not self._closed:
+                if not self._rows() and self._waiting.empty():
+                    self._wake.wait(timeout=0.5)
+                    self._wake.clear()
+                    continue
+                started = time.perf_counter()
+                try:
+                    self._admit()
+                    self._drop_cancelled()
+                    for batch in self._batches():
+                        self._step(batch)
+                except Exception as exc:  # noqa: BLE001 - bookkeeping failed: end what runs, keep the thread
+                    LOG.exception("the generation scheduler failed")
+                    self._fail_all(f"generation failed: {type(exc).__name__}: {exc}")
+                self.timings.loop_s += time.perf_counter() - started
+        self._end_all()
+
+    def _fail_all(self, error: str) -> None:
+        for batch in self._batches():
+            for row in batch.rows:
+                row.finish(None, error=error)
+        self._shared, self._alone = None, []
+
+    def _batches(self) -> list[_Batch]:
+        return ([self._shared] if self._shared is not None else []) + list(self._alone)
+
+    def _rows(self) -> int:
+        return sum(len(batch.rows) for batch in self._batches())
+
+    def _admit(self) -> None:
+        """Prefill waiting requests while the running batch has room; they join it before the next step."""
+        while self._rows() < self.limits.max_concurrent:
+            try:
+                request = self._waiting.get_nowait()
+            except queue.Empty:
+                return
+            self._start(request)
+
+    def _start(self, request: _Request) -> None:
+        try:
+            penalised = [self.decoder_start] if self.seq2seq else request.prompt_ids
+            sequence = _Sequence(request, self.tokenizer, self.vocab_size, self.device, penalised)
+        except Exception as exc:  # noqa: BLE001 - e.g. a generator the device refuses: this request's failure
+            LOG.exception("starting a generation request failed")
+            _safe_done(request, None, {"prompt_tokens": len(request.prompt_ids), "completion_tokens": 0,
+                                       "error": f"generation failed: {type(exc).__name__}: {exc}"})
+            return
+        try:
+            if request.is_cancelled():
+                sequence.finish(FINISH_CANCELLED)
+                return
+            started = time.perf_counter()
+            batch, logits = self._prefill(sequence)
+            self.timings.prefill_s += time.perf_counter() - started
+            self.timings.prefills += 1
+            self._take(batch, logits)
+        except Exception as exc:  # noqa: BLE001 - one request's failure is answered to it alone
+            LOG.exception("prefill of a generation request failed")
+            sequence.finish(None, error=f"generation failed: {type(exc).__name__}: {exc}")
+            return
+        if not sequence.done:  # max_new_tokens 1, or EOS / a stop string at once: it never joins
+            self._place(batch)
+
+    def _place(self, batch: _Batch) -> None:
+        started = time.perf_counter()
+        if not batch.shared:
+            self._alone.append(batch)
+        elif self._shared is None:
+            self._shared = batch
+        else:
+            self._shared = self._merge(self._shared, batch)
+        self.timings.batch_s += time.perf_counter() - started
+
+    def _drop_cancelled(self) -> None:
+        for batch in self._batches():
+            for row in batch.rows:
+                try:
+                    cancelled = row.request.is_cancelled()
+                except Exception:  # noqa: BLE001 - a sender that cannot answer has lost its client
+                    cancelled = True
+                if cancelled:
+                    row.finish(FINISH_CANCELLED)
+            self._leave(batch)
+
+    def _step(self, batch: _Batch) -> None:
+        try:
+            started = time.perf_counter()
+            logits = self._decode(batch)
+            self.timings.forward_s += time.perf_counter() - started
+            self.timings.steps += 1
+            self.timings.rows_decoded += len(batch.rows)
+            if batch.shared:
+                self.timings.widest = max(self.timings.widest, len(batch.rows))
+            self._take(batch, logits)
+        except Exception as exc:  # noqa: BLE001 - end this batch's requests, keep serving
+            LOG.exception("a generation step failed")
+            for row in batch.rows:
+                row.finish(None, error=f"generation failed: {type(exc).__name__}: {exc}")
+            self._remove(batch)  # its cache may be half updated: never decode it again
+            return
+        self._leave(batch)
+
+    def _take(self, batch: _Batch, logits: torch.Tensor) -> None:
+        """Choose each row's next token, send its text, and mark the rows that finished."""
+        started = time.perf_counter()
+        tokens = self._choose(logits, batch.rows)
+        batch.next_tokens = torch.tensor(tokens, dtype=torch.long, device=self.device)
+        chosen = time.perf_counter()
+        self.timings.choose_s += chosen - started
+        for row, token in zip(batch.rows, tokens):
+            try:
+                reason = row.accept(token, self.eos)
+            except Exception as exc:  # noqa: BLE001 - a failing on_text ends its own request only
+                LOG.exception("sending generated text failed")
+                row.finish(None, error=f"sending the text failed: {type(exc).__name__}: {exc}")
+                continue
+            if reason is not None:
+                row.finish(reason)
+        self.timings.emit_s += time.perf_counter() - chosen
+
+    def _end_all(self) -> None:
+        for batch in self._batches():
+            for row in batch.rows:
+                row.finish(FINISH_CANCELLED)
+        self._shared, self._alone = None, []
+        while not self._waiting.empty():
+            request = self._waiting.get_nowait()
+            _safe_done(request, FINISH_CANCELLED, {"prompt_tokens": len(request.prompt_ids), "completion_tokens": 0})
+
+    # --- model calls
+
+    def _prefill(self, sequence: _Sequence) -> tuple[_Batch, torch.Tensor]:
+        """The prompt alone through the model (as ``generate`` runs it): a batch of one row and its logits."""
+        ids = torch.tensor([sequence.request.prompt_ids], dtype=torch.long, device=self.device)
+        ones = torch.ones_like(ids)
+        if self.seq2seq:
+            return self._prefill_seq2seq(sequence, ids, ones)
+        kwargs: dict[str, Any] = dict(input_ids=ids, attention_mask=ones, use_cache=True)
+        if "position_ids" in self._forward_parameters:
+            kwargs["position_ids"] = torch.arange(ids.shape[1], device=self.device)[None]
+        if "logits_to_keep" in self._forward_parameters:
+            kwargs["logits_to_keep"] = 1  # generate asks for the last position only
+        out = self.model(**kwargs)
+        layers = _plain_layers(out.past_key_values) if "position_ids" in self._forward_parameters else None
+        cache = _dynamic(layers) if layers is not None else out.past_key_values
+        batch = _Batch([sequence], cache, ones, ids[:, -1], shared=layers is not None)
+        return batch, out.logits[:, -1, :]
+
+    def _prefill_seq2seq(self, sequence: _Sequence, ids: torch.Tensor,
+                         ones: torch.Tensor) -> tuple[_Batch, torch.Tensor]:
+        encoder = self.model.get_encoder()(input_ids=ids, attention_mask=ones, return_dict=True).last_hidden_state
+        start = torch.tensor([[self.decoder_start]], dtype=torch.long, device=self.device)
+        decoder_mask = torch.ones_like(start)
+        self._positions = torch.zeros_like(start)
+        try:
+            out = self._seq2seq_forward(encoder, ones, start, decoder_mask, None)
+        finally:
+            self._positions = None
+        cache = out.past_key_values
+        shared = self._decoder_positions is not None
+        self_layers = _plain_layers(getattr(cache, "self_attention_cache", None))
+        cross_layers = _plain_layers(getattr(cache, "cross_attention_cache", None))
+        if shared and self_layers is not None and cross_layers is not None:
+            cache = self._encoder_decoder_cache(self_layers, cross_layers)
+        else:
+            shared = False
+        batch = _Batch([sequence], cache, decoder_mask, start[:, 0], shared=shared, encoder=encoder,
+                       encoder_mask=ones)
+        return batch, out.logits[:, -1, :]
+
+    def _seq2seq_forward(self, encoder: torch.Tensor, encoder_mask: torch.Tensor, tokens: torch.Tensor,
+                         decoder_mask: torch.Tensor, cache: Any) -> Any:
+        from transformers.modeling_outputs import BaseModelOutput
+
+        return self.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder), attention_mask=encoder_mask,
+                          decoder_input_ids=tokens, decoder_attention_mask=decoder_mask, past_key_values=cache,
+                          use_cache=True)
+
+    @staticmethod
+    def _encoder_decoder_cache(self_layers: list[tuple[torch.Tensor, torch.Tensor]],
+                               cross_layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+        from transformers.cache_utils import EncoderDecoderCache
+
+        return EncoderDecoderCache(_dynamic(self_layers), _dynamic(cross_layers))
+
+    def _decode(self, batch: _Batch) -> torch.Tensor:
+        """One token for every row: the batch's pending tokens through the model; logits [rows, vocabulary]."""
+        tokens = batch.next_tokens[:, None]
+        batch.mask = torch.cat([batch.mask, torch.ones_like(tokens)], dim=1)
+        positions = batch.mask.sum(dim=1, keepdim=True) - 1  # as generate's cumsum - 1 at the last column
+        if self.seq2seq:
+            assert batch.encoder is not None and batch.encoder_mask is not None
+            self._positions = positions
+            try:
+                out = self._seq2seq_forward(batch.encoder, batch.encoder_mask, tokens, batch.mask, batch.cache)
+            finally:
+                self._positions = None
+        else:
+            kwargs: dict[str, Any] = dict(input_ids=tokens, attention_mask=batch.mask, past_key_values=batch.cache,
+                                          use_cache=True)
+            if "position_ids" in self._forward_parameters:
+                kwargs["position_ids"] = positions
+            out = self.model(**kwargs)
+        batch.cache = out.past_key_values
+        return out.logits[:, -1, :]
+
+    def _decoder_position_mode(self) -> Optional[str]:
+        """How an encoder-decoder's decoder rows can have positions of their own in a left-padded batch:
+        "relative" (T5: distances only), "hook" (BART-like learned embedding, replaced per row), None (no way:
+        decode alone)."""
+        if not self.seq2seq:
+            return None
+        decoder = self.model.get_decoder()
+        embed = getattr(decoder, "embed_positions", None)
+        if embed is None:
+            return "relative" if hasattr(self.model.config, "relative_attention_num_buckets") else None
+        if isinstance(embed, torch.nn.Embedding) and isinstance(getattr(embed, "offset", None), int):
+            self._hook = embed.register_forward_hook(self._row_positions)
+            return "hook"
+        return None
+
+    def _row_positions(self, module: torch.nn.Module, _inputs: Any, output: torch.Tensor) -> Optional[torch.Tensor]:
+        # BART computes decoder positions from the cache length, the same for every row; each row's own position
+        # (its decoder mask's count - 1) gives the embedding ``generate`` would use for it alone.
+        if self._positions is None or threading.current_thread() is not self._thread:
+            return None  # not this engine's decoding step (a test's generate on the same model, say)
+        assert isinstance(module, torch.nn.Embedding)
+        offset = int(getattr(module, "offset"))
+        return torch.nn.functional.embedding(self._positions + offset, module.weight).to(output.dtype)
+
+    # --- joining and leaving
+
+    def _merge(self, batch: _Batch, joining: _Batch) -> _Batch:
+        """``joining`` (one prefilled row) added to ``batch``: self-attention caches and masks left-padded to the
+        longer, encoder outputs and cross-attention caches right-padded."""
+        if self.seq2seq:
+            caches = [batch.cache.self_attention_cache, joining.cache.self_attention_cache]
+            crosses = [batch.cache.cross_attention_cache, joining.cache.cross_attention_cache]
+            self_layers = self._joined_layers(caches, left=True)
+            cross_layers = self._joined_layers(crosses, left=False)
+            cache = self._encoder_decoder_cache(self_layers, cross_layers)
+            assert batch.encoder is not None and joining.encoder is not None
+            assert batch.encoder_mask is not None and joining.encoder_mask is not None
+            encoder = _join([batch.encoder, joining.encoder], dim=1, left=False)
+            encoder_mask = _join([batch.encoder_mask, joining.encoder_mask], dim=1, left=False)
+        else:
+            cache = _dynamic(self._joined_layers([batch.cache, joining.cache], left=True))
+            encoder = encoder_mask = None
+        mask = _join([batch.mask, joining.mask], dim=1, left=True)
+        return _Batch(batch.rows + joining.rows, cache, mask, torch.cat([batch.next_tokens, joining.next_tokens]),
+                      shared=True, encoder=encoder, encoder_mask=encoder_mask)
+
+    @staticmethod
+    def _joined_layers(caches: list[Any], left: bool) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        layers = [cache.layers for cache in caches]
+        return [(_join([layer.keys for layer in per_layer], dim=2, left=left),
+                 _join([layer.values for layer in per_layer], dim=2, left=left))
+                for per_layer in zip(*layers)]
+
+    def _leave(self, batch: _Batch) -> None:
+        """Finished rows out of the batch: their cache rows dropped, then pad columns no row needs any more."""
+        keep = [i for i, row in enumerate(batch.rows) if not row.done]
+        if keep and len(keep) == len(batch.rows):
+            return
+        started = time.perf_counter()
+        if not keep:
+            self._remove(batch)
+        else:
+            index = torch.tensor(keep, dtype=torch.long, device=self.device)
+            batch.rows = [batch.rows[i] for i in keep]
+            batch.cache.batch_select_indices(index)
+            batch.mask = batch.mask[index]
+            batch.next_tokens = batch.next_tokens[index]
+            if batch.encoder is not None and batch.encoder_mask is not None:
+                batch.encoder, batch.encoder_mask = batch.encoder[index], batch.encoder_mask[index]
+            if batch.shared:
+                self._trim(batch)
+        self.timings.batch_s += time.perf_counter() - started
+
+    def _remove(self, batch: _Batch) -> None:
+        if batch is self._shared:
+            self._shared = None
+        else:
+            self._alone = [other for other in self._alone if other is not batch]
+
+    def _trim(self, batch: _Batch) -> None:
+        """Drop the leading decoder columns and the trailing encoder columns that are pads in every row."""
+        used = batch.mask.any(dim=0).nonzero()
+        first = int(used[0]) if used.numel() else 0
+        if first:
+            batch.mask = batch.mask[:, first:]
+            self_cache = batch.cache.self_attention_cache if self.seq2seq else batch.cache
+            batch.cache = self._replace_self_cache(batch.cache, [
+                (layer.keys[:, :, first:], layer.values[:, :, first:]) for layer in self_cache.layers])
+        if batch.encoder_mask is not None and batch.encoder is not None:
+            used = batch.encoder_mask.any(dim=0).nonzero()
+            last = int(used[-1]) + 1 if used.numel() else batch.encoder_mask.shape[1]
+            if last < batch.encoder_mask.shape[1]:
+                batch.encoder, batch.encoder_mask = batch.encoder[:, :last], batch.encoder_mask[:, :last]
+                cross = [(layer.keys[:, :, :last], layer.values[:, :, :last])
+                         for layer in batch.cache.cross_attention_cache.layers]
+                batch.cache = self._encoder_decoder_cache(
+                    [(layer.keys, layer.values) for layer in batch.cache.self_attention_cache.layers], cross)
+
+    def _replace_self_cache(self, cache: Any, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+        if not self.seq2seq:
+            return _dynamic(layers)
+        cross = [(layer.keys, layer.values) for layer in cache.cross_attention_cache.layers]
+        return self._encoder_decoder_cache(layers, cross)
+
+    # --- choosing tokens
+
+    def _choose(self, logits: torch.Tensor, rows: list[_Sequence]) -> list[int]:
+        """Next token per row: argmax for greedy rows, sampling with each row's own generator otherwise; the
+        repetition penalty first, as transformers' RepetitionPenaltyLogitsProcessor."""
+        logits = logits.float()  # generate chooses from float32 logits
+        if all(row.settings.greedy and row.seen is None for row in rows):
+            return [int(token) for token in logits.argmax(dim=-1).tolist()]
+        return [self._choose_row(logits[i], row) for i, row in enumerate(rows)]
+
+    @staticmethod
+    def _choose_row(scores: torch.Tensor, row: _Sequence) -> int:
+        settings = row.settings
+        if row.seen is not None:
+            penalty = settings.repetition_penalty
+            penalised = torch.where(scores < 0, scores * penalty, scores / penalty)
+            scores = torch.where(row.seen, penalised, scores)
+        if settings.greedy:
+            return int(scores.argmax())
+        scores = scores / settings.temperature
+        if settings.top_k:
+            scores = _top_k_filtered(scores, settings.top_k)
+        if settings.top_p < 1.0:
+            scores = _top_p_filtered(scores, settings.top_p)
+        probabilities = torch.softmax(scores, dim=-1)
+        return int(torch.multinomial(probabilities, 1, generator=row.generator))
+
+
+def _top_k_filtered(scores: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Scores below the k-th highest set to -inf (ties at the k-th kept)."""
+    kth = torch.topk(scores, min(top_k, scores.shape[-1])).values[-1]
+    return scores.masked_fill(scores < kth, float("-inf"))
+
+
+def _top_p_filtered(scores: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus: the smallest set of most likely tokens whose probability reaches ``top_p``; the likeliest always."""
+    ordered, order = torch.sort(scores, descending=False)
+    cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)
+    drop = cumulative <= 1 - top_p
+    drop[-1] = False
+    return scores.masked_fill(drop.scatter(0, order, drop), float("-inf"))
+
+
+def _safe_done(request: _Request, reason: Optional[str], usage: dict) -> None:
+    try:
+        request.on_done(reason, usage)
+    except Exception:  # noqa: BLE001 - a client's callback must not stop the scheduler
+        LOG.exception("on_done of a generation request failed")
+
+
+def _ids(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
