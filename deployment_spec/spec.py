@@ -10,7 +10,7 @@ import yaml
 
 from deployment_spec.cost import figures as cost, pricing
 from deployment_spec.facts import serving_runtimes
-from deployment_spec.rules import component_endpoint, cross_section as rules, sagemaker as sagemaker_rules, variant_plan
+from deployment_spec.rules import component_endpoint, cross_section as rules, sagemaker as sagemaker_rules, streaming, variant_plan
 from deployment_spec.sections import task_models
 from deployment_spec.rules.container_env import endpoint_name
 from deployment_spec.sections.endpoint import EndpointSpec
@@ -109,7 +109,8 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     problems += task_problems
     if declared is not None:
         declared |= set(models)  # a task's steps and ensemble
-    endpoints = _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems)
+    endpoints = {name: streaming.derived(ep, models)
+                 for name, ep in _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems).items()}
     if declared is not None:
         problems += rules.model_rules(models, declared)
     problems += rules.dali_release_rules(models, version)
@@ -265,7 +266,7 @@ def _apply_overrides(path: str, overrides: Any, endpoints_raw: Any, endpoints: d
         found: list[Problem] = []
         ep = parse_dataclass(EndpointSpec, merged_raw, f"endpoints.{ep_name}", found)
         if ep is not None:
-            ep = dataclasses.replace(ep, name=ep_name)
+            ep = streaming.derived(dataclasses.replace(ep, name=ep_name), models)
             found += rules.endpoint_rules(f"endpoints.{ep_name}", ep, models, version, declared or set(ep.models))
             resolved[ep_name] = ep
         for p in found:

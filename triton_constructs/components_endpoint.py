@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from deployment_spec.facts import instances, network_rules, triton_metrics
-from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.rules import sagemaker as sagemaker_rules, streaming
 from deployment_spec.sections.capacity_reservation import CapacityReservation, reservation_problems
 from deployment_spec.rules.component_endpoint import archive_default_model, capacity
 from deployment_spec.sections.components import ComponentSpec, ManagedInstances, RollingUpdate
@@ -126,6 +126,8 @@ class TritonComponentsEndpoint(Construct):
                        for model, archive in served.items()}
         for env in environment.values():
             problems += sagemaker_rules.container_environment_limits(env)
+        problems += streaming.container_problems(container.inference_type, multi_model=False,
+                                                 triton_version=triton_version)
         problems += triton_metrics.graphs_problems(
             observability.graphs, detailed=observability.detailed, container_metrics=container.metrics,
             path="observability.graphs")

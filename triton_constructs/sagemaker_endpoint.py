@@ -8,7 +8,7 @@ from aws_cdk import aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as 
 from constructs import Construct
 
 from deployment_spec.facts import instances, network_rules, triton_metrics
-from deployment_spec.rules import sagemaker as sagemaker_rules
+from deployment_spec.rules import sagemaker as sagemaker_rules, streaming
 from deployment_spec.sections import asynchronous as async_rules
 from deployment_spec.sections.asynchronous import Asynchronous
 from deployment_spec.sections.capacity_reservation import CapacityReservation, reservation_problems
@@ -205,6 +205,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += sagemaker_rules.prefixed("network", network_rules.subnets_in_zones(len(subnet_ids), "subnets")
                                              + network.problems())
         problems += sagemaker_rules.container_environment_limits(environment)
+        problems += streaming.container_problems(container.inference_type, multi_model=multi_model,
+                                                 triton_version=triton_version)
         problems += triton_metrics.graphs_problems(
             observability.graphs, detailed=observability.detailed, container_metrics=container.metrics,
             path="observability.graphs")

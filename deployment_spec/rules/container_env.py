@@ -51,6 +51,8 @@ def container_environment(container: Container, *, multi_model: bool, default_mo
         "SAGEMAKER_TRITON_ADDITIONAL_ARGS": " ".join((*container.additional_args, *extra_args)) or None,
     }
     env.update({k: str(v) for k, v in optional.items() if v is not None})
+    if container.inference_type is not None:
+        env["SAGEMAKER_TRITON_INFERENCE_TYPE"] = container.inference_type
     if container.metrics:  # the serve script's default is --allow-metrics=false
         env["SAGEMAKER_TRITON_ALLOW_METRICS"] = "true"
         env["SAGEMAKER_TRITON_METRICS_PORT"] = str(container.metrics_port)

@@ -5,7 +5,7 @@ import dataclasses
 from typing import Mapping, Optional
 
 from deployment_spec.facts import instances, serving_runtimes, triton_metrics
-from deployment_spec.rules import component_endpoint, variant_plan, sagemaker as sagemaker_rules
+from deployment_spec.rules import component_endpoint, streaming, variant_plan, sagemaker as sagemaker_rules
 from deployment_spec.sections import asynchronous
 from deployment_spec.sections.capacity_reservation import reservation_problems
 from deployment_spec.rules.container_env import container_environment
@@ -132,6 +132,7 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
             out.append(Problem(f"{path}.default_model", describe(ep.default_model),
                                "nothing on a multi-model endpoint (callers pick a TargetModel)", "remove default_model"))
     out += _unique_names(path, served)
+    out += streaming.endpoint_problems(path, ep, models, triton_version)
     out += _instance_rules(path, ep, served, triton_version)
     environment = container_environment(ep.container, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
                                         default_model=ep.default_model, extra_args=ep.triton_args)

@@ -92,6 +92,10 @@ class Deployment(Validated):
         return out
 
 
+# The values the image's serve script accepts for SAGEMAKER_TRITON_INFERENCE_TYPE (it exits 1 on another).
+INFERENCE_TYPES = ("infer", "generate", "generate_stream")
+
+
 @dataclasses.dataclass(frozen=True)
 class Container(Validated):
     """SageMaker Triton container settings, mapped to SAGEMAKER_TRITON_* variables (the Triton server's docker/sagemaker/serve script, r25.09)."""
@@ -109,6 +113,10 @@ class Container(Validated):
     metrics: bool = True
     metrics_port: int = dataclasses.field(default=triton_metrics.DEFAULT_METRICS_PORT,
                                           metadata=meta(minimum=1, maximum=65535))
+    # SAGEMAKER_TRITON_INFERENCE_TYPE (Triton 25.03 on): what /invocations is. The spec sets generate_stream itself
+    # where the endpoint serves a streaming task (deployment_spec.rules.streaming); unset: the image's default, infer.
+    inference_type: Optional[str] = dataclasses.field(default=None, metadata=meta(
+        help="infer, generate or generate_stream (SAGEMAKER_TRITON_INFERENCE_TYPE; Triton 25.03 or later)"))
 
     def problems(self, path: str) -> list[Problem]:
         out = triton_metrics.metrics_port_problems(self.metrics_port, join(path, "metrics_port")) \
@@ -117,6 +125,9 @@ class Container(Validated):
             if not re.fullmatch(ENV_KEY, key):
                 out.append(Problem(join(path, f"environment.{key}"), repr(key),
                                    "names matching [a-zA-Z_][a-zA-Z0-9_]*", "rename the variable"))
+        if self.inference_type not in (None, *INFERENCE_TYPES):
+            out.append(Problem(join(path, "inference_type"), repr(self.inference_type), ", ".join(INFERENCE_TYPES),
+                               "use one of them, or remove inference_type (infer)"))
         if self.ping_mode not in (None, "ready", "live"):
             out.append(Problem(join(path, "ping_mode"), repr(self.ping_mode), "ready, live", "use ready or live"))
         return out

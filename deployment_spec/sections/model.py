@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.parsing.parse import meta
-from deployment_spec.sections import recipes, requirements, tasks, tensors
+from deployment_spec.sections import generation, recipes, requirements, tasks, tensors
 from deployment_spec.sections.tasks import Task
 from deployment_spec.sections.dali import DaliPipeline
 
@@ -263,7 +263,8 @@ class ModelSpec:
     task: Optional[Task] = dataclasses.field(default=None, metadata=meta(
         help="serve the weights checkpoint for raw text, images or audio: {kind: text-classification | "
              "token-classification | sentence-embedding | question-answering | image-classification | "
-             "object-detection | image-embedding | audio-classification | automatic-speech-recognition}"))
+             "object-detection | image-embedding | audio-classification | automatic-speech-recognition | "
+             "text-generation | text2text-generation}"))
     name: str = dataclasses.field(default="", metadata=meta(yaml=False))
     # The ``task:`` entry a generated step or ensemble comes from (deployment_spec/sections/task_models.py): messages about
     # its fields name the entry the user wrote. Empty for every other model.
@@ -345,7 +346,9 @@ class ModelSpec:
     def _task_problems(self, path: str) -> list[Problem]:
         """An entry with ``task`` is a checkpoint the loader expands into steps (deployment_spec/sections/task_models.py)."""
         out = []
-        if self.backend not in TASK_BACKENDS:
+        if self.task is not None and self.task.generates():
+            out += generation.entry_problems(self, path)
+        elif self.backend not in TASK_BACKENDS:
             out.append(Problem(f"{path}.backend", describe(self.backend.value),
                                f"{', '.join(b.value for b in TASK_BACKENDS)} with task (the model step's backend)",
                                "set backend: onnxruntime"))
@@ -366,7 +369,8 @@ class ModelSpec:
         if self.copies != 1:
             out.append(Problem(f"{path}.copies", str(self.copies), "1 with task", "remove copies"))
         if self.max_batch_size == 0:
-            out.append(Problem(f"{path}.max_batch_size", "0", "1 or more with task (the steps batch rows)",
+            out.append(Problem(f"{path}.max_batch_size", "0", "1 or more with task (the steps batch rows; a "
+                               "generating task decodes this many sequences together)",
                                "set max_batch_size to the largest batch you serve"))
         if self.task is not None:
             out += self.task.problems(f"{path}.task")

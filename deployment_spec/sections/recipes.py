@@ -39,8 +39,11 @@ BUILTIN: dict[str, tuple[str, ...]] = {
     # The model steps of the audio tasks: a classifier's logits; a CTC model's logits and frames per row.
     "hf-audio-classification": EXPORTABLE,
     "hf-ctc": EXPORTABLE,
+    # A generating task's one model (text-generation, text2text-generation): the checkpoint decoded with
+    # transformers in the Python backend, streaming when the task says so.
+    "hf-generate": PYTHON,
 }
 # Recipes that are nothing without a checkpoint: their architecture is the checkpoint's config.json.
 NEEDS_WEIGHTS = ("hf-sequence-classification", "hf-image-classification", "hf-token-classification",
                  "hf-sentence-embedding", "hf-question-answering", "hf-audio-classification", "hf-ctc",
-                 "hf-object-detection", "hf-image-embedding")
+                 "hf-object-detection", "hf-image-embedding", "hf-generate")

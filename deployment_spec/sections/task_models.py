@@ -38,6 +38,9 @@ def expand(models: Mapping[str, ModelSpec], declared: set[str], root: Optional[p
 def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict[str, ModelSpec]:
     task = model.task
     assert task is not None  # only task entries come here
+    if task.generates():  # one model under the entry's name: the checkpoint decoded in the Python backend
+        return {model.name: dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]),
+                                                task_entry=model.name)}
     names = tasks.step_names(model.name, task.kind)
     # The Python steps take what is queued without waiting for more: the model step's own delay is where batches
     # are worth forming; a delay on each step would add up (three times the delay for a lone request).

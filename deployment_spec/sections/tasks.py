@@ -26,6 +26,7 @@ from typing import Mapping
 
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.parsing.parse import meta
+from deployment_spec.sections.generation import Generation
 
 
 class TaskKind(str, enum.Enum):
@@ -38,10 +39,15 @@ class TaskKind(str, enum.Enum):
     IMAGE_EMBEDDING = "image-embedding"
     AUDIO_CLASSIFICATION = "audio-classification"
     SPEECH_RECOGNITION = "automatic-speech-recognition"
+    TEXT_GENERATION = "text-generation"
+    TEXT2TEXT_GENERATION = "text2text-generation"
 
 
 IMAGE_KINDS = frozenset({TaskKind.IMAGE_CLASSIFICATION, TaskKind.OBJECT_DETECTION, TaskKind.IMAGE_EMBEDDING})
 AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNITION})
+# Kinds that generate text token by token: one Python-backend model (no ensemble) decoding with a key/value cache,
+# the requests of the moment decoded together (model_build/python_models/generation_engine.py).
+GENERATION_KINDS = frozenset({TaskKind.TEXT_GENERATION, TaskKind.TEXT2TEXT_GENERATION})
 
 
 class Preprocess(str, enum.Enum):
@@ -94,6 +100,12 @@ class Task:
         help="image-classification, image-embedding: python (transformers' image processor in a Python step) or "
              "dali (a DALI pipeline derived from preprocessor_config.json, on the GPU where the endpoint has one; "
              "requests then send IMAGE as UINT8 bytes)"))
+    generation: Generation = dataclasses.field(default_factory=Generation, metadata=meta(
+        help="text-generation, text2text-generation: the bounds of what a request may ask (max_new_tokens, "
+             "temperature, top_k, repetition_penalty, stop strings, prompt length)"))
+    stream: bool = dataclasses.field(default=True, metadata=meta(
+        help="text-generation, text2text-generation: answer token by token (InvokeEndpointWithResponseStream; "
+             "single-model endpoints and inference components, Triton 25.03 or later); false: the whole text at once"))
 
     def takes_image(self) -> bool:
         return self.kind in IMAGE_KINDS
@@ -103,6 +115,12 @@ class Task:
 
     def dali_preprocess(self) -> bool:
         return self.preprocess is Preprocess.DALI
+
+    def generates(self) -> bool:
+        return self.kind in GENERATION_KINDS
+
+    def streams(self) -> bool:
+        return self.generates() and self.stream
 
     def takes_pair(self) -> bool:
         return self.kind is TaskKind.QUESTION_ANSWERING or (
@@ -140,6 +158,19 @@ class Task:
             out.append(Problem(f"{path}.preprocess", f"'dali' with {self.kind.value}{why}",
                                "dali only with " + ", ".join(k.value for k in TaskKind if k in DALI_KINDS)
                                + "; python with every kind", "remove preprocess (python, the default)"))
+        return out + self._generation_problems(path, defaults)
+
+    def _generation_problems(self, path: str, defaults: "Task") -> list[Problem]:
+        if self.generates():
+            return self.generation.problems(f"{path}.generation")
+        out = []
+        kinds = ", ".join(k.value for k in TaskKind if k in GENERATION_KINDS)
+        if self.generation != defaults.generation:
+            out.append(Problem(f"{path}.generation", "generation settings", f"only with {kinds}",
+                               "remove generation"))
+        if self.stream != defaults.stream:
+            out.append(Problem(f"{path}.stream", str(self.stream).lower(), f"only with {kinds} (a "
+                               f"{self.kind.value} answers in one piece)", "remove stream"))
         return out
 
 
@@ -158,6 +189,8 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.IMAGE_EMBEDDING: ("image_embedding",),
     TaskKind.AUDIO_CLASSIFICATION: ("labels", "scores"),
     TaskKind.SPEECH_RECOGNITION: ("text",),
+    TaskKind.TEXT_GENERATION: ("text_output",),
+    TaskKind.TEXT2TEXT_GENERATION: ("text_output",),
 }
 TEXT, TEXT_PAIR, IMAGE, AUDIO = "TEXT", "TEXT_PAIR", "IMAGE", "AUDIO"
 STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
@@ -175,6 +208,8 @@ MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.IMAGE_EMBEDDING: "hf-image-embedding",
     TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
     TaskKind.SPEECH_RECOGNITION: "hf-ctc",
+    TaskKind.TEXT_GENERATION: "hf-generate",
+    TaskKind.TEXT2TEXT_GENERATION: "hf-generate",
 }
 
 
@@ -189,6 +224,8 @@ def has_answer_step(kind: TaskKind) -> bool:
 
 
 def step_suffixes(kind: TaskKind) -> tuple[str, ...]:
+    if kind in GENERATION_KINDS:
+        return ()  # one model under the entry's own name
     first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS | AUDIO_KINDS else STEP_SUFFIXES[0]
     suffixes = (first, *STEP_SUFFIXES[1:])
     return suffixes if has_answer_step(kind) else suffixes[:2]
@@ -202,6 +239,8 @@ def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int
     """The step names must be free and valid Triton names too."""
     out = []
     suffixes = step_suffixes(kind)
+    if not suffixes:
+        return out
     longest = max(len(s) for s in suffixes)
     if len(name) + longest > max_length:
         out.append(Problem(f"models.{name}", f"the name {describe(name)} ({len(name)} characters)",

@@ -81,10 +81,10 @@ REFUSED = {
     "an unknown task": ({"sentiment": {**SENTIMENT, "task": {"kind": "summarization"}}},
                         "models.sentiment.task.kind: got 'summarization'; allowed: text-classification, "
                         "token-classification, sentence-embedding, question-answering, image-classification, "
-                        "object-detection, image-embedding, audio-classification, automatic-speech-recognition; fix: "
+                        "object-detection, image-embedding, audio-classification, automatic-speech-recognition, text-generation, text2text-generation; fix: "
                         "use one of text-classification, token-classification, sentence-embedding, "
                         "question-answering, image-classification, object-detection, image-embedding, "
-                        "audio-classification, automatic-speech-recognition"),
+                        "audio-classification, automatic-speech-recognition, text-generation, text2text-generation"),
     "normalize on sentence embeddings": ({"sentiment": {**SENTIMENT, "task": {"kind": "sentence-embedding",
                                                                               "normalize": True}}},
                                          "models.sentiment.task.normalize: got true; allowed: only with "
