@@ -16,6 +16,7 @@ from deployment_spec.sections.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
 from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
                                           split_local_url)
+from local_endpoint.client.invoke_stream import generate_body, stream_sagemaker_endpoint
 from local_endpoint.client.payload import encode_request
 from local_endpoint.client.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
                                                   text_tensor, tokenize_text)
@@ -103,14 +104,20 @@ def invoke_main(argv: list[str]) -> int:
             parser.error("one of the arguments --url --endpoint-name is required")
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
-        # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
-        raw_files = (args.image is not None and not args.input_name) or args.audio is not None
-        request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_files,
-                                 parameters=_request_parameters(parser, args.parameter))
+        parameters = _request_parameters(parser, args.parameter)
+        if args.stream:
+            _check_stream_flags(parser, args)
+        else:
+            # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
+            raw_files = (args.image is not None and not args.input_name) or args.audio is not None
+            request = encode_request(_tensors_from_args(parser, args), binary=args.binary or raw_files,
+                                     parameters=parameters)
         name, url = args.endpoint_name, None
         if args.url:
             url, named_in_url = runtime_address(args.url)
             name = _local_endpoint_name(url, one_name(name, named_in_url, args.url))
+        if args.stream:
+            return _stream(name, generate_body(args.text, parameters), args.region, url, args.timeout)
         try:
             response = invoke_sagemaker_endpoint(
                 name, request, region=args.region, target_model=args.target_model,
@@ -127,6 +134,39 @@ def invoke_main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     except (LocalEndpointError, OSError) as error:  # OSError: e.g. an unwritable --output
         return _fail(error)
+
+
+def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout: float) -> int:
+    """Print each streamed ``text_output`` as it arrives, then end the line (also before an error)."""
+    written = False
+
+    def write(text: str) -> None:
+        nonlocal written
+        written = True
+        print(text, end="", flush=True)
+
+    try:
+        stream_sagemaker_endpoint(name, body, write, region=region, endpoint_url=url, timeout=timeout)
+    except InvokeError:
+        if written:
+            print(flush=True)
+        raise
+    print(flush=True)
+    return 0
+
+
+# What --stream sends is the generate JSON of --text and --parameter: the flags of a KServe v2 request do not apply.
+_NOT_STREAMED = ("text_pair", "input_name", "tokenizer", "max_length", "binary", "output", "target_model",
+                 "inference_component")
+
+
+def _check_stream_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.text is None:
+        parser.error('--stream sends --text as the generate JSON {"text_input": TEXT, "parameters": {...}} of a '
+                     "decoupled model; give --text (and --parameter KEY=VALUE for its parameters)")
+    given = [f"--{flag.replace('_', '-')}" for flag in _NOT_STREAMED if getattr(args, flag) not in (None, False)]
+    if given:
+        parser.error(f"--stream sends only --text and --parameter; leave out {', '.join(given)}")
 
 
 def _serve_parser() -> argparse.ArgumentParser:
@@ -272,6 +312,10 @@ def _invoke_parser() -> argparse.ArgumentParser:
                         help="a KServe v2 request parameter, repeatable; VALUE is read as JSON where it is one "
                              "(numbers, true/false), else as text; e.g. --parameter threshold=0.3 for a detector")
     parser.add_argument("--output", type=pathlib.Path, help="also save the outputs (.json or .npz)")
+    parser.add_argument("--stream", action="store_true",
+                        help="call InvokeEndpointWithResponseStream with --text as the generate JSON "
+                             '{"text_input": TEXT, "parameters": {--parameter ...}} of a decoupled (streaming) '
+                             "model, printing each event's text_output as it arrives")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
 
     return parser

@@ -6,8 +6,10 @@ so a payload proven locally is the payload sent to SageMaker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
+from typing import Any, Iterator
 
 from local_endpoint.client.http_call import call
 from local_endpoint.client.local_clients import local_client
@@ -76,19 +78,32 @@ def invoke_sagemaker_endpoint(
             to AWS's endpoint of the region.
         timeout: Seconds to wait for the local runtime's answer (deployed: botocore's defaults).
     """
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
-
     arguments = {"EndpointName": endpoint_name, "Body": request.body, "ContentType": request.content_type}
     if target_model:
         arguments["TargetModel"] = target_model
     if inference_component:
         arguments["InferenceComponentName"] = inference_component
-    try:
-        runtime = client or (boto3.client("sagemaker-runtime", region_name=region) if endpoint_url is None
-                             else local_runtime_client(endpoint_url, region, timeout))
-        response = runtime.invoke_endpoint(**arguments)
+    with told_as_invoke_errors(endpoint_name, endpoint_url):
+        response = (client or runtime_client(region, endpoint_url, timeout)).invoke_endpoint(**arguments)
         body = response["Body"].read()
+    return decode_response(body, response.get("ContentType", ""))
+
+
+def runtime_client(region: str | None, endpoint_url: str | None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    """boto3's `sagemaker-runtime` client of the region, or of the local runtime at ``endpoint_url``."""
+    import boto3
+
+    return (boto3.client("sagemaker-runtime", region_name=region) if endpoint_url is None
+            else local_runtime_client(endpoint_url, region, timeout))
+
+
+@contextlib.contextmanager
+def told_as_invoke_errors(endpoint_name: str, endpoint_url: str | None) -> Iterator[None]:
+    """botocore's errors of a call to ``endpoint_name`` as one InvokeError each, saying what to do."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        yield
     except NoRegionError:
         raise InvokeError(
             f"no AWS region for endpoint {endpoint_name!r}; pass --region or set AWS_REGION"
@@ -109,7 +124,6 @@ def invoke_sagemaker_endpoint(
     except BotoCoreError as error:
         where = f" at {endpoint_url} (is `tritonsm serve` still running?)" if endpoint_url else ""
         raise InvokeError(f"could not call endpoint {endpoint_name!r}{where}: {error}") from None
-    return decode_response(body, response.get("ContentType", ""))
 
 
 def local_runtime_client(endpoint_url: str, region: str | None, timeout: float = DEFAULT_TIMEOUT):

@@ -1,7 +1,7 @@
 """A tiny decoupled Python-backend model that streams, for the streaming tests (numpy only).
 
 It answers the generate JSON of Triton's generate-stream route (``{"text_input": ..., "parameters": {...}}``) with
-one response per word of ``text_input``, ``STEP_S`` apart; the word ``FAIL`` sends an error response instead, in the
+one response per word of ``text_input`` (after the first, with the space before it), ``STEP_S`` apart; the word ``FAIL`` sends an error response instead, in the
 middle of the stream; a request parameter ``bad`` is refused before the first word with INVALID_ARG (HTTP 400). It
 writes each request's end to the server log, so a test sees whether a hung-up request was cancelled.
 """
@@ -63,7 +63,8 @@ class TritonPythonModel:
                 error = pb_utils.TritonError(f"the model failed after {count} words")
                 sender.send(pb_utils.InferenceResponse(error=error), flags=FINAL)
                 return
-            output = pb_utils.Tensor("text_output", np.array([word.encode()], dtype=np.object_))
+            piece = word if count == 0 else " " + word   # as a tokenizer's pieces: the space goes with the word
+            output = pb_utils.Tensor("text_output", np.array([piece.encode()], dtype=np.object_))
             sender.send(pb_utils.InferenceResponse([output]))
             time.sleep(step)
         pb_utils.Logger.log_info(f"stream finished after {len(text.split())} words")

@@ -239,7 +239,7 @@ usage: tritonsm invoke [-h] [--url URL] [--endpoint-name ENDPOINT_NAME] [--regio
                        (--input INPUT | --text TEXT | --image FILE [FILE ...] | --audio FILE [FILE ...])
                        [--text-pair TEXT_PAIR] [--input-name INPUT_NAME] [--tokenizer TOKENIZER]
                        [--max-length MAX_LENGTH] [--token-datatype {INT64,INT32}] [--binary]
-                       [--parameter KEY=VALUE] [--output OUTPUT] [--timeout TIMEOUT]
+                       [--parameter KEY=VALUE] [--output OUTPUT] [--stream] [--timeout TIMEOUT]
 
 Send one KServe v2 request through boto3's sagemaker-runtime InvokeEndpoint to a local endpoint
 (--url) or a deployed one (--endpoint-name).
@@ -287,6 +287,9 @@ options:
                         is one (numbers, true/false), else as text; e.g. --parameter threshold=0.3
                         for a detector
   --output OUTPUT       also save the outputs (.json or .npz)
+  --stream              call InvokeEndpointWithResponseStream with --text as the generate JSON
+                        {"text_input": TEXT, "parameters": {--parameter ...}} of a decoupled
+                        (streaming) model, printing each event's text_output as it arrives
   --timeout TIMEOUT     seconds to wait for a local endpoint
 """
 

@@ -1,0 +1,122 @@
+"""The event-stream framing of InvokeEndpointWithResponseStream, decoded by botocore itself, and the streaming
+pieces that need no server: reassembling Server-Sent Events from payload parts cut anywhere, the refusal of an
+endpoint with nothing to stream, reading `decoupled` from a config, and `invoke --stream`'s flag mistakes."""
+from __future__ import annotations
+
+import json
+
+import botocore.session
+import pytest
+from botocore.eventstream import EventStream, EventStreamBuffer
+from botocore.exceptions import EventStreamError
+from botocore.parsers import EventStreamJSONParser
+
+from deployment_spec.sections.endpoint import EndpointKind
+from local_endpoint.cli import invoke_main
+from local_endpoint.client.invoke_stream import EventReader
+from local_endpoint.runtime.event_stream import model_stream_error, payload_part
+from local_endpoint.runtime.routes import RuntimeTarget, sse_error
+from local_endpoint.runtime.streaming import event_error, open_stream
+from local_endpoint.server.generate_route import GenerateRoute, is_decoupled
+
+OPERATION = "InvokeEndpointWithResponseStream"
+EVENTS = [b'data: {"text_output":"one"}\n\n', b'data: {"text_output":" two"}\n\n']
+
+
+class RawStream:
+    """What botocore's EventStream reads: the HTTP body in chunks."""
+
+    def __init__(self, data: bytes, chunk: int) -> None:
+        self._chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+
+    def stream(self):
+        return iter(self._chunks)
+
+    def close(self) -> None:
+        pass
+
+
+def botocore_events(data: bytes, chunk: int) -> EventStream:
+    """``data`` parsed as boto3 parses InvokeEndpointWithResponseStream's Body (its service model's shape)."""
+    model = botocore.session.get_session().get_service_model("sagemaker-runtime")
+    shape = model.operation_model(OPERATION).output_shape.members["Body"]
+    return EventStream(RawStream(data, chunk), shape, EventStreamJSONParser(), OPERATION)
+
+
+def test_a_payload_part_decodes_with_botocores_buffer() -> None:
+    buffer = EventStreamBuffer()
+    buffer.add_data(payload_part(EVENTS[0]))
+    (message,) = list(buffer)
+    assert message.to_response_dict() == {
+        "status_code": 200, "body": EVENTS[0],
+        "headers": {":event-type": "PayloadPart", ":content-type": "application/octet-stream", ":message-type": "event"}}
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
+def test_boto3_reads_payload_parts_then_raises_the_model_stream_error(chunk: int) -> None:
+    data = b"".join(map(payload_part, EVENTS)) + model_stream_error("the model stopped")
+    events = botocore_events(data, chunk)
+    parts = []
+    with pytest.raises(EventStreamError) as caught:
+        for event in events:
+            parts.append(event)
+    assert parts == [{"PayloadPart": {"Bytes": EVENTS[0]}}, {"PayloadPart": {"Bytes": EVENTS[1]}}]
+    assert caught.value.response == {"Error": {"Code": "ModelStreamError", "Message": "the model stopped"}}
+    assert str(caught.value) == ("An error occurred (ModelStreamError) when calling the InvokeEndpointWithResponseStream "
+                                 "operation: the model stopped")
+
+
+def test_the_model_stream_errors_payload_has_the_shapes_members() -> None:
+    buffer = EventStreamBuffer()
+    buffer.add_data(model_stream_error("late", "ModelInvocationTimeExceeded"))
+    (message,) = list(buffer)
+    assert message.headers == {":exception-type": "ModelStreamError", ":content-type": "application/json",
+                               ":message-type": "exception"}
+    assert json.loads(message.payload) == {"Message": "late", "ErrorCode": "ModelInvocationTimeExceeded"}
+
+
+def test_events_are_put_together_from_parts_cut_anywhere() -> None:
+    data = b"".join(EVENTS) + b'data: {"error":"boom"}\n\n'
+    for cut in range(1, len(data)):
+        reader = EventReader()
+        assert reader.feed(data[:cut]) + reader.feed(data[cut:]) == [
+            {"text_output": "one"}, {"text_output": " two"}, {"error": "boom"}]
+
+
+def test_an_error_event_is_told_from_an_answer() -> None:
+    assert (event_error(b'data: {"error":"boom"}'), event_error(EVENTS[0]), event_error(b"data: [1]")) == (
+        "boom", None, None)
+    assert sse_error(b'data: {"error":"bad"}\n\n') == b'{"error":"bad"}'
+
+
+@pytest.mark.parametrize(("kind", "generate", "why"), [
+    (EndpointKind.SINGLE_MODEL, None,
+     "its model does not declare model_transaction_policy { decoupled: true } in its config.pbtxt"),
+    (EndpointKind.MULTI_MODEL, None, "it is a multi-model endpoint"),
+])
+def test_an_endpoint_with_nothing_to_stream_is_a_validation_error(kind, generate, why) -> None:
+    target = RuntimeTarget("Tests-dev-e", kind, 1, target_models=("m.tar.gz",), generate=generate)
+    headers = {"X-Amzn-SageMaker-Target-Model": "m.tar.gz"} if kind is EndpointKind.MULTI_MODEL else {}
+    reply = open_stream({"Tests-dev-e": target}, "Tests-dev-e", headers, b"{}", 5.0)
+    assert (reply.status, reply.headers["x-amzn-ErrorType"], json.loads(reply.body)) == (400, "ValidationError", {
+        "ErrorCode": "VALIDATION_ERROR",
+        "Message": "Endpoint Tests-dev-e does not stream responses: InvokeEndpointWithResponseStream streams here "
+                   "from a single-model endpoint whose model is decoupled (Triton's generate-stream route), and "
+                   f"{why}. Call InvokeEndpoint for the whole answer"})
+
+
+def test_decoupled_is_read_from_the_config() -> None:
+    config = 'backend: "python"\nmodel_transaction_policy { decoupled: true }\n'
+    assert [is_decoupled(config), is_decoupled('backend: "python"'), is_decoupled(None)] == [True, False, False]
+    assert GenerateRoute(1, "hf generate").path == "/v2/models/hf%20generate/generate_stream"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--input", "in.json"], '--stream sends --text as the generate JSON {"text_input": TEXT, "parameters": {...}} '
+                             "of a decoupled model; give --text (and --parameter KEY=VALUE for its parameters)"),
+    (["--text", "hi", "--binary", "--output", "o.json"],
+     "--stream sends only --text and --parameter; leave out --binary, --output"),
+])
+def test_invoke_stream_flag_mistakes(argv: list[str], message: str, capsys) -> None:
+    assert invoke_main(["--url", "http://127.0.0.1:9", "--stream", *argv]) == 2
+    assert capsys.readouterr().err.endswith(f"tritonsm invoke: error: {message}\n")
