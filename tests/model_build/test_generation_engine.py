@@ -8,7 +8,12 @@ messages.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import json
+import shutil
+import sys
 import threading
+import types
 from typing import Any, Optional
 
 import pytest
@@ -444,3 +449,99 @@ def test_limits_from_config_parameters() -> None:
         ge.Limits.from_parameters({"max_top_k": "many"})
     with pytest.raises(ValueError, match="default_max_new_tokens: 300 is not from 1 to max_new_tokens"):
         ge.Limits.from_parameters({"default_max_new_tokens": "300"})
+
+
+class _FakeUtils:
+    """The parts of triton_python_backend_utils that hf_generate.py uses, recording what is sent."""
+
+    TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+
+    class TritonError:
+        INVALID_ARG = 3
+
+        def __init__(self, message: str, code: int = 0) -> None:
+            self.message, self.code = message, code
+
+    class Tensor:
+        def __init__(self, name: str, array: Any) -> None:
+            self.name, self.array = name, array
+
+    class InferenceResponse:
+        def __init__(self, output_tensors: list, error: Any = None) -> None:
+            self.output_tensors, self.error = output_tensors, error
+
+    @staticmethod
+    def using_decoupled_model_transaction_policy(config: dict) -> bool:
+        return bool(config.get("model_transaction_policy", {}).get("decoupled"))
+
+    @staticmethod
+    def get_input_tensor_by_name(request: Any, name: str) -> Any:
+        return request.inputs.get(name)
+
+
+class _FakeRequest:
+    def __init__(self, inputs: dict, parameters: dict) -> None:
+        import numpy as np
+
+        self.inputs = {name: types.SimpleNamespace(as_numpy=lambda v=v: np.array([v.encode()], dtype=object))
+                       for name, v in inputs.items()}
+        self._parameters = json.dumps(parameters)
+        self.sent: list[tuple[Any, int]] = []
+        self.final = threading.Event()
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def get_response_sender(self) -> Any:
+        def send(response: Any = None, flags: int = 0) -> None:
+            self.sent.append((response, flags))
+            if flags == 1:
+                self.final.set()
+
+        return types.SimpleNamespace(send=send, is_cancelled=lambda: False)
+
+    def answers(self) -> list[Any]:
+        """(text or error message, flags) per send."""
+        assert self.final.wait(WAIT_S)
+        out = []
+        for response, flags in self.sent:
+            if response is None:
+                out.append((None, flags))
+            elif response.error is not None:
+                out.append(((response.error.message, response.error.code), flags))
+            else:
+                out.append((response.output_tensors[0].array[0].decode(), flags))
+        return out
+
+
+def test_the_triton_model_streams_answers_and_refuses_mistakes(checkpoints: dict[str, str], tmp_path: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _FakeUtils)
+    monkeypatch.syspath_prepend(str(ge.__file__).rsplit("/", 1)[0])
+    sys.modules.pop("hf_generate", None)
+    hf_generate = importlib.import_module("hf_generate")
+    (tmp_path / "1").mkdir()
+    shutil.copytree(checkpoints["llama"], tmp_path / "1" / "checkpoint")
+    config = {"model_transaction_policy": {"decoupled": True},
+              "parameters": {"kind": {"string_value": "text-generation"}, "max_new_tokens": {"string_value": "16"},
+                             "default_max_new_tokens": {"string_value": "8"},
+                             "max_prompt_tokens": {"string_value": "64"}}}
+    model = hf_generate.TritonPythonModel()
+    model.initialize({"model_config": json.dumps(config), "model_repository": str(tmp_path), "model_version": "1",
+                      "model_instance_kind": "CPU"})
+    try:
+        streamed = _FakeRequest({"text_input": PROMPTS[0]}, {"max_new_tokens": 8})
+        whole = _FakeRequest({"text_input": PROMPTS[0]}, {"max_new_tokens": 8, "stream": False})
+        chat = _FakeRequest({"text_input": "", "messages": '[{"role": "user", "content": "hi"}]'},
+                            {"max_new_tokens": 3, "stream": False})
+        wrong = _FakeRequest({"text_input": PROMPTS[0]}, {"max_new_tokens": 17})
+        assert model.execute([streamed, whole, chat, wrong]) is None
+        pieces = streamed.answers()
+        assert all(flags == 0 for _, flags in pieces[:-1]) and pieces[-1] == (None, 1) and len(pieces) > 2
+        text = "".join(piece for piece, _ in pieces[:-1])
+        assert whole.answers() == [(text, 0), (None, 1)]
+        assert chat.answers()[-1] == (None, 1) and len(chat.answers()) == 2
+        assert wrong.answers() == [(("parameters.max_new_tokens: 17 is above this endpoint's bound 16 (the spec's "
+                                     "task.generation.max_new_tokens); send at most 16", 3), 1)]
+    finally:
+        model.finalize()

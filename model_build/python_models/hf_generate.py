@@ -1,0 +1,140 @@
+"""Triton Python-backend model: prompts in, text streamed out (issue #59), on ``generation_engine.py`` beside it.
+
+Decoupled (config.pbtxt ``model_transaction_policy { decoupled: true }``, ``max_batch_size: 0``): each request is
+answered through its response sender, one response per text delta, then the final flag; Triton's generate-stream
+route (SageMaker: ``SAGEMAKER_TRITON_INFERENCE_TYPE=generate_stream``) sends each as one ``data:`` event.
+
+- inputs: ``text_input`` (TYPE_STRING, dims [1]: the prompt) or ``messages`` (TYPE_STRING, dims [1], optional: a
+  JSON-encoded array of {role, content}, through the checkpoint's chat template); both optional in config.pbtxt so
+  a request may carry either; output ``text_output`` (TYPE_STRING, dims [1]).
+- request parameters (the generate route's ``parameters`` object): max_new_tokens, temperature, top_p, top_k,
+  repetition_penalty, stop, seed, do_sample, stream (generation_engine.parse_request). With ``"stream": false`` one
+  response holds the whole text (Triton's non-streaming generate route wants exactly one).
+- config.pbtxt parameters: ``kind`` (text-generation | text2text-generation) and the bounds of
+  generation_engine.Limits (max_new_tokens, default_max_new_tokens, max_temperature, max_top_k,
+  max_repetition_penalty, max_stop_strings, max_prompt_tokens, max_concurrent).
+- the checkpoint (weights, fast tokenizer, generation_config.json) in ``<version>/checkpoint``.
+
+A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
+is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
+stops decoding. Needs torch and transformers in the backend's Python (an execution environment, as t5_generate.py).
+"""
+import json
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the engine and step_requests.py ship beside this
+from generation_engine import Engine, Limits, RequestError, parse_request  # noqa: E402
+from step_requests import client_error  # noqa: E402
+
+try:  # absent when the build imports this file to check it
+    import triton_python_backend_utils as pb_utils
+except ImportError:
+    pb_utils = None
+
+
+def _device(args: dict) -> str:
+    import torch
+
+    if args.get("model_instance_kind") == "GPU" and torch.cuda.is_available():
+        return f"cuda:{args['model_instance_device_id']}"
+    return "cpu"
+
+
+def _text(request: Any, name: str) -> Optional[str]:
+    """The request's string input ``name``, or None when the request does not carry it."""
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        return None
+    values = np.asarray(tensor.as_numpy(), dtype=object).reshape(-1)
+    if values.size != 1:
+        raise RequestError(f"{name}: {values.size} values; send exactly one string")
+    value = values[0]
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _messages(text: Optional[str]) -> Optional[list]:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise RequestError('messages: not JSON; send a JSON-encoded array such as '
+                           '"[{\\"role\\": \\"user\\", \\"content\\": \\"Hello\\"}]"') from None
+
+
+def _parameters(request: Any) -> dict:
+    text = request.parameters() or "{}"
+    parameters = json.loads(text)
+    if not isinstance(parameters, dict):
+        raise RequestError("parameters: not a JSON object; send e.g. \"parameters\": {\"max_new_tokens\": 32}")
+    return parameters
+
+
+class _Answer:
+    """One request's response sender: text deltas out (or gathered when not streaming), then the final flag."""
+
+    def __init__(self, sender: Any, stream: bool) -> None:
+        self.sender = sender
+        self.stream = stream
+        self.gathered: list[str] = []
+
+    def text(self, delta: str) -> None:
+        if self.stream:
+            self._send(delta)
+        else:
+            self.gathered.append(delta)
+
+    def done(self, reason: Optional[str], usage: dict) -> None:
+        if reason is None:  # the engine failed on this request: a server error, not the client's
+            error = pb_utils.TritonError(usage.get("error", "generation failed"))
+            self.sender.send(pb_utils.InferenceResponse(output_tensors=[], error=error))
+        elif not self.stream:
+            self._send("".join(self.gathered))
+        self.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    def _send(self, text: str) -> None:
+        tensor = pb_utils.Tensor("text_output", np.array([text.encode("utf-8")], dtype=np.object_))
+        self.sender.send(pb_utils.InferenceResponse(output_tensors=[tensor]), flags=0)
+
+
+def _cancelled(sender: Any) -> Callable[[], bool]:
+    # ResponseSender.is_cancelled is bound from python_backend r23.10 on; an older stub cannot tell.
+    check = getattr(sender, "is_cancelled", None)
+    return check if callable(check) else (lambda: False)
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict) -> None:
+        config = json.loads(args["model_config"])
+        if not pb_utils.using_decoupled_model_transaction_policy(config):
+            raise ValueError("hf_generate needs model_transaction_policy { decoupled: true } in config.pbtxt")
+        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+        folder = os.path.join(args["model_repository"], args["model_version"], "checkpoint")
+        self.engine = Engine.from_checkpoint(folder, params["kind"], Limits.from_parameters(params), _device(args))
+
+    def execute(self, requests: list) -> None:
+        for request in requests:
+            sender = request.get_response_sender()
+            try:
+                self._submit(request, sender)
+            except RequestError as exc:
+                sender.send(pb_utils.InferenceResponse(output_tensors=[], error=client_error(pb_utils, str(exc))),
+                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None  # decoupled: every answer goes through the senders
+
+    def _submit(self, request: Any, sender: Any) -> None:
+        settings = parse_request(_parameters(request), self.engine.limits)
+        text = _text(request, "text_input")
+        messages = _messages(_text(request, "messages"))
+        if messages is not None and text == "":
+            text = None  # a generate-route client that must send text_input may send it empty beside messages
+        ids = self.engine.encode(text=text, messages=messages)
+        answer = _Answer(sender, settings.stream)
+        self.engine.submit(ids, settings, answer.text, answer.done, _cancelled(sender))
+
+    def finalize(self) -> None:
+        self.engine.close()
