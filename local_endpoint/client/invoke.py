@@ -58,7 +58,7 @@ def invoke_sagemaker_endpoint(
     region: str | None = None,
     target_model: str | None = None,
     inference_component: str | None = None,
-    client: object | None = None,
+    client: Any = None,
     endpoint_url: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> DecodedResponse:
@@ -126,7 +126,7 @@ def told_as_invoke_errors(endpoint_name: str, endpoint_url: str | None) -> Itera
         raise InvokeError(f"could not call endpoint {endpoint_name!r}{where}: {error}") from None
 
 
-def local_runtime_client(endpoint_url: str, region: str | None, timeout: float = DEFAULT_TIMEOUT):
+def local_runtime_client(endpoint_url: str, region: str | None, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """A `sagemaker-runtime` client for the local runtime, ``timeout`` to read the answer."""
     return local_client("sagemaker-runtime", endpoint_url, region, read_timeout=timeout)
 
