@@ -5,6 +5,7 @@ proto order and map entries sorted, so the same inputs give the same bytes.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Optional, Sequence
 
 from google.protobuf import json_format, text_format
@@ -33,8 +34,15 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
                  triton_version: str, parameters: Optional[Mapping[str, str]] = None,
                  ensemble_steps: Sequence[Mapping] = ()) -> model_config_pb2.ModelConfig:
     """The ModelConfig for one model directory; ``name`` is the directory (Triton model) name."""
+    generating = model.task is not None and model.task.generates()
+    # A generating task batches on its own, step by step (max_batch_size is its sequences decoded together);
+    # Triton's generate route sends unbatched tensors (dims [1]), as the vLLM backend's model takes them.
+    if generating:
+        model = dataclasses.replace(model, max_batch_size=0)
     body: dict = {"name": name, "max_batch_size": model.max_batch_size,
                   "input": [_tensor(t, model) for t in inputs], "output": [_tensor(t, model) for t in outputs]}
+    if generating and model.task is not None and model.task.streams():
+        body["model_transaction_policy"] = {"decoupled": True}  # one response per piece of text
     if model.backend in (Backend.PYTHON, Backend.DALI):
         body["backend"] = model.backend.value
     else:
@@ -128,6 +136,8 @@ def declared_tensor(t, where: str) -> TensorSpec:
 def _tensor(t: TensorSpec, model: ModelSpec) -> dict:
     batched = model.max_batch_size > 0
     out: dict = {"name": t.name, "data_type": t.data_type, "dims": list(t.served_dims(batched))}
+    if t.optional:
+        out["optional"] = True
     # An ensemble runs no model of its own: its tensors are its steps' served ones, nothing to reshape.
     if t.reshaped(batched) and model.backend is not Backend.ENSEMBLE:
         out["reshape"] = {"shape": list(t.dims)}

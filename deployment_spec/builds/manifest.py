@@ -23,6 +23,7 @@ class TensorSpec:
     name: str
     data_type: str            # Triton enum name, e.g. "TYPE_FP32"
     dims: tuple[int, ...]     # the model's own, without the batch dimension when max_batch_size > 0
+    optional: bool = False    # an input a request may leave out (config.pbtxt ``optional: true``)
 
     def served_dims(self, batched: bool) -> tuple[int, ...]:
         """The dims clients send and receive, batch excluded. Triton refuses a tensor without dims ("must specify

@@ -198,6 +198,7 @@ PREPROCESS_SUFFIX = "-preprocess"  # an image or audio task's first step
 # The recipe of each step (deployment_spec.sections.recipes lists them; model_build implements them).
 TOKENIZE_RECIPE, ANSWER_RECIPE, IMAGE_RECIPE, AUDIO_RECIPE = ("hf-tokenize", "hf-answer", "hf-image-preprocess",
                                                              "hf-audio-preprocess")
+GENERATE_RECIPE = "hf-generate"
 MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.TEXT_CLASSIFICATION: "hf-sequence-classification",
     TaskKind.TOKEN_CLASSIFICATION: "hf-token-classification",
@@ -208,8 +209,8 @@ MODEL_RECIPE: Mapping[TaskKind, str] = {
     TaskKind.IMAGE_EMBEDDING: "hf-image-embedding",
     TaskKind.AUDIO_CLASSIFICATION: "hf-audio-classification",
     TaskKind.SPEECH_RECOGNITION: "hf-ctc",
-    TaskKind.TEXT_GENERATION: "hf-generate",
-    TaskKind.TEXT2TEXT_GENERATION: "hf-generate",
+    TaskKind.TEXT_GENERATION: GENERATE_RECIPE,
+    TaskKind.TEXT2TEXT_GENERATION: GENERATE_RECIPE,
 }
 
 
@@ -237,7 +238,7 @@ def step_names(name: str, kind: TaskKind) -> tuple[str, ...]:
 
 def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int) -> list[Problem]:
     """The step names must be free and valid Triton names too."""
-    out = []
+    out: list[Problem] = []
     suffixes = step_suffixes(kind)
     if not suffixes:
         return out

@@ -17,9 +17,8 @@ from deployment_spec.sections.tasks import AUDIO, TaskKind
 from model_build.errors import BuildError, first_line
 from model_build.python_models.audio_stand_ins import STAND_INS
 from model_build.recipes import checkpoint_text
-from model_build.recipes.contract import ExportableModel, PythonModel
+from model_build.recipes.contract import TEMPLATES, ExportableModel, PythonModel
 
-TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 # What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
 # feature extractors are numpy code in transformers or numpy stand-ins (python_models/audio_stand_ins.py), so no
 # torch ships; soundfile decodes FLAC (its wheel carries libsndfile, so the image needs no system package).

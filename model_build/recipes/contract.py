@@ -13,6 +13,13 @@ from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from model_build.errors import BuildError
 
+# The Python-backend model files the recipes ship (model.py templates and their helpers).
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
+# What a model.py that runs transformers imports (T5's, a generating task's), at the releases the build itself runs
+# (requirements.lock), so the weights and tokenizer it saves load in the same transformers; wheels exist for
+# CPython 3.10-3.13.
+TRANSFORMERS_REQUIREMENTS = ("torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3", "numpy==1.26.4")
+
 
 @dataclasses.dataclass
 class ExportableModel:

@@ -6,21 +6,18 @@ import pathlib
 
 from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
-from deployment_spec.sections.tasks import ANSWER_RECIPE, AUDIO_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
+from deployment_spec.sections.tasks import ANSWER_RECIPE, AUDIO_RECIPE, GENERATE_RECIPE, IMAGE_RECIPE, TOKENIZE_RECIPE
 from model_build import tokenizer_files
 from model_build.errors import BuildError
-from model_build.recipes.contract import PythonModel, weights_dir
+from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_REQUIREMENTS, PythonModel, weights_dir
 
-TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 DEFAULT_SEQUENCE = 128
 T5_SIZES = {
     "t5-small": dict(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8),
     "tiny-t5": dict(vocab_size=512, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2),
 }
 
-# What t5_generate.py imports, at the releases the build itself runs (requirements.lock), so the
-# weights and tokenizer it saves load in the same transformers; wheels exist for CPython 3.10-3.13.
-T5_REQUIREMENTS = ("torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3", "numpy==1.26.4")
+T5_REQUIREMENTS = TRANSFORMERS_REQUIREMENTS  # what t5_generate.py imports
 
 
 def python_model(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> PythonModel:
@@ -35,6 +32,9 @@ def python_model(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> 
     if recipe == IMAGE_RECIPE:
         from model_build.recipes import image_steps
         return image_steps.preprocess(model, root)
+    if recipe == GENERATE_RECIPE:
+        from model_build.recipes import generate_model
+        return generate_model.generate(model, root)
     if recipe in (TOKENIZE_RECIPE, ANSWER_RECIPE):
         from model_build.recipes import task_steps
         return (task_steps.tokenize(model, root, consumer_int32) if recipe == TOKENIZE_RECIPE

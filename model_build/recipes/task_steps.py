@@ -11,9 +11,8 @@ from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
 from model_build.errors import BuildError
-from model_build.recipes.contract import PythonModel
+from model_build.recipes.contract import TEMPLATES, PythonModel
 
-TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 # What hf_tokenize.py imports beyond numpy, at the release the build runs (requirements.lock), so the
 # tokenizer verified at build time is the one that serves; wheels exist for CPython 3.9 and newer.
 TOKENIZE_REQUIREMENTS = ("tokenizers==0.23.3", "numpy==1.26.4")

@@ -9,6 +9,7 @@ from deployment_spec import Spec
 from deployment_spec.sections import requirements
 from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import Backend, ModelSpec
+from deployment_spec.sections.tasks import GENERATE_RECIPE
 from model_build import layout, model_config
 from model_build.backends.python import execution_env
 from model_build.backends.result import BackendResult
@@ -55,7 +56,14 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
             env_facts = execution_env.facts(made_env, ctx.python_env_for)
     # Shipped inside the model directory, resolved by the Python backend at load (python_backend README,
     # "Creating Custom Execution Environments").
-    return BackendResult(tuple(inputs), tuple(outputs), files, not_run(ctx.spec.triton_version, NOT_RUN),
+    verification = not_run(ctx.spec.triton_version, NOT_RUN)
+    if model.source.recipe == GENERATE_RECIPE:  # the decoding, against transformers' generate on this machine
+        from model_build.backends.python import generation_check
+        step = Step(ctx, model.name, f"verify greedy decoding against transformers' generate "
+                                     f"({len(generation_check.PROMPTS)} prompts)")
+        verification = generation_check.verify(model, files, ctx.log)
+        step.done()
+    return BackendResult(tuple(inputs), tuple(outputs), files, verification,
                          parameters=params, model_files=model_files, environment=env_facts)
 
 

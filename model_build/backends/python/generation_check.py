@@ -1,0 +1,182 @@
+"""A generating task verified at build time: the files that ship (generation_engine.py and the checkpoint) decode the
+same tokens as transformers' own ``generate``, greedy, on the same prompts.
+
+Each prompt alone must be token-identical; then all of them together (the engine's running batch, and for a
+decoder-only model ``generate`` on a left-padded batch): a difference there is reported with the first position where
+it differs and the reference's logit margin at that position (top-1 minus top-2). A margin under ``NEAR_TIE`` is a
+near-tie (float sums in another order pick the other token) and is recorded, not hidden; a larger one fails the build.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+import threading
+import types
+from typing import Any, Mapping, Optional
+
+from deployment_spec.builds.manifest import Verification
+from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.tasks import TaskKind
+from model_build.errors import BuildError
+
+PROMPTS = ("The quick brown fox", "Once upon a time, in a land far away,", "Hello", "1, 2, 3, 4, 5,",
+           "Translate to German: the house is small.", "Summarize: the meeting moved to Tuesday because of rain.")
+NEW_TOKENS = 16
+NEAR_TIE = 1e-3  # logits apart by less than this may swap under another summation order (fp32)
+WAIT_S = 600
+
+
+def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification:
+    """``files``: the model's version directory as the recipe made it (model.py, generation_engine.py,
+    step_requests.py, checkpoint/), read here as they ship."""
+    import torch
+    import transformers
+
+    assert model.task is not None  # only generating tasks come here
+    engine_module = _shipped_engine(pathlib.Path(files["generation_engine.py"]), pathlib.Path(files["step_requests.py"]))
+    kind = model.task.kind.value
+    limits = engine_module.Limits.from_parameters(model.task.generation.model_parameters(kind, model.max_batch_size))
+    engine = engine_module.Engine.from_checkpoint(str(files["checkpoint"]), kind, limits)
+    try:
+        prompts = [engine.encode(text=p)[:limits.max_prompt_tokens] for p in PROMPTS]
+        greedy = engine_module.parse_request({"max_new_tokens": NEW_TOKENS}, limits)
+        with torch.no_grad():
+            references = [_reference(engine, ids) for ids in prompts]
+        for i, ids in enumerate(prompts):  # alone: must be identical
+            got = _run(engine, [ids], greedy)[0]
+            difference = _first_difference(got, references[i])
+            if difference is not None:
+                raise BuildError(_failed(model, i, "alone", difference))
+        together = _compare_all(model, _run(engine, prompts, greedy), references, "the engine's running batch")
+        batched = {}
+        if model.task.kind is TaskKind.TEXT_GENERATION:
+            with torch.no_grad():
+                batched = _compare_all(model, _left_padded(engine, prompts), references,
+                                       "generate on a left-padded batch")
+    finally:
+        engine.close()
+    near_ties = [*together.values(), *batched.values()]
+    for tie in near_ties:
+        log(f"  {model.name}: near-tie, not a defect: {tie}")
+    return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
+                        cases=len(prompts), details={
+                            "reference": "transformers generate, greedy, each prompt alone",
+                            "new_tokens": NEW_TOKENS, "prompts": len(prompts),
+                            "alone": "token-identical", "engine_batch": "token-identical" if not together else
+                            f"{len(together)} near-ties", "left_padded_generate": (
+                                "not applicable (encoder-decoder)" if model.task.kind is not TaskKind.TEXT_GENERATION
+                                else "token-identical" if not batched else f"{len(batched)} near-ties"),
+                            "near_ties": near_ties})
+
+
+def _shipped_engine(engine_file: pathlib.Path, requests_file: pathlib.Path) -> types.ModuleType:
+    """generation_engine.py as Triton imports it: beside its step_requests.py, under its own name."""
+    sys.modules.setdefault("step_requests", _load("step_requests", requests_file))
+    return _load("shipped_generation_engine", engine_file)
+
+
+def _load(name: str, path: pathlib.Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def _reference(engine: Any, ids: list[int]) -> tuple[list[int], list[Any]]:
+    """transformers' greedy tokens for one prompt alone, with the scores of each step."""
+    import torch
+
+    inputs = torch.tensor([ids])
+    out = engine.model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), do_sample=False,
+                                max_new_tokens=NEW_TOKENS, output_scores=True, return_dict_in_generate=True,
+                                pad_token_id=_pad_id(engine))
+    start = 1 if engine.seq2seq else len(ids)  # an encoder-decoder's sequences start with the decoder's start token
+    return [int(t) for t in out.sequences[0][start:]], [s[0] for s in out.scores]
+
+
+def _pad_id(engine: Any) -> int:
+    pad = engine.tokenizer.pad_token_id
+    return pad if pad is not None else min(engine.eos) if engine.eos else 0
+
+
+def _run(engine: Any, prompts: list[list[int]], settings: Any) -> list[list[int]]:
+    """Submits every prompt at once (they decode together) and waits for each one's tokens."""
+    tokens: list[list[int]] = [[] for _ in prompts]
+    finished = [threading.Event() for _ in prompts]
+    errors: list[str] = []
+    for i, ids in enumerate(prompts):
+        def done(reason: Optional[str], usage: dict, i: int = i) -> None:
+            if reason is None:
+                errors.append(str(usage.get("error")))
+            finished[i].set()
+        engine.submit(ids, settings, lambda _text: None, done, lambda: False, on_token=tokens[i].append)
+    for event in finished:
+        if not event.wait(WAIT_S):
+            raise BuildError(f"the generation engine did not finish a prompt within {WAIT_S} s")
+    if errors:
+        raise BuildError(f"the generation engine failed on a verification prompt: {errors[0]}")
+    return tokens
+
+
+def _left_padded(engine: Any, prompts: list[list[int]]) -> list[list[int]]:
+    """``generate`` on all prompts as one left-padded batch (how decoder-only models batch in transformers)."""
+    import torch
+
+    width, pad = max(len(p) for p in prompts), _pad_id(engine)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    out = engine.model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=NEW_TOKENS,
+                                pad_token_id=pad)
+    rows = [[int(t) for t in row[width:]] for row in out]
+    return [_until_end(row, engine.eos) for row in rows]
+
+
+def _until_end(row: list[int], eos: frozenset[int]) -> list[int]:
+    for i, token in enumerate(row):
+        if token in eos:
+            return row[:i + 1]
+    return row
+
+
+def _first_difference(got: list[int], reference: tuple[list[int], list[Any]]) -> Optional[tuple[int, int, int, float]]:
+    """(position, got token, reference token, reference margin) where the two first differ, else None."""
+    want, scores = reference
+    for position in range(max(len(got), len(want))):
+        mine = got[position] if position < len(got) else -1
+        theirs = want[position] if position < len(want) else -1
+        if mine != theirs:
+            margin = _margin(scores[position]) if position < len(scores) else float("inf")
+            return position, mine, theirs, margin
+    return None
+
+
+def _margin(logits: Any) -> float:
+    top = logits.float().topk(2).values
+    return float(top[0] - top[1])
+
+
+def _compare_all(model: ModelSpec, runs: list[list[int]], references: list[tuple[list[int], list[Any]]],
+                 where: str) -> dict[int, str]:
+    """Near-ties by prompt; a real difference fails the build."""
+    ties = {}
+    for i, got in enumerate(runs):
+        difference = _first_difference(got, references[i])
+        if difference is None:
+            continue
+        if difference[3] >= NEAR_TIE:
+            raise BuildError(_failed(model, i, where, difference))
+        position, mine, theirs, margin = difference
+        ties[i] = (f"prompt {i} in {where}: token {position} is {mine}, alone {theirs}; the reference's top two "
+                   f"logits there are {margin:.2e} apart")
+    return ties
+
+
+def _failed(model: ModelSpec, prompt: int, where: str, difference: tuple[int, int, int, float]) -> str:
+    position, mine, theirs, margin = difference
+    return (f"models.{model.task_entry or model.name}: verification prompt {prompt} ({PROMPTS[prompt]!r}), {where}: "
+            f"new token {position} is {mine} where transformers' generate picks {theirs} (its top two logits "
+            f"{margin:.3g} apart, not a near-tie); the served decoding differs from transformers' for this "
+            "architecture: report it with the checkpoint's config.json")
