@@ -44,7 +44,8 @@ STREAMS = 16
 def _model(quick: bool, device: str) -> Any:
     config = transformers.GPT2Config() if not quick else transformers.GPT2Config(n_layer=4, n_embd=256, n_head=4)
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(config).to(device).eval()
+    model: Any = transformers.GPT2LMHeadModel(config)
+    model = model.to(device).eval()
     model.generation_config.eos_token_id = None  # exactly max_new_tokens every time
     model.generation_config.pad_token_id = 0
     return model
@@ -58,7 +59,8 @@ def _tokenizer(vocab: int) -> Any:
     tok = Tokenizer(models.WordLevel(words, unk_token="\u2581w0"))
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok)
+    fast: Any = transformers.PreTrainedTokenizerFast
+    return fast(tokenizer_object=tok)
 
 
 def _prompts(count: int, vocab: int, device: str) -> torch.Tensor:
@@ -97,7 +99,7 @@ class _Clock:
     def token(self, _token: int) -> None:
         self.tokens += 1
 
-    def finished(self, _reason: Any, _usage: dict) -> None:
+    def finished(self, _reason: Any, _usage: dict[str, Any]) -> None:
         self.done.set()
 
 

@@ -48,7 +48,7 @@ CHARS_PER_TOKEN_CAP = 64
 FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED = "stop", "length", "cancelled"
 
 OnText = Callable[[str], None]
-OnDone = Callable[[Optional[str], dict], None]
+OnDone = Callable[[Optional[str], dict[str, Any]], None]
 IsCancelled = Callable[[], bool]
 OnToken = Callable[[int], None]
 
@@ -228,7 +228,7 @@ def _stop(value: Any, limits: Limits) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def parse_request(parameters: dict, limits: Limits) -> Settings:
+def parse_request(parameters: dict[str, Any], limits: Limits) -> Settings:
     """Settings from a request's parameters (Triton's generate route: the JSON object ``parameters``).
 
     Greedy unless ``do_sample`` is true; temperature, top_p, top_k and seed apply to sampling only, so sending one
@@ -372,7 +372,7 @@ class _Sequence:
             self.seen = torch.zeros(vocab_size, dtype=torch.bool, device=device)
             self.seen[torch.tensor(penalised, dtype=torch.long, device=device)] = True
 
-    def usage(self) -> dict:
+    def usage(self) -> dict[str, Any]:
         return {"prompt_tokens": len(self.request.prompt_ids), "completion_tokens": len(self.generated)}
 
     def accept(self, token: int, eos: frozenset[int]) -> Optional[str]:
@@ -473,10 +473,12 @@ def _plain_layers(cache: Any) -> Optional[list[tuple[torch.Tensor, torch.Tensor]
     if type(cache) is not DynamicCache:
         return None
     layers = []
-    for layer in cache.layers:
+    every: list[Any] = list(cache.layers)
+    for layer in every:
         if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer) or not layer.is_initialized:
             return None
-        if type(layer) is DynamicSlidingWindowLayer and layer.cumulative_length > layer.keys.shape[-2]:
+        sliding = type(layer) is DynamicSlidingWindowLayer
+        if sliding and layer.cumulative_length > layer.keys.shape[-2]:
             return None
         layers.append((layer.keys, layer.values))
     return layers
@@ -509,7 +511,7 @@ class Engine:
                                       or model.config.decoder_start_token_id)
             if decoder_start_token_id is None:
                 raise ValueError("an encoder-decoder needs decoder_start_token_id (generation_config.json)")
-        self.decoder_start = decoder_start_token_id
+        self.decoder_start = int(decoder_start_token_id or 0)  # not used by a causal LM
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
@@ -534,14 +536,13 @@ class Engine:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, use_fast=True)
         auto = transformers.AutoModelForSeq2SeqLM if kind == "text2text-generation" else \
             transformers.AutoModelForCausalLM
-        model = auto.from_pretrained(folder).to(device)
-        if os.path.exists(os.path.join(folder, "generation_config.json")):
-            model.generation_config = transformers.GenerationConfig.from_pretrained(folder)
-        return cls(model, tokenizer, limits, kind, device=device)
+        # from_pretrained reads generation_config.json too (eos ids, pad id, decoder_start_token_id).
+        model: Any = auto.from_pretrained(folder)
+        return cls(model.to(device), tokenizer, limits, kind, device=device)
 
     # --- prompts
 
-    def encode(self, text: Optional[str] = None, messages: Optional[list] = None) -> list[int]:
+    def encode(self, text: Optional[str] = None, messages: Optional[list[Any]] = None) -> list[int]:
         """Token ids of a prompt, or of chat ``messages`` through the checkpoint's chat template."""
         if (text is None) == (messages is None):
             raise RequestError("send either text_input (a prompt) or messages (a chat), not both and not neither")
@@ -807,7 +808,8 @@ class Engine:
                 kwargs["position_ids"] = positions
             out = self.model(**kwargs)
         batch.cache = out.past_key_values
-        return out.logits[:, -1, :]
+        logits: torch.Tensor = out.logits[:, -1, :]
+        return logits
 
     def _decoder_position_mode(self) -> Optional[str]:
         """How an encoder-decoder's decoder rows can have positions of their own in a left-padded batch:
@@ -838,6 +840,8 @@ class Engine:
     def _merge(self, batch: _Batch, joining: _Batch) -> _Batch:
         """``joining`` (one prefilled row) added to ``batch``: self-attention caches and masks left-padded to the
         longer, encoder outputs and cross-attention caches right-padded."""
+        encoder: Optional[torch.Tensor]
+        encoder_mask: Optional[torch.Tensor]
         if self.seq2seq:
             caches = [batch.cache.self_attention_cache, joining.cache.self_attention_cache]
             crosses = [batch.cache.cross_attention_cache, joining.cache.cross_attention_cache]
@@ -850,7 +854,7 @@ class Engine:
             encoder_mask = _join([batch.encoder_mask, joining.encoder_mask], dim=1, left=False)
         else:
             cache = _dynamic(self._joined_layers([batch.cache, joining.cache], left=True))
-            encoder = encoder_mask = None
+            encoder, encoder_mask = None, None
         mask = _join([batch.mask, joining.mask], dim=1, left=True)
         return _Batch(batch.rows + joining.rows, cache, mask, torch.cat([batch.next_tokens, joining.next_tokens]),
                       shared=True, encoder=encoder, encoder_mask=encoder_mask)
@@ -956,7 +960,7 @@ def _top_p_filtered(scores: torch.Tensor, top_p: float) -> torch.Tensor:
     return scores.masked_fill(drop.scatter(0, order, drop), float("-inf"))
 
 
-def _safe_done(request: _Request, reason: Optional[str], usage: dict) -> None:
+def _safe_done(request: _Request, reason: Optional[str], usage: dict[str, Any]) -> None:
     try:
         request.on_done(reason, usage)
     except Exception:  # noqa: BLE001 - a client's callback must not stop the scheduler

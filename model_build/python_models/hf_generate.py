@@ -36,7 +36,7 @@ except ImportError:
     pb_utils = None
 
 
-def _device(args: dict) -> str:
+def _device(args: dict[str, Any]) -> str:
     import torch
 
     if args.get("model_instance_kind") == "GPU" and torch.cuda.is_available():
@@ -56,7 +56,7 @@ def _text(request: Any, name: str) -> Optional[str]:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _messages(text: Optional[str]) -> Optional[list]:
+def _messages(text: Optional[str]) -> Any:
     if text is None:
         return None
     try:
@@ -66,9 +66,9 @@ def _messages(text: Optional[str]) -> Optional[list]:
                            '"[{\\"role\\": \\"user\\", \\"content\\": \\"Hello\\"}]"') from None
 
 
-def _parameters(request: Any) -> dict:
+def _parameters(request: Any) -> dict[str, Any]:
     text = request.parameters() or "{}"
-    parameters = json.loads(text)
+    parameters: Any = json.loads(text)
     if not isinstance(parameters, dict):
         raise RequestError("parameters: not a JSON object; send e.g. \"parameters\": {\"max_new_tokens\": 32}")
     return parameters
@@ -88,7 +88,7 @@ class _Answer:
         else:
             self.gathered.append(delta)
 
-    def done(self, reason: Optional[str], usage: dict) -> None:
+    def done(self, reason: Optional[str], usage: dict[str, Any]) -> None:
         if reason is None:  # the engine failed on this request: a server error, not the client's
             error = pb_utils.TritonError(usage.get("error", "generation failed"))
             self.sender.send(pb_utils.InferenceResponse(output_tensors=[], error=error))
@@ -108,7 +108,7 @@ def _cancelled(sender: Any) -> Callable[[], bool]:
 
 
 class TritonPythonModel:
-    def initialize(self, args: dict) -> None:
+    def initialize(self, args: dict[str, Any]) -> None:
         config = json.loads(args["model_config"])
         if not pb_utils.using_decoupled_model_transaction_policy(config):
             raise ValueError("hf_generate needs model_transaction_policy { decoupled: true } in config.pbtxt")
@@ -116,7 +116,7 @@ class TritonPythonModel:
         folder = os.path.join(args["model_repository"], args["model_version"], "checkpoint")
         self.engine = Engine.from_checkpoint(folder, params["kind"], Limits.from_parameters(params), _device(args))
 
-    def execute(self, requests: list) -> None:
+    def execute(self, requests: list[Any]) -> None:
         for request in requests:
             sender = request.get_response_sender()
             try:
