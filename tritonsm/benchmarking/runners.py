@@ -5,12 +5,10 @@ import argparse
 import pathlib
 
 from deployment_spec.parsing.errors import UserError
+# Shared with stream_command (`bench stream`), under the names this module has always used.
+from tritonsm.benchmarking.arguments import command_line as _command, log as _log, positive_list as _positive_list
 
 DEFAULT_OUT = pathlib.Path("bench-results")
-
-
-def _log(line: str) -> None:
-    print(line, flush=True)
 
 
 def run_runtime(args: argparse.Namespace) -> int:
@@ -254,6 +252,13 @@ def run_drain(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_stream(args: argparse.Namespace) -> int:
+    """A generating endpoint's streams at rising concurrency (tritonsm.benchmarking.stream_command)."""
+    from tritonsm.benchmarking import stream_command
+
+    return stream_command.run(args)
+
+
 def _run_endpoint_load(args: argparse.Namespace, spec, plan, threshold: float, prices) -> int:
     """Phases against the endpoint's own model; --record (same endpoint) writes its best RPS."""
     from deployment_spec.cost.capacity import DEFAULT_CAPACITY, Measurement
@@ -432,31 +437,3 @@ def _phase(text: str):
     except ValueError:
         raise UserError(f"--phase {text!r}: write USERS:SPAWN:SECONDS, e.g. 2:2:1500") from None
     return Phase(users, spawn, seconds)
-
-
-def _positive_list(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1 or values != sorted(set(values)):
-        raise UserError(f"{flag} {text!r}: give rising positive integers separated by commas, e.g. 1,2,4,8,16")
-    return values
-
-
-def _command(args: argparse.Namespace, sub: str) -> str:
-    """The command line that repeats this run, for the results and the capacity file."""
-    skip = {"run", "bench_run", "bench_command", "spec", "command", "models", "rest", "work"}
-    parts = ["tritonsm", "bench", "--spec", str(args.spec), sub, *getattr(args, "models", [])]
-    for key, value in sorted(vars(args).items()):
-        if key in skip or value in (None, False, []):
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            parts.append(flag)
-        elif isinstance(value, list):
-            for item in value:
-                parts += [flag, str(item)]
-        else:
-            parts += [flag, str(value)]
-    return " ".join(parts)

@@ -1,4 +1,4 @@
-"""`tritonsm bench runtime | load | drain | recommender`: the numbers the reference articles measure by hand.
+"""`tritonsm bench runtime | load | drain | stream | recommender`: the numbers the reference articles measure by hand.
 
 Only argparse here; each subcommand runs from tritonsm.benchmarking.runners, which imports its heavy
 code (torch, onnxruntime, the Triton server, botocore) when it runs.
@@ -16,11 +16,13 @@ DEFAULT_OUT = pathlib.Path("bench-results")
 
 def register(add: Callable[..., argparse.ArgumentParser]) -> None:
     parser = add("bench", "benchmark models and endpoints: runtime comparison, local load test, asynchronous "
-                          "drain rate, Inference Recommender job request", _dispatch)
+                          "drain rate, generation (streamed text) at rising concurrency, Inference Recommender "
+                          "job request", _dispatch)
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     _register_runtime(sub)
     _register_load(sub)
     _register_drain(sub)
+    _register_stream(sub)
     _register_recommender(sub)
 
 
@@ -101,6 +103,42 @@ def _register_drain(sub) -> None:
                    help="write the drain rate at the spec's own concurrency into the capacity file")
     add_request_flags(p)
     _output_flags(p, "drain", "drain.md and drain.png")
+
+
+def _register_stream(sub) -> None:
+    p = _subcommand(sub, "stream", "a generating endpoint through InvokeEndpointWithResponseStream at rising "
+                                   "concurrency: TTFT, ITL, TPOT and E2EL at p50/p90/p99, output tokens/s, req/s",
+                    _run("run_stream"))
+    p.add_argument("--endpoint", help="a spec endpoint: names the endpoint <project>-<environment>-<endpoint>")
+    p.add_argument("--endpoint-name", help="instead of --endpoint: the SageMaker endpoint's own name")
+    p.add_argument("--environment", help="with --endpoint: whose endpoint name and region (default: the spec's "
+                                         "first environment)")
+    p.add_argument("--url", help="the local runtime of `tritonsm serve` serving the endpoint, e.g. "
+                                 "http://127.0.0.1:8080")
+    p.add_argument("--deployed", action="store_true",
+                   help="instead of --url: the deployed SageMaker endpoint, through boto3")
+    p.add_argument("--region", help="with --deployed: the endpoint's region (default: the environment's with "
+                                    "--endpoint, else your AWS configuration's)")
+    p.add_argument("--concurrency", default="1,4,16", help="streams in flight per level, rising (default: 1,4,16)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--requests", type=int, default=None, help="requests per level (default: 32)")
+    budget.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                        help="instead of --requests: keep sending for this long per level (the requests in flight "
+                             "at the end finish and count)")
+    prompts = p.add_mutually_exclusive_group()
+    prompts.add_argument("--text", help="the prompt every request sends (default: a sample prompt)")
+    prompts.add_argument("--prompts", type=pathlib.Path, metavar="FILE",
+                         help="one prompt per line, sent in turn (blank lines skipped)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="the requests' max_new_tokens (default: 128)")
+    p.add_argument("--parameter", action="append", default=[], metavar="KEY=VALUE",
+                   help="another generation parameter, repeatable; VALUE is read as JSON where it is one, e.g. "
+                        "--parameter temperature=0.7")
+    p.add_argument("--warmup", type=int, default=1, help="untimed requests before the first level (default: 1)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds a stream may stay silent before its request fails (default: 60)")
+    p.add_argument("--plot", type=pathlib.Path, metavar="FILE.png",
+                   help="also draw TTFT and output tokens/s against concurrency (needs matplotlib)")
+    _output_flags(p, "stream", "stream.json and stream.md")
 
 
 def _register_recommender(sub) -> None:
