@@ -10,6 +10,8 @@ import json
 import pathlib
 import re
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -48,7 +50,8 @@ def model_stream_error(text: str) -> bytes:
 
 class StandIn(http.server.ThreadingHTTPServer):
     """Streams the prompt's words (at most max_new_tokens), FIRST_S then STEP_S apart; the word FAIL ends the stream
-    with a ModelStreamError; an endpoint named ``missing`` is refused (ValidationError, HTTP 400)."""
+    with a ModelStreamError, the word ERROR with the container's error event; an endpoint named ``missing`` is
+    refused (ValidationError, HTTP 400)."""
     daemon_threads = True
 
     def __init__(self) -> None:
@@ -104,6 +107,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if word == "FAIL":
                 self._chunk(model_stream_error(f"the model failed after {count} tokens"))
                 break
+            if word == "ERROR":   # deployed, SageMaker passes the container's error event on as a payload part
+                self._chunk(payload_part(b'data: {"error": "CUDA out of memory"}\n\n'))
+                break
             event = f"data: {json.dumps({'text_output': word, 'model_name': 'gen'})}\n\n".encode()
             # Cut in the middle of the line: the reader has to put the parts together again.
             self._chunk(payload_part(event[:9]))
@@ -153,13 +159,21 @@ def test_ttft_itl_tpot_and_e2el_follow_the_delays_of_the_tokens_at_each_concurre
     assert any(line.startswith("    concurrency   1:") and line.endswith("errors 0/4") for line in lines)
 
 
-def test_a_stream_broken_midway_and_a_refused_request_are_counted_with_their_first_message(stand_in) -> None:
+def test_broken_errored_silent_and_refused_streams_are_counted_with_their_first_message(stand_in) -> None:
     plan = stream_load.StreamPlan(concurrencies=(2,), requests=4, seconds=None, warmup=0)
     broken = stream_load.measure(_send(stand_in), stream_load.bodies(["one two FAIL three"], {"max_new_tokens": 9}),
                                  plan, lambda line: None)[0]
     assert (broken.requests, broken.errors, broken.output_tokens) == (4, 4, 0)
     assert broken.first_error == ("the response stream of endpoint 'Gen-dev-writer' failed (ModelStreamError): the "
                                   "model failed after 2 tokens")
+    errored = stream_load.measure(_send(stand_in), stream_load.bodies(["one ERROR"], {"max_new_tokens": 9}), plan,
+                                  lambda line: None)[0]
+    assert (errored.errors, errored.first_error) == (
+        4, "the response stream of endpoint 'Gen-dev-writer' failed: CUDA out of memory")
+    # A stream that ends without text has no first token: a failed request, not one with an undefined TTFT.
+    silent = stream_load.measure(_send(stand_in), stream_load.bodies([""], {"max_new_tokens": 9}), plan,
+                                 lambda line: None)[0]
+    assert (silent.errors, silent.first_error) == (4, "the stream ended without any text_output")
     refused = stream_load.measure(_send(stand_in, "missing"), stream_load.bodies(["one"], {"max_new_tokens": 1}),
                                   plan, lambda line: None)[0]
     assert refused.errors == 4
@@ -268,3 +282,13 @@ def test_an_empty_prompts_file_is_told(tmp_path, capsys) -> None:
                           str(empty)]) == 2
     assert capsys.readouterr().err == (f"error: --prompts {empty}: no prompt in it (one prompt per line; blank lines "
                                        "are skipped)\n")
+
+
+def test_the_measuring_code_loads_neither_torch_nor_matplotlib_until_a_plot_is_asked() -> None:
+    check = ("import sys\nfrom tritonsm.cli import main\n"
+             "main(['bench', 'stream', '--endpoint-name', 'x', '--url', 'http://127.0.0.1:9', '--requests', '0'])\n"
+             "from tritonsm.benchmarking import stream_command, stream_load, stream_report\n"
+             "print('torch' in sys.modules, 'matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          cwd=pathlib.Path(__file__).parents[2])
+    assert done.stdout.strip() == "False False", done.stderr
