@@ -19,7 +19,7 @@ def test_there_is_one_example_per_reference_scenario():
     assert [p.name for p in EXAMPLES] == [
         "bert-classifier-candidate.yaml", "bert-large-tuned-sme.yaml", "ensemble-sme.yaml", "image-async-sme.yaml", "image-ensemble-sme.yaml", "inference-components.yaml",
         "onnx-vision-nlp-mme.yaml",
-        "t5-python-mme.yaml", "tensorrt-bert-mme.yaml"]
+        "t5-python-mme.yaml", "t5-streaming-sme.yaml", "tensorrt-bert-mme.yaml"]
 
 
 @pytest.mark.parametrize("path", [ROOT / "triton.yaml", *EXAMPLES], ids=lambda p: p.name)
