@@ -17,7 +17,9 @@ route (SageMaker: ``SAGEMAKER_TRITON_INFERENCE_TYPE=generate_stream``) sends eac
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
-stops decoding. Needs torch and transformers in the backend's Python (an execution environment, as t5_generate.py).
+stops decoding. Each request's time to first token, the gaps between its tokens, its token counts and how it
+finished are Prometheus metrics on Triton's metrics port (generation_metrics.py). Needs torch and transformers in
+the backend's Python (an execution environment, as t5_generate.py).
 """
 import json
 import os
@@ -28,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the engine and step_requests.py ship beside this
 from generation_engine import Engine, Limits, RequestError, parse_request  # noqa: E402
+from generation_metrics import GenerationMetrics  # noqa: E402
 from step_requests import client_error  # noqa: E402
 
 try:  # absent when the build imports this file to check it
@@ -115,6 +118,8 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         folder = os.path.join(args["model_repository"], args["model_version"], "checkpoint")
         self.engine = Engine.from_checkpoint(folder, params["kind"], Limits.from_parameters(params), _device(args))
+        self.metrics = GenerationMetrics.create(
+            pb_utils, {"model": args["model_name"], "version": args["model_version"]}, pb_utils.Logger.log_warn)
 
     def execute(self, requests: list[Any]) -> None:
         for request in requests:
@@ -122,11 +127,14 @@ class TritonPythonModel:
             try:
                 self._submit(request, sender)
             except RequestError as exc:
+                if self.metrics is not None:
+                    self.metrics.refused()
                 sender.send(pb_utils.InferenceResponse(output_tensors=[], error=client_error(pb_utils, str(exc))),
                             flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None  # decoupled: every answer goes through the senders
 
     def _submit(self, request: Any, sender: Any) -> None:
+        timings = GenerationMetrics.timings()  # its clock starts as the request arrives, before tokenizing
         settings = parse_request(_parameters(request), self.engine.limits)
         text = _text(request, "text_input")
         messages = _messages(_text(request, "messages"))
@@ -134,7 +142,18 @@ class TritonPythonModel:
             text = None  # a generate-route client that must send text_input may send it empty beside messages
         ids = self.engine.encode(text=text, messages=messages)
         answer = _Answer(sender, settings.stream)
-        self.engine.submit(ids, settings, answer.text, answer.done, _cancelled(sender))
+        if self.metrics is None:
+            self.engine.submit(ids, settings, answer.text, answer.done, _cancelled(sender))
+            return
+        metrics = self.metrics
+
+        def done(reason: Optional[str], usage: dict[str, Any]) -> None:
+            metrics.finished(reason, usage, timings)  # queued first: recorded even if answering fails
+            answer.done(reason, usage)
+
+        self.engine.submit(ids, settings, answer.text, done, _cancelled(sender), on_token=timings.token)
 
     def finalize(self) -> None:
         self.engine.close()
+        if self.metrics is not None:
+            self.metrics.close()

@@ -33,7 +33,8 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     chat = "with its chat template" if getattr(tok, "chat_template", None) else "no chat template"
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
-               "step_requests.py": TEMPLATES / "step_requests.py", CHECKPOINT: folder},
+               "step_requests.py": TEMPLATES / "step_requests.py",
+               "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
         inputs=(TensorSpec(PROMPT, "TYPE_STRING", (1,)), TensorSpec(MESSAGES, "TYPE_STRING", (1,), optional=True)),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),
         parameters=task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size),
