@@ -5,7 +5,8 @@ import dataclasses
 from typing import Mapping, Optional
 
 from deployment_spec.facts import instances, serving_runtimes, triton_metrics
-from deployment_spec.rules import component_endpoint, streaming, variant_plan, sagemaker as sagemaker_rules
+from deployment_spec.rules import component_endpoint, generation_engines, streaming, variant_plan, sagemaker as sagemaker_rules
+from deployment_spec.rules import generation_alarms
 from deployment_spec.sections import asynchronous
 from deployment_spec.sections.capacity_reservation import reservation_problems
 from deployment_spec.rules.container_env import container_environment
@@ -133,6 +134,11 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
                                "nothing on a multi-model endpoint (callers pick a TargetModel)", "remove default_model"))
     out += _unique_names(path, served)
     out += streaming.endpoint_problems(path, ep, models, triton_version)
+    out += generation_alarms.time_to_first_token_problems(
+        ep.alarms.time_to_first_token_ms, ep.container.inference_type, metrics=ep.container.metrics,
+        detailed=ep.observability.detailed, components=ep.kind is EndpointKind.INFERENCE_COMPONENTS,
+        path=f"{path}.alarms.time_to_first_token_ms")
+    out += generation_engines.endpoint_problems(path, ep, models, triton_version)
     out += _instance_rules(path, ep, served, triton_version)
     environment = container_environment(ep.container, multi_model=ep.kind is EndpointKind.MULTI_MODEL,
                                         default_model=ep.default_model, extra_args=ep.triton_args)

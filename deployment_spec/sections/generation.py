@@ -14,6 +14,7 @@ inference component has it: the multi-model route (``/models/<m>/invoke``) refus
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, Protocol
 
 from deployment_spec.parsing.errors import Problem
@@ -55,6 +56,58 @@ class Generation:
         """What the served model reads from its config.pbtxt (model_build/python_models/generation_engine.py)."""
         bounds = {f.name: str(getattr(self, f.name)) for f in dataclasses.fields(self)}
         return {**bounds, "max_concurrent": str(max_concurrent), "kind": kind}
+
+
+class Engine(str, enum.Enum):
+    """What decodes a generating task's model (``task.engine``)."""
+
+    TRANSFORMERS = "transformers"  # our Python-backend engine (hf_generate.py), any host, any Triton image
+    VLLM = "vllm"                  # Triton's vLLM backend (triton-inference-server/vllm_backend), GPU only
+    TENSORRT_LLM = "tensorrt-llm"  # TensorRT-LLM's LLM-API Python model (PyTorch flow, no engine build), GPU only
+
+
+# AWS publishes sagemaker-tritonserver:<ver>-py3 only; the engines run in NVIDIA's own images, which teams mirror
+# into their account's ECR (they carry /usr/bin/serve and SageMaker's labels): the tag per engine, as NGC names it.
+ENGINE_TAG_SUFFIX = {Engine.VLLM: "-vllm-python-py3", Engine.TENSORRT_LLM: "-trtllm-python-py3"}
+# The config.pbtxt ``backend`` per engine: vllm_backend is a backend of its own (backends/vllm/model.py in its
+# image); the LLM-API model is a Python-backend model.py of NVIDIA's (triton_backend/all_models/llmapi).
+ENGINE_BACKEND = {Engine.TRANSFORMERS: "python", Engine.VLLM: "vllm", Engine.TENSORRT_LLM: "python"}
+# Bounds an engine cannot hold a request to (neither engine's request path checks them against a limit); the spec
+# refuses them set away from their defaults rather than promise what the served model would not do.
+UNBOUNDED_BY_ENGINES = ("default_max_new_tokens", "max_temperature", "max_top_k", "max_repetition_penalty",
+                        "max_stop_strings")
+
+
+def engine_image_tag(triton_version: str, engine: Engine) -> str:
+    """The mirrored NVIDIA image's tag, e.g. ``25.09-vllm-python-py3``."""
+    return triton_version + ENGINE_TAG_SUFFIX[engine]
+
+
+def engine_problems(engine: Engine, kind: str, stream: bool, bounds: Generation, path: str) -> list[Problem]:
+    """What a generating task with ``engine`` other than transformers may not ask (the task's own fields)."""
+    if engine is Engine.TRANSFORMERS:
+        return []
+    out = []
+    if kind == "text2text-generation":
+        why = ("vLLM's V1 engine, the one vllm_backend drives from the 25.x images, runs decoder-only text models"
+               if engine is Engine.VLLM else "the LLM-API's PyTorch flow runs decoder-only models (encoder-decoders "
+               "only through a TensorRT engine build, which this product does not make)")
+        out.append(Problem(f"{path}.engine", f"{engine.value!r} with text2text-generation ({why})",
+                           "transformers with text2text-generation; vllm or tensorrt-llm with text-generation",
+                           "remove engine (transformers)"))
+    if engine is Engine.VLLM and not stream:
+        out.append(Problem(f"{path}.stream", "false with engine 'vllm'", "true: vllm_backend is decoupled only "
+                           "(its model.py asserts it) and SageMaker's infer route refuses decoupled models",
+                           "remove stream (true), or set engine: tensorrt-llm or transformers"))
+    defaults = Generation()
+    for key in UNBOUNDED_BY_ENGINES:
+        if getattr(bounds, key) != getattr(defaults, key):
+            out.append(Problem(f"{path}.generation.{key}", f"{getattr(bounds, key)} with engine {engine.value!r}",
+                               f"the default ({getattr(defaults, key)}): {engine.value} takes the request's "
+                               "sampling parameters as they come and holds none to a bound; only max_new_tokens "
+                               "and max_prompt_tokens become its limits (the longest sequence)",
+                               f"remove generation.{key}, or set engine: transformers"))
+    return out
 
 
 class _Entry(Protocol):

@@ -26,7 +26,7 @@ from typing import Mapping
 
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.parsing.parse import meta
-from deployment_spec.sections.generation import Generation
+from deployment_spec.sections.generation import Engine, Generation, engine_problems
 
 
 class TaskKind(str, enum.Enum):
@@ -106,6 +106,10 @@ class Task:
     stream: bool = dataclasses.field(default=True, metadata=meta(
         help="text-generation, text2text-generation: answer token by token (InvokeEndpointWithResponseStream; "
              "single-model endpoints and inference components, Triton 25.03 or later); false: the whole text at once"))
+    engine: Engine = dataclasses.field(default=Engine.TRANSFORMERS, metadata=meta(
+        help="text-generation, text2text-generation: transformers (our Python-backend engine, any host), vllm "
+             "(Triton's vLLM backend) or tensorrt-llm (TensorRT-LLM's LLM-API model); the last two on GPU "
+             "instance types, from NVIDIA's image mirrored into endpoints.<e>.image_repository"))
 
     def takes_image(self) -> bool:
         return self.kind in IMAGE_KINDS
@@ -162,7 +166,8 @@ class Task:
 
     def _generation_problems(self, path: str, defaults: "Task") -> list[Problem]:
         if self.generates():
-            return self.generation.problems(f"{path}.generation")
+            return self.generation.problems(f"{path}.generation") + engine_problems(
+                self.engine, self.kind.value, self.stream, self.generation, path)
         out = []
         kinds = ", ".join(k.value for k in TaskKind if k in GENERATION_KINDS)
         if self.generation != defaults.generation:
@@ -171,6 +176,8 @@ class Task:
         if self.stream != defaults.stream:
             out.append(Problem(f"{path}.stream", str(self.stream).lower(), f"only with {kinds} (a "
                                f"{self.kind.value} answers in one piece)", "remove stream"))
+        if self.engine is not defaults.engine:
+            out.append(Problem(f"{path}.engine", repr(self.engine.value), f"only with {kinds}", "remove engine"))
         return out
 
 
