@@ -282,8 +282,11 @@ class ServedEndpoint:
     address it announces, or None where it stopped or did not start in time; its output lines). Stopped on exit
     with SIGINT (it stops its Triton server on the way out), SIGKILL after a minute."""
 
-    def __init__(self, common: list[str], folder: pathlib.Path, log_file: pathlib.Path) -> None:
-        self.command = [str(BIN / "tritonsm"), "serve", ENDPOINT, *common, "--cpu-stand-in",
+    def __init__(self, common: list[str], folder: pathlib.Path, log_file: pathlib.Path,
+                 target: tuple[str, ...] = (ENDPOINT,)) -> None:
+        # ``target``: the endpoint, or ("--all",) for every endpoint of the spec behind one port (streaming
+        # generation needs single-model endpoints, one per model).
+        self.command = [str(BIN / "tritonsm"), "serve", *target, *common, "--cpu-stand-in",
                         "--startup-timeout", str(SERVER_START_S), "--log-file", str(folder / "server.log")]
         self.output, self.log_file = folder / "serve.out", log_file
         self.proc: Optional[subprocess.Popen[str]] = None
@@ -299,7 +302,8 @@ class ServedEndpoint:
         deadline = time.monotonic() + SERVER_START_S + 60
         while time.monotonic() < deadline:
             text = self.output.read_text()
-            found = re.search(r"^serving .* at (http://\S+)", text, re.M)
+            found = re.search(r"^serving .* at (http://[^\s/]+?):?$", text, re.M)  # --all ends with ':'
+            found = found or re.search(r"^serving .* at (http://\S+)", text, re.M)
             if found:
                 return found.group(1), self.lines
             if self.proc.poll() is not None:
