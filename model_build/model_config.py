@@ -12,6 +12,7 @@ from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
 from deployment_spec.builds.manifest import TensorSpec
+from deployment_spec.sections.generation import ENGINE_BACKEND
 from deployment_spec.sections.model import (ArenaExtendStrategy, Backend, ConvAlgoSearch, ExecutionMode, GraphLevel,
                                    ModelSpec, OnnxRuntimeSettings, Precision)
 from model_build import versions
@@ -45,6 +46,8 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
         body["model_transaction_policy"] = {"decoupled": True}  # one response per piece of text
     if model.backend in (Backend.PYTHON, Backend.DALI):
         body["backend"] = model.backend.value
+    if generating and model.task is not None:  # vllm_backend is a backend of its own (task.engine: vllm)
+        body["backend"] = ENGINE_BACKEND[model.task.engine]
     else:
         body["platform"] = PLATFORM[model.backend]
     params = dict(parameters or {})

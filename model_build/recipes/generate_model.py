@@ -14,7 +14,8 @@ from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TaskKind
 from model_build.errors import BuildError
-from model_build.recipes import checkpoint_text
+from deployment_spec.sections.generation import Engine
+from model_build.recipes import checkpoint_text, trtllm_model, vllm_model
 from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_REQUIREMENTS, PythonModel
 
 # Inputs and output as Triton's generate route names them (server docs/protocol/extension_generate.md): the JSON
@@ -29,6 +30,11 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     task = checkpoint_text.task_of(model)
     folder = checkpoint_text.checkpoint(model, root)
     architecture = _architecture(model, folder, task.kind)
+    # The GPU engines take NVIDIA's own request tensors; their model directories are their own modules.
+    if task.engine is Engine.VLLM:
+        return vllm_model.generate(model, task, folder)
+    if task.engine is Engine.TENSORRT_LLM:
+        return trtllm_model.generate(model, task, folder)
     tok = checkpoint_text.tokenizer(folder)
     chat = "with its chat template" if getattr(tok, "chat_template", None) else "no chat template"
     return PythonModel(

@@ -9,6 +9,7 @@ from deployment_spec import Spec
 from deployment_spec.sections import requirements
 from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import Backend, ModelSpec
+from deployment_spec.sections.generation import Engine
 from deployment_spec.sections.tasks import GENERATE_RECIPE
 from model_build import layout, model_config
 from model_build.backends.python import execution_env
@@ -57,7 +58,11 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     # Shipped inside the model directory, resolved by the Python backend at load (python_backend README,
     # "Creating Custom Execution Environments").
     verification = not_run(ctx.spec.triton_version, NOT_RUN)
-    if model.source.recipe == GENERATE_RECIPE:  # the decoding, against transformers' generate on this machine
+    engine = model.task.engine if model.task is not None else Engine.TRANSFORMERS
+    if model.source.recipe == GENERATE_RECIPE and engine is not Engine.TRANSFORMERS:
+        verification = not_run(ctx.spec.triton_version, f"{engine.value} decodes only on an NVIDIA GPU in NVIDIA's "
+                               "image; tests/gpu/test_generation_engines.py compares it with transformers there")
+    elif model.source.recipe == GENERATE_RECIPE:  # the decoding, against transformers' generate on this machine
         from model_build.backends.python import generation_check
         step = Step(ctx, model.name, f"verify greedy decoding against transformers' generate "
                                      f"({len(generation_check.PROMPTS)} prompts)")
