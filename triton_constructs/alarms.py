@@ -10,7 +10,7 @@ from constructs import Construct
 
 from deployment_spec.sections.asynchronous import Asynchronous
 from deployment_spec.sections.endpoint import Alarms
-from triton_constructs import control_tower, triton_promql
+from triton_constructs import control_tower, generation_promql, triton_promql
 from triton_constructs.async_alarms import queue_alarms
 from triton_constructs.metrics import EndpointMetrics
 
@@ -34,6 +34,8 @@ class EndpointAlarms(Construct):
         topic: Notify this topic of yours instead. Defaults to none.
         triton_metrics: The container publishes Triton's metrics and SageMaker's detailed observability is on:
             add the PromQL alarm on Triton's queue time (``triton_promql``). Defaults to False.
+        generating: The container runs the generate route (its model generates text): with ``triton_metrics`` and
+            ``thresholds.time_to_first_token_ms``, add the PromQL alarm on the time to first token. Defaults to False.
         asynchronous: The endpoint serves asynchronously: add the queue's alarms (``async_alarms``); latency and
             5XX stay, among the common endpoint metrics SageMaker publishes for it. Defaults to none.
         subject: What the descriptions name, e.g. ``<endpoint> variant B`` beside another variant's alarms.
@@ -48,7 +50,8 @@ class EndpointAlarms(Construct):
     def __init__(self, scope: Construct, id_: str, *, metrics: EndpointMetrics, thresholds: Alarms,
                  gpu_count: int, multi_model: bool = False, notify: bool = False,
                  topic: Optional[sns.ITopic] = None, triton_metrics: bool = False,
-                 asynchronous: Optional[Asynchronous] = None, subject: Optional[str] = None) -> None:
+                 asynchronous: Optional[Asynchronous] = None, subject: Optional[str] = None,
+                 generating: bool = False) -> None:
         super().__init__(scope, id_)
         endpoint_name = subject or metrics.endpoint_name
 
@@ -88,6 +91,10 @@ class EndpointAlarms(Construct):
         if triton_metrics:
             self.triton_queue = queue_alarm(self, metrics.endpoint_name, t)
             self.all.append(self.triton_queue)
+        self.time_to_first_token: Optional[cloudwatch.PromQLAlarm] = None
+        if triton_metrics and generating and t.time_to_first_token_ms is not None:
+            self.time_to_first_token = time_to_first_token_alarm(self, metrics.endpoint_name, t.time_to_first_token_ms)
+            self.all.append(self.time_to_first_token)
         self.topic: Optional[sns.ITopic] = topic
         if notify and topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"{endpoint_name} alarm topic")
@@ -127,3 +134,16 @@ def queue_alarm(scope: Construct, endpoint_name: str, thresholds: Alarms,
         recovery_period=cdk.Duration.minutes(5),
         alarm_description=f"{subject}: Triton queue time per request above {share:.0%} of the {sla:g} ms SLA "
                           "(Triton's own metrics through SageMaker detailed observability)")
+
+
+def time_to_first_token_alarm(scope: Construct, endpoint_name: str, threshold_ms: float) -> cloudwatch.PromQLAlarm:
+    """Alarms when a generating model's p90 time to first token stays above ``threshold_ms`` for 5 minutes, per
+    model: requests wait for a place in the running batch (too few instances, or max_batch_size too small) or
+    prompts take long to read (``generation_promql``)."""
+    return cloudwatch.PromQLAlarm(
+        scope, "TimeToFirstToken", query=generation_promql.time_to_first_token_over(endpoint_name, threshold_ms),
+        evaluation_interval=cdk.Duration.minutes(1), pending_period=cdk.Duration.minutes(5),
+        recovery_period=cdk.Duration.minutes(5),
+        alarm_description=f"{endpoint_name}: p{generation_promql.ALARM_QUANTILE * 100:g} time to first token above "
+                          f"{threshold_ms:g} ms (the generating model's own metric through SageMaker detailed "
+                          "observability)")

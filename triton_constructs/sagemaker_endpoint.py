@@ -8,7 +8,7 @@ from aws_cdk import aws_ecr as ecr, aws_iam as iam, aws_kms as kms, aws_logs as 
 from constructs import Construct
 
 from deployment_spec.facts import instances, network_rules, triton_metrics
-from deployment_spec.rules import sagemaker as sagemaker_rules, streaming
+from deployment_spec.rules import generation_alarms, sagemaker as sagemaker_rules, streaming
 from deployment_spec.sections import asynchronous as async_rules
 from deployment_spec.sections.asynchronous import Asynchronous
 from deployment_spec.sections.capacity_reservation import CapacityReservation, reservation_problems
@@ -25,7 +25,7 @@ from triton_constructs.alarms import EndpointAlarms
 from triton_constructs.async_inference import AsyncInference
 from triton_constructs.bucket_region import bucket_region_problems
 from triton_constructs.dashboard import EndpointDashboard
-from triton_constructs import endpoint_storage, endpoint_variants, security_hub, triton_promql
+from triton_constructs import endpoint_storage, endpoint_variants, generation_promql, security_hub, triton_promql
 from triton_constructs.endpoint import DataCaptureSettings, ServedVariant, TritonEndpoint
 from triton_constructs.endpoint_reference import EndpointReference, ImportedTritonEndpoint, endpoint_arn
 from triton_constructs.execution_role import TritonExecutionRole
@@ -210,6 +210,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += triton_metrics.graphs_problems(
             observability.graphs, detailed=observability.detailed, container_metrics=container.metrics,
             path="observability.graphs")
+        problems += generation_alarms.time_to_first_token_problems(
+            alarms.time_to_first_token_ms, container.inference_type, metrics=container.metrics,
+            detailed=observability.detailed)
         problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
         problems += sagemaker_rules.fallback_instance_types(
@@ -297,13 +300,14 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
                 model.node.add_dependency(data.artifacts)
 
+        generating = generation_alarms.generates(container.inference_type)
         gpu_counts = {plan.name: _gpus(plan.instance_type, instance_type, instance_facts) for plan in plans}
         gpus = gpu_counts[self.variant_name]
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
                                      gpu_count=gpus, multi_model=multi_model, notify=alarms.sns_topic,
                                      topic=getattr(alarms, "topic", None),
                                      triton_metrics=container.metrics and observability.detailed,
-                                     asynchronous=asynchronous)
+                                     asynchronous=asynchronous, generating=generating)
         # Every production variant answers callers: each has the incumbent's alarms, on the same topic (Triton's
         # queue alarm is per endpoint: the incumbent's covers it).
         self.variant_alarms = {self.variant_name: self.alarms}
@@ -356,7 +360,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                            latency_sla_ms=alarms.latency_sla_ms, gpu_count=gpus,
                                            gpu_target=self.scaling.gpu_target if self.scaling else None,
                                            multi_model=multi_model,
-                                           triton_queries=triton_promql.dashboard_queries(name)
+                                           triton_queries={**triton_promql.dashboard_queries(name), **(
+                                               generation_promql.dashboard_queries(name) if generating else {})}
                                            if self.alarms.triton_queue is not None else None,
                                            triton_alarm=self.alarms.triton_queue, triton_graphs=self.graphs,
                                            asynchronous=asynchronous)
