@@ -48,8 +48,8 @@ class Alarms(Validated):
     cache_hit_ratio_min: float = dataclasses.field(default=0.5, metadata=meta(minimum=0, maximum=1))
     # Triton's queue time above this share of latency_sla_ms (from Triton's own metrics) alarms.
     queue_share_of_sla: float = dataclasses.field(default=0.5, metadata=meta(minimum=0.01, maximum=1))
-    # A generating model's time to first token (its own metric, model_build/python_models/generation_metrics.py)
-    # above this at p90 alarms; only where the container runs the generate route (deployment_spec.rules.generation_alarms).
+    # A generating model's time to first token (its own metric: model_build/python_models/generation_metrics.py)
+    # above this at p90 alarms; only where the container runs the generate route (rules/generation_alarms.py).
     time_to_first_token_ms: Optional[float] = dataclasses.field(default=None, metadata=meta(
         minimum=1, help="alarm when the p90 time to first token of a generating model exceeds this, ms"))
     sns_topic: bool = False
