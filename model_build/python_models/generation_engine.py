@@ -1,7 +1,8 @@
 """Text generation with continuous batching, for the decoupled Triton Python-backend model ``hf_generate.py``.
 
 Prompts in, text streamed out: a background scheduler thread holds one running batch; between decoding steps it
-prefills newly submitted requests (each alone, so its first token is what ``model.generate`` gives for it) and lets
+prefills the requests submitted meanwhile (those waiting together in one forward pass, left-padded like
+``generate``'s batches, so each first token is still what ``model.generate`` gives for its prompt alone) and lets
 them JOIN the batch, and finished requests LEAVE it. The batch's key/value caches are kept aligned on the left:
 
 * causal LMs: a joining row's cache is left-padded to the batch's length (or the batch's to the row's), the
@@ -46,6 +47,11 @@ KINDS = ("text-generation", "text2text-generation")
 # so an oversize body costs a length check, not a tokenization.
 CHARS_PER_TOKEN_CAP = 64
 FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED = "stop", "length", "cancelled"
+# Inside Triton is_cancelled is an IPC round trip to the server: a row asks it after this many of its steps, or
+# sooner once this much time has passed (slow steps: one round trip is small beside them), so a cancelled request
+# generates at most CANCEL_POLL_STEPS tokens more.
+CANCEL_POLL_STEPS = 8
+CANCEL_POLL_S = 0.05
 
 OnText = Callable[[str], None]
 OnDone = Callable[[Optional[str], dict[str, Any]], None]
@@ -365,6 +371,8 @@ class _Sequence:
             self.generator = torch.Generator(device=device)
             self.generator.manual_seed(self.settings.seed if self.settings.seed is not None
                                        else random.randrange(SEED_BOUND))
+        self._polled_at = time.perf_counter()
+        self._steps_unpolled = 0
         self.seen: Optional[torch.Tensor] = None
         if self.settings.repetition_penalty != 1.0:
             # transformers penalises every token of input_ids: prompt + generated for a causal LM, the decoder's
@@ -374,6 +382,21 @@ class _Sequence:
 
     def usage(self) -> dict[str, Any]:
         return {"prompt_tokens": len(self.request.prompt_ids), "completion_tokens": len(self.generated)}
+
+    def cancelled(self, now: float) -> bool:
+        """Whether the client cancelled, asked only when a poll is due (see CANCEL_POLL_STEPS)."""
+        self._steps_unpolled += 1
+        if self._steps_unpolled < CANCEL_POLL_STEPS and now - self._polled_at < CANCEL_POLL_S:
+            return False
+        return self.poll_cancelled(now)
+
+    def poll_cancelled(self, now: float) -> bool:
+        """Whether the client cancelled: asked now."""
+        self._steps_unpolled, self._polled_at = 0, now
+        try:
+            return bool(self.request.is_cancelled())
+        except Exception:  # noqa: BLE001 - a sender that cannot answer has lost its client
+            return True
 
     def accept(self, token: int, eos: frozenset[int]) -> Optional[str]:
         """Take a generated token, send its text; the finish reason if it ended the sequence."""
@@ -435,7 +458,8 @@ class Timings:
     """Where the scheduler's time goes (seconds and counts since start), for benchmarks and logs."""
 
     prefill_s: float = 0.0
-    prefills: int = 0
+    prefills: int = 0  # forward passes
+    prefill_rows: int = 0  # prompts those passes prefilled
     forward_s: float = 0.0
     steps: int = 0
     rows_decoded: int = 0
@@ -484,6 +508,16 @@ def _plain_layers(cache: Any) -> Optional[list[tuple[torch.Tensor, torch.Tensor]
     return layers
 
 
+def _zero_pads(layers: list[tuple[torch.Tensor, torch.Tensor]],
+               mask: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Keys and values of pad columns set to 0, as a joining row's pads are: a pad's query attended to nothing, so
+    its keys and values may be NaN, and a masked NaN value still turns the weighted sum into NaN."""
+    if bool(mask.all()):
+        return layers
+    pads = mask[:, None, :, None] == 0
+    return [(keys.masked_fill(pads, 0), values.masked_fill(pads, 0)) for keys, values in layers]
+
+
 def _dynamic(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
     from transformers.cache_utils import DynamicCache
 
@@ -517,6 +551,11 @@ class Engine:
         self._positions: Optional[torch.Tensor] = None
         self._hook: Any = None
         self._decoder_positions = self._decoder_position_mode()
+        # Prompts are prefilled together only where their rows can share a batch afterwards (see _groupable).
+        self._group_prefill = self._decoder_positions is not None if self.seq2seq else \
+            "position_ids" in self._forward_parameters
+        window = getattr(model.config, "sliding_window", None)
+        self._group_bound = window if isinstance(window, int) and window > 0 else sys.maxsize
         self.timings = Timings()
         self._waiting: "queue.Queue[_Request]" = queue.Queue()
         self._wake = threading.Event()
@@ -634,15 +673,21 @@ class Engine:
         return sum(len(batch.rows) for batch in self._batches())
 
     def _admit(self) -> None:
-        """Prefill waiting requests while the running batch has room; they join it before the next step."""
-        while self._rows() < self.limits.max_concurrent:
+        """Prefill the requests waiting while the running batch has room; they join it before the next step."""
+        sequences: list[_Sequence] = []
+        while self._rows() + len(sequences) < self.limits.max_concurrent:
             try:
                 request = self._waiting.get_nowait()
             except queue.Empty:
-                return
-            self._start(request)
+                break
+            sequence = self._sequence(request)
+            if sequence is not None:
+                sequences.append(sequence)
+        for group in self._groups(sequences):
+            self._start(group)
 
-    def _start(self, request: _Request) -> None:
+    def _sequence(self, request: _Request) -> Optional[_Sequence]:
+        """The request's decoding state; None when it failed or was cancelled while waiting (answered already)."""
         try:
             penalised = [self.decoder_start] if self.seq2seq else request.prompt_ids
             sequence = _Sequence(request, self.tokenizer, self.vocab_size, self.device, penalised)
@@ -650,21 +695,55 @@ class Engine:
             LOG.exception("starting a generation request failed")
             _safe_done(request, None, {"prompt_tokens": len(request.prompt_ids), "completion_tokens": 0,
                                        "error": f"generation failed: {type(exc).__name__}: {exc}"})
-            return
+            return None
+        if sequence.poll_cancelled(time.perf_counter()):  # asked before a prefill it would waste
+            sequence.finish(FINISH_CANCELLED)
+            return None
+        return sequence
+
+    def _groupable(self, sequence: _Sequence) -> bool:
+        # A sliding window counts left pads as tokens: a padded prompt longer than the window would drop real
+        # ones, so such prompts are prefilled alone.
+        return self._group_prefill and len(sequence.request.prompt_ids) <= self._group_bound
+
+    def _groups(self, sequences: list[_Sequence]) -> list[list[_Sequence]]:
+        """Sequences to prefill in one forward pass each: the groupable ones longest first, a group closed where
+        padding to its longest prompt would more than double its tokens; the others alone."""
+        groups = [[sequence] for sequence in sequences if not self._groupable(sequence)]
+        group: list[_Sequence] = []
+        tokens = 0
+        for sequence in sorted(filter(self._groupable, sequences), key=lambda row: -len(row.request.prompt_ids)):
+            length = len(sequence.request.prompt_ids)
+            if group and (len(group) + 1) * len(group[0].request.prompt_ids) > 2 * (tokens + length):
+                groups.append(group)
+                group, tokens = [], 0
+            group.append(sequence)
+            tokens += length
+        return groups + ([group] if group else [])
+
+    def _start(self, group: list[_Sequence]) -> None:
+        """Prefill ``group`` in one forward pass, send each row's first token, and let the unfinished rows join."""
         try:
-            if request.is_cancelled():
-                sequence.finish(FINISH_CANCELLED)
-                return
             started = time.perf_counter()
-            batch, logits = self._prefill(sequence)
+            batch, logits = self._prefill(group)
             self.timings.prefill_s += time.perf_counter() - started
             self.timings.prefills += 1
+            self.timings.prefill_rows += len(group)
+            if len(group) > 1 and not batch.shared:
+                # This checkpoint's cache cannot be aligned (a kind _plain_layers does not know): rows prefilled
+                # together would have to decode together, padded, unlike generate alone. Never group again.
+                self._group_prefill = False
+                for sequence in group:
+                    self._start([sequence])
+                return
             self._take(batch, logits)
-        except Exception as exc:  # noqa: BLE001 - one request's failure is answered to it alone
+        except Exception as exc:  # noqa: BLE001 - a prefill's failure is answered to its own requests alone
             LOG.exception("prefill of a generation request failed")
-            sequence.finish(None, error=f"generation failed: {type(exc).__name__}: {exc}")
+            for sequence in group:
+                sequence.finish(None, error=f"generation failed: {type(exc).__name__}: {exc}")
             return
-        if not sequence.done:  # max_new_tokens 1, or EOS / a stop string at once: it never joins
+        self._leave(batch)  # max_new_tokens 1, or EOS / a stop string at once: those rows never join
+        if batch.rows:
             self._place(batch)
 
     def _place(self, batch: _Batch) -> None:
@@ -678,13 +757,10 @@ class Engine:
         self.timings.batch_s += time.perf_counter() - started
 
     def _drop_cancelled(self) -> None:
+        now = time.perf_counter()
         for batch in self._batches():
             for row in batch.rows:
-                try:
-                    cancelled = row.request.is_cancelled()
-                except Exception:  # noqa: BLE001 - a sender that cannot answer has lost its client
-                    cancelled = True
-                if cancelled:
+                if row.cancelled(now):
                     row.finish(FINISH_CANCELLED)
             self._leave(batch)
 
@@ -735,31 +811,45 @@ class Engine:
 
     # --- model calls
 
-    def _prefill(self, sequence: _Sequence) -> tuple[_Batch, torch.Tensor]:
-        """The prompt alone through the model (as ``generate`` runs it): a batch of one row and its logits."""
-        ids = torch.tensor([sequence.request.prompt_ids], dtype=torch.long, device=self.device)
-        ones = torch.ones_like(ids)
+    def _padded(self, group: list[_Sequence], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The group's prompts padded to the longest (left for a causal LM, as generate pads a batch; right for an
+        encoder) and their mask, 0 on pads. A single prompt has no pads: it runs exactly as generate runs it."""
+        prompts = [sequence.request.prompt_ids for sequence in group]
+        longest = max(len(prompt) for prompt in prompts)
+        ids = torch.zeros(len(prompts), longest, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for row, prompt in enumerate(prompts):
+            columns = slice(longest - len(prompt), longest) if left else slice(0, len(prompt))
+            ids[row, columns] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, columns] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _prefill(self, group: list[_Sequence]) -> tuple[_Batch, torch.Tensor]:
+        """The group's prompts through the model in one forward pass: a batch of their rows and their logits."""
         if self.seq2seq:
-            return self._prefill_seq2seq(sequence, ids, ones)
-        kwargs: dict[str, Any] = dict(input_ids=ids, attention_mask=ones, use_cache=True)
+            return self._prefill_seq2seq(group)
+        ids, mask = self._padded(group, left=True)
+        kwargs: dict[str, Any] = dict(input_ids=ids, attention_mask=mask, use_cache=True)
         if "position_ids" in self._forward_parameters:
-            kwargs["position_ids"] = torch.arange(ids.shape[1], device=self.device)[None]
+            # generate's positions for a left-padded batch: the mask's cumulative sum - 1 (pads: any, masked)
+            kwargs["position_ids"] = (mask.cumsum(dim=1) - 1).clamp(min=0)
         if "logits_to_keep" in self._forward_parameters:
             kwargs["logits_to_keep"] = 1  # generate asks for the last position only
         out = self.model(**kwargs)
         layers = _plain_layers(out.past_key_values) if "position_ids" in self._forward_parameters else None
-        cache = _dynamic(layers) if layers is not None else out.past_key_values
-        batch = _Batch([sequence], cache, ones, ids[:, -1], shared=layers is not None)
+        cache = _dynamic(_zero_pads(layers, mask)) if layers is not None else out.past_key_values
+        batch = _Batch(list(group), cache, mask, ids[:, -1], shared=layers is not None)
         return batch, out.logits[:, -1, :]
 
-    def _prefill_seq2seq(self, sequence: _Sequence, ids: torch.Tensor,
-                         ones: torch.Tensor) -> tuple[_Batch, torch.Tensor]:
-        encoder = self.model.get_encoder()(input_ids=ids, attention_mask=ones, return_dict=True).last_hidden_state
-        start = torch.tensor([[self.decoder_start]], dtype=torch.long, device=self.device)
+    def _prefill_seq2seq(self, group: list[_Sequence]) -> tuple[_Batch, torch.Tensor]:
+        ids, encoder_mask = self._padded(group, left=False)
+        encoder = self.model.get_encoder()(input_ids=ids, attention_mask=encoder_mask,
+                                           return_dict=True).last_hidden_state
+        start = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
         decoder_mask = torch.ones_like(start)
         self._positions = torch.zeros_like(start)
         try:
-            out = self._seq2seq_forward(encoder, ones, start, decoder_mask, None)
+            out = self._seq2seq_forward(encoder, encoder_mask, start, decoder_mask, None)
         finally:
             self._positions = None
         cache = out.past_key_values
@@ -770,8 +860,8 @@ class Engine:
             cache = self._encoder_decoder_cache(self_layers, cross_layers)
         else:
             shared = False
-        batch = _Batch([sequence], cache, decoder_mask, start[:, 0], shared=shared, encoder=encoder,
-                       encoder_mask=ones)
+        batch = _Batch(list(group), cache, decoder_mask, start[:, 0], shared=shared, encoder=encoder,
+                       encoder_mask=encoder_mask)
         return batch, out.logits[:, -1, :]
 
     def _seq2seq_forward(self, encoder: torch.Tensor, encoder_mask: torch.Tensor, tokens: torch.Tensor,

@@ -13,6 +13,7 @@ import json
 import shutil
 import sys
 import threading
+import time
 import types
 from typing import Any, Optional
 
@@ -234,6 +235,32 @@ def test_requests_joining_a_running_batch_get_their_alone_answer(engines: dict[s
     engine.timings.widest = max(widest_before, engine.timings.widest)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prompts_waiting_together_are_prefilled_in_one_forward_pass(engines: dict[str, Any], family: str) -> None:
+    """Three prompts of 4, 11 and 13 tokens submitted while the scheduler is busy (the first request's callback
+    holds it) are prefilled together, padded, in one forward pass; each answer is still generate's alone."""
+    engine = engines[family]
+    prompts = [engine.encode(text=text) for text in ("the weather in tokyo", "hello", "the actors were great")]
+    assert len({len(prompt) for prompt in prompts}) == 3
+    references = [_reference(engine, prompt, 16) for prompt in prompts]
+    holding, submitted = threading.Event(), threading.Event()
+
+    def hold(count: int) -> None:
+        if count == 1:
+            holding.set()
+            submitted.wait(WAIT_S)
+
+    before = dataclasses.replace(engine.timings)
+    blocker = _submit(engine, engine.encode(text=PROMPTS[4]), _greedy(4), after_token=hold)
+    assert holding.wait(WAIT_S)
+    streams = [_submit(engine, prompt, _greedy(16)) for prompt in prompts]
+    submitted.set()
+    blocker.wait()
+    for prompt, stream, (want, logits) in zip(prompts, streams, references):
+        _same_tokens(stream.wait().tokens, want, logits, f"{family}: {len(prompt)} prompt tokens, prefilled together")
+    assert (engine.timings.prefills - before.prefills, engine.timings.prefill_rows - before.prefill_rows) == (2, 4)
+
+
 @pytest.mark.parametrize("family", ["gpt2", "bart"])
 def test_seeded_sampling_is_reproducible_alone_and_in_a_batch(engines: dict[str, Any], family: str) -> None:
     """Sampling draws from each request's own generator: the same seed gives the same tokens whether the request
@@ -308,17 +335,25 @@ def test_detokenizer_never_emits_half_a_character(engines: dict[str, Any]) -> No
 
 
 def test_a_cancelled_request_stops_and_the_others_go_on(engines: dict[str, Any]) -> None:
+    """is_cancelled is asked every few steps (an IPC round trip inside Triton): a request cancelled after its 3rd
+    token stops within CANCEL_POLL_STEPS more, and a request that runs on asks far less often than once a step."""
     engine = engines["gpt2"]
     ids = engine.encode(text=PROMPTS[1])
     want, logits = _reference(engine, ids, 30)
     cancelled = Stream()
     _submit(engine, engine.encode(text=PROMPTS[0]), _greedy(40), cancelled,
             after_token=lambda n: n == 3 and cancelled.cancel.set())
-    kept = _submit(engine, ids, _greedy(30))
+    asked = []
+    started = time.perf_counter()
+    kept = Stream()
+    engine.submit(ids, _greedy(30), kept.chunks.append, kept.on_done, lambda: asked.append(1) or False,
+                  on_token=kept.tokens.append)
     cancelled.wait()
     assert cancelled.reason == "cancelled"
-    assert cancelled.usage["completion_tokens"] == 3
+    assert 3 <= cancelled.usage["completion_tokens"] <= 3 + ge.CANCEL_POLL_STEPS
     _same_tokens(kept.wait().tokens, want, logits, "the request beside a cancelled one")
+    # once before its prefill, then after every CANCEL_POLL_STEPS steps or CANCEL_POLL_S, whichever comes first
+    assert len(asked) <= 2 + len(want) // ge.CANCEL_POLL_STEPS + (time.perf_counter() - started) / ge.CANCEL_POLL_S
     before = Stream()
     before.cancel.set()
     assert _submit(engine, ids, _greedy(5), before).wait().reason == "cancelled"
@@ -481,6 +516,11 @@ class _FakeUtils:
         def __init__(self, output_tensors: list, error: Any = None) -> None:
             self.output_tensors, self.error = output_tensors, error
 
+    class Logger:
+        @staticmethod
+        def log_warn(message: str) -> None:
+            raise AssertionError(f"hf_generate warned: {message}")
+
     @staticmethod
     def using_decoupled_model_transaction_policy(config: dict) -> bool:
         return bool(config.get("model_transaction_policy", {}).get("decoupled"))
@@ -539,7 +579,7 @@ def test_the_triton_model_streams_answers_and_refuses_mistakes(checkpoints: dict
                              "max_prompt_tokens": {"string_value": "64"}}}
     model = hf_generate.TritonPythonModel()
     model.initialize({"model_config": json.dumps(config), "model_repository": str(tmp_path), "model_version": "1",
-                      "model_instance_kind": "CPU"})
+                      "model_name": "generate", "model_instance_kind": "CPU"})
     try:
         streamed = _FakeRequest({"text_input": PROMPTS[0]}, {"max_new_tokens": 8})
         whole = _FakeRequest({"text_input": PROMPTS[0]}, {"max_new_tokens": 8, "stream": False})
