@@ -2,7 +2,9 @@
 
 Decoupled (config.pbtxt ``model_transaction_policy { decoupled: true }``, ``max_batch_size: 0``): each request is
 answered through its response sender, one response per text delta, then the final flag; Triton's generate-stream
-route (SageMaker: ``SAGEMAKER_TRITON_INFERENCE_TYPE=generate_stream``) sends each as one ``data:`` event.
+route (SageMaker: ``SAGEMAKER_TRITON_INFERENCE_TYPE=generate_stream``) sends each as one ``data:`` event. Not
+decoupled (``task.stream: false``, e.g. on a multi-model endpoint): ``execute`` returns one response per request
+with the whole text, the requests of one call decoded together.
 
 - inputs: ``text_input`` (TYPE_STRING, dims [1]: the prompt) or ``messages`` (TYPE_STRING, dims [1], optional: a
   JSON-encoded array of {role, content}, through the checkpoint's chat template); both optional in config.pbtxt so
@@ -24,6 +26,7 @@ the backend's Python (an execution environment, as t5_generate.py).
 import json
 import os
 import sys
+import threading
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -104,6 +107,21 @@ class _Answer:
         self.sender.send(pb_utils.InferenceResponse(output_tensors=[tensor]), flags=0)
 
 
+class _Collected:
+    """A request of a model that does not stream (not decoupled, ``task.stream: false``): it stands in for the
+    response sender, keeping the one response the engine's answer sends, which ``execute`` then returns."""
+
+    def __init__(self) -> None:
+        self.response: Any = None
+        self.finished = threading.Event()
+
+    def send(self, response: Any = None, flags: int = 0) -> None:
+        if response is not None:
+            self.response = response
+        if flags == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            self.finished.set()
+
+
 def _cancelled(sender: Any) -> Callable[[], bool]:
     # ResponseSender.is_cancelled is bound from python_backend r23.10 on; an older stub cannot tell.
     check = getattr(sender, "is_cancelled", None)
@@ -113,25 +131,33 @@ def _cancelled(sender: Any) -> Callable[[], bool]:
 class TritonPythonModel:
     def initialize(self, args: dict[str, Any]) -> None:
         config = json.loads(args["model_config"])
-        if not pb_utils.using_decoupled_model_transaction_policy(config):
-            raise ValueError("hf_generate needs model_transaction_policy { decoupled: true } in config.pbtxt")
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(config)
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         folder = os.path.join(args["model_repository"], args["model_version"], "checkpoint")
         self.engine = Engine.from_checkpoint(folder, params["kind"], Limits.from_parameters(params), _device(args))
         self.metrics = GenerationMetrics.create(
             pb_utils, {"model": args["model_name"], "version": args["model_version"]}, pb_utils.Logger.log_warn)
 
-    def execute(self, requests: list[Any]) -> None:
+    def execute(self, requests: list[Any]) -> Optional[list[Any]]:
+        if not self.decoupled:  # whole answers: the requests of this call decode together, then are returned
+            collected = [_Collected() for _ in requests]
+            for request, sender in zip(requests, collected):
+                self._answer(request, sender)
+            for sender in collected:
+                sender.finished.wait()
+            return [sender.response for sender in collected]
         for request in requests:
-            sender = request.get_response_sender()
-            try:
-                self._submit(request, sender)
-            except RequestError as exc:
-                if self.metrics is not None:
-                    self.metrics.refused()
-                sender.send(pb_utils.InferenceResponse(output_tensors=[], error=client_error(pb_utils, str(exc))),
-                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            self._answer(request, request.get_response_sender())
         return None  # decoupled: every answer goes through the senders
+
+    def _answer(self, request: Any, sender: Any) -> None:
+        try:
+            self._submit(request, sender)
+        except RequestError as exc:
+            if self.metrics is not None:
+                self.metrics.refused()
+            sender.send(pb_utils.InferenceResponse(output_tensors=[], error=client_error(pb_utils, str(exc))),
+                        flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 
     def _submit(self, request: Any, sender: Any) -> None:
         timings = GenerationMetrics.timings()  # its clock starts as the request arrives, before tokenizing
@@ -141,7 +167,7 @@ class TritonPythonModel:
         if messages is not None and text == "":
             text = None  # a generate-route client that must send text_input may send it empty beside messages
         ids = self.engine.encode(text=text, messages=messages)
-        answer = _Answer(sender, settings.stream)
+        answer = _Answer(sender, settings.stream and self.decoupled)
         if self.metrics is None:
             self.engine.submit(ids, settings, answer.text, answer.done, _cancelled(sender))
             return

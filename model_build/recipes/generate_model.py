@@ -41,7 +41,9 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
                "step_requests.py": TEMPLATES / "step_requests.py",
                "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
-        inputs=(TensorSpec(PROMPT, "TYPE_STRING", (1,)), TensorSpec(MESSAGES, "TYPE_STRING", (1,), optional=True)),
+        # Both optional: a request carries one of them (the engine refuses neither or both).
+        inputs=(TensorSpec(PROMPT, "TYPE_STRING", (1,), optional=True),
+                TensorSpec(MESSAGES, "TYPE_STRING", (1,), optional=True)),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),
         parameters=task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size),
         note=f"{architecture} from {folder} ({chat}; up to {model.max_batch_size} sequences decoded together, "

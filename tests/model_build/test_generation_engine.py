@@ -596,3 +596,34 @@ def test_the_triton_model_streams_answers_and_refuses_mistakes(checkpoints: dict
                                      "task.generation.max_new_tokens); send at most 16", 3), 1)]
     finally:
         model.finalize()
+
+
+def test_a_model_that_does_not_stream_returns_each_whole_answer_from_execute(
+        checkpoints: dict[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # task.stream: false (a multi-model endpoint's route takes no decoupled model): one response per request,
+    # returned by execute, whatever the request's stream parameter says.
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _FakeUtils)
+    monkeypatch.syspath_prepend(str(ge.__file__).rsplit("/", 1)[0])
+    sys.modules.pop("hf_generate", None)
+    hf_generate = importlib.import_module("hf_generate")
+    (tmp_path / "1").mkdir()
+    shutil.copytree(checkpoints["gpt2"], tmp_path / "1" / "checkpoint")
+    config = {"parameters": {"kind": {"string_value": "text-generation"}, "max_new_tokens": {"string_value": "16"},
+                             "default_max_new_tokens": {"string_value": "8"}}}
+    model = hf_generate.TritonPythonModel()
+    model.initialize({"model_config": json.dumps(config), "model_repository": str(tmp_path), "model_version": "1",
+                      "model_name": "generate", "model_instance_kind": "CPU"})
+    try:
+        requests = [_FakeRequest({"text_input": prompt}, {"max_new_tokens": 6}) for prompt in PROMPTS[:3]]
+        wrong = _FakeRequest({"text_input": PROMPTS[0]}, {"top_p": 0})
+        responses = model.execute([*requests, wrong])
+        texts = [r.output_tensors[0].array[0].decode() for r in responses[:3]]
+        alone = [model.execute([_FakeRequest({"text_input": p}, {"max_new_tokens": 6, "stream": True})])[0]
+                 .output_tensors[0].array[0].decode() for p in PROMPTS[:3]]
+        assert texts == alone and any(texts)
+        assert (responses[3].error.message, responses[3].error.code) == (
+            "parameters.top_p applies only to sampling, and this request decodes greedily (do_sample is false or "
+            'absent); send "do_sample": true with it, or remove it', 3)
+        assert not any(request.sent for request in requests)  # nothing went through a response sender
+    finally:
+        model.finalize()

@@ -1,0 +1,79 @@
+"""Tiny generating checkpoints with a real tokenizer trained offline (byte-level BPE, GPT-2's algorithm, on the
+tooling's shared corpus): what the generation tests, the served-generation tests and the speed benchmark save with
+``save_pretrained``. Random weights drawn wide enough that the models wander through several tokens (at the default
+initialisation a random model repeats one), so a wrong position or cache shows in the tokens."""
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Optional
+
+from benchmarks.tooling.text_checkpoints import CORPUS
+
+SEQ2SEQ = frozenset({"t5", "bart"})
+# A chat template of the Jinja kind transformers applies (tokenizer_config.json chat_template).
+CHAT_TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<s>assistant:{% endif %}")
+# Encoder-decoders repeat one token at any configured initialisation; each matrix drawn at this scale (times
+# fan-in^-1/2) makes them cycle through several.
+WANDER = {"t5": 1.0, "bart": 4.0}
+
+
+def tokenizer() -> Any:
+    """Byte-level BPE of 300 tokens: <s> 0, <pad> 1, </s> 2, <unk> 3."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS, trainer)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>",
+                                                eos_token="</s>", unk_token="<unk>", model_max_length=256)
+
+
+def config(family: str, vocab: int) -> Any:
+    """2 layers, hidden 32, for gpt2, llama, qwen2, mistral, t5 or bart."""
+    import transformers
+
+    ids = dict(bos_token_id=0, pad_token_id=1, eos_token_id=2)
+    if family == "gpt2":
+        return transformers.GPT2Config(vocab_size=vocab, n_positions=256, n_embd=32, n_layer=2, n_head=2,
+                                       initializer_range=0.3, **ids)
+    decoder = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                   num_key_value_heads=1, max_position_embeddings=256, initializer_range=0.3, **ids)
+    if family in ("llama", "qwen2", "mistral"):
+        cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+               "mistral": transformers.MistralConfig}[family]
+        return cls(**decoder)
+    if family == "t5":
+        return transformers.T5Config(vocab_size=vocab, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+                                     decoder_start_token_id=1, **ids)
+    if family == "bart":
+        return transformers.BartConfig(vocab_size=vocab, d_model=32, encoder_layers=2, decoder_layers=2,
+                                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                                       decoder_ffn_dim=64, max_position_embeddings=256, decoder_start_token_id=2,
+                                       forced_eos_token_id=None, **ids)
+    raise ValueError(f"no tiny configuration for {family!r}")
+
+
+def save(folder: pathlib.Path, family: str, chat_template: Optional[str] = None, seed: int = 0) -> pathlib.Path:
+    """A tiny random ``family`` checkpoint and its tokenizer, as save_pretrained writes them, in ``folder``."""
+    import torch
+    import transformers
+
+    tok = tokenizer()
+    if chat_template is not None:
+        tok.chat_template = chat_template
+    torch.manual_seed(seed)
+    auto = transformers.AutoModelForSeq2SeqLM if family in SEQ2SEQ else transformers.AutoModelForCausalLM
+    model = auto.from_config(config(family, len(tok))).eval()
+    if family in WANDER:
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.ndim >= 2:
+                    parameter.normal_(0, WANDER[family] / parameter.shape[-1] ** 0.5)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
