@@ -70,10 +70,13 @@ AUDIO = ("not yet: audio input", "the generation engine (model_build/python_mode
          "prompts only; a speech model's encoder takes audio features")
 IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
     "token-identical", "near-tie", "refused", "failed", "skipped", AUDIO[0])
+MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
 WANDER = 2.0  # weights ~ N(0, WANDER / sqrt(fan-in)): a random tiny model then cycles through many tokens
 ENGINE_FAILED = "the generation engine failed on a verification prompt"
+# generate's ForcedEOSTokenLogitsProcessor: the last new token is the end token whatever the logits (margin inf).
+FORCED = re.compile(rf"alone: new token {MAX_NEW_TOKENS - 1} is \d+ where transformers' generate picks \d+ "
+                    r"\(its top two logits inf apart")
 WAIT_S = 180  # a tiny model decodes the verification prompts in seconds; a hung engine ends the row, not the run
-MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
 PROJECT, ENVIRONMENT = "GenCoverage", "dev"
 
 
@@ -163,7 +166,13 @@ def _make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     auto = (transformers.AutoModelForSeq2SeqLM if row["kind"] == "text2text-generation"
             else transformers.AutoModelForCausalLM)
     try:
-        net = auto.from_pretrained(folder).eval()
+        config = transformers.AutoConfig.from_pretrained(folder)
+        # An encoder family (BERT, RoBERTa ...) saved as a causal LM attends both ways unless is_decoder is set:
+        # transformers warns to set it, and a checkpoint trained to generate has it.
+        if row["kind"] == "text-generation" and getattr(config, "is_decoder", None) is False:
+            config.is_decoder = True
+            row["is_decoder"] = "set (the config's default is false)"
+        net = auto.from_pretrained(folder, config=config).eval()
     except Exception as exc:  # the engine loads it the same way and says so in the verification
         row["wander"] = f"not widened: {_first(exc)}"
         return
@@ -177,9 +186,11 @@ def _make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     net.save_pretrained(folder)
 
 
-def _verify(row: Row, folder: pathlib.Path) -> None:
+def _verify(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
     """What `tritonsm build` does for the entry (model_build/backends/python/build.py): the recipe, then the
-    verification against generate."""
+    verification against generate. ``probe``: a refusal at the last new token that generate forced (its
+    generation_config's forced_eos_token_id) is tried again without it, to tell whether that is the only
+    difference."""
     import yaml
 
     from deployment_spec.spec import parse_spec
@@ -201,6 +212,10 @@ def _verify(row: Row, folder: pathlib.Path) -> None:
             row.update(outcome=FAILED, reason=message[message.index(ENGINE_FAILED):])
         else:
             row.update(outcome=REFUSED, reason=message)
+            if probe and FORCED.search(message) and _drop_forced_eos(folder):
+                again = {**row}
+                _verify(again, folder, probe=False)
+                row["without_forced_eos"] = again["outcome"] + (f": {again['reason']}" if again["reason"] else "")
         return
     details = verification.details or {}
     ties = details.get("near_ties") or []
@@ -213,6 +228,17 @@ def _verify(row: Row, folder: pathlib.Path) -> None:
     where = f"position {found.group(1)} (margin {found.group(2)})" if found else ties[0]
     row.update(outcome=NEAR_TIE, reason=f"near-tie at {where}" + (f"; {len(ties)} near-ties" if len(ties) > 1
                                                                     else ""), near_ties=ties)
+
+
+def _drop_forced_eos(folder: pathlib.Path) -> bool:
+    """Removes forced_eos_token_id from the checkpoint's generation_config.json; False where it had none."""
+    path = folder / "generation_config.json"
+    settings = json.loads(path.read_text()) if path.is_file() else {}
+    if settings.get("forced_eos_token_id") is None:
+        return False
+    del settings["forced_eos_token_id"]
+    path.write_text(json.dumps(settings, indent=2))
+    return True
 
 
 def _distinct(folder: pathlib.Path, kind: str) -> int:
@@ -277,14 +303,17 @@ def serve_subset(rows: list[Row], work: pathlib.Path, clock: float) -> None:
         return
     say(clock, f"  built {len(built)} (build tracebacks: {build_tracebacks}); tritonsm serve --all")
     common = ["--spec", str(batch.spec), "--manifest", str(batch.manifest)]
-    with coverage_runs.ServedEndpoint(common, batch.folder, batch.log_file, target=("--all",)) as (url, _):
+    with coverage_runs.ServedEndpoint(common, batch.folder, batch.log_file, target=("--all",)) as (url, said):
         for row in built:
             row["served"] = _ask(row, url) if url else {"ok": False, "detail": f"not served (see {batch.log_file})"}
             say(clock, f"  {entry_name(row)}: {'ok' if row['served']['ok'] else 'FAILED'} {row['served']['detail']}")
-    server_tracebacks = (batch.folder / "server.log").read_text().count(coverage_runs.TRACEBACK) \
-        if (batch.folder / "server.log").is_file() else 0
+    # Each server's log file is named in the serve command's start-up lines; their tracebacks count for all.
+    logs = [pathlib.Path(found) for line in said for found in re.findall(r"(/\S+\.log)\b", line)]
+    server_tracebacks = sum(log.read_text(errors="replace").count(coverage_runs.TRACEBACK)
+                            for log in set(logs) if log.is_file())
     for row in built:
-        row["served"]["tracebacks"] = build_tracebacks + server_tracebacks
+        row["served"]["tracebacks"] = build_tracebacks + server_tracebacks + sum(
+            coverage_runs.TRACEBACK in line for line in said)
 
 
 def _ask(row: Row, url: str) -> Row:
@@ -375,7 +404,7 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
     return (
         "# Generation coverage of `task:` entries over transformers' architectures\n\n"
         f"Made by `benchmarks/hf_generation_coverage.py` (started {started}, {machine}; transformers "
-        f"{_transformers_version()}). Each text architecture: a tiny random checkpoint (2 layers, width 32, seed 0, "
+        f"{_transformers_version()}, model_build/python_models/generation_engine.py sha256 {engine_sha()}). Each text architecture: a tiny random checkpoint (2 layers, width 32, seed 0, "
         "weights widened so it cycles through tokens) with a tokenizer of its family trained offline (400 tokens); "
         "the build's recipe and its build-time verification against transformers' generate run in-process "
         "(greedy, 6 prompts x 16 new tokens: each alone, together in the engine's running batch, and for "
@@ -391,6 +420,13 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
         + "\n".join(table) + "\n")
 
 
+def engine_sha() -> str:
+    """The engine the rows ran (it is being changed for speed: the results hold for this file)."""
+    import hashlib
+
+    return hashlib.sha256((ROOT / "model_build/python_models/generation_engine.py").read_bytes()).hexdigest()[:12]
+
+
 def _transformers_version() -> str:
     import transformers
 
@@ -400,7 +436,7 @@ def _transformers_version() -> str:
 def write_reports(rows: list[Row], started: str, out: pathlib.Path) -> dict[str, Row]:
     s = summary(rows)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, shared"
-    document = {"started": started, "machine": machine, "summary": s,
+    document = {"started": started, "machine": machine, "engine_sha256": engine_sha(), "summary": s,
                 "results": sorted(rows, key=lambda r: (r["kind"], r["model_type"]))}
     (out / "hf_generation_coverage.json").write_text(json.dumps(document, indent=1) + "\n")
     (out / "hf_generation_coverage.md").write_text(markdown(s, rows, started, machine))
@@ -452,8 +488,11 @@ def main() -> int:
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             try:
                 row = future.result()
-            except Exception as exc:  # the worker itself died (a crash in native code): the row failed
-                row = {**futures[future], "outcome": FAILED, "reason": f"worker died: {_first(exc)}"}
+            except concurrent.futures.process.BrokenProcessPool:
+                # A worker died in native code and took the pool with it: which row did is unknown, so none is
+                # recorded; a rerun goes on from here (--jobs 1 names it).
+                say(clock, f"the worker pool broke at {futures[future]['key']}; rerun to go on")
+                break
             results[row["key"]] = row
             say(clock, f"[{done}/{len(todo)}] {row['kind']} {row['model_type']}: {row['outcome']}"
                        + (f" ({row['reason'][:200]})" if row.get("reason") else ""))

@@ -286,8 +286,10 @@ class ServedEndpoint:
                  target: tuple[str, ...] = (ENDPOINT,)) -> None:
         # ``target``: the endpoint, or ("--all",) for every endpoint of the spec behind one port (streaming
         # generation needs single-model endpoints, one per model).
+        # With --all each server logs to a file of its own (the start-up lines name them).
+        log = [] if "--all" in target else ["--log-file", str(folder / "server.log")]
         self.command = [str(BIN / "tritonsm"), "serve", *target, *common, "--cpu-stand-in",
-                        "--startup-timeout", str(SERVER_START_S), "--log-file", str(folder / "server.log")]
+                        "--startup-timeout", str(SERVER_START_S), *log]
         self.output, self.log_file = folder / "serve.out", log_file
         self.proc: Optional[subprocess.Popen[str]] = None
         self.lines: list[str] = []
