@@ -67,14 +67,15 @@ class _Timed:
         self.histogram: Any = None
         self.sum: Any = None
         self.count: Any = None
+        # Each family is kept for as long as its metrics: the backend refuses a metric whose family was collected
+        # ("Invalid metric operation as the corresponding 'MetricFamily' has been deleted", seen on Triton 24.10).
         if hasattr(family, "HISTOGRAM"):
-            self.histogram = family(name=name, description=description, kind=family.HISTOGRAM).Metric(
-                labels=labels, buckets=buckets)
+            self.families = [family(name=name, description=description, kind=family.HISTOGRAM)]
+            self.histogram = self.families[0].Metric(labels=labels, buckets=buckets)
         else:
-            self.sum = family(name=name + "_sum", description=description + " (sum)",
-                              kind=family.COUNTER).Metric(labels=labels)
-            self.count = family(name=name + "_count", description=description + " (count)",
-                                kind=family.COUNTER).Metric(labels=labels)
+            self.families = [family(name=name + "_sum", description=description + " (sum)", kind=family.COUNTER),
+                             family(name=name + "_count", description=description + " (count)", kind=family.COUNTER)]
+            self.sum, self.count = (f.Metric(labels=labels) for f in self.families)
 
     def observe(self, seconds: float) -> None:
         if self.histogram is not None:
@@ -99,13 +100,12 @@ class GenerationMetrics:
                            TTFT_BUCKETS, labels)
         self.itl = _Timed(pb_utils, INTER_TOKEN_LATENCY, "Between two generated tokens of a request, seconds",
                           ITL_BUCKETS, labels)
-        self.output = family(name=OUTPUT_TOKENS, description="Tokens generated",
-                             kind=family.COUNTER).Metric(labels=labels)
-        self.prompt = family(name=PROMPT_TOKENS, description="Prompt tokens read",
-                             kind=family.COUNTER).Metric(labels=labels)
-        requests = family(name=REQUESTS, description="Generation requests finished, by finish reason",
-                          kind=family.COUNTER)
-        self.requests = {r: requests.Metric(labels={**labels, "finish_reason": r}) for r in FINISH_REASONS}
+        self.families = [family(name=OUTPUT_TOKENS, description="Tokens generated", kind=family.COUNTER),
+                         family(name=PROMPT_TOKENS, description="Prompt tokens read", kind=family.COUNTER),
+                         family(name=REQUESTS, description="Generation requests finished, by finish reason",
+                                kind=family.COUNTER)]  # kept beside their metrics, as in _Timed
+        self.output, self.prompt = (f.Metric(labels=labels) for f in self.families[:2])
+        self.requests = {r: self.families[2].Metric(labels={**labels, "finish_reason": r}) for r in FINISH_REASONS}
         self.log = log
         self.failed = False
         self.pending: queue.SimpleQueue[Optional[tuple[str, dict[str, Any], Optional[_Timings]]]] = \

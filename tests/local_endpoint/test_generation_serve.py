@@ -1,0 +1,204 @@
+"""Generating task entries served as users run them (issue #59): `tritonsm build` of a causal LM with a chat template
+and of a T5, `tritonsm serve --all`, boto3's own ``invoke_endpoint_with_response_stream`` reassembling the event
+stream; the text equals transformers' greedy ``generate`` on the same prompt; bad requests are answered 400 with the
+reason; a client that hangs up mid-stream leaves the server answering; `tritonsm invoke --stream` prints the text."""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import urllib.request
+import sys
+import threading
+from typing import Any, Iterator
+
+import pytest
+from botocore.exceptions import ClientError
+
+from benchmarks.tooling import generation_checkpoints
+from local_endpoint.client.local_clients import local_client
+from local_endpoint.server.ports import free_port
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STARTED = "press Ctrl-C to stop"
+NEW = 10
+SPEC = """\
+project: Gen
+triton_version: "25.09"
+signing: {unsigned_reason: "a test"}
+models:
+  writer:
+    backend: python
+    weights: ckpt/llama
+    max_batch_size: 4
+    task: {kind: text-generation, generation: {max_new_tokens: 24, default_max_new_tokens: 8, max_temperature: 1.5}}
+  rewriter:
+    backend: python
+    weights: ckpt/t5
+    max_batch_size: 4
+    task: {kind: text2text-generation}
+endpoints:
+  chat: {kind: single-model, models: [writer], instance_type: ml.g5.2xlarge}
+  rewrite: {kind: single-model, models: [rewriter], instance_type: ml.g5.2xlarge}
+environments:
+  dev: {region: us-east-1}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(module_tmp) -> pathlib.Path:
+    root = module_tmp.mktemp("generation")
+    generation_checkpoints.save(root / "ckpt" / "llama", "llama", generation_checkpoints.CHAT_TEMPLATE)
+    generation_checkpoints.save(root / "ckpt" / "t5", "t5")
+    (root / "spec.yaml").write_text(SPEC)
+    done = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(root / "spec.yaml"),
+                           "--python-env-for", "local"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(built: pathlib.Path) -> Iterator[tuple[str, list[str]]]:
+    """The runtime's URL and every Triton metrics URL the banner prints."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "tritonsm", "serve", "--all", "--spec", str(built / "spec.yaml"),
+                                "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if STARTED in line:
+            break
+    else:
+        raise AssertionError("tritonsm serve did not start:\n" + "".join(lines))
+    threading.Thread(target=process.stdout.read, daemon=True).start()  # keep its pipe drained
+    try:
+        yield f"http://127.0.0.1:{port}", re.findall(r"http://127\.0\.0\.1:\d+/metrics", "".join(lines))
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def url(served: tuple[str, list[str]]) -> str:
+    return served[0]
+
+
+def _stream(client: Any, endpoint: str, body: dict) -> str:
+    """The text of a streamed answer, reassembled as a client must: parts need not end on event boundaries."""
+    response = client.invoke_endpoint_with_response_stream(EndpointName=endpoint, ContentType="application/json",
+                                                           Body=json.dumps(body))
+    raw = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"])
+    events = [json.loads(line[len(b"data: "):]) for line in raw.split(b"\n") if line.startswith(b"data: ")]
+    return "".join(event.get("text_output", "") for event in events)
+
+
+def _reference(folder: pathlib.Path, kind: str, prompt: str = "", messages: list | None = None) -> str:
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    auto = transformers.AutoModelForSeq2SeqLM if kind == "t5" else transformers.AutoModelForCausalLM
+    model = auto.from_pretrained(folder).eval()
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) if messages else prompt
+    ids = tokenizer(text, add_special_tokens=not messages, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW)
+    new = out[0][1:] if kind == "t5" else out[0][ids.shape[1]:]
+    return str(tokenizer.decode(new, skip_special_tokens=True))
+
+
+@pytest.mark.triton
+def test_a_prompt_streams_back_the_text_of_greedy_generate(built: pathlib.Path, url: str) -> None:
+    client = local_client("sagemaker-runtime", url)
+    for endpoint, kind, prompt in (("Gen-dev-chat", "llama", "a fine film truly moving"),
+                                   ("Gen-dev-rewrite", "t5", "the weather in tokyo")):
+        got = _stream(client, endpoint, {"text_input": prompt, "parameters": {"max_new_tokens": NEW}})
+        assert got == _reference(built / "ckpt" / kind, kind, prompt)
+        assert got  # the tiny models wander: an empty answer would prove nothing
+
+
+@pytest.mark.triton
+def test_chat_messages_go_through_the_checkpoints_template_on_the_endpoint(built: pathlib.Path, url: str) -> None:
+    messages = [{"role": "user", "content": "hello there"}]
+    got = _stream(local_client("sagemaker-runtime", url), "Gen-dev-chat",
+                  {"messages": json.dumps(messages), "parameters": {"max_new_tokens": NEW}})
+    assert got == _reference(built / "ckpt" / "llama", "llama", messages=messages)
+
+
+@pytest.mark.triton
+def test_invoke_endpoint_answers_the_whole_text_in_one_event(built: pathlib.Path, url: str) -> None:
+    body = {"text_input": "the weather in tokyo", "parameters": {"max_new_tokens": NEW, "stream": False}}
+    answer = local_client("sagemaker-runtime", url).invoke_endpoint(
+        EndpointName="Gen-dev-chat", ContentType="application/json", Body=json.dumps(body))["Body"].read()
+    events = [line for line in answer.split(b"\n") if line.startswith(b"data: ")]
+    assert len(events) == 1
+    assert json.loads(events[0][len(b"data: "):])["text_output"] == _reference(
+        built / "ckpt" / "llama", "llama", "the weather in tokyo")
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("parameters,message", [
+    ({"max_new_tokens": 100}, "parameters.max_new_tokens: 100 is above this endpoint's bound 24 (the spec's "
+                              "task.generation.max_new_tokens); send at most 24"),
+    ({"do_sample": True, "temperature": 1.8}, "parameters.temperature: 1.8 is above this endpoint's bound 1.5 (the "
+                                              "spec's task.generation.max_temperature); send at most 1.5"),
+])
+def test_a_request_outside_the_specs_bounds_is_a_400_naming_the_parameter_and_the_bound(url: str, parameters: dict,
+                                                                                        message: str) -> None:
+    with pytest.raises(ClientError) as caught:
+        local_client("sagemaker-runtime", url).invoke_endpoint_with_response_stream(
+            EndpointName="Gen-dev-chat", ContentType="application/json",
+            Body=json.dumps({"text_input": "hello", "parameters": parameters}))
+    error = caught.value.response
+    assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
+    assert json.loads(error["OriginalMessage"]) == {"error": message}
+
+
+@pytest.mark.triton
+def test_a_client_that_hangs_up_mid_stream_leaves_the_server_answering(url: str) -> None:
+    client = local_client("sagemaker-runtime", url)
+    response = client.invoke_endpoint_with_response_stream(
+        EndpointName="Gen-dev-chat", ContentType="application/json",
+        Body=json.dumps({"text_input": "the weather in tokyo", "parameters": {"max_new_tokens": 24}}))
+    next(iter(response["Body"]))  # the first part, then away
+    response["Body"].close()
+    assert _stream(client, "Gen-dev-chat", {"text_input": "hello", "parameters": {"max_new_tokens": 4}})
+
+
+@pytest.mark.triton
+def test_tritonsm_invoke_stream_prints_the_text(built: pathlib.Path, url: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "tritonsm", "invoke", "--spec", str(built / "spec.yaml"), "--endpoint", "chat",
+                           "--url", url, "--stream", "--text", "the weather in tokyo",
+                           "--parameter", f"max_new_tokens={NEW}"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == _reference(built / "ckpt" / "llama", "llama", "the weather in tokyo") + "\n"
+
+
+def _writer_metrics(urls: list[str]) -> dict[str, float]:
+    """The writer's generation series (name -> value, finish reasons summed), from Triton's Prometheus text."""
+    found: dict[str, float] = {}
+    for url in urls:
+        for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
+            match = re.match(r'(tritonsm_generation_\w+)\{([^}]*)\} (\S+)$', line)
+            if match and 'model="writer"' in match.group(2) and "le=" not in match.group(2):
+                found[match.group(1)] = found.get(match.group(1), 0.0) + float(match.group(3))
+    return found
+
+
+@pytest.mark.triton
+def test_the_served_model_counts_its_requests_tokens_and_time_to_first_token(served: tuple[str, list[str]]) -> None:
+    url, metrics = served
+    before = _writer_metrics(metrics)
+    client = local_client("sagemaker-runtime", url)
+    for prompt in ("hello", "the weather in tokyo"):
+        _stream(client, "Gen-dev-chat", {"text_input": prompt, "parameters": {"max_new_tokens": 5}})
+    after = _writer_metrics(metrics)
+    moved = {name: after[name] - before.get(name, 0.0) for name in after}
+    assert moved["tritonsm_generation_time_to_first_token_seconds_count"] == 2
+    assert moved["tritonsm_generation_requests_total"] == 2
+    assert moved["tritonsm_generation_output_tokens_total"] == 10  # 5 each: the tiny model never ends early here
+    assert moved["tritonsm_generation_inter_token_latency_seconds_count"] == 8  # 4 gaps each
+    assert 0 < moved["tritonsm_generation_time_to_first_token_seconds_sum"] < 60
