@@ -14,6 +14,11 @@ tokenizer: a word-level tokenizer over the same 50,257 ids decodes the engine's 
 (c) ``generate`` on a batch of 16 prompts: output tokens per second.
 (d) the engine, 16 streams submitted together: output tokens per second; ratio to (c) (target at least 0.8) and to
     (b)'s one-stream tokens per second (target at least 4).
+OpenMP (torch's CPU threads) gives every thread that runs a parallel region a pool of workers for the thread's
+lifetime, and libgomp, once it counts more pooled threads than CPUs, makes workers sleep between regions instead of
+spinning: a GPT-2 prefill then pays ~400 futex wake-ups (+60 ms at low load on 2 cores). Served, the engine's
+scheduler is the only thread running the model; so here too: the main thread never runs a parallel region,
+``generate`` runs on a short-lived thread while no engine exists, and each engine lives for one repeat.
 (a) and (b) take turns repeat by repeat, and so do (c) and (d), so that load from other processes hits both alike;
 each ratio is the median of the per-repeat ratios. Medians over the repetitions; the engine's own timings say where
 its time went (prefill passes and the prompts they took, decoding forward passes, choosing tokens, text and
@@ -107,6 +112,33 @@ class _Clock:
         self.done.set()
 
 
+def _off_main(run: Callable[[], Any]) -> Any:
+    """``run()`` on a thread of its own that ends with it, taking its OpenMP pool along (see the docstring)."""
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(run()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def _generate_times(model: Any, prompts: torch.Tensor, news: tuple[int, ...], device: str) -> list[float]:
+    """Seconds of generate for each count of new tokens, after a warm-up, on a short-lived thread."""
+    def run() -> list[float]:
+        _generate(model, prompts, 2)  # warm-up: this thread's first allocations and its OpenMP pool
+        return [_timed(lambda: _generate(model, prompts, new), device) for new in news]
+
+    return list(_off_main(run))
+
+
+def _engine(model: Any, tokenizer: Any, new: int, device: str) -> Any:
+    engine = ge.Engine(model, tokenizer, ge.Limits(max_new_tokens=new, default_max_new_tokens=new,
+                                                   max_prompt_tokens=PROMPT_TOKENS, max_concurrent=STREAMS),
+                       "text-generation", device=device, eos_token_ids=())
+    _engine_run(engine, _prompts(1, model.config.vocab_size, device), 4)  # warm-up
+    engine.timings = ge.Timings()
+    return engine
+
+
 def _engine_run(engine: Any, prompts: torch.Tensor, new: int) -> tuple[list[_Clock], float]:
     settings = ge.Settings(max_new_tokens=new)
     clocks = [_Clock() for _ in range(prompts.shape[0])]
@@ -134,14 +166,17 @@ def _step_s(timings: Any) -> float:
     return float(timings.forward_s / max(timings.steps, 1))
 
 
-def _one_stream(engine: Any, model: Any, one: torch.Tensor, new: int, repeats: int, device: str) -> dict[str, Any]:
+def _one_stream(model: Any, tokenizer: Any, new: int, repeats: int, device: str) -> dict[str, Any]:
     """(a) and (b), taking turns: TTFT and ITL of generate and of one engine stream, with per-repeat ratios."""
+    one = _prompts(1, model.config.vocab_size, device)
     rows: list[dict[str, float]] = []
     for _ in range(repeats):
-        first = _timed(lambda: _generate(model, one, 1), device)
-        whole = _timed(lambda: _generate(model, one, new), device)
-        engine.timings = ge.Timings()
-        (clock,), wall = _engine_run(engine, one, new)
+        first, whole = _generate_times(model, one, (1, new), device)
+        engine = _engine(model, tokenizer, new, device)
+        try:
+            (clock,), wall = _engine_run(engine, one, new)
+        finally:
+            engine.close()
         rows.append(dict(ttft_a=first, itl_a=(whole - first) / (new - 1), rate_a=new / whole,
                          ttft_b=clock.arrivals[0] - clock.started,
                          itl_b=(clock.arrivals[-1] - clock.arrivals[0]) / (len(clock.arrivals) - 1),
@@ -153,14 +188,17 @@ def _one_stream(engine: Any, model: Any, one: torch.Tensor, new: int, repeats: i
     return out
 
 
-def _many_streams(engine: Any, model: Any, many: torch.Tensor, new: int, repeats: int,
-                  device: str) -> dict[str, Any]:
+def _many_streams(model: Any, tokenizer: Any, new: int, repeats: int, device: str) -> dict[str, Any]:
     """(c) and (d), taking turns: generate's batch of 16 and 16 engine streams, output tokens per second."""
+    many = _prompts(STREAMS, model.config.vocab_size, device)
     rows: list[dict[str, float]] = []
     for _ in range(repeats):
-        batch_s = _timed(lambda: _generate(model, many, new), device)
-        engine.timings = ge.Timings()
-        clocks, wall = _engine_run(engine, many, new)
+        (batch_s,) = _generate_times(model, many, (new,), device)
+        engine = _engine(model, tokenizer, new, device)
+        try:
+            clocks, wall = _engine_run(engine, many, new)
+        finally:
+            engine.close()
         assert sum(clock.tokens for clock in clocks) == STREAMS * new
         rows.append(dict(rate_c=STREAMS * new / batch_s, rate_d=STREAMS * new / wall,
                          ttft_d=statistics.median(clock.arrivals[0] - clock.started for clock in clocks),
@@ -197,35 +235,24 @@ def main() -> None:
     parser.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
     new, device = args.new_tokens, args.device
-    model = _model(args.quick, device)
-    vocab = model.config.vocab_size
-    one, many = _prompts(1, vocab, device), _prompts(STREAMS, vocab, device)
+    model = _off_main(lambda: _model(args.quick, device))
+    tokenizer = _tokenizer(model.config.vocab_size)
     print(f"GPT-2 {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, {device}, torch "
           f"{torch.__version__} on {torch.get_num_threads()} threads, transformers {transformers.__version__}; "
           f"{PROMPT_TOKENS}-token prompts, {new} new tokens, medians of {args.repeats}; 1-minute load average "
           f"{os.getloadavg()[0]:.2f} (other processes on the machine skew every number)")
-    _generate(model, one, 2)  # warm-up: first-call allocations and kernel choices
-    engine = ge.Engine(model, _tokenizer(vocab), ge.Limits(max_new_tokens=new, default_max_new_tokens=new,
-                                                           max_prompt_tokens=PROMPT_TOKENS,
-                                                           max_concurrent=STREAMS),
-                       "text-generation", device=device, eos_token_ids=())
-    try:
-        _engine_run(engine, one, 4)  # warm-up
-        a = _one_stream(engine, model, one, new, args.repeats, device)
-        print(f"(a) generate, 1 prompt: TTFT {1000 * a['ttft_a']:.1f} ms, ITL {1000 * a['itl_a']:.1f} ms, "
-              f"{a['rate_a']:.1f} tokens/s")
-        print(f"(b) engine, 1 stream: TTFT {1000 * a['ttft_b']:.1f} ms ({a['ttft_ratio']:.2f}x (a)), ITL "
-              f"{1000 * a['itl_b']:.1f} ms ({a['itl_ratio']:.2f}x (a); target <= 1.25x), {a['rate_b']:.1f} tokens/s")
-        print(f"    last run: {a['breakdown']}")
-        c = _many_streams(engine, model, many, new, args.repeats, device)
-        print(f"(c) generate, batch of {STREAMS}: {c['rate_c']:.1f} output tokens/s")
-        print(f"(d) engine, {STREAMS} streams: {c['rate_d']:.1f} output tokens/s; {c['rate_ratio']:.2f}x (c) (target "
-              f">= 0.8x), {c['rate_d'] / a['rate_b']:.2f}x (b) (target >= 4x); median TTFT "
-              f"{1000 * c['ttft_d']:.0f} ms")
-        print(f"    last run: {c['breakdown']}")
-        print("\n".join(_verdict(a, c)))
-    finally:
-        engine.close()
+    a = _one_stream(model, tokenizer, new, args.repeats, device)
+    print(f"(a) generate, 1 prompt: TTFT {1000 * a['ttft_a']:.1f} ms, ITL {1000 * a['itl_a']:.1f} ms, "
+          f"{a['rate_a']:.1f} tokens/s")
+    print(f"(b) engine, 1 stream: TTFT {1000 * a['ttft_b']:.1f} ms ({a['ttft_ratio']:.2f}x (a)), ITL "
+          f"{1000 * a['itl_b']:.1f} ms ({a['itl_ratio']:.2f}x (a); target <= 1.25x), {a['rate_b']:.1f} tokens/s")
+    print(f"    last run: {a['breakdown']}")
+    c = _many_streams(model, tokenizer, new, args.repeats, device)
+    print(f"(c) generate, batch of {STREAMS}: {c['rate_c']:.1f} output tokens/s")
+    print(f"(d) engine, {STREAMS} streams: {c['rate_d']:.1f} output tokens/s; {c['rate_ratio']:.2f}x (c) (target "
+          f">= 0.8x), {c['rate_d'] / a['rate_b']:.2f}x (b) (target >= 4x); median TTFT {1000 * c['ttft_d']:.0f} ms")
+    print(f"    last run: {c['breakdown']}")
+    print("\n".join(_verdict(a, c)))
     print(f"1-minute load average at the end: {os.getloadavg()[0]:.2f}")
 
 
