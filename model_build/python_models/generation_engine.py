@@ -18,6 +18,11 @@ Where a checkpoint's cache or positions cannot be aligned this way (sliding-wind
 tokens, linear-attention or other hybrid caches, sinusoidal decoder positions...), the request is decoded in a batch
 of its own, beside the shared one: correct, only slower.
 
+Only the scheduler thread runs the model: on CPU, OpenMP gives every thread that runs a parallel region a pool of
+workers for that thread's life, and libgomp, once it counts more pooled threads than CPUs, puts them to sleep between
+regions (~400 futex wake-ups per GPT-2 prefill, +60 ms on a quiet 2-core machine). The serving thread only tokenizes
+and submits; a caller that runs torch on another long-lived thread beside the engine slows both.
+
 Pure Python + torch + transformers; it ships beside ``model.py`` in the Triton model directory and imports its
 sibling ``step_requests.py`` from there (no import from the build's repository).
 """
