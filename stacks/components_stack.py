@@ -14,7 +14,7 @@ from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.builds.manifest import Artifact, Manifest
 from stacks import model_signatures
-from stacks.image_props import image_repository
+from stacks.image_props import image_repository, image_tag
 from stacks.network_props import network_props
 from stacks.storage_stack import StorageStack
 from triton_constructs import Alarms, ModelRepositories, TritonComponentsEndpoint, checks
@@ -78,7 +78,8 @@ class ComponentsEndpointStack(cdk.Stack):
             # One year in every environment (CT.CLOUDWATCH.PR.2); a throw-away stage deletes them with the stack.
             log_retention=logs.RetentionDays.ONE_YEAR,
             startup_timeout_s=endpoint.startup_timeout_s, download_timeout_s=endpoint.download_timeout_s,
-            image_repository=image_repository(self, endpoint))
+            image_repository=image_repository(self, endpoint),
+            image_tag=image_tag(endpoint, spec.models, spec.triton_version))
 
         names = [self.endpoint.component_name(m) for m in endpoint.models]
         cdk.CfnOutput(self, "EndpointName", value=endpoint_name, description="SageMaker endpoint name")

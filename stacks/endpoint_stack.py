@@ -16,7 +16,7 @@ from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.builds.manifest import Manifest
 from deployment_spec.rules.variant_plan import build_for, own_builds
 from stacks import model_signatures
-from stacks.image_props import image_repository
+from stacks.image_props import image_repository, image_tag
 from stacks.network_props import network_props
 from stacks.pool_builds import pool_models
 from stacks.storage_stack import StorageStack
@@ -74,6 +74,7 @@ class EndpointStack(cdk.Stack):
             log_retention=logs.RetentionDays.ONE_YEAR,
             volume_size_gb=endpoint.volume_size_gb, startup_timeout_s=endpoint.startup_timeout_s,
             download_timeout_s=endpoint.download_timeout_s, image_repository=image_repository(self, endpoint),
+            image_tag=image_tag(endpoint, spec.models, spec.triton_version),
             asynchronous=self._asynchronous(endpoint, drains or {}),
             # A variant served by the endpoint's own build names no model: the construct's model is a label for
             # archives of its own (variant_models).

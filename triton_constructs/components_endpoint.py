@@ -75,6 +75,7 @@ class TritonComponentsEndpoint(Construct):
         fallback_instance_types: Instance pools, as ``TritonSageMakerEndpoint``'s; every component's copies must
             fit each pool's instances as they fit ``instance_type``'s. Defaults to none.
         image_repository: As ``TritonSageMakerEndpoint``'s: the Triton image from your ECR repository.
+        image_tag: As ``TritonSageMakerEndpoint``'s. Defaults to AWS's tag.
 
     Attributes:
         models, endpoint_name, endpoint_arn, variant_name, bucket, key, role: As ``TritonSageMakerEndpoint``'s.
@@ -99,7 +100,7 @@ class TritonComponentsEndpoint(Construct):
                  observability: Observability = Observability(),
                  capacity_reservation: Optional[CapacityReservation] = None,
                  fallback_instance_types: Sequence[str] = (),
-                 image_repository: Optional[ecr.IRepository] = None) -> None:
+                 image_repository: Optional[ecr.IRepository] = None, image_tag: Optional[str] = None) -> None:
         super().__init__(scope, id_)
         name = endpoint_name or cdk.Names.unique_resource_name(self, max_length=50, separator="-")
         network = network or NetworkProps()
@@ -157,7 +158,7 @@ class TritonComponentsEndpoint(Construct):
             self, bucket, encryption_key, removal_policy, needed=any(a.path is not None for a in models.archives))
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}",
                               f"{COMPONENT_LOG_GROUPS}{name}-*"])
-        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository, tag=image_tag)
         placement = network.function_placement(self)
         data = endpoint_storage.model_data(self, models, self.bucket, self.key, storage_name, placement)
         self.graphs = PromQLGraphs(self, "TritonGraphs", log_key=self.key, placement=placement) \

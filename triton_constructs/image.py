@@ -9,7 +9,7 @@ from constructs import Construct
 
 from deployment_spec.facts import images, serving_runtimes, triton_images
 from deployment_spec.rules import sagemaker as sagemaker_rules
-from deployment_spec.parsing.errors import raise_problems
+from deployment_spec.parsing.errors import Problem, raise_problems
 
 
 class TritonImage(Construct):
@@ -29,6 +29,9 @@ class TritonImage(Construct):
         repository: Serve the image from this ECR repository of yours instead: a copy of AWS's image under the
             same tag (``docker pull`` the AWS URI, ``docker push`` it here), for accounts whose policy allows
             only their own registries. Defaults to AWS's ``sagemaker-tritonserver`` repository.
+        tag: The tag to pull from ``repository`` instead of AWS's (e.g. NVIDIA's ``25.09-vllm-python-py3``
+            mirrored there, for a model a GPU engine decodes: ``deployment_spec.sections.generation.engine_image_tag``).
+            Defaults to AWS's tag for ``version``; needs ``repository``.
 
     Attributes:
         image_uri: The image URI (a literal, or a token in an environment-agnostic stack).
@@ -42,17 +45,21 @@ class TritonImage(Construct):
         PropsError: the version is not in the registry, or the stack's region has no such image.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, version: str, repository: Optional[ecr.IRepository] = None) -> None:
+    def __init__(self, scope: Construct, id_: str, *, version: str, repository: Optional[ecr.IRepository] = None,
+                 tag: Optional[str] = None) -> None:
         super().__init__(scope, id_)
         stack = cdk.Stack.of(self)
         own = repository is not None
-        raise_problems("Triton image", sagemaker_rules.triton_version_known(version) + (
+        untagged = [] if tag is None or own else [Problem(
+            "tag", repr(tag), "a tag only with repository (AWS's repository holds its own tags only)",
+            "give repository, the ECR repository of yours the tagged image was pushed to")]
+        raise_problems("Triton image", sagemaker_rules.triton_version_known(version) + untagged + (
             [] if own or cdk.Token.is_unresolved(stack.region) else sagemaker_rules.image_in_region(version, stack.region)))
         regions = images.regions(version)
         self.own_repository = own
         if repository is not None:
             # The same tag as AWS's image, so the runtime facts below hold for the copy too.
-            self.image_uri: str = repository.repository_uri_for_tag(triton_images.TAG_PREFIX[version])
+            self.image_uri: str = repository.repository_uri_for_tag(tag or triton_images.TAG_PREFIX[version])
             self.repository_arn: str = repository.repository_arn
         elif cdk.Token.is_unresolved(stack.region):
             registry = cdk.CfnMapping(self, "Registry", mapping={

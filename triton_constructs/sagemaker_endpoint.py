@@ -110,6 +110,8 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             ``triton_version`` (copy it there first): for accounts that allow only their own registries. Still an
             ECR pull (``RepositoryAccessMode: Platform``), so Security Hub's SageMaker.16 stays acknowledged.
             Defaults to AWS's ``sagemaker-tritonserver`` repository.
+        image_tag: The tag to pull from ``image_repository`` instead of AWS's: NVIDIA's engine image mirrored there
+            for a model that vLLM or TensorRT-LLM decodes (``engine_image_tag``). Defaults to AWS's tag.
         asynchronous: Serve through SageMaker Asynchronous Inference (``Asynchronous``): requests and answers in
             S3 under the bucket's ``async/<storage_name>/`` (or your locations), success and error topics, scaling
             on the queue with ``scaling.min_instances`` 0 allowed, the queue's alarms; single-model only. Callers
@@ -169,7 +171,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                  observability: Observability = Observability(), fallback_instance_types: Sequence[str] = (),
                  capacity_reservation: Optional[CapacityReservation] = None,
                  pool_models: Optional[Mapping[str, ModelRepositories]] = None,
-                 image_repository: Optional[ecr.IRepository] = None,
+                 image_repository: Optional[ecr.IRepository] = None, image_tag: Optional[str] = None,
                  asynchronous: Optional[Asynchronous] = None, variants: Sequence[Variant] = (),
                  shadow: Optional[Shadow] = None, variant_models: Optional[Mapping[str, ModelRepositories]] = None,
                  comparison: Comparison = Comparison()) -> None:
@@ -249,7 +251,7 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
                                                          needed=bool(local) or data_capture is not None
                                                          or asynchronous is not None)
         allow_logs(self.key, [f"{cdk.Stack.of(self).stack_name}-*", f"{ENDPOINT_LOG_GROUPS}{name}"])
-        image = TritonImage(self, "Image", version=triton_version, repository=image_repository)
+        image = TritonImage(self, "Image", version=triton_version, repository=image_repository, tag=image_tag)
         placement = network.function_placement(self)
         archives = endpoint_variants.with_variant_archives(with_pool_archives(models, pool_models), variant_models)
         data = endpoint_storage.model_data(self, archives, self.bucket, self.key, storage_name, placement)

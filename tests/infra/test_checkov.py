@@ -100,7 +100,7 @@ def test_aws_config_sagemaker_rules_hold(every_assembly):
     # A model and a config in every endpoint stack, three stages each: the default spec (2 endpoints) and the
     # examples; the inference-components endpoint has a model per component (3) and one config. The candidate
     # example's endpoint: dev a model and a config, staging and prod a second model (the shadow's, the candidate's).
-    assert judged == 3 * (2 * (2 + 1 + 1 + 1 + 1 + 2 + 1 + 1) + (3 + 1)) + (2 + 3 + 3), judged
+    assert judged == 3 * (2 * (2 + 1 + 1 + 1 + 1 + 2 + 1 + 1 + 1) + (3 + 1)) + (2 + 3 + 3), judged
 
 
 def test_aws_config_rules_report_a_planted_single_instance_production_config(default_synth):

@@ -8,6 +8,7 @@ import pytest
 from deployment_spec.rules import streaming
 
 EXAMPLE = "examples/t5-streaming-sme"
+STREAMING = {EXAMPLE, "specs/vllm-engine"}  # the specs whose endpoints serve a streaming model
 
 
 def _model_environments(assembly) -> list[dict]:
@@ -28,7 +29,7 @@ def test_the_streaming_example_runs_the_container_in_generate_stream_mode_in_eve
 
 def test_no_other_example_changes_the_containers_mode(every_assembly):
     # Guard twin of the test above: the mode comes from the streaming model, not from every endpoint.
-    others = [env for name, assembly in every_assembly.items() if name != EXAMPLE
+    others = [env for name, assembly in every_assembly.items() if name not in STREAMING
               for env in _model_environments(assembly)]
     assert len(others) > 20
     assert not [env for env in others if "SAGEMAKER_TRITON_INFERENCE_TYPE" in env]
@@ -46,3 +47,20 @@ def test_no_other_example_changes_the_containers_mode(every_assembly):
 def test_the_construct_librarys_rule_for_a_container_mode_given_by_hand(multi_model, version, messages):
     found = streaming.container_problems("generate_stream", multi_model=multi_model, triton_version=version)
     assert [str(p) for p in found] == messages
+
+
+def _images(assembly) -> set:
+    found = set()
+    for template in assembly.templates():
+        for resource in json.loads(template.read_text()).get("Resources", {}).values():
+            if resource["Type"] == "AWS::SageMaker::Model":
+                found.add(json.dumps(resource["Properties"]["PrimaryContainer"]["Image"]))
+    return found
+
+
+def test_a_vllm_model_is_served_from_nvidias_image_mirrored_under_its_own_tag(every_assembly):
+    images = _images(every_assembly["specs/vllm-engine"])
+    assert len(images) == 1 and ":25.09-vllm-python-py3" in images.pop()
+    # Twin: a mirrored AWS image keeps AWS's tag (no engine, no NVIDIA tag).
+    assert not [image for name, assembly in every_assembly.items() if name != "specs/vllm-engine"
+                for image in _images(assembly) if "-python-py3" in image]
