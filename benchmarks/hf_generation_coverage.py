@@ -48,13 +48,12 @@ import re
 import shutil
 import sys
 import time
-from typing import Any, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.tooling import coverage_runs  # noqa: E402
-from benchmarks.tooling.coverage_runs import BIN, TRITON_VERSION, Row, cell, say  # noqa: E402
+from benchmarks.tooling.coverage_runs import TRITON_VERSION, Row, cell, say  # noqa: E402
 from benchmarks.tooling.run_log import run_logged  # noqa: E402
 
 KINDS = {"text-generation": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
@@ -72,6 +71,7 @@ IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
     "token-identical", "near-tie", "refused", "failed", "skipped", AUDIO[0])
 MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
 WANDER = 2.0  # weights ~ N(0, WANDER / sqrt(fan-in)): a random tiny model then cycles through many tokens
+WEAK = 2  # distinct tokens in a row's reference answer at or under which its agreement is a weak check
 ENGINE_FAILED = "the generation engine failed on a verification prompt"
 # generate's ForcedEOSTokenLogitsProcessor: the last new token is the end token whatever the logits (margin inf).
 FORCED = re.compile(rf"alone: new token {MAX_NEW_TOKENS - 1} is \d+ where transformers' generate picks \d+ "
@@ -134,12 +134,12 @@ def check(row: Row, folder: pathlib.Path) -> Row:
     handler = next(h for h in logging.getLogger().handlers if isinstance(h, _ExceptionsLogged))
     handler.first.clear()
     try:
-        _make_checkpoint(row, folder)
+        make_checkpoint(row, folder)
     except Exception as exc:  # NotInstantiable, or the tokenizer's own refusal: outside the product
         row.update(outcome=SKIPPED, reason=str(exc) if type(exc).__name__ == "NotInstantiable" else _first(exc))
         return row
     try:
-        _verify(row, folder)
+        verify_row(row, folder)
     except Exception as exc:  # a traceback: the product's defect, recorded with its type and first line
         row.update(outcome=FAILED, reason=_first(exc))
     row["seconds"] = round(time.monotonic() - started, 1)
@@ -150,7 +150,7 @@ def check(row: Row, folder: pathlib.Path) -> Row:
     return row
 
 
-def _make_checkpoint(row: Row, folder: pathlib.Path) -> None:
+def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     import torch
     import transformers
     from transformers.pytorch_utils import Conv1D
@@ -186,7 +186,7 @@ def _make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     net.save_pretrained(folder)
 
 
-def _verify(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
+def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
     """What `tritonsm build` does for the entry (model_build/backends/python/build.py): the recipe, then the
     verification against generate. ``probe``: a refusal at the last new token that generate forced (its
     generation_config's forced_eos_token_id) is tried again without it, to tell whether that is the only
@@ -214,7 +214,7 @@ def _verify(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
             row.update(outcome=REFUSED, reason=message)
             if probe and FORCED.search(message) and _drop_forced_eos(folder):
                 again = {**row}
-                _verify(again, folder, probe=False)
+                verify_row(again, folder, probe=False)
                 row["without_forced_eos"] = again["outcome"] + (f": {again['reason']}" if again["reason"] else "")
         return
     details = verification.details or {}
@@ -359,11 +359,13 @@ def summary(rows: list[Row]) -> dict[str, Row]:
             "mapped": len(getattr(modeling_auto, mapping)), "run": len(run), "skipped": count[SKIPPED],
             "not_yet_audio": count[NOT_YET], "counted": counted, "token_identical": count[IDENTICAL],
             "near_ties": count[NEAR_TIE], "refused": count[REFUSED], "failed": count[FAILED],
+            "weak": sum(r["outcome"] == IDENTICAL and r.get("distinct_tokens", WEAK + 1) <= WEAK for r in run),
             "percent": round(100 * ok / counted, 1) if counted else None,
             "served": sum(bool(r.get("served", {}).get("ok")) for r in run),
             "served_tried": sum("served" in r for r in run),
             "refusal_causes": dict(collections.Counter(cause(r["reason"]) for r in run
                                                        if r["outcome"] == REFUSED).most_common()),
+            "fixed_by_forced_eos": sum(r.get("without_forced_eos") == IDENTICAL for r in run),
             "failure_causes": dict(collections.Counter(cause(r["reason"]) for r in run
                                                        if r["outcome"] == FAILED).most_common()),
             "skip_causes": dict(collections.Counter(cause(r["reason"]) for r in run
@@ -380,16 +382,20 @@ def how(row: Row) -> str:
 
 
 def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> str:
-    head = ["| kind | mapped | run | skipped (not counted) | not yet: audio | counted | token-identical | "
+    head = ["| kind | mapped | run | skipped (not counted) | not yet: audio | counted | token-identical (weak) | "
             "near-ties | refused | failed | identical or near-tie | served for real: ok / tried |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, k in s.items():
         share = f"{k['percent']:.1f} %" if k["percent"] is not None else "-"
         head.append(f"| {kind} | {k['mapped']} | {k['run']} | {k['skipped']} | {k['not_yet_audio']} | {k['counted']} "
-                    f"| {k['token_identical']} | {k['near_ties']} | {k['refused']} | {k['failed']} | {share} | "
+                    f"| {k['token_identical']} ({k['weak']}) | {k['near_ties']} | {k['refused']} | {k['failed']} | {share} | "
                     f"{k['served']} / {k['served_tried']} |")
     causes = []
     for kind, k in s.items():
+        if k.get("fixed_by_forced_eos"):
+            causes.append(f"\n**{kind}:** {k['fixed_by_forced_eos']} refusals at the last new token, where generate "
+                          "forces the end token (generation_config forced_eos_token_id), verify token-identical "
+                          "once that setting is removed.\n")
         for title, key in (("failed", "failure_causes"), ("refused", "refusal_causes"), ("skipped", "skip_causes")):
             if k[key]:
                 causes.append(f"\n**{kind}, {title}:**\n")
@@ -398,8 +404,10 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
     table = ["| kind | architecture | outcome | reason | how | tokenizer | checkpoint | distinct tokens | s |",
              "|---|---|---|---|---|---|---|---:|---:|"]
     for r in sorted(rows, key=lambda r: (order[r["outcome"]], r["kind"], r["model_type"])):
-        table.append(f"| {r['kind']} | {r['model_type']} ({r['class']}) | {r['outcome']} | {cell(r.get('reason', ''))} "
-                     f"| {cell(how(r))} | {r.get('tokenizer', '')} | {r.get('parameters', '')} | "
+        probed = f" — without forced_eos_token_id: {r['without_forced_eos']}" if "without_forced_eos" in r else ""
+        made = r.get("parameters", "") + ("; is_decoder set" if "is_decoder" in r else "")
+        table.append(f"| {r['kind']} | {r['model_type']} ({r['class']}) | {r['outcome']} | "
+                     f"{cell(r.get('reason', '') + probed)} | {cell(how(r))} | {r.get('tokenizer', '')} | {made} | "
                      f"{r.get('distinct_tokens', '')} | {r.get('seconds', '')} |")
     return (
         "# Generation coverage of `task:` entries over transformers' architectures\n\n"
@@ -411,7 +419,8 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
         "decoder-only models generate on a left-padded batch). Rows marked *served* were also built by `tritonsm "
         "build --python-env-for local`, served on the local Triton server and asked through "
         "InvokeEndpointWithResponseStream; the concatenated `text_output` equals the decoded generate answer.\n\n"
-        "The percentage is (token-identical + near-ties) of the counted rows. Skipped rows are architectures the "
+        f"Weak: generate's answer to one prompt has at most {WEAK} distinct tokens (the tiny model repeats one), "
+        "so agreeing says less. The percentage is (token-identical + near-ties) of the counted rows. Skipped rows are architectures the "
         "benchmark's tiny-checkpoint maker cannot instantiate offline from their config alone (external files, "
         "sub-configs it does not shrink, the tokenizer's own limits): a cause outside the product, so they are "
         "listed with it and not counted. Speech seq2seq rows are not built: the engine takes no audio input yet. "
