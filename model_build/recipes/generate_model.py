@@ -60,7 +60,8 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
     config_file = folder / "config.json"
     if not config_file.is_file():
         raise BuildError(f"{where}.weights: {folder} has no config.json; give the folder save_pretrained wrote")
-    model_type = json.loads(config_file.read_text()).get("model_type")
+    config = json.loads(config_file.read_text())
+    model_type = config.get("model_type")
     mapping = (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES if kind is TaskKind.TEXT_GENERATION
                else MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
     if model_type not in mapping:
@@ -71,4 +72,11 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
                "give a checkpoint of an architecture transformers generates with")
         raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint, which transformers' "
                          f"{AUTO_CLASS[kind]} does not map ({kind.value} needs one it does); fix: {fix}")
+    if kind is TaskKind.TEXT2TEXT_GENERATION and not config.get("is_encoder_decoder"):
+        # transformers maps audio LLMs (Qwen2-Audio, Voxtral...) for AutoModelForSeq2SeqLM: one decoder reading audio
+        # features, with no decoder start token; a prompt alone is not what they are for.
+        raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint, which is not an encoder-decoder "
+                         "(its config.json has no is_encoder_decoder: true; transformers maps it for "
+                         "AutoModelForSeq2SeqLM for its audio input, which a text2text-generation request does not "
+                         "send); fix: give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")
     return mapping[model_type]
