@@ -77,3 +77,50 @@ def save(folder: pathlib.Path, family: str, chat_template: Optional[str] = None,
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+# Whisper's special tokens, in the order its vocabularies carry them (a tiny subset of the 99 languages).
+WHISPER_LANGUAGES = ("<|en|>", "<|fr|>", "<|de|>")
+WHISPER_SPECIALS = ("<|endoftext|>", "<|startoftranscript|>", *WHISPER_LANGUAGES, "<|translate|>", "<|transcribe|>",
+                    "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>")
+
+
+def save_whisper(folder: pathlib.Path, multilingual: bool = True, seed: int = 0) -> pathlib.Path:
+    """A tiny random Whisper (d_model 32, 2 layers, the real 80 mel bins and 30 s window: 3000 frames, 1500 encoder
+    positions), the byte-level tokenizer above with Whisper's special tokens, WhisperFeatureExtractor and a
+    generation_config.json shaped like openai/whisper-*'s: decoder_start_token_id, lang_to_id and task_to_id
+    (multilingual: no language set, so generate detects it), no_timestamps_token_id, suppress_tokens and
+    begin_suppress_tokens."""
+    import torch
+    import transformers
+
+    tok = tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": list(WHISPER_SPECIALS)})
+    ids = {token: tok.convert_tokens_to_ids(token) for token in WHISPER_SPECIALS}
+    eos, start = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    config = transformers.WhisperConfig(
+        vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        max_source_positions=1500, max_target_positions=64, pad_token_id=eos, bos_token_id=eos, eos_token_id=eos,
+        decoder_start_token_id=start, begin_suppress_tokens=None, suppress_tokens=None)
+    torch.manual_seed(seed)
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    with torch.no_grad():  # wide weights: the tiny decoder wanders through several tokens (as WANDER above)
+        for parameter in model.parameters():
+            if parameter.ndim >= 2:
+                parameter.normal_(0, 2.0 / parameter.shape[-1] ** 0.5)
+    generation = transformers.GenerationConfig(
+        decoder_start_token_id=start, eos_token_id=eos, pad_token_id=eos, bos_token_id=eos, max_length=64,
+        no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=multilingual,
+        suppress_tokens=[ids["<|startoflm|>"], ids["<|startofprev|>"], 5, 7],
+        begin_suppress_tokens=[tok.convert_tokens_to_ids("\u0120"), eos])
+    if multilingual:
+        generation.lang_to_id = {language: ids[language] for language in WHISPER_LANGUAGES}
+        generation.task_to_id = {"translate": ids["<|translate|>"], "transcribe": ids["<|transcribe|>"]}
+    else:  # English-only checkpoints carry no language or task tokens in their prompt
+        generation.forced_decoder_ids = None
+    model.generation_config = generation
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    transformers.WhisperFeatureExtractor(feature_size=80).save_pretrained(folder)
+    return folder

@@ -13,6 +13,11 @@ them JOIN the batch, and finished requests LEAVE it. The batch's key/value cache
   T5's relative position bias depends only on distances, so left pads do not move it; BART-like learned decoder
   positions are computed from the cache length, so a hook on the decoder's position embedding gives each row its
   own position.
+* speech recognition (Whisper, ``automatic-speech-recognition``): an encoder-decoder whose encoder takes the clip's
+  log-mel ``input_features`` (one fixed 30 s window, so encoder rows never need padding) instead of ids; the
+  decoder starts from Whisper's prompt (<|startoftranscript|>, language, task, <|notimestamps|>) as
+  ``WhisperForConditionalGeneration.generate`` builds it for short-form audio (``speech_prompt``), the language
+  detected from the clip where the checkpoint is multilingual and sets none.
 
 Where a checkpoint's cache or positions cannot be aligned this way (sliding-window layers that already dropped
 tokens, linear-attention or other hybrid caches, sinusoidal decoder positions...), the request is decoded in a batch
@@ -47,7 +52,11 @@ from step_requests import RequestError  # noqa: E402
 
 LOG = logging.getLogger(__name__)
 
-KINDS = ("text-generation", "text2text-generation")
+SPEECH = "automatic-speech-recognition"
+KINDS = ("text-generation", "text2text-generation", SPEECH)
+# Stands for the language token in a speech prompt until the clip's encoder output shows the language (as generate's
+# detect_language: the decoder's first step from <|startoftranscript|>, argmax over the checkpoint's language ids).
+DETECT = -1
 # A token is rarely longer than this many characters: the prompt is cut off (refused) before tokenizing beyond it,
 # so an oversize body costs a length check, not a tokenization.
 CHARS_PER_TOKEN_CAP = 64
@@ -357,6 +366,7 @@ class _Request:
     on_done: OnDone
     is_cancelled: IsCancelled
     on_token: Optional[OnToken]
+    features: Optional[torch.Tensor] = None  # speech: the encoder's input_features [1, mel bins, frames]
 
 
 class _Sequence:
@@ -539,7 +549,8 @@ class Engine:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.limits = limits
-        self.seq2seq = kind == "text2text-generation"
+        self.speech = kind == SPEECH
+        self.seq2seq = kind in ("text2text-generation", SPEECH)
         self.device = torch.device(device)
         generation = getattr(model, "generation_config", None)
         if eos_token_ids is None:
@@ -552,6 +563,12 @@ class Engine:
                 raise ValueError("an encoder-decoder needs decoder_start_token_id (generation_config.json)")
         self.decoder_start = int(decoder_start_token_id or 0)  # not used by a causal LM
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        # generate applies these for every model whose generation_config.json sets them (Whisper's do): tokens never
+        # chosen, and tokens not chosen first (SuppressTokens[AtBegin]LogitsProcessor).
+        self._suppress = _ids(getattr(generation, "suppress_tokens", None))
+        self._begin_suppress = _ids(getattr(generation, "begin_suppress_tokens", None))
+        self.speech_prompt = speech_prompt(generation, model.config) if self.speech else []
+        self._languages = sorted((getattr(generation, "lang_to_id", None) or {}).values()) if self.speech else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
         self._hook: Any = None
@@ -578,8 +595,8 @@ class Engine:
         if kind not in KINDS:
             raise ValueError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, use_fast=True)
-        auto = transformers.AutoModelForSeq2SeqLM if kind == "text2text-generation" else \
-            transformers.AutoModelForCausalLM
+        auto = {"text2text-generation": transformers.AutoModelForSeq2SeqLM,
+                SPEECH: transformers.AutoModelForSpeechSeq2Seq}.get(kind, transformers.AutoModelForCausalLM)
         # from_pretrained reads generation_config.json too (eos ids, pad id, decoder_start_token_id).
         model: Any = auto.from_pretrained(folder)
         return cls(model.to(device), tokenizer, limits, kind, device=device)
@@ -624,15 +641,24 @@ class Engine:
     # --- requests
 
     def submit(self, prompt_ids: list[int], settings: Settings, on_text: OnText, on_done: OnDone,
-               is_cancelled: IsCancelled, on_token: Optional[OnToken] = None) -> None:
+               is_cancelled: IsCancelled, on_token: Optional[OnToken] = None,
+               features: Optional[torch.Tensor] = None) -> None:
         """Queue a request; its text arrives through ``on_text`` (on the scheduler thread), then ``on_done`` once
         with the finish reason ("stop", "length", "cancelled"; None on an error, named by usage["error"]) and usage
-        {prompt_tokens, completion_tokens}. ``on_token`` sees each generated id (tests)."""
+        {prompt_tokens, completion_tokens}. ``on_token`` sees each generated id (tests). Speech: ``features`` are
+        the clip's input_features and ``prompt_ids`` the decoder's prompt (``speech_prompt``)."""
         if self._closed:
             raise RuntimeError("the generation engine is closed")
         if not prompt_ids:
             raise RequestError("the prompt is empty (no tokens); send some text")
-        self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token))
+        if self.speech != (features is not None):
+            raise ValueError("a speech model takes features with each request, a text model none")
+        room = int(getattr(self.model.config, "max_target_positions", 0)) - len(prompt_ids) if self.speech else 0
+        if self.speech and settings.max_new_tokens > room:  # generate raises a ValueError for the same
+            raise RequestError(f"max_new_tokens: {settings.max_new_tokens} and the {len(prompt_ids)}-token decoder "
+                               f"prompt exceed this Whisper's {room + len(prompt_ids)} decoder positions "
+                               f"(max_target_positions); send max_new_tokens of at most {room}")
+        self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token, features))
         self._wake.set()
 
     def close(self) -> None:
@@ -694,7 +720,8 @@ class Engine:
     def _sequence(self, request: _Request) -> Optional[_Sequence]:
         """The request's decoding state; None when it failed or was cancelled while waiting (answered already)."""
         try:
-            penalised = [self.decoder_start] if self.seq2seq else request.prompt_ids
+            penalised = ([t for t in request.prompt_ids if t != DETECT] if self.speech else
+                         [self.decoder_start] if self.seq2seq else request.prompt_ids)
             sequence = _Sequence(request, self.tokenizer, self.vocab_size, self.device, penalised)
         except Exception as exc:  # noqa: BLE001 - e.g. a generator the device refuses: this request's failure
             LOG.exception("starting a generation request failed")
@@ -847,12 +874,15 @@ class Engine:
         return batch, out.logits[:, -1, :]
 
     def _prefill_seq2seq(self, group: list[_Sequence]) -> tuple[_Batch, torch.Tensor]:
-        ids, encoder_mask = self._padded(group, left=False)
-        encoder = self.model.get_encoder()(input_ids=ids, attention_mask=encoder_mask,
-                                           return_dict=True).last_hidden_state
-        start = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
+        if self.speech:
+            encoder, encoder_mask, start = self._speech_encoder(group)
+        else:
+            ids, encoder_mask = self._padded(group, left=False)
+            encoder = self.model.get_encoder()(input_ids=ids, attention_mask=encoder_mask,
+                                               return_dict=True).last_hidden_state
+            start = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
         decoder_mask = torch.ones_like(start)
-        self._positions = torch.zeros_like(start)
+        self._positions = torch.arange(start.shape[1], device=self.device).expand_as(start)
         try:
             out = self._seq2seq_forward(encoder, encoder_mask, start, decoder_mask, None)
         finally:
@@ -868,6 +898,28 @@ class Engine:
         batch = _Batch(list(group), cache, decoder_mask, start[:, 0], shared=shared, encoder=encoder,
                        encoder_mask=encoder_mask)
         return batch, out.logits[:, -1, :]
+
+    def _speech_encoder(self, group: list[_Sequence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The clips' encoder outputs, their mask (all ones: every clip fills the fixed window) and the decoder's
+        prompts, the language detected where the prompt leaves it open."""
+        features = torch.cat([row.request.features for row in group if row.request.features is not None])
+        features = features.to(self.device, dtype=self.model.dtype)
+        encoder = self.model.get_encoder()(input_features=features, return_dict=True).last_hidden_state
+        encoder_mask = torch.ones(encoder.shape[:2], dtype=torch.long, device=self.device)
+        prompts = [list(row.request.prompt_ids) for row in group]
+        if any(DETECT in prompt for prompt in prompts):
+            from transformers.modeling_outputs import BaseModelOutput
+
+            first = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
+            logits = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder), decoder_input_ids=first,
+                                use_cache=False).logits[:, -1]
+            languages = torch.tensor(self._languages, dtype=torch.long, device=self.device)
+            detected = languages[logits[:, languages].argmax(dim=-1)].tolist()
+            for row, prompt, language in zip(group, prompts, detected):
+                prompt[prompt.index(DETECT)] = int(language)
+                if row.seen is not None:
+                    row.seen[int(language)] = True
+        return encoder, encoder_mask, torch.tensor(prompts, dtype=torch.long, device=self.device)
 
     def _seq2seq_forward(self, encoder: torch.Tensor, encoder_mask: torch.Tensor, tokens: torch.Tensor,
                          decoder_mask: torch.Tensor, cache: Any) -> Any:
@@ -1018,6 +1070,12 @@ class Engine:
         """Next token per row: argmax for greedy rows, sampling with each row's own generator otherwise; the
         repetition penalty first, as transformers' RepetitionPenaltyLogitsProcessor."""
         logits = logits.float()  # generate chooses from float32 logits
+        if self._suppress:
+            logits[:, self._suppress] = float("-inf")
+        if self._begin_suppress:
+            first = [i for i, row in enumerate(rows) if not row.generated]
+            if first:
+                logits[torch.tensor(first)[:, None], torch.tensor(self._begin_suppress)[None, :]] = float("-inf")
         if all(row.settings.greedy and row.seen is None for row in rows):
             return [int(token) for token in logits.argmax(dim=-1).tolist()]
         return [self._choose_row(logits[i], row) for i, row in enumerate(rows)]
@@ -1060,6 +1118,51 @@ def _safe_done(request: _Request, reason: Optional[str], usage: dict[str, Any]) 
         request.on_done(reason, usage)
     except Exception:  # noqa: BLE001 - a client's callback must not stop the scheduler
         LOG.exception("on_done of a generation request failed")
+
+
+def speech_prompt(generation: Any, config: Any) -> list[int]:
+    """Whisper's decoder prompt for a short-form clip, as transformers 5.23.0's
+    ``WhisperGenerationMixin._retrieve_init_tokens`` builds it from generation_config.json without per-call
+    arguments: <|startoftranscript|>; the language (``language``, the leading ``forced_decoder_ids`` entries, or
+    DETECT where the checkpoint has ``lang_to_id`` and names none); the task (``task`` through ``task_to_id``, else
+    <|transcribe|> when a language is set); <|notimestamps|> (timestamps are not asked for)."""
+    task, language = getattr(generation, "task", None), getattr(generation, "language", None)
+    lang_to_id: dict[str, int] = getattr(generation, "lang_to_id", None) or {}
+    task_to_id: dict[str, int] = getattr(generation, "task_to_id", None) or {}
+    prompt: list[Optional[int]] = [generation.decoder_start_token_id]
+    if task is None and language is None:
+        forced = getattr(generation, "forced_decoder_ids", None) or getattr(config, "forced_decoder_ids", None) or []
+        forced = [tuple(pair) for pair in forced]
+        position = 1
+        while forced and forced[0][0] == position:
+            prompt.append(forced.pop(0)[1])
+            position += 1
+        if forced:
+            raise ValueError(f"forced_decoder_ids {forced} do not follow Whisper's prompt pattern")
+    undefined = len(prompt) <= 1 or prompt[1] is None
+    chosen: Optional[int] = None
+    if language is not None:
+        token = language if language in lang_to_id else f"<|{str(language).lower()}|>"
+        if token not in lang_to_id:
+            raise ValueError(f"generation_config.json language {language!r} is not in its lang_to_id")
+        chosen = lang_to_id[token]
+    elif lang_to_id and undefined:
+        chosen = DETECT
+    if chosen is not None and len(prompt) > 1:
+        prompt[1] = chosen
+    elif chosen is not None:
+        prompt.append(chosen)
+    if task is not None:
+        if task not in task_to_id:
+            raise ValueError(f"generation_config.json task {task!r} is not in its task_to_id")
+        prompt.append(task_to_id[task])  # generate appends, then replaces every task token with it
+        prompt = [task_to_id[task] if t in task_to_id.values() else t for t in prompt]
+    elif language is not None and task_to_id and not any(t in task_to_id.values() for t in prompt):
+        prompt.append(task_to_id["transcribe"])
+    no_timestamps = getattr(generation, "no_timestamps_token_id", None)
+    if no_timestamps is not None and prompt[-1] != no_timestamps:
+        prompt.append(no_timestamps)
+    return [int(t) for t in prompt if t is not None]
 
 
 def _ids(value: Any) -> list[int]:

@@ -1,0 +1,154 @@
+"""Sequence-to-sequence speech recognition (issue #59): a Whisper checkpoint decoded by the generation engine
+(model_build/python_models/generation_engine.py) from its clip's input_features, token-identical to
+``WhisperForConditionalGeneration.generate(input_features, do_sample=False, max_new_tokens=N)`` on short-form audio.
+
+A tiny random Whisper (benchmarks/tooling/generation_checkpoints.save_whisper: d_model 32, 2 layers, 80 mel bins,
+the real 30 s window) made once per module; its generation_config.json is varied per test the ways real checkpoints
+set the decoder prompt (language detected, language set, translate, English-only, forced_decoder_ids).
+"""
+from __future__ import annotations
+
+import pathlib
+import threading
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+np = pytest.importorskip("numpy")
+
+from benchmarks.tooling.generation_checkpoints import save_whisper  # noqa: E402
+from model_build.python_models import generation_engine as ge  # noqa: E402
+
+RATE = 16000
+WAIT_S = 60
+LIMITS = ge.Limits(max_new_tokens=100, default_max_new_tokens=16, max_prompt_tokens=64, max_concurrent=4)
+
+
+def _clips() -> list[Any]:
+    """A tone, noise, a chirp and silence: different clips that make the tiny model say different things."""
+    rng = np.random.default_rng(0)
+    t = np.arange(RATE) / RATE
+    return [(0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), rng.normal(0, 0.1, RATE * 3 // 2).astype(np.float32),
+            (0.3 * np.sin(2 * np.pi * (200 + 900 * t) * t)).astype(np.float32), np.zeros(RATE // 2, np.float32)]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return save_whisper(tmp_path_factory.mktemp("whisper"))
+
+
+@pytest.fixture(scope="module")
+def features(folder: pathlib.Path) -> list[Any]:
+    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+    return [extractor(clip, sampling_rate=RATE, return_tensors="pt").input_features for clip in _clips()]
+
+
+def _engine(folder: pathlib.Path, **generation: Any) -> tuple[Any, Any]:
+    model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
+    for key, value in generation.items():  # None: the key left out, as English-only checkpoints leave it
+        if value is None:
+            delattr(model.generation_config, key)
+        else:
+            setattr(model.generation_config, key, value)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    return ge.Engine(model, tokenizer, LIMITS, ge.SPEECH), model
+
+
+def _transcribe(engine: Any, features: list[Any], max_new_tokens: int) -> list[list[int]]:
+    """All clips submitted at once; each one's generated ids."""
+    tokens: list[list[int]] = [[] for _ in features]
+    done = [threading.Event() for _ in features]
+    for i, clip in enumerate(features):
+        engine.submit(engine.speech_prompt, ge.Settings(max_new_tokens=max_new_tokens), lambda _text: None,
+                      lambda _reason, _usage, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
+                      features=clip)
+    assert all(event.wait(WAIT_S) for event in done)
+    return tokens
+
+
+def _generated(model: Any, clip: Any, max_new_tokens: int) -> list[int]:
+    """generate's new tokens (short-form: it answers without the decoder prompt), pads after EOS dropped."""
+    ids = [int(t) for t in model.generate(clip, do_sample=False, max_new_tokens=max_new_tokens)[0]]
+    eos = model.generation_config.eos_token_id
+    return ids[:ids.index(eos) + 1] if eos in ids else ids
+
+
+PROMPTS = {
+    "detected": {},
+    "language": {"language": "fr"},
+    "translate": {"language": "de", "task": "translate"},
+    "english-only": {"lang_to_id": None, "task_to_id": None},
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROMPTS))
+def test_engine_transcribes_like_whisper_generate(folder: pathlib.Path, features: list[Any], case: str) -> None:
+    generation = dict(PROMPTS[case])
+    engine, model = _engine(folder, **generation)
+    try:
+        got = _transcribe(engine, features, max_new_tokens=12)
+    finally:
+        engine.close()
+    assert got == [_generated(model, clip, 12) for clip in features]
+    assert len({tuple(tokens) for tokens in got}) > 1  # the clips are told apart: the encoder's output is used
+
+
+def test_speech_prompts_as_whisper_builds_them(folder: pathlib.Path) -> None:
+    config = transformers.GenerationConfig.from_pretrained(folder)
+    ids = config.lang_to_id | config.task_to_id
+    start, no_timestamps = config.decoder_start_token_id, config.no_timestamps_token_id
+    assert ge.speech_prompt(config, None) == [start, ge.DETECT, no_timestamps]
+    config.language = "fr"
+    assert ge.speech_prompt(config, None) == [start, ids["<|fr|>"], ids["transcribe"], no_timestamps]
+    config.language, config.forced_decoder_ids = None, [[1, ids["<|de|>"]], [2, ids["translate"]]]
+    assert ge.speech_prompt(config, None) == [start, ids["<|de|>"], ids["translate"], no_timestamps]
+    config.language = "xx"
+    with pytest.raises(ValueError, match="language 'xx' is not in its lang_to_id"):
+        ge.speech_prompt(config, None)
+
+
+def test_language_is_detected_per_clip(folder: pathlib.Path, features: list[Any]) -> None:
+    """Multilingual and no language set: each clip's prompt carries the language generate detects for it."""
+    engine, model = _engine(folder)
+    try:
+        detected = model.detect_language(input_features=torch.cat(features)).tolist()
+        languages = []
+        original = engine._speech_encoder
+
+        def spy(group: Any) -> Any:
+            out = original(group)
+            languages.extend(int(prompt[1]) for prompt in out[2])
+            return out
+
+        engine._speech_encoder = spy
+        _transcribe(engine, features, max_new_tokens=2)
+    finally:
+        engine.close()
+    assert sorted(languages) == sorted(detected)
+
+
+def test_max_new_tokens_past_the_decoders_positions_is_refused(folder: pathlib.Path, features: list[Any]) -> None:
+    """generate raises when prompt + max_new_tokens exceed max_target_positions (64 here); the engine refuses the
+    request (a 400 in Triton) and decodes the largest that fits as generate does, to the bound (no EOS)."""
+    engine, model = _engine(folder, suppress_tokens=list(range(300, 311)))
+    try:
+        with pytest.raises(ge.RequestError) as refused:
+            _transcribe(engine, features[:1], max_new_tokens=62)
+        assert str(refused.value) == ("max_new_tokens: 62 and the 3-token decoder prompt exceed this Whisper's 64 "
+                                      "decoder positions (max_target_positions); send max_new_tokens of at most 61")
+        got = _transcribe(engine, features[:1], max_new_tokens=61)
+    finally:
+        engine.close()
+    assert got == [_generated(model, features[0], 61)] and len(got[0]) == 61
+
+
+def test_a_speech_engine_wants_features(folder: pathlib.Path) -> None:
+    engine, _ = _engine(folder)
+    try:
+        with pytest.raises(ValueError, match="a speech model takes features with each request"):
+            engine.submit(engine.speech_prompt, ge.Settings(max_new_tokens=2), lambda _t: None,
+                          lambda _r, _u: None, lambda: False)
+    finally:
+        engine.close()
