@@ -88,6 +88,10 @@ def engine_problems(engine: Engine, kind: str, stream: bool, bounds: Generation,
     if engine is Engine.TRANSFORMERS:
         return []
     out = []
+    if kind == "automatic-speech-recognition":
+        out.append(Problem(f"{path}.engine", f"{engine.value!r} with automatic-speech-recognition",
+                           "transformers (our engine builds Whisper's decoder prompt from its clip's features; the "
+                           "GPU engines take text prompts)", "remove engine (transformers)"))
     if kind == "text2text-generation":
         why = ("vLLM's V1 engine, the one vllm_backend drives from the 25.x images, runs decoder-only text models"
                if engine is Engine.VLLM else "the LLM-API's PyTorch flow runs decoder-only models (encoder-decoders "

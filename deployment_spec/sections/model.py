@@ -270,6 +270,13 @@ class ModelSpec:
     # its fields name the entry the user wrote. Empty for every other model.
     task_entry: str = dataclasses.field(default="", metadata=meta(yaml=False))
 
+    def __post_init__(self) -> None:
+        # Speech recognition with backend python generates (tasks.GENERATION_KINDS' comment): the task says so to
+        # every rule that asks Task.generates(). Frozen: set as dataclasses' own __init__ sets fields.
+        if self.task is not None and self.task.kind is tasks.TaskKind.SPEECH_RECOGNITION and not self.task.speech_seq2seq \
+                and self.backend is Backend.PYTHON:
+            object.__setattr__(self, "task", dataclasses.replace(self.task, speech_seq2seq=True))
+
     def problems(self, path: str) -> list[Problem]:
         if self.task is not None:
             return self._task_problems(path)
@@ -373,9 +380,9 @@ class ModelSpec:
                                "generating task decodes this many sequences together)",
                                "set max_batch_size to the largest batch you serve"))
         if self.task is not None:
-            out += self.task.problems(f"{path}.task")
+            out += self.task.entry_problems(f"{path}.task")
             if not out:  # the model step's own settings (precision, onnxruntime, tensorrt...) as for any model
-                step = dataclasses.replace(self, task=None, source=Source(recipe=tasks.MODEL_RECIPE[self.task.kind]))
+                step = dataclasses.replace(self, task=None, source=Source(recipe=self.task.model_recipe()))
                 out += step.problems(path)
         return out
 

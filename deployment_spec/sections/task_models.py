@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 from typing import Mapping, Optional
 
@@ -24,7 +25,9 @@ def expand(models: Mapping[str, ModelSpec], declared: set[str], root: Optional[p
         if model.task is None:
             out[name] = model
             continue
-        found = tasks.name_problems(name, model.task.kind, declared, MAX_NAME)
+        found = tasks.name_problems(name, model.task, declared, MAX_NAME)
+        if model.task.kind is tasks.TaskKind.SPEECH_RECOGNITION and model.weights and not found:
+            found = speech_problems(model, (root or pathlib.Path(".")) / model.weights, f"models.{name}")
         pipeline = None
         if model.task.dali_preprocess() and model.weights and not found:
             pipeline, found = task_dali.derive((root or pathlib.Path(".")) / model.weights, model.weights,
@@ -39,9 +42,9 @@ def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict
     task = model.task
     assert task is not None  # only task entries come here
     if task.generates():  # one model under the entry's name: the checkpoint decoded in the Python backend
-        return {model.name: dataclasses.replace(model, source=Source(recipe=tasks.MODEL_RECIPE[task.kind]),
+        return {model.name: dataclasses.replace(model, source=Source(recipe=task.model_recipe()),
                                                 task_entry=model.name)}
-    names = tasks.step_names(model.name, task.kind)
+    names = tasks.step_names(model.name, task)
     # The Python steps take what is queued without waiting for more: the model step's own delay is where batches
     # are worth forming; a delay on each step would add up (three times the delay for a lone request).
     batching = DynamicBatching(max_queue_delay_us=0) if model.dynamic_batching else None
@@ -61,3 +64,62 @@ def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict
                          ensemble=EnsembleSettings(steps=tuple(EnsembleStep(model=s.name) for s in steps),
                                                    outputs=tasks.OUTPUTS[task.kind], by_name=True))
     return {model.name: ensemble, **{s.name: s for s in steps}}
+
+
+# transformers 5.23.0's MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (models/auto/modeling_auto.py): the model types
+# AutoModelForSpeechSeq2Seq loads, written out because the spec loads with the standard library only
+# (tests/spec/test_generation_whisper_specs.py compares). Of them the engine decodes Whisper alone: it builds
+# Whisper's decoder prompt and feeds its encoder Whisper's log-mel input_features.
+SPEECH_SEQ2SEQ_TYPES = frozenset({
+    "canary", "cohere_asr", "dia", "fun_asr_nano", "granite_speech", "granite_speech_plus", "kyutai_speech_to_text",
+    "moonshine", "moonshine_streaming", "pop2piano", "qwen3_asr", "seamless_m4t", "seamless_m4t_v2",
+    "speech-encoder-decoder", "speech_to_text", "speecht5", "vibevoice", "vibevoice_asr", "voxtral",
+    "voxtral_realtime", "whisper"})
+GENERATED_SPEECH_TYPES = frozenset({"whisper"})
+CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
+
+
+def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[Problem]:
+    """automatic-speech-recognition: the backend the user chose must suit the checkpoint in ``weights`` (python: a
+    Whisper, decoded token by token; the others: a CTC model in an ensemble), and a Whisper's clips must fit its one
+    window (long-form decoding is not served). A folder without a readable config.json is left to the build, which
+    names what is missing."""
+    assert model.task is not None
+    try:
+        config = json.loads((weights / "config.json").read_text())
+        model_type = str(config.get("model_type")) if isinstance(config, dict) else None
+    except (OSError, ValueError):
+        return []
+    if model_type is None:
+        return []
+    got = f"{model.backend.value!r} with the {model_type!r} checkpoint in {model.weights}"
+    if model.task.speech_seq2seq and model_type not in GENERATED_SPEECH_TYPES:
+        what = ("a sequence-to-sequence model the engine does not decode (it builds Whisper's decoder prompt)"
+                if model_type in SPEECH_SEQ2SEQ_TYPES else "a CTC model, served as an ensemble")
+        return [Problem(f"{path}.backend", f"{got} ({what})", f"{CTC_BACKENDS} for a CTC checkpoint; python for a "
+                        "Whisper checkpoint (model_type whisper)", "set backend: onnxruntime, or give a Whisper "
+                        "checkpoint")]
+    if not model.task.speech_seq2seq and model_type in SPEECH_SEQ2SEQ_TYPES:
+        return [Problem(f"{path}.backend", f"{got} (a sequence-to-sequence model: it generates text token by "
+                        "token, which no exported graph step does)", f"python for a Whisper checkpoint (our "
+                        f"generation engine); {CTC_BACKENDS} for a CTC checkpoint", "set backend: python"
+                        if model_type in GENERATED_SPEECH_TYPES else "give a Whisper or a CTC checkpoint")]
+    if model.task.speech_seq2seq:
+        return _window_problems(model.task.max_audio_seconds, weights, model.weights or "", path)
+    return []
+
+
+def _window_problems(seconds: int, weights: pathlib.Path, label: str, path: str) -> list[Problem]:
+    """A Whisper hears one window of its feature extractor's chunk_length seconds (30 for openai/whisper-*);
+    generate decodes longer clips window by window with timestamps (long-form), which the engine does not."""
+    try:
+        extractor = json.loads((weights / "preprocessor_config.json").read_text())
+        window = int(extractor.get("chunk_length", 30)) if isinstance(extractor, dict) else 30
+    except (OSError, ValueError, TypeError):
+        return []
+    if seconds <= window:
+        return []
+    return [Problem(f"{path}.task.max_audio_seconds", f"{seconds} with the Whisper checkpoint in {label}",
+                    f"at most {window} (its feature extractor's chunk_length: the model hears one {window} s "
+                    "window; long-form transcription is not served)",
+                    f"set max_audio_seconds: {window} or less, and split longer recordings before sending")]

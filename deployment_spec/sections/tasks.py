@@ -48,6 +48,11 @@ AUDIO_KINDS = frozenset({TaskKind.AUDIO_CLASSIFICATION, TaskKind.SPEECH_RECOGNIT
 # Kinds that generate text token by token: one Python-backend model (no ensemble) decoding with a key/value cache,
 # the requests of the moment decoded together (model_build/python_models/generation_engine.py).
 GENERATION_KINDS = frozenset({TaskKind.TEXT_GENERATION, TaskKind.TEXT2TEXT_GENERATION})
+# automatic-speech-recognition generates too where the entry's backend is python: a sequence-to-sequence checkpoint
+# (Whisper) decoded by the same engine, where onnxruntime, tensorrt or pytorch run a CTC checkpoint in an ensemble.
+# The backend says which, as the user wrote it; the loader then checks the checkpoint's config.json agrees
+# (task_models.speech_problems), so neither is guessed from a file alone.
+GENERATING_TEXT = "text-generation, text2text-generation, or automatic-speech-recognition with backend python"
 
 
 class Preprocess(str, enum.Enum):
@@ -101,11 +106,16 @@ class Task:
              "dali (a DALI pipeline derived from preprocessor_config.json, on the GPU where the endpoint has one; "
              "requests then send IMAGE as UINT8 bytes)"))
     generation: Generation = dataclasses.field(default_factory=Generation, metadata=meta(
-        help="text-generation, text2text-generation: the bounds of what a request may ask (max_new_tokens, "
+        help="text-generation, text2text-generation, automatic-speech-recognition with backend python (Whisper): the "
+             "bounds of what a request may ask (max_new_tokens, "
              "temperature, top_k, repetition_penalty, stop strings, prompt length)"))
     stream: bool = dataclasses.field(default=True, metadata=meta(
-        help="text-generation, text2text-generation: answer token by token (InvokeEndpointWithResponseStream; "
+        help="text-generation, text2text-generation, automatic-speech-recognition with backend python: answer token "
+             "by token (InvokeEndpointWithResponseStream; "
              "single-model endpoints and inference components, Triton 25.03 or later); false: the whole text at once"))
+    # The loader sets it (ModelSpec.__post_init__): automatic-speech-recognition with backend python, a Whisper
+    # checkpoint decoded token by token (GENERATION_KINDS' comment).
+    speech_seq2seq: bool = dataclasses.field(default=False, metadata=meta(yaml=False))
     engine: Engine = dataclasses.field(default=Engine.TRANSFORMERS, metadata=meta(
         help="text-generation, text2text-generation: transformers (our Python-backend engine, any host), vllm "
              "(Triton's vLLM backend) or tensorrt-llm (TensorRT-LLM's LLM-API model); the last two on GPU "
@@ -121,7 +131,10 @@ class Task:
         return self.preprocess is Preprocess.DALI
 
     def generates(self) -> bool:
-        return self.kind in GENERATION_KINDS
+        return self.kind in GENERATION_KINDS or self.speech_seq2seq
+
+    def model_recipe(self) -> str:
+        return GENERATE_RECIPE if self.generates() else MODEL_RECIPE[self.kind]
 
     def streams(self) -> bool:
         return self.generates() and self.stream
@@ -130,7 +143,9 @@ class Task:
         return self.kind is TaskKind.QUESTION_ANSWERING or (
             self.kind is TaskKind.TEXT_CLASSIFICATION and self.text_pair)
 
-    def problems(self, path: str) -> list[Problem]:
+    def entry_problems(self, path: str) -> list[Problem]:
+        """Checked by the entry (ModelSpec._task_problems), not when the task alone parses: whether a speech task
+        generates depends on the entry's backend (speech_seq2seq)."""
         out = []
         if self.text_pair and self.kind is not TaskKind.TEXT_CLASSIFICATION:
             what = ("always takes TEXT (question) and TEXT_PAIR (context)"
@@ -169,7 +184,7 @@ class Task:
             return self.generation.problems(f"{path}.generation") + engine_problems(
                 self.engine, self.kind.value, self.stream, self.generation, path)
         out = []
-        kinds = ", ".join(k.value for k in TaskKind if k in GENERATION_KINDS)
+        kinds = GENERATING_TEXT
         if self.generation != defaults.generation:
             out.append(Problem(f"{path}.generation", "generation settings", f"only with {kinds}",
                                "remove generation"))
@@ -231,22 +246,23 @@ def has_answer_step(kind: TaskKind) -> bool:
     return kind not in (TaskKind.SENTENCE_EMBEDDING, TaskKind.IMAGE_EMBEDDING)
 
 
-def step_suffixes(kind: TaskKind) -> tuple[str, ...]:
-    if kind in GENERATION_KINDS:
+def step_suffixes(task: Task) -> tuple[str, ...]:
+    if task.generates():
         return ()  # one model under the entry's own name
+    kind = task.kind
     first = PREPROCESS_SUFFIX if kind in IMAGE_KINDS | AUDIO_KINDS else STEP_SUFFIXES[0]
     suffixes = (first, *STEP_SUFFIXES[1:])
     return suffixes if has_answer_step(kind) else suffixes[:2]
 
 
-def step_names(name: str, kind: TaskKind) -> tuple[str, ...]:
-    return tuple(name + suffix for suffix in step_suffixes(kind))
+def step_names(name: str, task: Task) -> tuple[str, ...]:
+    return tuple(name + suffix for suffix in step_suffixes(task))
 
 
-def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int) -> list[Problem]:
+def name_problems(name: str, task: Task, declared: set[str], max_length: int) -> list[Problem]:
     """The step names must be free and valid Triton names too."""
     out: list[Problem] = []
-    suffixes = step_suffixes(kind)
+    suffixes = step_suffixes(task)
     if not suffixes:
         return out
     longest = max(len(s) for s in suffixes)
@@ -254,7 +270,7 @@ def name_problems(name: str, kind: TaskKind, declared: set[str], max_length: int
         out.append(Problem(f"models.{name}", f"the name {describe(name)} ({len(name)} characters)",
                            f"at most {max_length - longest} characters with task (its steps are named "
                            f"{name}{suffixes[0]} and so on)", "shorten the name"))
-    for step in step_names(name, kind):
+    for step in step_names(name, task):
         if step in declared:
             out.append(Problem(f"models.{step}", "a model declared by hand",
                                f"no model of this name: models.{name}.task adds it as a step",

@@ -80,7 +80,7 @@ REFUSED = {
     "an engine on a classifier": (
         dict(writer={"backend": "onnxruntime", "weights": "ckpt", "max_batch_size": 8,
                      "task": {"kind": "text-classification", "engine": "vllm"}}),
-        "models.writer.task.engine: got 'vllm'; allowed: only with text-generation, text2text-generation; fix: "
+        "models.writer.task.engine: got 'vllm'; allowed: only with text-generation, text2text-generation, or automatic-speech-recognition with backend python; fix: "
         "remove engine"),
     "a CPU instance type": (
         dict(endpoint={"instance_type": "ml.c5.xlarge"}),

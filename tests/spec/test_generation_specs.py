@@ -91,11 +91,12 @@ REFUSED = {
         dict(writer={"backend": "onnxruntime", "weights": "ckpt", "max_batch_size": 8,
                      "task": {"kind": "text-classification", "generation": {"max_new_tokens": 600}}}),
         "models.writer.task.generation: got generation settings; allowed: only with text-generation, "
-        "text2text-generation; fix: remove generation"),
+        "text2text-generation, or automatic-speech-recognition with backend python; fix: remove generation"),
     "stream on a classifier": (
         dict(writer={"backend": "onnxruntime", "weights": "ckpt", "max_batch_size": 8,
                      "task": {"kind": "text-classification", "stream": False}}),
-        "models.writer.task.stream: got false; allowed: only with text-generation, text2text-generation (a "
+        "models.writer.task.stream: got false; allowed: only with text-generation, text2text-generation, or "
+        "automatic-speech-recognition with backend python (a "
         "text-classification answers in one piece); fix: remove stream"),
 }
 
