@@ -16,6 +16,11 @@ with the whole text, the requests of one call decoded together.
   generation_engine.Limits (max_new_tokens, default_max_new_tokens, max_temperature, max_top_k,
   max_repetition_penalty, max_stop_strings, max_prompt_tokens, max_concurrent).
 - the checkpoint (weights, fast tokenizer, generation_config.json) in ``<version>/checkpoint``.
+- speech recognition (``kind`` automatic-speech-recognition, a Whisper checkpoint): input ``audio`` (TYPE_STRING,
+  dims [1]) instead: one WAV or FLAC file's bytes, base64-encoded, because Triton's generate route turns JSON values
+  into tensors and a JSON string cannot hold raw bytes. ``audio_decode.py`` beside this file decodes it (its rules:
+  the feature extractor's sampling rate, mono, at most the ``max_audio_seconds`` parameter), the checkpoint's own
+  feature extractor (``preprocessor_config.json``) makes its input_features, and the engine decodes from them.
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
@@ -23,6 +28,8 @@ stops decoding. Each request's time to first token, the gaps between its tokens,
 finished are Prometheus metrics on Triton's metrics port (generation_metrics.py). Needs torch and transformers in
 the backend's Python (an execution environment, as t5_generate.py).
 """
+import base64
+import binascii
 import json
 import os
 import sys
@@ -138,6 +145,13 @@ class TritonPythonModel:
         self.metrics = GenerationMetrics.create(
             pb_utils, {"model": args["model_name"], "version": args["model_version"]}, pb_utils.Logger.log_warn)
 
+        self.extractor: Any = None
+        if params["kind"] == "automatic-speech-recognition":
+            import transformers
+
+            self.extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+            self.max_audio_seconds = float(params["max_audio_seconds"])
+
     def execute(self, requests: list[Any]) -> Optional[list[Any]]:
         if not self.decoupled:  # whole answers: the requests of this call decode together, then are returned
             collected = [_Collected() for _ in requests]
@@ -162,6 +176,9 @@ class TritonPythonModel:
     def _submit(self, request: Any, sender: Any) -> None:
         timings = GenerationMetrics.timings()  # its clock starts as the request arrives, before tokenizing
         settings = parse_request(_parameters(request), self.engine.limits)
+        if self.extractor is not None:
+            self._submit_audio(request, sender, settings, timings)
+            return
         text = _text(request, "text_input")
         messages = _messages(_text(request, "messages"))
         if messages is not None and text == "":
@@ -178,6 +195,35 @@ class TritonPythonModel:
             answer.done(reason, usage)
 
         self.engine.submit(ids, settings, answer.text, done, _cancelled(sender), on_token=timings.token)
+
+    def _submit_audio(self, request: Any, sender: Any, settings: Any, timings: Any) -> None:
+        import audio_decode
+
+        encoded = _text(request, "audio")
+        if encoded is None:
+            raise RequestError("audio: missing; send one WAV or FLAC file, base64-encoded, as the audio input")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise RequestError("audio: not base64; send the file's bytes base64-encoded (a JSON string cannot hold "
+                               "raw bytes)") from None
+        try:
+            samples = audio_decode.decode(data, sampling_rate=int(self.extractor.sampling_rate),
+                                          max_seconds=self.max_audio_seconds)
+        except audio_decode.AudioRejected as exc:  # its messages name the ensembles' AUDIO input
+            raise RequestError("audio:" + str(exc).removeprefix("AUDIO:")) from None
+        features = self.extractor(samples, sampling_rate=int(self.extractor.sampling_rate),
+                                  return_tensors="pt").input_features
+        answer = _Answer(sender, settings.stream and self.decoupled)
+        metrics = self.metrics
+
+        def done(reason: Optional[str], usage: dict[str, Any]) -> None:
+            if metrics is not None:
+                metrics.finished(reason, usage, timings)
+            answer.done(reason, usage)
+
+        self.engine.submit(self.engine.speech_prompt, settings, answer.text, done, _cancelled(sender),
+                           on_token=timings.token if metrics is not None else None, features=features)
 
     def finalize(self) -> None:
         self.engine.close()

@@ -23,7 +23,11 @@ from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_REQUIREMENTS, P
 PROMPT, MESSAGES, OUTPUT = "text_input", "messages", "text_output"
 CHECKPOINT = "checkpoint"
 # The transformers Auto class that must map the checkpoint's config, per kind.
-AUTO_CLASS = {TaskKind.TEXT_GENERATION: "AutoModelForCausalLM", TaskKind.TEXT2TEXT_GENERATION: "AutoModelForSeq2SeqLM"}
+AUTO_CLASS = {TaskKind.TEXT_GENERATION: "AutoModelForCausalLM", TaskKind.TEXT2TEXT_GENERATION: "AutoModelForSeq2SeqLM",
+              TaskKind.SPEECH_RECOGNITION: "AutoModelForSpeechSeq2Seq"}
+AUDIO = "audio"
+# What the served model decodes a clip with (audio_steps.PREPROCESS_REQUIREMENTS' soundfile: FLAC).
+SPEECH_REQUIREMENTS = (*TRANSFORMERS_REQUIREMENTS, "soundfile==0.14.0")
 
 
 def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
@@ -36,6 +40,8 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     if task.engine is Engine.TENSORRT_LLM:
         return trtllm_model.generate(model, task, folder)
     tok = checkpoint_text.tokenizer(folder)
+    if task.kind is TaskKind.SPEECH_RECOGNITION:
+        return _speech(model, folder, architecture)
     chat = "with its chat template" if getattr(tok, "chat_template", None) else "no chat template"
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
@@ -51,10 +57,28 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         requirements=TRANSFORMERS_REQUIREMENTS)
 
 
+def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> PythonModel:
+    """A Whisper: ``audio`` in (a WAV or FLAC file, base64: the generate route's JSON holds strings), decoded by the
+    audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in hf_generate.py)."""
+    task = checkpoint_text.task_of(model)
+    parameters = task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size)
+    return PythonModel(
+        files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
+               "step_requests.py": TEMPLATES / "step_requests.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
+               "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
+        inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
+        outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),
+        parameters={**parameters, "max_audio_seconds": str(task.max_audio_seconds)},
+        note=f"{architecture} from {folder} (speech to text, clips up to {task.max_audio_seconds} s; up to "
+             f"{model.max_batch_size} decoded at once, {'streaming' if task.streams() else 'whole answers'})",
+        requirements=SPEECH_REQUIREMENTS)
+
+
 def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str:
     """The checkpoint's model type, refused when the kind's Auto class does not map it."""
     from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-                                                        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
+                                                        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
 
     where = f"models.{model.task_entry or model.name}"
     config_file = folder / "config.json"
@@ -62,6 +86,11 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
         raise BuildError(f"{where}.weights: {folder} has no config.json; give the folder save_pretrained wrote")
     config = json.loads(config_file.read_text())
     model_type = config.get("model_type")
+    if kind is TaskKind.SPEECH_RECOGNITION:  # the loader refused every other type (task_models.speech_problems)
+        if model_type != "whisper":
+            raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint; backend python with "
+                             "automatic-speech-recognition decodes Whisper checkpoints; fix: give one")
+        return MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type]
     mapping = (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES if kind is TaskKind.TEXT_GENERATION
                else MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
     if model_type not in mapping:

@@ -152,3 +152,27 @@ def test_a_speech_engine_wants_features(folder: pathlib.Path) -> None:
                           lambda _r, _u: None, lambda: False)
     finally:
         engine.close()
+
+
+def test_the_build_ships_and_checks_a_whisper(folder: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The recipe ships the engine, audio_decode.py and the checkpoint, ``audio`` as the one input, max_audio_seconds
+    as a parameter; the build's check decodes its synthetic clips token-identical to generate, alone and together."""
+    from deployment_spec.spec import parse_spec
+    from model_build.backends.python import generation_check
+    from model_build.recipes import load_python
+
+    raw = {"project": "Check", "triton_version": "25.09", "signing": {"unsigned_reason": "a test"},
+           "models": {"asr": {"backend": "python", "weights": str(folder), "max_batch_size": 4,
+                              "task": {"kind": "automatic-speech-recognition", "max_audio_seconds": 20}}},
+           "endpoints": {"speech": {"kind": "single-model", "models": ["asr"], "instance_type": "ml.g5.xlarge"}},
+           "environments": {"dev": {"region": "us-east-1"}}}
+    spec = parse_spec(raw, tmp_path / "spec.yaml")
+    model = spec.models["asr"]
+    made = load_python(model, spec.root, False)
+    assert [t.name for t in made.inputs] == ["audio"] and [t.name for t in made.outputs] == ["text_output"]
+    assert made.parameters["max_audio_seconds"] == "20" and made.parameters["kind"] == ge.SPEECH
+    assert {"audio_decode.py", "generation_engine.py", "model.py", "checkpoint"} <= set(made.files)
+    assert "soundfile==0.14.0" in made.requirements
+    verification = generation_check.verify(model, made.files, lambda _line: None)
+    assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
+        3, "token-identical", "token-identical")

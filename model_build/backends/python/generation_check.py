@@ -41,6 +41,8 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
     engine_module = _shipped_engine(pathlib.Path(files["generation_engine.py"]), pathlib.Path(files["step_requests.py"]))
     kind = model.task.kind.value
     limits = engine_module.Limits.from_parameters(model.task.generation.model_parameters(kind, model.max_batch_size))
+    if model.task.kind is TaskKind.SPEECH_RECOGNITION:
+        return _verify_speech(model, files, engine_module, limits)
     engine = engine_module.Engine.from_checkpoint(str(files["checkpoint"]), kind, limits)
     try:
         prompts = [engine.encode(text=p)[:limits.max_prompt_tokens] for p in PROMPTS]
@@ -199,3 +201,63 @@ def _failed(model: ModelSpec, prompt: int, where: str, difference: tuple[int, in
             f"new token {position} is {mine} where transformers' generate picks {theirs} (its top two logits "
             f"{margin:.3g} apart, not a near-tie); the served decoding differs from transformers' for this "
             "architecture: report it with the checkpoint's config.json")
+
+
+def _clips(rate: int) -> list[Any]:
+    """Synthetic clips (no recordings ship with the build), as audio_check.py makes them: a 440 Hz tone, white noise
+    and a chirp; different enough that a model ignoring its encoder would be seen answering them alike."""
+    import numpy as np
+
+    t = np.arange(rate) / rate
+    return [(0.5 * np.sin(2 * np.pi * 440 * t)).astype(np.float32),
+            np.random.default_rng(0).normal(0, 0.1, rate * 3 // 2).astype(np.float32),
+            (0.3 * np.sin(2 * np.pi * (200 + 900 * t) * t)).astype(np.float32)]
+
+
+def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: types.ModuleType,
+                   limits: Any) -> Verification:
+    """A Whisper: each clip's tokens from the shipped engine, alone and all at once, against
+    ``generate(input_features, do_sample=False, max_new_tokens=N)``, token-identical (new tokens, up to EOS)."""
+    import torch
+    import transformers
+
+    folder = str(files["checkpoint"])
+    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+    rate = int(extractor.sampling_rate)
+    features = [extractor(clip, sampling_rate=rate, return_tensors="pt").input_features for clip in _clips(rate)]
+    engine = engine_module.Engine.from_checkpoint(folder, model.task.kind.value if model.task else "", limits)
+    try:
+        new_tokens = min(NEW_TOKENS, int(engine.model.config.max_target_positions) - len(engine.speech_prompt))
+        greedy = engine_module.parse_request({"max_new_tokens": new_tokens}, limits)
+        with torch.no_grad():
+            references = [_until_end([int(t) for t in engine.model.generate(f, do_sample=False,
+                                                                            max_new_tokens=new_tokens)[0]],
+                                     engine.eos) for f in features]
+        alone = [_run_speech(engine, [f], greedy)[0] for f in features]
+        together = _run_speech(engine, features, greedy)
+    finally:
+        engine.close()
+    for how, runs in (("alone", alone), ("all clips at once", together)):
+        for i, (got, want) in enumerate(zip(runs, references)):
+            if got != want:
+                raise BuildError(f"models.{model.task_entry or model.name}: the served Whisper decoding of synthetic "
+                                 f"clip {i} ({how}) differs from transformers' generate: {got} against {want}; "
+                                 "this is a model_build bug, please report it")
+    return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
+                        cases=len(features), details={
+                            "reference": "WhisperForConditionalGeneration.generate(input_features), greedy, each clip "
+                                         "alone", "clips": "440 Hz tone, white noise, chirp",
+                            "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
+                            "alone": "token-identical", "engine_batch": "token-identical"})
+
+
+def _run_speech(engine: Any, features: list[Any], settings: Any) -> list[list[int]]:
+    tokens: list[list[int]] = [[] for _ in features]
+    done = [threading.Event() for _ in features]
+    for i, clip in enumerate(features):
+        engine.submit(engine.speech_prompt, settings, lambda _text: None,
+                      lambda _reason, _usage, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
+                      features=clip)
+    for event in done:
+        event.wait(600)
+    return [_until_end(row, engine.eos) for row in tokens]
