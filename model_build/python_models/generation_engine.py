@@ -373,10 +373,15 @@ class _Sequence:
     """One request being decoded: its tokens, text state, sampling state and callbacks."""
 
     def __init__(self, request: _Request, tokenizer: Any, vocab_size: int, device: torch.device,
-                 penalised: list[int]) -> None:
+                 context: list[int]) -> None:
         self.request = request
         self.settings = request.settings
         self.generated: list[int] = []
+        # What generate's input_ids hold for this row: the prompt and the generated tokens for a causal LM, the
+        # decoder's start token (Whisper: its prompt) and the generated tokens for an encoder-decoder; the logits
+        # processors that look back (n-gram bans, lengths, the repetition penalty) read it.
+        self.context = list(context)
+        self.encoder_ngrams: dict[tuple[int, ...], list[int]] = {}
         self.done = False
         self._detokenizer = _Detokenizer(tokenizer)
         self._stop = _StopText(request.settings.stop)
@@ -393,7 +398,8 @@ class _Sequence:
             # transformers penalises every token of input_ids: prompt + generated for a causal LM, the decoder's
             # tokens (from its start token) for an encoder-decoder.
             self.seen = torch.zeros(vocab_size, dtype=torch.bool, device=device)
-            self.seen[torch.tensor(penalised, dtype=torch.long, device=device)] = True
+            known = [t for t in context if t != DETECT]  # a speech prompt's language is seen once detected
+            self.seen[torch.tensor(known, dtype=torch.long, device=device)] = True
 
     def usage(self) -> dict[str, Any]:
         return {"prompt_tokens": len(self.request.prompt_ids), "completion_tokens": len(self.generated)}
@@ -416,6 +422,7 @@ class _Sequence:
     def accept(self, token: int, eos: frozenset[int]) -> Optional[str]:
         """Take a generated token, send its text; the finish reason if it ended the sequence."""
         self.generated.append(token)
+        self.context.append(token)
         if self.seen is not None:
             self.seen[token] = True
         if self.request.on_token is not None:
@@ -557,21 +564,28 @@ class Engine:
             eos_token_ids = _ids(getattr(generation, "eos_token_id", None)) or _ids(tokenizer.eos_token_id)
         self.eos = frozenset(eos_token_ids)
         if self.seq2seq and decoder_start_token_id is None:
-            decoder_start_token_id = (getattr(generation, "decoder_start_token_id", None)
-                                      or model.config.decoder_start_token_id)
-            if decoder_start_token_id is None:
-                raise ValueError("an encoder-decoder needs decoder_start_token_id (generation_config.json)")
+            decoder_start_token_id = _decoder_start(generation, model.config)
         self.decoder_start = int(decoder_start_token_id or 0)  # not used by a causal LM
+        unsupported = unsupported_settings(generation)
+        if unsupported:
+            raise ValueError(unsupported[0])
+        self.constraints = Constraints.of(generation, self.eos)
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         # generate applies these for every model whose generation_config.json sets them (Whisper's do): tokens never
         # chosen, and tokens not chosen first (SuppressTokens[AtBegin]LogitsProcessor).
         self._suppress = _ids(getattr(generation, "suppress_tokens", None))
         self._begin_suppress = _ids(getattr(generation, "begin_suppress_tokens", None))
+        # SuppressTokensAtBeginLogitsProcessor's begin index: one token later where a forced BOS takes the first
+        # position of a one-token decoder input.
+        self._begin_after_bos = self.constraints.forced_bos is not None
         self.speech_prompt = speech_prompt(generation, model.config) if self.speech else []
         self._languages = sorted((getattr(generation, "lang_to_id", None) or {}).values()) if self.speech else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
         self._hook: Any = None
+        from transformers.modeling_outputs import BaseModelOutput
+
+        self._encoder_output_class: type = BaseModelOutput  # until the encoder first runs (see _encode)
         self._decoder_positions = self._decoder_position_mode()
         # Prompts are prefilled together only where their rows can share a batch afterwards (see _groupable).
         self._group_prefill = self._decoder_positions is not None if self.seq2seq else \
@@ -720,9 +734,11 @@ class Engine:
     def _sequence(self, request: _Request) -> Optional[_Sequence]:
         """The request's decoding state; None when it failed or was cancelled while waiting (answered already)."""
         try:
-            penalised = ([t for t in request.prompt_ids if t != DETECT] if self.speech else
-                         [self.decoder_start] if self.seq2seq else request.prompt_ids)
-            sequence = _Sequence(request, self.tokenizer, self.vocab_size, self.device, penalised)
+            context = request.prompt_ids if self.speech or not self.seq2seq else [self.decoder_start]
+            sequence = _Sequence(request, self.tokenizer, self.vocab_size, self.device, context)
+            if self.constraints.encoder_ngram and not self.speech:
+                # generate's encoder_input_ids: the prompt's ids (a causal LM's too); n-grams taken once per request.
+                sequence.encoder_ngrams = _ngrams(request.prompt_ids, self.constraints.encoder_ngram)
         except Exception as exc:  # noqa: BLE001 - e.g. a generator the device refuses: this request's failure
             LOG.exception("starting a generation request failed")
             _safe_done(request, None, {"prompt_tokens": len(request.prompt_ids), "completion_tokens": 0,
@@ -878,8 +894,7 @@ class Engine:
             encoder, encoder_mask, start = self._speech_encoder(group)
         else:
             ids, encoder_mask = self._padded(group, left=False)
-            encoder = self.model.get_encoder()(input_ids=ids, attention_mask=encoder_mask,
-                                               return_dict=True).last_hidden_state
+            encoder = self._encode(input_ids=ids, attention_mask=encoder_mask)
             start = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
         decoder_mask = torch.ones_like(start)
         self._positions = torch.arange(start.shape[1], device=self.device).expand_as(start)
@@ -904,28 +919,37 @@ class Engine:
         prompts, the language detected where the prompt leaves it open."""
         features = torch.cat([row.request.features for row in group if row.request.features is not None])
         features = features.to(self.device, dtype=self.model.dtype)
-        encoder = self.model.get_encoder()(input_features=features, return_dict=True).last_hidden_state
+        encoder = self._encode(input_features=features)
         encoder_mask = torch.ones(encoder.shape[:2], dtype=torch.long, device=self.device)
         prompts = [list(row.request.prompt_ids) for row in group]
         if any(DETECT in prompt for prompt in prompts):
-            from transformers.modeling_outputs import BaseModelOutput
-
             first = torch.full((len(group), 1), self.decoder_start, dtype=torch.long, device=self.device)
-            logits = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder), decoder_input_ids=first,
+            logits = self.model(encoder_outputs=self._encoder_outputs(encoder), decoder_input_ids=first,
                                 use_cache=False).logits[:, -1]
             languages = torch.tensor(self._languages, dtype=torch.long, device=self.device)
             detected = languages[logits[:, languages].argmax(dim=-1)].tolist()
             for row, prompt, language in zip(group, prompts, detected):
                 prompt[prompt.index(DETECT)] = int(language)
+                row.context[row.context.index(DETECT)] = int(language)
                 if row.seen is not None:
                     row.seen[int(language)] = True
         return encoder, encoder_mask, torch.tensor(prompts, dtype=torch.long, device=self.device)
 
+    def _encode(self, **inputs: Any) -> torch.Tensor:
+        """The encoder's last hidden state; the class of its output is kept for ``_encoder_outputs``."""
+        out = self.model.get_encoder()(**inputs, return_dict=True)
+        self._encoder_output_class = type(out)
+        hidden: torch.Tensor = out.last_hidden_state
+        return hidden
+
+    def _encoder_outputs(self, encoder: torch.Tensor) -> Any:
+        """The batch's (padded) encoder states in the encoder's own output class: mixture-of-experts models
+        (SwitchTransformers, NLLB-MoE) read ``encoder_outputs.router_logits``, which BaseModelOutput lacks."""
+        return self._encoder_output_class(last_hidden_state=encoder)
+
     def _seq2seq_forward(self, encoder: torch.Tensor, encoder_mask: torch.Tensor, tokens: torch.Tensor,
                          decoder_mask: torch.Tensor, cache: Any) -> Any:
-        from transformers.modeling_outputs import BaseModelOutput
-
-        return self.model(encoder_outputs=BaseModelOutput(last_hidden_state=encoder), attention_mask=encoder_mask,
+        return self.model(encoder_outputs=self._encoder_outputs(encoder), attention_mask=encoder_mask,
                           decoder_input_ids=tokens, decoder_attention_mask=decoder_mask, past_key_values=cache,
                           use_cache=True)
 
@@ -1070,15 +1094,22 @@ class Engine:
         """Next token per row: argmax for greedy rows, sampling with each row's own generator otherwise; the
         repetition penalty first, as transformers' RepetitionPenaltyLogitsProcessor."""
         logits = logits.float()  # generate chooses from float32 logits
+        if self.constraints.active:
+            self.constraints.apply(logits, rows)
         if self._suppress:
             logits[:, self._suppress] = float("-inf")
         if self._begin_suppress:
-            first = [i for i, row in enumerate(rows) if not row.generated]
+            first = [i for i, row in enumerate(rows) if len(row.generated) == self._begin_at(row)]
             if first:
                 logits[torch.tensor(first)[:, None], torch.tensor(self._begin_suppress)[None, :]] = float("-inf")
         if all(row.settings.greedy and row.seen is None for row in rows):
             return [int(token) for token in logits.argmax(dim=-1).tolist()]
         return [self._choose_row(logits[i], row) for i, row in enumerate(rows)]
+
+    def _begin_at(self, row: _Sequence) -> int:
+        """How many tokens a row has generated when begin_suppress_tokens apply to its next one."""
+        decoder_input = len(row.context) - len(row.generated)
+        return 1 if self._begin_after_bos and decoder_input == 1 else 0
 
     @staticmethod
     def _choose_row(scores: torch.Tensor, row: _Sequence) -> int:
@@ -1096,6 +1127,115 @@ class Engine:
             scores = _top_p_filtered(scores, settings.top_p)
         probabilities = torch.softmax(scores, dim=-1)
         return int(torch.multinomial(probabilities, 1, generator=row.generator))
+
+
+# Settings of generation_config.json with which transformers' generate changes greedy decoding in a way this engine does
+# not reproduce (GenerationMixin._get_logits_processor), with the processor that applies each; a checkpoint setting one
+# is refused rather than served with other tokens than generate picks.
+UNSUPPORTED = {"guidance_scale": "UnbatchedClassifierFreeGuidanceLogitsProcessor",
+               "sequence_bias": "SequenceBiasLogitsProcessor",
+               "encoder_repetition_penalty": "EncoderRepetitionPenaltyLogitsProcessor",
+               "bad_words_ids": "NoBadWordsLogitsProcessor",
+               "exponential_decay_length_penalty": "ExponentialDecayLengthPenalty",
+               "watermarking_config": "WatermarkLogitsProcessor"}
+NEUTRAL = {"guidance_scale": 1.0, "encoder_repetition_penalty": 1.0}  # values with which the processor does nothing
+
+
+def unsupported_settings(generation: Any) -> list[str]:
+    """Why the engine cannot decode as generate does with this generation_config, one sentence per setting."""
+    found = []
+    for name, processor in UNSUPPORTED.items():
+        value = getattr(generation, name, None)
+        if value is not None and value != NEUTRAL.get(name):
+            found.append(f"generation_config.json sets {name} {value!r}, which transformers' generate applies to "
+                         f"greedy decoding ({processor}) and this engine does not; fix: remove {name} from the "
+                         "checkpoint's generation_config.json")
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraints:
+    """The logits processors generate builds from generation_config.json for greedy decoding and sampling alike
+    (transformers 5.23.0 ``GenerationMixin._get_logits_processor``), applied in its order: NoRepeatNGram,
+    EncoderNoRepeatNGram, MinLength, MinNewTokensLength, ForcedBOSToken, ForcedEOSToken. Each reads a row's
+    ``context`` (generate's input_ids) as generate does for one prompt alone; 0 / None / () is off."""
+
+    no_repeat_ngram: int = 0
+    encoder_ngram: int = 0
+    min_length: int = 0  # of the whole input_ids (a causal LM's prompt included)
+    min_new_tokens: int = 0
+    forced_bos: Optional[int] = None
+    forced_eos: tuple[int, ...] = ()
+    eos: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, generation: Any, eos: frozenset[int]) -> "Constraints":
+        def size(name: str) -> int:
+            return int(getattr(generation, name, None) or 0)
+
+        bos = getattr(generation, "forced_bos_token_id", None)
+        return cls(no_repeat_ngram=size("no_repeat_ngram_size"), encoder_ngram=size("encoder_no_repeat_ngram_size"),
+                   min_length=size("min_length"), min_new_tokens=size("min_new_tokens"),
+                   forced_bos=None if bos is None else int(bos),
+                   forced_eos=tuple(_ids(getattr(generation, "forced_eos_token_id", None))), eos=tuple(sorted(eos)))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.no_repeat_ngram or self.encoder_ngram or self.min_length or self.min_new_tokens
+                    or self.forced_bos is not None or self.forced_eos)
+
+    def apply(self, logits: torch.Tensor, rows: list[_Sequence]) -> None:
+        """``logits`` [rows, vocabulary] changed in place as generate's processors change each row's scores."""
+        for i, row in enumerate(rows):
+            scores, length = logits[i], len(row.context)  # generate's cur_len: input_ids.shape[-1]
+            banned: list[int] = []
+            if self.no_repeat_ngram:
+                banned += _repeated_ngram_ends(row.context, self.no_repeat_ngram)
+            if self.encoder_ngram and length + 1 >= self.encoder_ngram:
+                banned += row.encoder_ngrams.get(tuple(row.context[length + 1 - self.encoder_ngram:]), [])
+            if self.eos and (length < self.min_length or len(row.generated) < self.min_new_tokens):
+                banned += self.eos
+            if banned:
+                scores[banned] = float("-inf")
+            if self.forced_bos is not None and length == 1:
+                scores.fill_(float("-inf"))
+                scores[self.forced_bos] = 0
+            # generate's max_length is the decoder input + max_new_tokens: its last position is this row's last token
+            if self.forced_eos and len(row.generated) == row.settings.max_new_tokens - 1:
+                scores.fill_(float("-inf"))
+                scores[list(self.forced_eos)] = 0
+
+
+def _repeated_ngram_ends(tokens: list[int], size: int) -> list[int]:
+    """NoRepeatNGramLogitsProcessor's bans: the last token of every n-gram in ``tokens`` that starts with their last
+    ``size`` - 1 tokens (the next token would repeat it)."""
+    if len(tokens) < size:
+        return []
+    tail = tokens[len(tokens) - size + 1:]
+    return [tokens[i + size - 1] for i in range(len(tokens) - size + 1) if tokens[i:i + size - 1] == tail]
+
+
+def _ngrams(tokens: list[int], size: int) -> dict[tuple[int, ...], list[int]]:
+    """transformers' ``_get_ngrams`` for one row: each (size - 1)-token prefix and the tokens that followed it."""
+    found: dict[tuple[int, ...], list[int]] = {}
+    for start in range(len(tokens) - size + 1):
+        found.setdefault(tuple(tokens[start:start + size - 1]), []).append(tokens[start + size - 1])
+    return found
+
+
+def _decoder_start(generation: Any, config: Any) -> int:
+    """An encoder-decoder's first decoder token, as generate's ``_prepare_special_tokens`` takes it: generation_config's
+    decoder_start_token_id, else its bos_token_id; a model without a generation_config, its (decoder's) config's."""
+    sources = [generation] if generation is not None else []
+    sources += [config, config.get_text_config(decoder=True)]
+    for source in sources:
+        for name in ("decoder_start_token_id", "bos_token_id"):
+            value = getattr(source, name, None)
+            if value is not None:
+                return int(value)
+    raise ValueError("this encoder-decoder's generation_config.json and config.json set neither decoder_start_token_id "
+                     "nor bos_token_id, so the decoder has no first token (transformers' generate refuses it too); "
+                     "fix: set decoder_start_token_id in the checkpoint's generation_config.json")
 
 
 def _top_k_filtered(scores: torch.Tensor, top_k: int) -> torch.Tensor:

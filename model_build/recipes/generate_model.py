@@ -108,4 +108,24 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
                          "(its config.json has no is_encoder_decoder: true; transformers maps it for "
                          "AutoModelForSeq2SeqLM for its audio input, which a text2text-generation request does not "
                          "send); fix: give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")
+    _refuse_cacheless(where, folder, model_type, mapping[model_type])
     return mapping[model_type]
+
+
+def _refuse_cacheless(where: str, folder: pathlib.Path, model_type: str, class_name: str) -> None:
+    """Refuses an architecture whose forward takes no ``past_key_values``: the engine decodes each step from the
+    key/value cache of the steps before (and batches rows by aligning those caches); a recurrent state (Mamba, RWKV)
+    or no cache at all (OpenAI GPT, XLNet's mems) gives it nothing to continue from."""
+    import inspect
+
+    import transformers
+
+    model_class = getattr(transformers, class_name, None)
+    if model_class is None or "past_key_values" in inspect.signature(model_class.forward).parameters:
+        return
+    state = ("a recurrent state instead" if getattr(model_class, "_is_stateful", False)
+             else "no cache between steps")
+    raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint ({class_name}), whose forward takes no "
+                     f"key/value cache (past_key_values; it keeps {state}); backend python's generation engine decodes "
+                     "each new token from the key/value cache of the tokens before, so it cannot serve this "
+                     "architecture; fix: give a checkpoint of a transformer architecture with a key/value cache")

@@ -15,8 +15,13 @@ from benchmarks import hf_generation_coverage as coverage  # noqa: E402
 
 # One per family of the table: byte-level BPE (GPT-2, Llama, Qwen2), an encoder family saved as a causal LM
 # (BERT: is_decoder set, WordPiece), encoder-decoders with Unigram (T5) and byte-level BPE (MVP).
+# mBART: its default generation_config forces the end token last (forced_eos_token_id 2); SwitchTransformers: a
+# mixture-of-experts encoder whose output class the decoder reads (router_logits).
 PASSING = (("text-generation", "gpt2"), ("text-generation", "llama"), ("text-generation", "qwen2"),
-           ("text-generation", "bert"), ("text2text-generation", "t5"), ("text2text-generation", "mvp"))
+           ("text-generation", "bert"), ("text2text-generation", "t5"), ("text2text-generation", "mvp"),
+           ("text2text-generation", "mbart"), ("text2text-generation", "switch_transformers"))
+# Architectures with no key/value cache, refused by the recipe with the cause.
+CACHELESS = (("mamba", "a recurrent state"), ("openai-gpt", "no cache between steps"))
 
 
 @pytest.mark.parametrize(("kind", "model_type"), PASSING)
@@ -27,3 +32,15 @@ def test_the_architecture_decodes_as_generate(kind: str, model_type: str, tmp_pa
     coverage.verify_row(row, folder)
     assert (row["outcome"], row["reason"]) == (coverage.IDENTICAL, "")
     assert row["verified"]["alone"] == row["verified"]["engine_batch"] == "token-identical"
+
+
+@pytest.mark.parametrize(("model_type", "keeps"), CACHELESS)
+def test_an_architecture_without_a_key_value_cache_is_refused(model_type: str, keeps: str,
+                                                              tmp_path: pathlib.Path) -> None:
+    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("text-generation", model_type))
+    folder = tmp_path / coverage.entry_name(row)
+    coverage.make_checkpoint(row, folder)
+    coverage.verify_row(row, folder)
+    assert row["outcome"] == coverage.REFUSED
+    assert f"whose forward takes no key/value cache (past_key_values; it keeps {keeps}" in row["reason"]
+    assert "fix: give a checkpoint of a transformer architecture with a key/value cache" in row["reason"]

@@ -627,3 +627,86 @@ def test_a_model_that_does_not_stream_returns_each_whole_answer_from_execute(
         assert not any(request.sent for request in requests)  # nothing went through a response sender
     finally:
         model.finalize()
+
+
+# generation_config.json settings with which generate changes greedy decoding (its default logits processors); each
+# case is checked with and without it, so a setting the tiny model's answers never meet would show. "eos" stands for
+# a token the unconstrained answer picks at its 3rd step, made the end token so that min lengths have one to hold off.
+PROCESSED = {
+    "forced_eos (mBART's default)": {"forced_eos_token_id": 2},
+    "forced_eos, a list": {"forced_eos_token_id": [7, 5]},
+    "forced_bos": {"forced_bos_token_id": 9},
+    "no_repeat_ngram_size": {"no_repeat_ngram_size": 2},
+    "encoder_no_repeat_ngram_size": {"encoder_no_repeat_ngram_size": 1},
+    "min_new_tokens": {"eos_token_id": "eos", "min_new_tokens": 6},
+    "min_length": {"eos_token_id": "eos", "min_length": 7},
+    "bart-large-cnn's": {"no_repeat_ngram_size": 3, "min_length": 9, "forced_bos_token_id": 0,
+                         "forced_eos_token_id": 2, "num_beams": 4, "length_penalty": 2.0, "eos_token_id": "eos"},
+}
+
+
+# Each setting on the family where it matters most (BART-likes ship them; a causal LM counts its prompt in min_length
+# and sees a forced BOS only after a one-token prompt), within the module's time.
+PROCESSED_ON = [("bart", case) for case in PROCESSED if case != "forced_eos (mBART's default)"] + [
+    ("gpt2", case) for case in ("forced_eos (mBART's default)", "forced_bos", "no_repeat_ngram_size", "min_length")]
+
+
+@pytest.mark.parametrize(("family", "case"), PROCESSED_ON, ids=[f"{family}: {case}" for family, case in PROCESSED_ON])
+def test_generation_config_processors_are_generate(checkpoints: dict[str, str], tmp_path: Any, family: str,
+                                                   case: str) -> None:
+    """The engine applies the processors generate builds from the checkpoint's generation_config, alone and with
+    rows of other lengths in its running batch; the reference is generate with num_beams 1 (the engine's greedy)."""
+    folder = tmp_path / family
+    shutil.copytree(checkpoints[family], folder)
+    kind = "text2text-generation" if family in SEQ2SEQ else "text-generation"
+    plain = ge.Engine.from_checkpoint(str(folder), kind, LIMITS)
+    try:
+        # a one-token prompt too: a causal LM's forced BOS applies where generate's input is one token long
+        ids = [plain.encode(text=prompt) for prompt in PROMPTS[:3]] + [plain.encode(text=PROMPTS[0])[:1]]
+        unconstrained = [_reference(plain, prompt, 12)[0] for prompt in ids]
+    finally:
+        plain.close()
+    settings = {name: unconstrained[0][2] if value == "eos" else value for name, value in PROCESSED[case].items()}
+    config = transformers.GenerationConfig.from_pretrained(str(folder))
+    config.update(**settings)
+    config.save_pretrained(str(folder))
+    engine = ge.Engine.from_checkpoint(str(folder), kind, LIMITS)
+    try:
+        references = [_reference(engine, prompt, 12, num_beams=1) for prompt in ids]
+        assert [want for want, _ in references] != unconstrained, "the setting changes nothing here: no test"
+        for i, (prompt, (want, logits)) in enumerate(zip(ids, references)):
+            _same_tokens(_submit(engine, prompt, _greedy(12)).wait().tokens, want, logits, f"{case}: prompt {i} alone")
+        streams = [Stream() for _ in ids]
+        _submit(engine, ids[0], _greedy(12), streams[0],
+                after_token=lambda n: n == 2 and [_submit(engine, ids[i], _greedy(12), streams[i]) for i in (1, 2, 3)])
+        for i, (stream, (want, logits)) in enumerate(zip(streams, references)):
+            _same_tokens(stream.wait().tokens, want, logits, f"{case}: prompt {i} in the running batch")
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(("setting", "value"), [("bad_words_ids", [[5]]), ("sequence_bias", [[[5], -2.0]]),
+                                                ("exponential_decay_length_penalty", (4, 1.5)),
+                                                ("encoder_repetition_penalty", 1.3)])
+def test_a_generation_config_the_engine_cannot_follow_is_refused(engines: dict[str, Any], setting: str,
+                                                                 value: Any) -> None:
+    model, kept = engines["gpt2"].model, engines["gpt2"].model.generation_config
+    model.generation_config = transformers.GenerationConfig(**{setting: value})
+    try:
+        with pytest.raises(ValueError, match=rf"generation_config.json sets {setting} .*transformers' generate "
+                                             rf"applies to greedy decoding .* fix: remove {setting} from"):
+            ge.Engine(model, engines["gpt2"].tokenizer, LIMITS, "text-generation")
+    finally:
+        model.generation_config = kept
+    assert ge.unsupported_settings(transformers.GenerationConfig(encoder_repetition_penalty=1.0)) == []
+
+
+def test_decoder_start_falls_back_as_generate_does() -> None:
+    """generate's first decoder token: generation_config's decoder_start_token_id, else its bos_token_id; a config
+    without either (an attribute some configs do not even have) is a clear ValueError."""
+    config = transformers.PretrainedConfig()
+    assert ge._decoder_start(transformers.GenerationConfig(decoder_start_token_id=0, bos_token_id=5), config) == 0
+    assert ge._decoder_start(transformers.GenerationConfig(bos_token_id=5), config) == 5
+    assert ge._decoder_start(None, transformers.PretrainedConfig(decoder_start_token_id=3)) == 3
+    with pytest.raises(ValueError, match="set neither decoder_start_token_id nor bos_token_id"):
+        ge._decoder_start(transformers.GenerationConfig(), config)

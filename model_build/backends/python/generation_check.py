@@ -29,6 +29,10 @@ PROMPTS = ("The quick brown fox", "Once upon a time, in a land far away,", "Hell
 NEW_TOKENS = 16
 NEAR_TIE = 1e-3  # logits apart by less than this may swap under another summation order (fp32)
 WAIT_S = 600
+# What a request decodes with unless it asks otherwise (generation_engine.parse_request): greedy, one hypothesis, no
+# repetition penalty. The reference is generate with the checkpoint's generation_config but these; a checkpoint that
+# sets others (beam search: bart-large-cnn's num_beams 4; a chat model's repetition_penalty) has them noted, not used.
+SERVED_DEFAULTS = {"do_sample": False, "num_beams": 1, "repetition_penalty": 1.0}
 
 
 def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification:
@@ -43,7 +47,13 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
     limits = engine_module.Limits.from_parameters(model.task.generation.model_parameters(kind, model.max_batch_size))
     if model.task.kind is TaskKind.SPEECH_RECOGNITION:
         return _verify_speech(model, files, engine_module, limits)
-    engine = engine_module.Engine.from_checkpoint(str(files["checkpoint"]), kind, limits)
+    try:
+        engine = engine_module.Engine.from_checkpoint(str(files["checkpoint"]), kind, limits)
+    except ValueError as exc:  # a generation_config the engine cannot decode as generate does: told, not a traceback
+        raise BuildError(f"models.{model.task_entry or model.name}: {exc}") from None
+    notes = _not_applied(engine.model.generation_config)
+    for note in notes:
+        log(f"  {model.name}: {note}")
     try:
         prompts = [engine.encode(text=p)[:limits.max_prompt_tokens] for p in PROMPTS]
         greedy = engine_module.parse_request({"max_new_tokens": NEW_TOKENS}, limits)
@@ -70,7 +80,9 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
             f"{difference}")
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
                         cases=len(prompts), details={
-                            "reference": "transformers generate, greedy, each prompt alone",
+                            "reference": "transformers generate, greedy, each prompt alone, with the "
+                                         "checkpoint's generation_config" + (" except as noted" if notes else ""),
+                            "not_applied": notes,
                             "new_tokens": NEW_TOKENS, "prompts": len(prompts),
                             "alone": "token-identical", "engine_batch": "token-identical" if not together else
                             f"{len(together)} near-ties", "left_padded_generate": (
@@ -78,6 +90,21 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
                                 else "token-identical" if not batched else
                                 f"{len(batched)} prompts differ in transformers' own padded batch"),
                             "near_ties": near_ties, "left_padded_differences": list(batched.values())})
+
+
+def _not_applied(generation: Any) -> list[str]:
+    """The checkpoint's generation_config settings that the served decoding does not use, in words."""
+    notes = []
+    beams = getattr(generation, "num_beams", None) or 1
+    if beams > 1:
+        notes.append(f"generation_config.json sets num_beams {beams} (beam search); the engine decodes greedily "
+                     "(num_beams 1), and so does the reference generate it is verified against; length_penalty and "
+                     "early_stopping apply to beam search only")
+    penalty = getattr(generation, "repetition_penalty", None)
+    if penalty is not None and penalty != 1.0:
+        notes.append(f"generation_config.json sets repetition_penalty {penalty}; a request applies its own "
+                     "parameters.repetition_penalty (1 unless sent), and the reference generate uses 1")
+    return notes
 
 
 def _shipped_engine(engine_file: pathlib.Path, requests_file: pathlib.Path) -> types.ModuleType:
@@ -101,9 +128,9 @@ def _reference(model: ModelSpec, engine: Any, ids: list[int]) -> tuple[list[int]
 
     inputs = torch.tensor([ids])
     try:
-        out = engine.model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), do_sample=False,
+        out = engine.model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs),
                                     max_new_tokens=NEW_TOKENS, output_scores=True, return_dict_in_generate=True,
-                                    pad_token_id=_pad_id(engine))
+                                    pad_token_id=_pad_id(engine), **SERVED_DEFAULTS)
     except Exception as exc:  # noqa: BLE001 - the reference's own failure, told as the build's message
         raise BuildError(f"models.{model.task_entry or model.name}: transformers' own generate fails on this checkpoint "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}), so the decoding "
@@ -143,8 +170,8 @@ def _left_padded(engine: Any, prompts: list[list[int]]) -> list[list[int]]:
     width, pad = max(len(p) for p in prompts), _pad_id(engine)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-    out = engine.model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=NEW_TOKENS,
-                                pad_token_id=pad)
+    out = engine.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS, pad_token_id=pad,
+                                **SERVED_DEFAULTS)
     rows = [[int(t) for t in row[width:]] for row in out]
     return [_until_end(row, engine.eos) for row in rows]
 
