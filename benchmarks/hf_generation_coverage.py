@@ -73,6 +73,9 @@ MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
 WANDER = 2.0  # weights ~ N(0, WANDER / sqrt(fan-in)): a random tiny model then cycles through many tokens
 WEAK = 2  # distinct tokens in a row's reference answer at or under which its agreement is a weak check
 ENGINE_FAILED = "the generation engine failed on a verification prompt"
+# The recipe's refusal of a decoder reading audio features that transformers maps for AutoModelForSeq2SeqLM (Qwen2-Audio,
+# Voxtral...): not counted, as the speech seq2seq rows are not (their input is audio, not a text prompt).
+AUDIO_LLM = "for its audio input, which a text2text-generation request does not send"
 # generate's ForcedEOSTokenLogitsProcessor: the last new token is the end token whatever the logits (margin inf).
 FORCED = re.compile(rf"alone: new token {MAX_NEW_TOKENS - 1} is \d+ where transformers' generate picks \d+ "
                     r"\(its top two logits inf apart")
@@ -210,6 +213,8 @@ def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
         message = str(exc)
         if ENGINE_FAILED in message:  # the engine raised inside: a traceback in the served model
             row.update(outcome=FAILED, reason=message[message.index(ENGINE_FAILED):])
+        elif AUDIO_LLM in message:  # an audio LLM transformers maps for text2text: audio input, as speech seq2seq
+            row.update(outcome=NOT_YET, reason=message)
         else:
             row.update(outcome=REFUSED, reason=message)
             if probe and FORCED.search(message) and _drop_forced_eos(folder):
@@ -424,6 +429,8 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
         "benchmark's tiny-checkpoint maker cannot instantiate offline from their config alone (external files, "
         "sub-configs it does not shrink, the tokenizer's own limits): a cause outside the product, so they are "
         "listed with it and not counted. Speech seq2seq rows are not built: the engine takes no audio input yet. "
+        "The audio LLMs transformers maps for AutoModelForSeq2SeqLM (one decoder reading audio features: Qwen2-Audio, "
+        "Voxtral...) are refused by the recipe for their audio input and listed as not yet: audio, not counted. "
         "Failed (a Python exception, also one the engine caught and logged) rows come first.\n\n"
         + "\n".join(head) + "\n\n## Causes\n" + ("\n".join(causes) or "\nNone.") + "\n\n## Per architecture\n\n"
         + "\n".join(table) + "\n")
