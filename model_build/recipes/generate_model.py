@@ -108,18 +108,30 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
                          "(its config.json has no is_encoder_decoder: true; transformers maps it for "
                          "AutoModelForSeq2SeqLM for its audio input, which a text2text-generation request does not "
                          "send); fix: give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")
-    _refuse_cacheless(where, folder, model_type, mapping[model_type])
+    _refuse_undecodable(where, folder, model_type, mapping[model_type])
     return mapping[model_type]
 
 
-def _refuse_cacheless(where: str, folder: pathlib.Path, model_type: str, class_name: str) -> None:
-    """Refuses an architecture whose forward takes no ``past_key_values``: the engine decodes each step from the
-    key/value cache of the steps before (and batches rows by aligning those caches); a recurrent state (Mamba, RWKV)
-    or no cache at all (OpenAI GPT, XLNet's mems) gives it nothing to continue from."""
+# Architectures with a key/value cache that still cannot decode a token at a time, and why (transformers 5.23.0).
+WHOLE_SEQUENCE = {"cpmant": "whose forward takes the whole sequence at every step (it slices the cached prefix off "
+                            "itself) and ignores attention_mask"}
+
+
+def _refuse_undecodable(where: str, folder: pathlib.Path, model_type: str, class_name: str) -> None:
+    """Refuses an architecture that cannot decode a token at a time (``WHOLE_SEQUENCE``) or whose forward takes no
+    ``past_key_values``: the engine decodes each step from the key/value cache of the steps before (and batches rows
+    by aligning those caches); a recurrent state (Mamba, RWKV) or no cache at all (OpenAI GPT, XLNet's mems) gives it
+    nothing to continue from."""
     import inspect
 
     import transformers
 
+    if model_type in WHOLE_SEQUENCE:
+        raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint ({class_name}), "
+                         f"{WHOLE_SEQUENCE[model_type]}; "
+                         "backend python's generation engine gives the model only each new token (with the key/value "
+                         "cache of the tokens before) and pads prompts batched together, so it cannot serve this "
+                         "architecture; fix: give a checkpoint of another architecture")
     model_class = getattr(transformers, class_name, None)
     if model_class is None or "past_key_values" in inspect.signature(model_class.forward).parameters:
         return

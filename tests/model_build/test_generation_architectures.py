@@ -44,3 +44,12 @@ def test_an_architecture_without_a_key_value_cache_is_refused(model_type: str, k
     assert row["outcome"] == coverage.REFUSED
     assert f"whose forward takes no key/value cache (past_key_values; it keeps {keeps}" in row["reason"]
     assert "fix: give a checkpoint of a transformer architecture with a key/value cache" in row["reason"]
+
+
+def test_an_architecture_that_needs_the_whole_sequence_each_step_is_refused(tmp_path: pathlib.Path) -> None:
+    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("text-generation", "cpmant"))
+    folder = tmp_path / coverage.entry_name(row)
+    coverage.make_checkpoint(row, folder)
+    coverage.verify_row(row, folder)
+    assert row["outcome"] == coverage.REFUSED
+    assert "whose forward takes the whole sequence at every step" in row["reason"]
