@@ -71,3 +71,36 @@ def test_an_engine_that_picks_other_tokens_fails_the_build(made: tuple, defect: 
                r"served decoding differs from transformers' for this architecture: report it with the checkpoint's "
                r"config\.json")
     assert re.fullmatch(pattern, message), message
+
+
+def _with_generation_config(made: tuple, name: str, **settings: object) -> dict:
+    """The model's files with its checkpoint's generation_config.json updated by ``settings``."""
+    import transformers
+
+    _, python_model, root = made
+    files = dict(python_model.files)
+    folder = root / name
+    shutil.copytree(files["checkpoint"], folder)
+    config = transformers.GenerationConfig.from_pretrained(folder)
+    config.update(**settings)
+    config.save_pretrained(folder)
+    files["checkpoint"] = folder
+    return files
+
+
+def test_beam_search_and_a_repetition_penalty_in_generation_config_are_noted_not_used(made: tuple) -> None:
+    """bart-large-cnn-like: the reference is generate with num_beams 1 and repetition_penalty 1, as a request decodes
+    unless it asks otherwise; the build says so in its log and the manifest."""
+    lines: list[str] = []
+    files = _with_generation_config(made, "beams", num_beams=4, length_penalty=2.0, repetition_penalty=1.3)
+    verification = generation_check.verify(made[0], files, lines.append)
+    assert verification.details["alone"] == verification.details["engine_batch"] == "token-identical"
+    notes = verification.details["not_applied"]
+    assert len(notes) == 2 and "num_beams 4 (beam search)" in notes[0] and "repetition_penalty 1.3" in notes[1]
+    assert [line for line in lines if "num_beams 4" in line]
+
+
+def test_a_generation_config_the_engine_cannot_follow_fails_the_build(made: tuple) -> None:
+    with pytest.raises(BuildError, match=r"models\.writer: generation_config\.json sets bad_words_ids \[\[5\]\], which "
+                                         r"transformers' generate applies to greedy decoding \(NoBadWordsLogitsProcessor"):
+        generation_check.verify(made[0], _with_generation_config(made, "bad", bad_words_ids=[[5]]), lambda _line: None)
