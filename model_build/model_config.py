@@ -44,10 +44,10 @@ def build_config(model: ModelSpec, *, name: str, inputs: Sequence[TensorSpec], o
                   "input": [_tensor(t, model) for t in inputs], "output": [_tensor(t, model) for t in outputs]}
     if generating and model.task is not None and model.task.streams():
         body["model_transaction_policy"] = {"decoupled": True}  # one response per piece of text
-    if model.backend in (Backend.PYTHON, Backend.DALI):
-        body["backend"] = model.backend.value
     if generating and model.task is not None:  # vllm_backend is a backend of its own (task.engine: vllm)
         body["backend"] = ENGINE_BACKEND[model.task.engine]
+    elif model.backend in (Backend.PYTHON, Backend.DALI):
+        body["backend"] = model.backend.value
     else:
         body["platform"] = PLATFORM[model.backend]
     params = dict(parameters or {})
