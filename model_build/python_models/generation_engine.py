@@ -573,8 +573,11 @@ class Engine:
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         # generate applies these for every model whose generation_config.json sets them (Whisper's do): tokens never
         # chosen, and tokens not chosen first (SuppressTokens[AtBegin]LogitsProcessor).
-        self._suppress = _ids(getattr(generation, "suppress_tokens", None))
-        self._begin_suppress = _ids(getattr(generation, "begin_suppress_tokens", None))
+        # Ids beyond the logits are ignored, as generate's isin over the vocabulary ignores them (a Whisper config's
+        # 50256 on a smaller vocabulary).
+        self._suppress = [t for t in _ids(getattr(generation, "suppress_tokens", None)) if t < self.vocab_size]
+        self._begin_suppress = [t for t in _ids(getattr(generation, "begin_suppress_tokens", None))
+                                if t < self.vocab_size]
         # SuppressTokensAtBeginLogitsProcessor's begin index: one token later where a forced BOS takes the first
         # position of a one-token decoder input.
         self._begin_after_bos = self.constraints.forced_bos is not None

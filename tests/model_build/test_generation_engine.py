@@ -631,7 +631,8 @@ def test_a_model_that_does_not_stream_returns_each_whole_answer_from_execute(
 
 # generation_config.json settings with which generate changes greedy decoding (its default logits processors); each
 # case is checked with and without it, so a setting the tiny model's answers never meet would show. "eos" stands for
-# a token the unconstrained answer picks at its 3rd step, made the end token so that min lengths have one to hold off.
+# a token the unconstrained answer picks at its 3rd step, made the end token so that min lengths have one to hold off;
+# "first" for its first token.
 PROCESSED = {
     "forced_eos (mBART's default)": {"forced_eos_token_id": 2},
     "forced_eos, a list": {"forced_eos_token_id": [7, 5]},
@@ -640,6 +641,7 @@ PROCESSED = {
     "encoder_no_repeat_ngram_size": {"encoder_no_repeat_ngram_size": 1},
     "min_new_tokens": {"eos_token_id": "eos", "min_new_tokens": 6},
     "min_length": {"eos_token_id": "eos", "min_length": 7},
+    "begin_suppress_tokens, one beyond the vocabulary": {"begin_suppress_tokens": ["first", 50256]},
     "bart-large-cnn's": {"no_repeat_ngram_size": 3, "min_length": 9, "forced_bos_token_id": 0,
                          "forced_eos_token_id": 2, "num_beams": 4, "length_penalty": 2.0, "eos_token_id": "eos"},
 }
@@ -648,7 +650,8 @@ PROCESSED = {
 # Each setting on the family where it matters most (BART-likes ship them; a causal LM counts its prompt in min_length
 # and sees a forced BOS only after a one-token prompt), within the module's time.
 PROCESSED_ON = [("bart", case) for case in PROCESSED if case != "forced_eos (mBART's default)"] + [
-    ("gpt2", case) for case in ("forced_eos (mBART's default)", "forced_bos", "no_repeat_ngram_size", "min_length")]
+    ("gpt2", case) for case in ("forced_eos (mBART's default)", "forced_bos", "no_repeat_ngram_size", "min_length",
+                                "begin_suppress_tokens, one beyond the vocabulary")]
 
 
 @pytest.mark.parametrize(("family", "case"), PROCESSED_ON, ids=[f"{family}: {case}" for family, case in PROCESSED_ON])
@@ -666,7 +669,9 @@ def test_generation_config_processors_are_generate(checkpoints: dict[str, str], 
         unconstrained = [_reference(plain, prompt, 12)[0] for prompt in ids]
     finally:
         plain.close()
-    settings = {name: unconstrained[0][2] if value == "eos" else value for name, value in PROCESSED[case].items()}
+    placed = {"eos": unconstrained[0][2], "first": unconstrained[0][0]}
+    settings = {name: [placed.get(v, v) for v in value] if isinstance(value, list) else placed.get(value, value)
+                for name, value in PROCESSED[case].items()}
     config = transformers.GenerationConfig.from_pretrained(str(folder))
     config.update(**settings)
     config.save_pretrained(str(folder))
