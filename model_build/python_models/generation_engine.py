@@ -589,6 +589,7 @@ class Engine:
         from transformers.modeling_outputs import BaseModelOutput
 
         self._encoder_output_class: type = BaseModelOutput  # until the encoder first runs (see _encode)
+        self._give_cache = False  # prefill with an empty cache given (see _prefill_seq2seq)
         self._decoder_positions = self._decoder_position_mode()
         # Prompts are prefilled together only where their rows can share a batch afterwards (see _groupable).
         self._group_prefill = self._decoder_positions is not None if self.seq2seq else \
@@ -902,10 +903,17 @@ class Engine:
         decoder_mask = torch.ones_like(start)
         self._positions = torch.arange(start.shape[1], device=self.device).expand_as(start)
         try:
-            out = self._seq2seq_forward(encoder, encoder_mask, start, decoder_mask, None)
+            given = self._encoder_decoder_cache([], []) if self._give_cache else None
+            out = self._seq2seq_forward(encoder, encoder_mask, start, decoder_mask, given)
+            if out.past_key_values is None and given is None:
+                # EncoderDecoderModel fills the cache it is given (generate gives one) but returns none of its own:
+                # from now on each prefill gets an empty one, as generate's _prepare_cache_for_generation makes it.
+                self._give_cache = True
+                given = self._encoder_decoder_cache([], [])
+                out = self._seq2seq_forward(encoder, encoder_mask, start, decoder_mask, given)
         finally:
             self._positions = None
-        cache = out.past_key_values
+        cache = out.past_key_values if out.past_key_values is not None else given
         shared = self._decoder_positions is not None
         self_layers = _plain_layers(getattr(cache, "self_attention_cache", None))
         cross_layers = _plain_layers(getattr(cache, "cross_attention_cache", None))
@@ -981,7 +989,8 @@ class Engine:
             if "position_ids" in self._forward_parameters:
                 kwargs["position_ids"] = positions
             out = self.model(**kwargs)
-        batch.cache = out.past_key_values
+        if out.past_key_values is not None:  # else the model updated the given cache in place (see _give_cache)
+            batch.cache = out.past_key_values
         logits: torch.Tensor = out.logits[:, -1, :]
         return logits
 
