@@ -61,6 +61,10 @@ DETECT = -1
 # so an oversize body costs a length check, not a tokenization.
 CHARS_PER_TOKEN_CAP = 64
 FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED = "stop", "length", "cancelled"
+# Causal LMs whose padding mask is misread once a cached batch has pads, so each request decodes in a batch of its
+# own (correct, only slower): GIT widens a cached step's mask by its image tokens even when no image was given
+# (transformers 5.23.0 GitModel.forward), which shifts the pads.
+ALONE = frozenset({"git"})
 # Inside Triton is_cancelled is an IPC round trip to the server: a row asks it after this many of its steps, or
 # sooner once this much time has passed (slow steps: one round trip is small beside them), so a cancelled request
 # generates at most CANCEL_POLL_STEPS tokens more.
@@ -592,8 +596,9 @@ class Engine:
         self._give_cache = False  # prefill with an empty cache given (see _prefill_seq2seq)
         self._decoder_positions = self._decoder_position_mode()
         # Prompts are prefilled together only where their rows can share a batch afterwards (see _groupable).
+        self._alone_only = getattr(model.config, "model_type", None) in ALONE
         self._group_prefill = self._decoder_positions is not None if self.seq2seq else \
-            "position_ids" in self._forward_parameters
+            "position_ids" in self._forward_parameters and not self._alone_only
         window = getattr(model.config, "sliding_window", None)
         self._group_bound = window if isinstance(window, int) and window > 0 else sys.maxsize
         self.timings = Timings()
@@ -890,7 +895,7 @@ class Engine:
         out = self.model(**kwargs)
         layers = _plain_layers(out.past_key_values) if "position_ids" in self._forward_parameters else None
         cache = _dynamic(_zero_pads(layers, mask)) if layers is not None else out.past_key_values
-        batch = _Batch(list(group), cache, mask, ids[:, -1], shared=layers is not None)
+        batch = _Batch(list(group), cache, mask, ids[:, -1], shared=layers is not None and not self._alone_only)
         return batch, out.logits[:, -1, :]
 
     def _prefill_seq2seq(self, group: list[_Sequence]) -> tuple[_Batch, torch.Tensor]:
