@@ -215,6 +215,11 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
         problems += generation_alarms.time_to_first_token_problems(
             alarms.time_to_first_token_ms, container.inference_type, metrics=container.metrics,
             detailed=observability.detailed)
+        if alarms.time_to_first_token_ms is not None and image_tag is not None:
+            problems.append(Problem("alarms.time_to_first_token_ms", str(alarms.time_to_first_token_ms),
+                                    f"no threshold with image_tag {image_tag!r} (the engine's image publishes its own "
+                                    "metrics, not the time to first token this alarm reads)",
+                                    "remove alarms.time_to_first_token_ms"))
         problems += models.problems(multi_model=multi_model, triton_version=triton_version, instance_type=instance_type,
                                     instance_facts=instance_facts)
         problems += sagemaker_rules.fallback_instance_types(
@@ -302,7 +307,9 @@ class TritonSageMakerEndpoint(Construct, EndpointReference):
             if data.artifacts is not None:  # the objects must be in place before CreateModel checks them
                 model.node.add_dependency(data.artifacts)
 
-        generating = generation_alarms.generates(container.inference_type)
+        # Our generation metrics come from our model (hf_generate); NVIDIA's engine image (image_tag: vLLM,
+        # TensorRT-LLM) publishes its own, so its endpoint gets neither these graphs nor this alarm.
+        generating = generation_alarms.generates(container.inference_type) and image_tag is None
         gpu_counts = {plan.name: _gpus(plan.instance_type, instance_type, instance_facts) for plan in plans}
         gpus = gpu_counts[self.variant_name]
         self.alarms = EndpointAlarms(self, "Alarms", metrics=self.metrics, thresholds=alarms,
