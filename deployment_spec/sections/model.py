@@ -272,9 +272,10 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         # Speech recognition with backend python generates (tasks.GENERATION_KINDS' comment): the task says so to
-        # every rule that asks Task.generates(). Frozen: set as dataclasses' own __init__ sets fields.
+        # every rule that asks Task.generates(). Only the entry the user wrote: a CTC ensemble's Python steps carry its
+        # task too (task_entry set) and stay steps. Frozen: set as dataclasses' own __init__ sets fields.
         if self.task is not None and self.task.kind is tasks.TaskKind.SPEECH_RECOGNITION and not self.task.speech_seq2seq \
-                and self.backend is Backend.PYTHON:
+                and self.backend is Backend.PYTHON and not self.task_entry:
             object.__setattr__(self, "task", dataclasses.replace(self.task, speech_seq2seq=True))
 
     def problems(self, path: str) -> list[Problem]:
