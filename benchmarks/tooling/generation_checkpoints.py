@@ -43,10 +43,12 @@ def config(family: str, vocab: int) -> Any:
                                        initializer_range=0.3, **ids)
     decoder = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                    num_key_value_heads=1, max_position_embeddings=256, initializer_range=0.3, **ids)
-    if family in ("llama", "qwen2", "mistral"):
-        cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-               "mistral": transformers.MistralConfig}[family]
-        return cls(**decoder)
+    if family in ("llama", "qwen2"):
+        return (transformers.LlamaConfig if family == "llama" else transformers.Qwen2Config)(**decoder)
+    if family == "mistral":
+        # A window (16 tokens) shorter than some prompts: those decode in a batch of their own, the shorter ones
+        # join the shared batch and go on past the window there.
+        return transformers.MistralConfig(sliding_window=16, **decoder)
     if family == "t5":
         return transformers.T5Config(vocab_size=vocab, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
                                      decoder_start_token_id=1, **ids)

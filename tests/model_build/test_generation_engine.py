@@ -22,11 +22,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from benchmarks.tooling.text_checkpoints import CORPUS  # noqa: E402
+from benchmarks.tooling import generation_checkpoints  # noqa: E402
 from model_build.python_models import generation_engine as ge  # noqa: E402
 
 FAMILIES = ("gpt2", "llama", "qwen2", "mistral", "t5", "bart")
-SEQ2SEQ = {"t5", "bart"}
+SEQ2SEQ = generation_checkpoints.SEQ2SEQ
 PROMPTS = (
     "the weather in tokyo",
     "a fine film truly moving and the actors were great, i love it so much",
@@ -34,81 +34,18 @@ PROMPTS = (
     "who met macron where is the café what is the weather how many dogs at the event in paris on monday",
     "crème brûlée à la carte",
 )
-CHAT_TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}<s>assistant:{% endif %}")
+CHAT_TEMPLATE = generation_checkpoints.CHAT_TEMPLATE
 LIMITS = ge.Limits(max_new_tokens=40, default_max_new_tokens=12, max_temperature=2.0, max_top_k=50,
                    max_repetition_penalty=2.0, max_stop_strings=3, max_prompt_tokens=64, max_concurrent=4)
 WAIT_S = 60
-
-
-def _tokenizer() -> Any:
-    """Byte-level BPE (GPT-2's algorithm) trained on the shared corpus; <s> 0, <pad> 1, </s> 2."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>",
-                                                eos_token="</s>", unk_token="<unk>", model_max_length=256)
-
-
-def _config(family: str, vocab: int) -> Any:
-    ids = dict(bos_token_id=0, pad_token_id=1, eos_token_id=2)
-    # A wide initialisation: a random model at the default 0.02 repeats one token; this one wanders.
-    if family == "gpt2":
-        return transformers.GPT2Config(vocab_size=vocab, n_positions=256, n_embd=32, n_layer=2, n_head=2,
-                                       initializer_range=0.3, **ids)
-    if family == "llama":
-        return transformers.LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                                        initializer_range=0.3, **ids)
-    if family in ("qwen2", "mistral"):
-        # Mistral's window (16 tokens) is shorter than some prompts: those decode in a batch of their own, the
-        # shorter ones join the shared batch and go on past the window there.
-        window = dict(sliding_window=16) if family == "mistral" else {}
-        auto = transformers.Qwen2Config if family == "qwen2" else transformers.MistralConfig
-        return auto(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                    num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256, initializer_range=0.3,
-                    **window, **ids)
-    if family == "t5":
-        return transformers.T5Config(vocab_size=vocab, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                                     decoder_start_token_id=1, **ids)
-    return transformers.BartConfig(vocab_size=vocab, d_model=32, encoder_layers=2, decoder_layers=2,
-                                   encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                                   decoder_ffn_dim=64, max_position_embeddings=256, decoder_start_token_id=2,
-                                   forced_eos_token_id=None, **ids)
-
-
-# Random encoder-decoders repeat one token at any configured initialisation; every matrix drawn at this scale
-# (times fan-in^-1/2) makes them cycle through several, so a wrong decoder position shows in the tokens.
-WANDER = {"t5": 1.0, "bart": 4.0}
-
-
-def _wander(model: Any, scale: float) -> None:
-    with torch.no_grad():
-        for parameter in model.parameters():
-            if parameter.ndim >= 2:
-                parameter.normal_(0, scale / parameter.shape[-1] ** 0.5)
 
 
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folders = {}
     for family in FAMILIES:
-        tokenizer = _tokenizer()
-        if family == "llama":
-            tokenizer.chat_template = CHAT_TEMPLATE
-        torch.manual_seed(0)
-        auto = transformers.AutoModelForSeq2SeqLM if family in SEQ2SEQ else transformers.AutoModelForCausalLM
-        model = auto.from_config(_config(family, len(tokenizer))).eval()
-        if family in WANDER:
-            _wander(model, WANDER[family])
-        folder = tmp_path_factory.mktemp(family)
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+        folder = generation_checkpoints.save(tmp_path_factory.mktemp(family), family,
+                                             CHAT_TEMPLATE if family == "llama" else None)
         folders[family] = str(folder)
     return folders
 
