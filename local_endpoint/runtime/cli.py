@@ -13,12 +13,14 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from typing import Callable, Sequence
 
 from local_endpoint.endpoints.lifecycle import LocalEndpointLifecycle
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
-from local_endpoint.server.stop_signals import SIGNALS, interrupt
+from local_endpoint.server.stop_signals import (SIGNALS, clear_stop_request, interrupt, request_stop,
+                                                 stop_requested)
 from local_endpoint.server.supervision import RestartPolicy
 
 CRASH_POLL_SECONDS = 0.5
@@ -84,7 +86,7 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
                    restarts: RestartPolicy = RestartPolicy()) -> int:
     """Start `endpoint` (a ``LocalRuntime``, or any local endpoint), announce it, and serve until SIGINT or
     SIGTERM, restarting its failed servers within ``restarts``; 0 on a clean stop."""
-    stop_requested = threading.Event()
+    clear_stop_request()
     previous_hook = sys.unraisablehook
     # During start-up (a rebuild, an image pull) SIGTERM interrupts like Ctrl-C; start() cleans up.
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
@@ -101,20 +103,21 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         supervising = threading.Event()
 
         def stop_soon(_signum: int, _frame: object) -> None:
-            stop_requested.set()
+            request_stop()
             if supervising.is_set():
                 raise KeyboardInterrupt
 
-        def deliver_again(unraisable: "sys.UnraisableHookArgs") -> None:
+        def keep_the_stop(unraisable: "sys.UnraisableHookArgs") -> None:
             # The stop landed in code that cannot raise: a restart forks its server, and logging's at-fork hook
             # (_releaseLock) runs in the parent, where the interrupt would be printed as "Exception ignored" and
-            # lost. Sent again, it arrives in the restart itself, which then stops the server it was starting.
-            if isinstance(unraisable.exc_value, KeyboardInterrupt) and stop_requested.is_set():
-                signal.raise_signal(signal.SIGTERM)
+            # lost. It is recorded (request_stop): the restart's wait for its server raises it from ordinary code
+            # and stops the server it was starting. (Sending the signal again from here raised it inside this
+            # hook, where it was lost once more, with a traceback.)
+            if isinstance(unraisable.exc_value, KeyboardInterrupt) and stop_requested():
                 return
             previous_hook(unraisable)
 
-        sys.unraisablehook = deliver_again
+        sys.unraisablehook = keep_the_stop
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, stop_soon)
         # From here on Ctrl-C is the normal way to stop, wherever it lands.
@@ -128,8 +131,10 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         try:
             supervise()   # before the banner: a caller who reads it finds the servers supervised already
             announce()
-            while not stop_requested.wait(CRASH_POLL_SECONDS):
-                supervise()
+            while not stop_requested():
+                time.sleep(CRASH_POLL_SECONDS)
+                if not stop_requested():
+                    supervise()
         except KeyboardInterrupt:
             pass
         _stop_ignoring_ctrl_c(endpoint)
@@ -142,6 +147,7 @@ def serve_endpoint(endpoint: LocalEndpointLifecycle, announce: Callable[[], None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sys.unraisablehook = previous_hook
+        clear_stop_request()
 
 
 def _stop_ignoring_ctrl_c(endpoint: LocalEndpointLifecycle) -> None:

@@ -15,6 +15,7 @@ import time
 from typing import Sequence
 
 from local_endpoint.errors import ServerCrashedError, ServerStartError
+from local_endpoint.server.stop_signals import raise_if_stop_requested
 from local_endpoint.server.triton_install import TritonInstall
 
 LOG_TAIL_LINES = 30
@@ -175,6 +176,7 @@ class TritonProcess(LoggedProcess):
         deadline = time.monotonic() + timeout
         pinged = False
         while time.monotonic() < deadline:
+            raise_if_stop_requested()   # a serve's stop whose signal landed where it could not raise
             self.raise_if_exited_during_start()
             pinged = pinged or ping(port) == 200
             if pinged and (self.metrics_port is None or accepts(self.metrics_port)):
