@@ -274,6 +274,14 @@ def _endpoint_from_args(parser: argparse.ArgumentParser, args: argparse.Namespac
                               cpu_stand_in=args.cpu_stand_in, triton_version=args.triton_version)
 
 
+def invoke_options_help() -> str:
+    """The request options of `tritonsm invoke` (this parser's), without its usage line, for `tritonsm invoke -h`."""
+    text = _invoke_parser().format_help()
+    options = text[text.index("\noptions:") + 1:] if "\noptions:" in text else text
+    lines = [line for line in options[len("options:"):].splitlines() if not line.startswith("  -h, --help")]
+    return "request options:" + "\n".join(lines)
+
+
 def _invoke_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tritonsm invoke",

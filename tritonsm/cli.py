@@ -8,6 +8,7 @@ from typing import Callable
 from deployment_spec import DEFAULT_SPEC, SpecError
 from deployment_spec.parsing.errors import UserError  # noqa: F401  (re-exported: tritonsm.cli.UserError)
 
+DISTRIBUTION = "triton-sagemaker-cdk"
 # Exit codes: 0 ok, 1 a step failed, 2 bad input (spec, arguments, files).
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 # The modules the base install (the construct library) leaves out: (the package that brings it, the extra of
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritonsm", description=(
         "Triton models on SageMaker as code: validate the deployment spec, build model repositories, "
         "serve them on a local Triton server, invoke and benchmark them."))
+    parser.add_argument("--version", action="version", version=f"tritonsm {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, help_: str, run: Callable[[argparse.Namespace], int], add_help: bool = True,
@@ -35,6 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     for register in _registrations():
         register(add)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, through the package metadata)."""
+    from importlib import metadata
+
+    try:
+        return f"{metadata.version(DISTRIBUTION)} ({DISTRIBUTION})"
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return f"unknown: {DISTRIBUTION} is not installed; run `make` (or pip install the wheel)"
 
 
 def _registrations() -> list[Callable]:

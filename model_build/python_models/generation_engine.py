@@ -629,7 +629,8 @@ class Engine:
     def encode(self, text: Optional[str] = None, messages: Optional[list[Any]] = None) -> list[int]:
         """Token ids of a prompt, or of chat ``messages`` through the checkpoint's chat template."""
         if (text is None) == (messages is None):
-            raise RequestError("send either text_input (a prompt) or messages (a chat), not both and not neither")
+            raise RequestError("send the prompt as text_input (or inputs) or a chat as messages; one of them, "
+                               "not both and not neither")
         if messages is not None:
             text = self._chat_text(messages)
             special = False  # the template writes its own special tokens

@@ -6,9 +6,10 @@ route (SageMaker: ``SAGEMAKER_TRITON_INFERENCE_TYPE=generate_stream``) sends eac
 decoupled (``task.stream: false``, e.g. on a multi-model endpoint): ``execute`` returns one response per request
 with the whole text, the requests of one call decoded together.
 
-- inputs: ``text_input`` (TYPE_STRING, dims [1]: the prompt) or ``messages`` (TYPE_STRING, dims [1], optional: a
-  JSON-encoded array of {role, content}, through the checkpoint's chat template); both optional in config.pbtxt so
-  a request may carry either; output ``text_output`` (TYPE_STRING, dims [1]).
+- inputs: ``text_input`` (TYPE_STRING, dims [1]: the prompt), ``inputs`` (the same, under the name Hugging Face's
+  inference toolkit and TGI clients send it: ``{"inputs": "...", "parameters": {...}}``) or ``messages``
+  (TYPE_STRING, dims [1]: a JSON-encoded array of {role, content}, through the checkpoint's chat template); all
+  optional in config.pbtxt so a request may carry any one; output ``text_output`` (TYPE_STRING, dims [1]).
 - request parameters (the generate route's ``parameters`` object): max_new_tokens, temperature, top_p, top_k,
   repetition_penalty, stop, seed, do_sample, stream (generation_engine.parse_request). With ``"stream": false`` one
   response holds the whole text (Triton's non-streaming generate route wants exactly one).
@@ -179,7 +180,10 @@ class TritonPythonModel:
         if self.extractor is not None:
             self._submit_audio(request, sender, settings, timings)
             return
-        text = _text(request, "text_input")
+        text, alias = _text(request, "text_input"), _text(request, "inputs")
+        if text is not None and alias is not None:
+            raise RequestError("text_input and inputs are both the prompt; send one of them")
+        text = alias if text is None else text
         messages = _messages(_text(request, "messages"))
         if messages is not None and text == "":
             text = None  # a generate-route client that must send text_input may send it empty beside messages

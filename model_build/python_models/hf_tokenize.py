@@ -14,8 +14,11 @@ row of the request rounded up to a power of two (at least 16, at most ``max_leng
 similar length then share a shape, which Triton's dynamic batcher needs to batch them, while a short
 text does not pay for ``max_length`` tokens.
 
-A bad row (empty, not UTF-8, a missing pair) fails its own request with a 400 naming the input and row;
-the other requests of the batch are answered.
+A bad row (empty, not UTF-8, a missing pair, a question that leaves the context no room) fails its own request
+with a 400 naming the input and row; the other requests of the batch are answered.
+
+A text far longer than ``max_length`` tokens can hold is cut before it is tokenized (``cut_before_tokenizing``):
+tokenizing all of a 5 MB text to keep its first 512 tokens took seconds.
 """
 import json
 import os
@@ -32,6 +35,12 @@ except ImportError:
     pb_utils = None
 
 MIN_BUCKET = 16
+# A text is cut at the first whitespace after max(CUT_MIN_CHARS, max_length x CUT_CHARS_PER_TOKEN) characters, and
+# the cut is kept only where the part kept holds CUT_MARGIN_TOKENS more tokens than max_length: the tokens kept
+# after truncation then lie well before the cut, so they are the uncut text's (else the whole text is tokenized).
+CUT_CHARS_PER_TOKEN = 16
+CUT_MIN_CHARS = 4096
+CUT_MARGIN_TOKENS = 16
 
 
 class Tokenize:
@@ -41,13 +50,18 @@ class Tokenize:
         from tokenizers import Tokenizer  # the execution environment's tokenizers
 
         self.tokenizer = Tokenizer.from_file(tokenizer_path)
+        self.counter = Tokenizer.from_file(tokenizer_path)  # no truncation, no padding: counts a text's tokens
+        self.counter.no_truncation()
+        self.counter.no_padding()
         self.max_length = int(params["max_length"])
+        self.strategy = params.get("truncation", "longest_first")
+        self.cuts_the_end = params.get("truncation_side", "right") == "right"
         self.pair = params.get("pair", "none")
         self.pad_id = int(params.get("pad_id", "0"))
         self.left_pad = params.get("padding_side", "right") == "left"
         # Padding is ours (to a bucket); truncation is the tokenizer's, so pairs are cut as transformers cuts them.
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(self.max_length, strategy=params.get("truncation", "longest_first"),
+        self.tokenizer.enable_truncation(self.max_length, strategy=self.strategy,
                                          direction=params.get("truncation_side", "right"))
 
     def encode(self, texts, pairs=None):
@@ -61,12 +75,50 @@ class Tokenize:
                 raise RequestError(f"TEXT has {len(first)} rows but TEXT_PAIR has {len(pairs)}; send one "
                                    "TEXT_PAIR per TEXT row")
             second = [_text(t, "TEXT_PAIR", i) for i, t in enumerate(pairs)]
-            encodings = self.tokenizer.encode_batch(list(zip(first, second)))
+            if self.strategy == "only_second":   # only the second text is cut, so only it can be cut early
+                second = [self.cut_before_tokenizing(t) for t in second]
+            try:
+                encodings = self.tokenizer.encode_batch(list(zip(first, second)))
+            except Exception as error:  # tokenizers raises a bare Exception
+                if "Truncation error" not in str(error):
+                    raise
+                raise self._no_room_for_the_pair(first) from None
         else:
             if pairs is not None:
                 raise RequestError("TEXT_PAIR was sent, but this model takes one text per row; send TEXT only")
-            encodings = self.tokenizer.encode_batch(first)
+            encodings = self.tokenizer.encode_batch([self.cut_before_tokenizing(t) for t in first])
         return self._arrays(encodings)
+
+    def cut_before_tokenizing(self, text):
+        """``text``, or a prefix of it whose tokens after truncation are the whole text's: cut at a whitespace far
+        enough past what ``max_length`` tokens can hold (a cut at a word boundary keeps the words before it
+        tokenized as they were). Only where truncation keeps the beginning (``truncation_side`` right)."""
+        limit = max(CUT_MIN_CHARS, self.max_length * CUT_CHARS_PER_TOKEN)
+        if not self.cuts_the_end or len(text) <= limit:
+            return text
+        space = next((i for i in range(limit, min(len(text), limit + 1000)) if text[i].isspace()), None)
+        if space is None:  # no word boundary near the limit: tokenize it whole
+            return text
+        kept = text[:space]
+        if len(self.counter.encode(kept, add_special_tokens=False).ids) < self.max_length + CUT_MARGIN_TOKENS:
+            return text
+        return kept
+
+    def _no_room_for_the_pair(self, first):
+        """The row whose first text (a question) leaves the second none of ``max_length``: tokenizers refuses it
+        ("Truncation error: Sequence to truncate too short to respect the provided max_length"), and so does
+        transformers' own tokenizer call with ``truncation="only_second"``."""
+        special = self.counter.post_processor.num_special_tokens_to_add(True) if self.counter.post_processor else 0
+        room = self.max_length - special - 1
+        for row, text in enumerate(first):
+            count = len(self.counter.encode(text, add_special_tokens=False).ids)
+            if count > room:
+                return RequestError(
+                    f"TEXT row {row} is {count} tokens; this model reads at most {self.max_length} tokens per row "
+                    f"(its sequence_length) and cuts only TEXT_PAIR to fit, so TEXT must leave it room: send a "
+                    f"TEXT of at most {room} tokens")
+        return RequestError(f"a row's TEXT leaves TEXT_PAIR no room within {self.max_length} tokens; send a "
+                            "shorter TEXT")
 
     def _arrays(self, encodings):
         longest = max(len(e.ids) for e in encodings)

@@ -21,6 +21,8 @@ from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_REQUIREMENTS, P
 # Inputs and output as Triton's generate route names them (server docs/protocol/extension_generate.md): the JSON
 # body's text_input and messages become these tensors, text_output comes back in each event.
 PROMPT, MESSAGES, OUTPUT = "text_input", "messages", "text_output"
+# The prompt as Hugging Face's inference toolkit and TGI clients send it: {"inputs": "...", "parameters": {...}}.
+HF_PROMPT = "inputs"
 CHECKPOINT = "checkpoint"
 # The transformers Auto class that must map the checkpoint's config, per kind.
 AUTO_CLASS = {TaskKind.TEXT_GENERATION: "AutoModelForCausalLM", TaskKind.TEXT2TEXT_GENERATION: "AutoModelForSeq2SeqLM",
@@ -47,9 +49,10 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
                "step_requests.py": TEMPLATES / "step_requests.py",
                "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
-        # Both optional: a request carries one of them (the engine refuses neither or both).
+        # All optional: a request carries one of them (the model refuses none or two).
         inputs=(TensorSpec(PROMPT, "TYPE_STRING", (1,), optional=True),
-                TensorSpec(MESSAGES, "TYPE_STRING", (1,), optional=True)),
+                TensorSpec(MESSAGES, "TYPE_STRING", (1,), optional=True),
+                TensorSpec(HF_PROMPT, "TYPE_STRING", (1,), optional=True)),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),
         parameters=task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size),
         note=f"{architecture} from {folder} ({chat}; up to {model.max_batch_size} sequences decoded together, "

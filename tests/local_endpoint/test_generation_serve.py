@@ -158,6 +158,20 @@ def test_a_request_outside_the_specs_bounds_is_a_400_naming_the_parameter_and_th
 
 
 @pytest.mark.triton
+def test_the_hugging_face_convention_inputs_and_parameters_is_the_same_prompt(built: pathlib.Path, url: str) -> None:
+    # What Hugging Face's inference toolkit and TGI clients send, unchanged: {"inputs": ..., "parameters": ...}.
+    client = local_client("sagemaker-runtime", url)
+    got = _stream(client, "Gen-dev-chat", {"inputs": "the weather in tokyo", "parameters": {"max_new_tokens": NEW}})
+    assert got == _reference(built / "ckpt" / "llama", "llama", "the weather in tokyo")
+    with pytest.raises(ClientError) as caught:
+        _stream(client, "Gen-dev-chat", {"inputs": "a", "text_input": "b"})
+    error = caught.value.response
+    assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
+    assert json.loads(error["OriginalMessage"]) == {"error": "text_input and inputs are both the prompt; send one "
+                                                             "of them"}
+
+
+@pytest.mark.triton
 def test_a_client_that_hangs_up_mid_stream_leaves_the_server_answering(url: str) -> None:
     client = local_client("sagemaker-runtime", url)
     response = client.invoke_endpoint_with_response_stream(

@@ -302,12 +302,18 @@ def test_invoke_help_with_a_url_shows_the_request_options(argv: list[str], monke
     assert capsys.readouterr() == (INVOKE_URL_HELP, "")
 
 
-def test_invoke_help_without_a_url_shows_the_spec_options_and_where_the_others_are(monkeypatch, capsys) -> None:
+def test_invoke_help_without_a_url_shows_the_spec_options_and_the_request_options(monkeypatch, capsys) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     assert tritonsm_main(["invoke", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: tritonsm invoke [--spec SPEC] [-h] [--endpoint ENDPOINT]")
-    assert "other\noptions as in `tritonsm invoke --url URL --help`" in out and "--target-model" not in out
+    spec_part, request_part = out.split("\nrequest options:\n")
+    assert "--endpoint ENDPOINT" in spec_part and "--text TEXT" not in spec_part
+    # The request options, each once (the local parser's -h is this one's), as --url --help lists them.
+    for flag in ("--url URL", "--text TEXT", "--text-pair TEXT_PAIR", "--target-model TARGET_MODEL", "--stream"):
+        assert request_part.count(flag) == 1, flag
+    assert "-h, --help" not in request_part
+    assert request_part.rstrip() in INVOKE_URL_HELP
 
 
 def test_invoke_reports_a_malformed_url(tmp_path: pathlib.Path, capsys) -> None:

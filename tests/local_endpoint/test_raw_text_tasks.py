@@ -274,3 +274,66 @@ def test_the_sagemaker_runtime_api_takes_the_same_bodies(built, runtime):
     assert answers["name"] == "answers" and len(row) == 2
     # Each answer is a span of the context it came with, by character offsets.
     assert all(context[a["start"]:a["end"]] == a["answer"] and 0 <= a["score"] <= 1 for a in row)
+
+
+def _row(text: object) -> dict:
+    return {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": [text]}]}
+
+
+# What applications send that a text task does not take, and what reaches their boto3 client: (content type, body)
+# -> (the container's status, the start of its message). Triton's SageMaker front end parses the body before any
+# model runs, so it decides these, on the deployed endpoint as here (Triton's http_server.cc; a JSON it cannot
+# parse is an "internal" error to it, hence its 500s). docs/text-tasks.md, "Bad requests", shows this table.
+CLIENT_MISTAKES = {
+    "malformed JSON": ("application/json", b'{"inputs": [', 500, "failed to parse the request JSON buffer"),
+    "plain text": ("text/plain", b"a fine film", 500, "failed to parse the request JSON buffer"),
+    "{instances: [...]}": ("application/json", json.dumps({"instances": ["a fine film"]}).encode(), 500,
+                           "Unable to find 'inputs' in JSON document"),
+    "{inputs: text} (Hugging Face toolkit)": ("application/json", json.dumps({"inputs": "a fine film"}).encode(),
+                                              500, "Unable to parse 'inputs' as array"),
+    "a number as TEXT": ("application/json", json.dumps(_row(42)).encode(), 400,
+                         "Unable to parse 'data': attempt to access JSON non-string as string"),
+    "null as TEXT": ("application/json", json.dumps(_row(None)).encode(), 400,
+                     "Unable to parse 'data': attempt to access JSON non-string as string"),
+    "9 rows, max_batch_size 8": ("application/json", json.dumps(
+        {"inputs": [{"name": "TEXT", "shape": [9, 1], "datatype": "BYTES", "data": ["a fine film"] * 9}]}).encode(),
+        400, "inference request batch-size must be <= 8"),
+}
+
+
+def test_what_a_client_mistake_answers_through_boto3(built, runtime):
+    import boto3
+    from botocore.exceptions import ClientError
+
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    seen = {}
+    for case, (content_type, body, _, _) in CLIENT_MISTAKES.items():
+        with pytest.raises(ClientError) as caught:
+            client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("sentiment").name,
+                                   ContentType=content_type, Body=body)
+        error = caught.value.response
+        assert error["Error"]["Code"] == "ModelError" and error["ResponseMetadata"]["HTTPStatusCode"] == 424
+        seen[case] = (error["OriginalStatusCode"], error["OriginalMessage"])
+    wrong = {case: seen[case] for case, (_, _, status, start) in CLIENT_MISTAKES.items()
+             if seen[case][0] != status or start not in seen[case][1]}
+    assert wrong == {}, wrong
+
+
+def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built, runtime):
+    import boto3
+    from botocore.exceptions import ClientError
+
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    question = " ".join(["who"] * 80)
+    body = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": [question]},
+                       {"name": "TEXT_PAIR", "shape": [1, 1], "datatype": "BYTES", "data": ["Angela Merkel met Macron."]}]}
+    with pytest.raises(ClientError) as caught:
+        client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("answers").name,
+                               ContentType="application/json", Body=json.dumps(body))
+    error = caught.value.response
+    assert error["OriginalStatusCode"] == 400
+    assert json.loads(error["OriginalMessage"])["error"].endswith(
+        "TEXT row 0 is 80 tokens; this model reads at most 64 tokens per row (its sequence_length) and cuts only "
+        "TEXT_PAIR to fit, so TEXT must leave it room: send a TEXT of at most 59 tokens"), error["OriginalMessage"]

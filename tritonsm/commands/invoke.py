@@ -42,6 +42,8 @@ def run_invoke(args: argparse.Namespace) -> int:
     if args.help:
         if not any(a.split("=", 1)[0] in ("--url", "--endpoint-name") for a in rest):
             args.print_help()
+            from local_endpoint.cli import invoke_options_help
+            print("\n" + invoke_options_help())   # the request options (--url, --text...) too
             return 0
         rest.append("--help")
     if args.endpoint:
