@@ -109,8 +109,10 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     problems += task_problems
     if declared is not None:
         declared |= set(models)  # a task's steps and ensemble
+    parsed: list[Problem] = []  # the endpoints' own parse problems, which an override's merged copy repeats
     endpoints = {name: streaming.derived(ep, models)
-                 for name, ep in _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, problems).items()}
+                 for name, ep in _named(raw.get("endpoints", {}), "endpoints", EndpointSpec, parsed).items()}
+    problems += parsed
     if declared is not None:
         problems += rules.model_rules(models, declared)
     problems += rules.dali_release_rules(models, version)
@@ -118,7 +120,7 @@ def parse_spec(raw: Any, path: pathlib.Path) -> Spec:
     for name, ep in endpoints.items():
         base += rules.endpoint_rules(f"endpoints.{name}", ep, models, version, declared or set(ep.models))
     problems += base
-    environments = _environments(raw, endpoints, models, version, problems, base, declared)
+    environments = _environments(raw, endpoints, models, version, problems, base + parsed, declared)
     problems += variant_plan.build_conflicts(endpoints, {n: e.endpoints for n, e in environments.items()})
     problems += _budget_problems(environments, path.parent)
     if isinstance(project, str):

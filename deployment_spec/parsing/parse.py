@@ -37,9 +37,23 @@ def yaml_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("yaml", True)]
 
 
-def suggest(word: str, choices: typing.Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+# How alike a misspelt word must be to a choice for "did you mean" (difflib's ratio). A value is held to more than a
+# key: a value can be a real word of its own that is simply not allowed (backend 'tensorflow' is no typo of 'tensorrt',
+# ratio 0.67), while 'onnxrt' (0.71) and 'pytroch' (0.86) are meant as 'onnxruntime' and 'pytorch'.
+KEY_CUTOFF, VALUE_CUTOFF = 0.6, 0.7
+
+
+def suggest(word: str, choices: typing.Iterable[str], cutoff: float = KEY_CUTOFF) -> str | None:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+def suggest_value(word: str, choices: typing.Iterable[str]) -> str | None:
+    """The allowed value meant by ``word``: the one choice that holds it whole ('FP32' → 'TYPE_FP32', 'torch' →
+    'pytorch'), else one alike by VALUE_CUTOFF."""
+    choices = list(choices)
+    holding = [c for c in choices if word and word.lower() in c.lower()]
+    return holding[0] if len(holding) == 1 else suggest(word, choices, VALUE_CUTOFF)
 
 
 def check_keys(raw: Mapping[str, Any], allowed: list[str], path: str, problems: list[Problem]) -> None:
@@ -131,7 +145,7 @@ def parse_value(tp: Any, raw: Any, path: str, problems: list[Problem], md: Mappi
         allowed = [m.value for m in tp]
         if raw in allowed:
             return tp(raw)
-        near = suggest(str(raw), allowed) if isinstance(raw, str) else None
+        near = suggest_value(str(raw), allowed) if isinstance(raw, str) else None
         fix = f"did you mean '{near}'?" if near else f"use one of {', '.join(allowed)}"
         problems.append(Problem(path, describe(raw), ", ".join(allowed), fix))
         return _MISSING
@@ -149,7 +163,7 @@ def parse_scalar(tp: type, raw: Any, path: str, problems: list[Problem], md: Map
         ok = isinstance(raw, int) and not isinstance(raw, bool) or (tp is float and isinstance(raw, float))
         if not ok:
             kind = "an integer" if tp is int else "a number"
-            problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi), f"write {kind} without quotes"))
+            problems.append(Problem(path, describe(raw), bounds_text(kind, lo, hi), _number_fix(kind, raw)))
             return _MISSING
         found = value_problems(path, raw, md, integer=tp is int)
         problems.extend(found)
@@ -163,6 +177,17 @@ def parse_scalar(tp: type, raw: Any, path: str, problems: list[Problem], md: Map
         problems.extend(found)
         return _MISSING if found else raw
     raise TypeError(f"schema error: unsupported field type {tp!r} at {path}")  # a bug in the schema, not user input
+
+
+def _number_fix(kind: str, raw: Any) -> str:
+    """What to write instead of ``raw`` where ``kind`` ("an integer", "a number") is wanted."""
+    if isinstance(raw, str):
+        return f"write {kind} without quotes"
+    if isinstance(raw, float) and raw.is_integer():
+        return f"write {int(raw)}: an integer has no decimal point"
+    if isinstance(raw, float):
+        return f"write a whole number, e.g. {round(raw)}"
+    return f"write {kind}"
 
 
 def value_problems(path: str, value: Any, md: Mapping[str, Any], *, integer: bool = False) -> list[Problem]:

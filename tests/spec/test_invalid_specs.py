@@ -89,6 +89,25 @@ CASES = {
     "quoted integer": (
         _set("models.bert.max_batch_size", "16"),
         "models.bert.max_batch_size: got '16'; allowed: an integer from 0 to 4096; fix: write an integer without quotes"),
+    "a whole number written with a decimal point": (
+        _set("models.bert.max_batch_size", 16.0),
+        "models.bert.max_batch_size: got 16.0; allowed: an integer from 0 to 4096; fix: write 16: an integer has no "
+        "decimal point"),
+    "a fraction where an integer goes": (
+        _set("models.bert.max_batch_size", 7.5),
+        "models.bert.max_batch_size: got 7.5; allowed: an integer from 0 to 4096; fix: write a whole number, e.g. 8"),
+    "a real backend this tool does not build: no look-alike suggested": (
+        _set("models.bert.backend", "tensorflow"),
+        "models.bert.backend: got 'tensorflow'; allowed: tensorrt, onnxruntime, pytorch, python, ensemble, dali; fix: "
+        "use one of tensorrt, onnxruntime, pytorch, python, ensemble, dali"),
+    "a misspelt endpoint key is reported once, not again under each environment that overrides the endpoint": (
+        _set("endpoints.classifier.instanse_type", "ml.g5.xlarge"),
+        "endpoints.classifier.instanse_type: got unknown key 'instanse_type'; allowed: kind, models, default_model, "
+        "instance_type, image_repository, instance_facts, fallback_instance_types, capacity_reservation, "
+        "initial_instances, variant_name, scaling, alarms, deployment, container, observability, model_cache, "
+        "data_capture, asynchronous, variants, shadow, comparison, network, volume_size_gb, startup_timeout_s, "
+        "download_timeout_s, single_instance_reason, components, managed_instances, rolling_update; fix: did you mean "
+        "'instance_type'?"),
     "unquoted version parsed as a number": (
         _set("triton_version", 25.04),
         'triton_version: got 25.04 (not a string); allowed: a string; fix: quote the value: "25.04"'),
