@@ -7,6 +7,8 @@ import argparse
 import os
 from typing import Any
 
+from visible_text import visible
+
 MARKER = "<!-- generated: command line reference -->"
 WIDTH = "100"  # argparse wraps usage lines to $COLUMNS: fixed, so the page does not depend on the terminal
 
@@ -31,7 +33,7 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
         default = "" if unset else f"`{action.default}`"
         choices = ", ".join(f"`{c}`" for c in action.choices) if action.choices else ""
         help_ = (action.help or "") % {"default": action.default, "prog": parser.prog} if action.help else ""
-        rows.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in (
+        rows.append("| " + " | ".join(visible(c.replace("|", "\\|").replace("\n", " ")) for c in (
             f"`{name}`", default, choices, help_)) + " |")
     return rows if len(rows) > 2 else []
 
@@ -39,7 +41,7 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
 def _command(parser: argparse.ArgumentParser, depth: int, title: str = "") -> list[str]:
     lines = [f"{'#' * depth} {title or f'`{parser.prog}`'}", ""]
     if parser.description:
-        lines += [parser.description, ""]
+        lines += [visible(parser.description), ""]
     lines += ["```text", parser.format_usage().strip(), "```", ""]
     table = _arguments(parser)
     if table:

@@ -15,6 +15,8 @@ import textwrap
 import typing
 from typing import Any
 
+from visible_text import visible
+
 
 
 def spec_classes() -> dict[str, type]:
@@ -109,7 +111,7 @@ def _allowed(body: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return visible(text.replace("|", "\\|").replace("\n", " "))
 
 
 def render() -> str:
@@ -125,7 +127,7 @@ def render() -> str:
         cls = classes.get(name)
         lines += [f"(spec-{name.lower()})=", f"## {name}", ""]
         if body.get("description"):
-            lines += [body["description"], ""]
+            lines += [visible(body["description"]), ""]
         if cls is not None:
             lines += [f"Defined by `{cls.__module__}.{cls.__qualname__}`.", ""]
         checks = field_checks(cls) if cls is not None else {}

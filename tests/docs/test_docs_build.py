@@ -106,3 +106,33 @@ def test_the_readme_is_a_front_page_whose_links_resolve():
     assert len(targets) >= 30
     missing = [t for t in targets if not t.startswith("http") and not (ROOT / t).exists()]
     assert missing == []
+
+
+def test_every_placeholder_of_the_generated_references_shows_on_the_page(site):
+    sys.path.insert(0, str(DOCS / "_ext"))
+    import cli_reference
+    import spec_reference
+    from visible_text import placeholders
+
+    found = 0
+    for page, module in (("reference/spec", spec_reference), ("reference/cli", cli_reference)):
+        text = _text(site, page)
+        wanted = placeholders(html_module.unescape(module.render()))
+        found += len(wanted)
+        assert {p for p in wanted if p not in text} == set(), page
+    assert found >= 20   # a floor: <project>, <environment>, <endpoint>, <model>... on the two pages
+
+
+def test_a_placeholder_written_raw_is_hidden_by_the_renderer_and_shown_once_made_visible():
+    # The defect the check above guards against, planted: MyST's parser (markdown-it) passes <project> on as HTML.
+    from markdown_it import MarkdownIt
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    from visible_text import visible
+
+    def shown(markdown: str) -> str:
+        return html_module.unescape(re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").render(markdown)))
+
+    line = "the first part of each stage ID (<project><environment>), as `<project>` in code"
+    assert shown(line) == "the first part of each stage ID (), as <project> in code\n"
+    assert shown(visible(line)) == "the first part of each stage ID (<project><environment>), as <project> in code\n"
