@@ -34,6 +34,7 @@ from deployment_spec.sections.asynchronous import Asynchronous
 from deployment_spec.sections.capacity_reservation import CapacityReservation
 from deployment_spec.sections.components import ComponentSpec, CopyScaling, ManagedInstances, Reservation, RollingUpdate
 from deployment_spec.sections.endpoint import CaptureMode, Container, DataCapture, Deployment, Observability, Strategy
+from deployment_spec.facts.instances import InstanceFacts
 from deployment_spec.parsing.errors import Problem, PropsError
 from deployment_spec.sections.scaling import LoadMetric, Scaling
 from deployment_spec.sections.scheduled_scaling import ScheduledCopies, ScheduledScaling
@@ -50,6 +51,6 @@ from triton_constructs.sagemaker_endpoint import TritonSageMakerEndpoint
 from triton_constructs.stage_budget import StageBudget
 
 __all__ = ["Alarms", "Asynchronous", "CapacityReservation", "CaptureMode", "Comparison", "ComponentSpec", "Container", "CopyScaling", "DataCapture", "Deployment",
-           "ImportedTritonEndpoint", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
+           "ImportedTritonEndpoint", "InstanceFacts", "LoadMetric", "ManagedInstances", "ModelArchive", "ModelRepositories", "ModelStore", "NetworkProps", "Observability", "Problem", "PromQLGraphs", "PropsError",
            "Reservation", "RollingUpdate", "Scaling", "ScheduledCopies", "ScheduledScaling", "Shadow", "StageBudget", "Strategy", "SynthError", "TritonComponentsEndpoint",
            "TritonSageMakerEndpoint", "Variant"]

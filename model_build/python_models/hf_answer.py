@@ -56,23 +56,94 @@ def classify(logits, params):
     return {"labels": labels, "scores": np.take_along_axis(scores, order, axis=-1).astype(np.float32)}
 
 
-def with_request_parameters(task, params, parameters):
-    """The spec's answer params, with what one request's KServe v2 ``parameters`` change: object-detection's
-    ``threshold`` (a number, or a string holding one for clients whose parameters are strings). Any other
-    parameter is not this step's (``binary_data_output`` and the like belong to Triton's front end): left alone."""
-    if task != "object-detection" or "threshold" not in parameters:
-        return params
-    value = parameters["threshold"]
+def _number(value):
+    """A JSON number, or a string holding one (clients whose parameters are all strings); None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
-        threshold = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+        return float(value)
     except ValueError:
-        threshold = None
-    if threshold is None or not 0 <= threshold <= 1:
+        return None
+
+
+def _refused(name, value, allowed, default, example):
+    return RequestError(f"request parameter {name!r} is {value!r}; allowed: {allowed} (this model's default: "
+                        f"{default}); send e.g. \"parameters\": {{\"{name}\": {example}}} beside \"inputs\"")
+
+
+def _integer(low, high_of, meaning):
+    def read(name, value, params, key):
+        number = _number(value)
+        high = high_of(params)
+        if number is None or not number.is_integer() or not low <= number <= high:
+            raise _refused(name, value, f"an integer from {low} to {high}, {meaning}", params.get(key), low)
+        return int(number)
+    return read
+
+
+def _choice(choices, meaning):
+    def read(name, value, params, key):
+        if not isinstance(value, str) or value.lower() not in choices:
+            raise _refused(name, value, f"one of {', '.join(choices)}, {meaning}", params.get(key),
+                           f"\"{choices[0]}\"")
+        return value.lower()
+    return read
+
+
+def _flag(meaning):
+    def read(name, value, params, key):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise _refused(name, value, f"true or false, {meaning}", params.get(key), "true")
+    return read
+
+
+def _threshold(name, value, params, key):
+    number = _number(value)
+    if number is None or not 0 <= number <= 1:
         raise RequestError(
             f"request parameter 'threshold' is {value!r}; allowed: a number from 0 to 1, the lowest score a "
             f"detection is answered with (this model's default: {float(params['threshold']):g}); send e.g. "
             '"parameters": {"threshold": 0.3} beside "inputs"')
-    return {**params, "threshold": threshold}
+    return number
+
+
+_LABELS = _integer(1, lambda params: len(params["id2label"]), "the labels answered per row, best first")
+_FUNCTION = _choice(("softmax", "sigmoid", "none"), "the function applied to the logits")
+# A request's options, as pipeline() takes them per call, per task: the option's name (pipeline's keyword) ->
+# (the answer parameter it sets, its reader: the value or a RequestError naming the option, the value and the bound).
+REQUEST_OPTIONS = {
+    **{task: {"top_k": ("top_k", _LABELS), "function_to_apply": ("function", _FUNCTION)}
+       for task in ("text-classification", "image-classification", "audio-classification")},
+    "token-classification": {"aggregation_strategy": ("aggregation_strategy", _choice(
+        ("none", "simple", "first", "average", "max"), "how tokens are grouped into entities"))},
+    "question-answering": {
+        "top_k": ("top_k", _integer(1, lambda params: 20, "the answers per row, best first")),
+        "max_answer_len": ("max_answer_len", _integer(1, lambda params: int(params.get("sequence_length", 512)),
+                                                      "the longest answer in tokens")),
+        "handle_impossible_answer": ("handle_impossible_answer", _flag("whether an empty answer may win"))},
+    "object-detection": {"threshold": ("threshold", _threshold)},
+}
+
+
+def with_request_parameters(task, params, parameters):
+    """The spec's answer params, with what one request's KServe v2 ``parameters`` change (``REQUEST_OPTIONS``: the
+    options pipeline() takes per call). An option of another task is refused naming this model's own; any other
+    parameter is not this step's (``binary_data_output`` and the like are Triton's front end's): left alone."""
+    options = REQUEST_OPTIONS.get(task, {})
+    changed = None
+    for name, value in parameters.items():
+        if name in options:
+            key, read = options[name]
+            changed = changed if changed is not None else dict(params)
+            changed[key] = read(name, value, params, key)
+        elif any(name in other for other in REQUEST_OPTIONS.values()):
+            own = ", ".join(options) or "none"
+            raise RequestError(f"request parameter {name!r} does not apply to this model ({task}); its options: "
+                               f"{own}; remove {name!r}")
+    return params if changed is None else changed
 
 
 def answer(task, params, inputs):

@@ -136,6 +136,7 @@ def answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
         return {"id2label": names, "aggregation_strategy": task.aggregation.value, "ignore_labels": ["O"],
                 "continuing_subword_prefix": backend["model"].get("continuing_subword_prefix"),
                 "normalizer": backend.get("normalizer"), "unk_token_id": tok.unk_token_id}
+    # sequence_length: the bound of a request's max_answer_len (hf_answer.REQUEST_OPTIONS).
     return {"id2label": names, "top_k": task.top_k, "max_answer_len": task.max_answer_length,
-            "handle_impossible_answer": False, "align_to_words": True}
+            "handle_impossible_answer": False, "align_to_words": True, "sequence_length": sequence_length(model, folder)}
 

@@ -281,23 +281,28 @@ def _row(text: object) -> dict:
 
 
 # What applications send that a text task does not take, and what reaches their boto3 client: (content type, body)
-# -> (the container's status, the start of its message). Triton's SageMaker front end parses the body before any
-# model runs, so it decides these, on the deployed endpoint as here (Triton's http_server.cc; a JSON it cannot
-# parse is an "internal" error to it, hence its 500s). docs/text-tasks.md, "Bad requests", shows this table.
+# -> (the container's status, its message). Triton's SageMaker front end parses the body before any model runs, so it
+# decides these, on the deployed endpoint as here (Triton's http_server.cc; the local server is Triton 24.10, the
+# wheel's). SageMaker answers each as ModelError (HTTP 424) with OriginalStatusCode 400 and this OriginalMessage.
+# docs/text-tasks.md, "Bad requests", shows this table.
 CLIENT_MISTAKES = {
-    "malformed JSON": ("application/json", b'{"inputs": [', 500, "failed to parse the request JSON buffer"),
-    "plain text": ("text/plain", b"a fine film", 500, "failed to parse the request JSON buffer"),
-    "{instances: [...]}": ("application/json", json.dumps({"instances": ["a fine film"]}).encode(), 500,
-                           "Unable to find 'inputs' in JSON document"),
-    "{inputs: text} (Hugging Face toolkit)": ("application/json", json.dumps({"inputs": "a fine film"}).encode(),
-                                              500, "Unable to parse 'inputs' as array"),
+    "malformed JSON": ("application/json", b'{"inputs": [', 400,
+                       '{"error":"failed to parse the request JSON buffer: Invalid value. at 12"}'),
+    "plain text": ("text/plain", b"a fine film", 400,
+                   '{"error":"failed to parse the request JSON buffer: Invalid value. at 0"}'),
+    "{instances: [...]}": ("application/json", json.dumps({"instances": ["a fine film"]}).encode(), 400,
+                           '{"error":"Unable to parse \'inputs\': attempt to access non-existing object member '
+                           '\'inputs\'"}'),
+    "{inputs: text} (Hugging Face toolkit)": ("application/json", json.dumps({"inputs": "a fine film"}).encode(), 400,
+                                              '{"error":"Unable to parse \'inputs\': attempt to access JSON '
+                                              'non-array as array"}'),
     "a number as TEXT": ("application/json", json.dumps(_row(42)).encode(), 400,
-                         "Unable to parse 'data': attempt to access JSON non-string as string"),
+                         '{"error":"Unable to parse JSON bytes array: attempt to access JSON non-string as string"}'),
     "null as TEXT": ("application/json", json.dumps(_row(None)).encode(), 400,
-                     "Unable to parse 'data': attempt to access JSON non-string as string"),
+                     '{"error":"Unable to parse JSON bytes array: attempt to access JSON non-string as string"}'),
     "9 rows, max_batch_size 8": ("application/json", json.dumps(
         {"inputs": [{"name": "TEXT", "shape": [9, 1], "datatype": "BYTES", "data": ["a fine film"] * 9}]}).encode(),
-        400, "inference request batch-size must be <= 8"),
+        400, None),   # Triton's message names the tarball: checked below
 }
 
 
@@ -315,9 +320,12 @@ def test_what_a_client_mistake_answers_through_boto3(built, runtime):
         error = caught.value.response
         assert error["Error"]["Code"] == "ModelError" and error["ResponseMetadata"]["HTTPStatusCode"] == 424
         seen[case] = (error["OriginalStatusCode"], error["OriginalMessage"])
-    wrong = {case: seen[case] for case, (_, _, status, start) in CLIENT_MISTAKES.items()
-             if seen[case][0] != status or start not in seen[case][1]}
-    assert wrong == {}, wrong
+    wrong = {case: seen[case] for case, (_, _, status, message) in CLIENT_MISTAKES.items()
+             if seen[case][0] != status or message not in (seen[case][1], None)}
+    assert wrong == {}, json.dumps(wrong, indent=1)
+    tarball = built.tarball("sentiment").name
+    assert seen["9 rows, max_batch_size 8"][1] == (
+        f'{{"error":"[request id: <id_unknown>] inference request batch-size must be <= 8 for \'{tarball}\'"}}')
 
 
 def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built, runtime):
@@ -326,7 +334,11 @@ def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built,
 
     client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
                           aws_access_key_id="local", aws_secret_access_key="local")
+    import transformers
+
     question = " ".join(["who"] * 80)
+    tokens = len(transformers.AutoTokenizer.from_pretrained(built.root / "answers-roberta")(
+        question, add_special_tokens=False)["input_ids"])
     body = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": [question]},
                        {"name": "TEXT_PAIR", "shape": [1, 1], "datatype": "BYTES", "data": ["Angela Merkel met Macron."]}]}
     with pytest.raises(ClientError) as caught:
@@ -334,6 +346,66 @@ def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built,
                                ContentType="application/json", Body=json.dumps(body))
     error = caught.value.response
     assert error["OriginalStatusCode"] == 400
-    assert json.loads(error["OriginalMessage"])["error"].endswith(
-        "TEXT row 0 is 80 tokens; this model reads at most 64 tokens per row (its sequence_length) and cuts only "
+    assert json.loads(error["OriginalMessage"])["error"] == (
+        f"in ensemble '{built.tarball('answers').name}', TEXT row 0 is {tokens} tokens; this model reads at most 64 tokens per row (its sequence_length) and cuts only "
         "TEXT_PAIR to fit, so TEXT must leave it room: send a TEXT of at most 59 tokens"), error["OriginalMessage"]
+
+
+def _invoke_json(runtime, built, model: str, body: dict) -> dict:
+    import boto3
+
+    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+    reply = client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball(model).name,
+                                   ContentType="application/json", Body=json.dumps(body))
+    return {o["name"]: o["data"] for o in json.loads(reply["Body"].read())["outputs"]}
+
+
+OPTION_TEXTS = ["a fine film, truly moving", "Angela Merkel met Emmanuel Macron in Paris", "the end"]
+
+
+@pytest.mark.parametrize("options", [{"top_k": 1}, {"top_k": 3, "function_to_apply": "sigmoid"},
+                                     {"function_to_apply": "none"}])
+def test_classification_options_per_request_answer_as_pipeline_called_with_them(built, runtime, options):
+    import transformers
+
+    body = {"inputs": [{"name": "TEXT", "shape": [len(OPTION_TEXTS), 1], "datatype": "BYTES", "data": OPTION_TEXTS}],
+            "parameters": options}
+    got = _invoke_json(runtime, built, "sentiment", body)
+    k = options.get("top_k", 2)   # the spec's top_k: 2
+    pipe = transformers.pipeline("text-classification", model=str(built.root / "sentiment-bert"), device="cpu")
+    want = pipe(OPTION_TEXTS, top_k=k, function_to_apply=options.get("function_to_apply", "softmax"))
+    labels = np.array(got["labels"]).reshape(len(OPTION_TEXTS), k)
+    scores = np.array(got["scores"], dtype=np.float64).reshape(len(OPTION_TEXTS), k)
+    for row, expected in enumerate(want):
+        assert list(labels[row]) == [e["label"] for e in expected]
+        np.testing.assert_allclose(scores[row], [e["score"] for e in expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["none", "first", "average", "max"])
+def test_aggregation_strategy_per_request_answers_as_pipeline_called_with_it(built, runtime, strategy):
+    import transformers
+
+    body = {"inputs": [{"name": "TEXT", "shape": [len(OPTION_TEXTS), 1], "datatype": "BYTES", "data": OPTION_TEXTS}],
+            "parameters": {"aggregation_strategy": strategy}}
+    got = [json.loads(row) for row in _invoke_json(runtime, built, "entities", body)["entities"]]
+    pipe = transformers.pipeline("token-classification", model=str(built.root / "entities-bert"), device="cpu")
+    want = [pipe(text, aggregation_strategy=strategy) for text in OPTION_TEXTS]
+    assert sum(map(len, want)) > 0   # tiny random models still find entities to compare
+    task = load_spec(built.spec_path).models["entities"].task
+    worst, problems = task_reference.compare(task, got, [list(w) for w in want], 1e-4)
+    assert problems == [], problems
+
+
+def test_an_option_outside_its_bound_is_a_400_through_the_ensemble(built, runtime):
+    from botocore.exceptions import ClientError
+
+    body = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": ["a fine film"]}],
+            "parameters": {"top_k": 9}}
+    with pytest.raises(ClientError) as caught:
+        _invoke_json(runtime, built, "sentiment", body)
+    error = caught.value.response
+    assert error["OriginalStatusCode"] == 400
+    assert json.loads(error["OriginalMessage"])["error"].endswith(
+        "request parameter 'top_k' is 9; allowed: an integer from 1 to 3, the labels answered per row, best first "
+        "(this model's default: 2); send e.g. \"parameters\": {\"top_k\": 1} beside \"inputs\""), error
