@@ -15,6 +15,10 @@ _PIN = re.compile(
     r"\s*==\s*(?P<version>[0-9][A-Za-z0-9.+!_-]*)"
     r"\s*(?:;\s*(?P<marker>\S.*))?")
 PIN_HELP = "name==version (optionally name[extra]==version ; marker), one release per line"
+# A line of a recipe's own requirements (not the spec's): the pins are the whole environment, each installed without
+# the packages it declares (pip --no-deps). For a step that imports less than its packages require: the tokenizer
+# step imports tokenizers, whose huggingface_hub (and its 14 packages) only from_pretrained needs.
+NO_DEPS = "--no-deps"
 
 
 def normalize(name: str) -> str:

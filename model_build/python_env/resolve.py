@@ -16,6 +16,7 @@ import sys
 import tempfile
 import urllib.parse
 
+from deployment_spec.sections.requirements import NO_DEPS
 from model_build.errors import BuildError
 from model_build.python_env.target import EnvTarget
 
@@ -35,14 +36,16 @@ class Locked:
 
 
 def resolve(lines: list[str], target: EnvTarget, where: str) -> list[Locked]:
-    """One wheel per package for ``lines`` (already checked to be pins), sorted by name."""
+    """One wheel per package for ``lines`` (already checked to be pins), sorted by name; with a ``NO_DEPS`` line,
+    only the pins themselves."""
+    pins = [line for line in lines if line != NO_DEPS]
     with tempfile.TemporaryDirectory(prefix="tritonsm-resolve-") as tmp:
         folder = pathlib.Path(tmp)
-        (folder / "requirements.txt").write_text("\n".join(lines) + "\n")
+        (folder / "requirements.txt").write_text("\n".join(pins) + "\n")
         command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                    "--disable-pip-version-check", "--no-input", "--report", str(folder / "report.json"),
                    "--only-binary=:all:", "--target", str(folder / "target"), *target.pip_flags(),
-                   "-r", str(folder / "requirements.txt")]
+                   *([NO_DEPS] if NO_DEPS in lines else []), "-r", str(folder / "requirements.txt")]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             raise BuildError(explain_failure(done.stderr, target, where))

@@ -10,12 +10,15 @@ from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
+from deployment_spec.sections.requirements import NO_DEPS
 from model_build.errors import BuildError
 from model_build.recipes.contract import TEMPLATES, PythonModel
 
 # What hf_tokenize.py imports beyond numpy, at the release the build runs (requirements.lock), so the
-# tokenizer verified at build time is the one that serves; wheels exist for CPython 3.9 and newer.
-TOKENIZE_REQUIREMENTS = ("tokenizers==0.23.3", "numpy==1.26.4")
+# tokenizer verified at build time is the one that serves; wheels exist for CPython 3.9 and newer. Without the
+# packages tokenizers declares (NO_DEPS): huggingface_hub and its dependencies serve Tokenizer.from_pretrained only,
+# and were 15 of the environment's 17 packages (benchmarks/task_env_size.md).
+TOKENIZE_REQUIREMENTS = (NO_DEPS, "tokenizers==0.23.3", "numpy==1.26.4")
 # The tokenizer step's outputs: [rows, tokens], offsets [rows, tokens, 2].
 TOKEN_OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "sequence_ids")
 
