@@ -67,11 +67,18 @@ class Figure:
     instance_hours: float
     usd: Optional[float]
     unknown: tuple[str, ...] = ()  # why a price is missing (PriceTable.missing)
+    # Kept also when a price is missing, so a total keeps the dollars it knows and names the hours it cannot price:
+    known_usd: float = 0.0                          # the dollars of the priced instance-hours
+    unpriced: tuple[tuple[str, float], ...] = ()    # (instance type, instance-hours) without a price
 
     def __add__(self, other: "Figure") -> "Figure":
         usd = self.usd + other.usd if self.usd is not None and other.usd is not None else None
+        hours: dict[str, float] = {}
+        for instance_type, h in self.unpriced + other.unpriced:
+            hours[instance_type] = hours.get(instance_type, 0.0) + h
         return Figure(self.instance_hours + other.instance_hours, usd,
-                      tuple(dict.fromkeys(self.unknown + other.unknown)))
+                      tuple(dict.fromkeys(self.unknown + other.unknown)), self.known_usd + other.known_usd,
+                      tuple(hours.items()))
 
 
 ZERO = Figure(0.0, 0.0)
@@ -224,8 +231,11 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
         floor = Figure(low * hours, 0.0)
         ceiling = Figure(high * hours, 0.0)
         return PoolCost(pool, price, ceiling_price, floor, ceiling, None, tuple(notes))
-    floor = _figure(low * hours, price, () if price else (prices.missing(region, pool.instance_type),))
-    ceiling = _figure(high * hours, ceiling_price, missing)
+    floor = _figure(low * hours, price, () if price else (prices.missing(region, pool.instance_type),),
+                    pool.instance_type)
+    # Unpriced, a ceiling is named by the first pool without a price (the fallbacks' dearest is not known).
+    ceiling = _figure(high * hours, ceiling_price, missing,
+                      next((t for t, p in found.items() if p is None), pool.instance_type))
     if pool.fallbacks and ceiling_price is not None and ceiling_price.instance_type != pool.instance_type:
         notes.append(f"ceiling priced at the dearest fallback pool, {ceiling_price.instance_type} "
                      f"({hourly_rate(ceiling_price)})")
@@ -242,15 +252,17 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
         else:
             avg_low = sum(b[0] for b in weekly) / len(weekly)
             avg_high = sum(b[1] for b in weekly) / len(weekly)
-            expected = (_figure(avg_low * hours, price, floor.unknown),
-                        _figure(avg_high * hours, ceiling_price, ceiling.unknown))
+            expected = (_figure(avg_low * hours, price, floor.unknown, pool.instance_type),
+                        _figure(avg_high * hours, ceiling_price, ceiling.unknown,
+                                ceiling.unpriced[0][0] if ceiling.unpriced else pool.instance_type))
     return PoolCost(pool, price, ceiling_price, floor, ceiling, expected, tuple(notes))
 
 
-def _figure(instance_hours: float, price: Optional[Price], unknown: tuple[str, ...]) -> Figure:
+def _figure(instance_hours: float, price: Optional[Price], unknown: tuple[str, ...], instance_type: str) -> Figure:
     if price is None:
-        return Figure(instance_hours, None, unknown)
-    return Figure(instance_hours, instance_hours * price.usd_per_hour)
+        return Figure(instance_hours, None, unknown, unpriced=((instance_type, instance_hours),))
+    usd = instance_hours * price.usd_per_hour
+    return Figure(instance_hours, usd, known_usd=usd)
 
 
 def _bounds(pool: Pool) -> list[tuple[int, int]]:
@@ -312,8 +324,13 @@ def _hours(figure: Figure) -> str:
 
 
 def amount(figure: Figure) -> str:
-    """``$1,210`` or ``unknown price (1,460 instance-hours)``."""
-    return money(figure.usd) if figure.usd is not None else f"unknown price ({_hours(figure)})"
+    """``$1,210``; ``unknown price (1,460 instance-hours of ml.g6.xlarge)``; or, priced in part, the dollars known and
+    the hours that are not: ``$1,028 + unknown price (730 instance-hours of ml.g6.xlarge)``."""
+    if figure.usd is not None:
+        return money(figure.usd)
+    unpriced = ", ".join(f"{h:,.0f} instance-hours of {t}" for t, h in figure.unpriced) or _hours(figure)
+    known = figure.instance_hours - sum(h for _, h in figure.unpriced)
+    return (f"{money(figure.known_usd)} + " if figure.unpriced and known > 0 else "") + f"unknown price ({unpriced})"
 
 
 def assumptions(cost: EnvironmentCost) -> str:

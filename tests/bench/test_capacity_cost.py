@@ -160,9 +160,11 @@ def test_a_broken_price_file_stops_a_recording_run_before_it_measures(priced_spe
     assert err.endswith("); rerun `tritonsm prices refresh` or delete it\n")
 
 
-def test_the_shipped_snapshot_prices_nothing_so_the_repository_spec_is_unknown():
-    # No guessed AWS price ships: the repository's own spec shows unknown until a refresh.
+def test_the_shipped_snapshot_prices_what_a_source_gives_and_leaves_the_rest_unknown():
+    # us-east-1's ml.g5.xlarge has a cited figure; us-west-2 has none (only an inferred one: not shipped).
     spec = load_spec(ROOT / "triton.yaml")
     measurement = priced(spec, "classifier", _measured("ml.g5.xlarge"), pricing.load_prices(None))
-    assert all(c.usd_per_million is None and c.unknown.startswith("unknown price: ")
-               for c in measurement.cost_per_million)
+    by_region = {c.region: c for c in measurement.cost_per_million}
+    assert by_region["us-east-1"].usd_per_million is not None
+    assert by_region["us-west-2"].usd_per_million is None
+    assert by_region["us-west-2"].unknown.startswith("unknown price: ml.g5.xlarge in us-west-2 is in none of ")

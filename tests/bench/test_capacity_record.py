@@ -135,9 +135,9 @@ def test_bench_load_on_the_endpoints_own_model_records_it(tiny_spec, tmp_path):
     assert measured.max_rps_per_instance > 0 and measured.latency_sla_ms == 300.0
     report = (tmp_path / "load" / "load-endpoint.md").read_text()
     assert report.startswith("Endpoint tiny-sme: local CPU")
-    # Priced as the endpoint; the shipped snapshot has no figures, so the price is unknown, with the reason.
+    # Priced as the endpoint, from the shipped snapshot's ml.g5.xlarge in us-east-1, and said to be a stand-in.
     assert "\nCost per million inferences at the best rate within the threshold, priced as endpoint tiny-sme:\n" in report
-    assert "\n- unknown price: ml.g5.xlarge in us-east-1 is in none of " in report
+    assert "\n- $" in report and "not on ml.g5.xlarge: a CPU stand-in figure" in report
 
 
 def test_endpoint_load_records_only_for_its_own_endpoint(tiny_spec, tmp_path, capsys):

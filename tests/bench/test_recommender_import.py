@@ -61,9 +61,10 @@ def test_a_finished_job_becomes_the_capacity_record(sagemaker, tmp_path, capsys)
         "max_rps_per_instance": 30.0, "latency_sla_ms": float(sla), "p99_ms": 412.0,
         "measured_on": "ml.g5.xlarge, endpoint Triton-prod-classifier, Inference Recommender job classifier-load-test",
         "command": "tritonsm bench recommender classifier --import classifier-load-test"}
-    # The shipped snapshot prices nothing: every region the spec deploys it in is unknown, with the reason.
-    assert [(c["region"], c["usd_per_million"], c["unknown"][:14]) for c in costs] == [
-        ("us-east-1", None, "unknown price:"), ("us-west-2", None, "unknown price:")]
+    # The shipped snapshot prices ml.g5.xlarge in us-east-1 ($1.4084/h: 1.4084 / (30 x 3600) x 1e6 per million) and
+    # nothing in us-west-2, which stays unknown, with the reason.
+    assert [(c["region"], c["usd_per_million"] and round(c["usd_per_million"], 2), (c["unknown"] or "")[:14])
+            for c in costs] == [("us-east-1", 13.04, ""), ("us-west-2", None, "unknown price:")]
     # A job on an existing endpoint reports no cost of its own (botocore InferenceMetrics): kept as unknown.
     assert aws == {"job": "classifier-load-test", "region": "us-east-1", "instance_type": "ml.g5.xlarge",
                    "cost_per_hour": None, "cost_per_inference": None, "not_reported": ENDPOINT_JOB_HAS_NO_COST}

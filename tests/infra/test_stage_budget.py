@@ -68,3 +68,12 @@ def test_the_budget_is_refused_below_the_stage_s_ceiling(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
     assert "environments.prod.budget.monthly_usd: got $4,000, below the monthly ceiling of $4,380" in str(caught.value)
+
+
+def test_an_example_budget_synthesizes_from_the_shipped_prices_alone(every_assembly):
+    # The pull-request workflow's conditions: a fresh clone, no AWS credentials, no refreshed price file: the
+    # shipped snapshot prices the stage (its ceiling $7,526 a month), so the budget's check and resource synthesize.
+    example = every_assembly["examples/bert-large-tuned-sme"]
+    assert not (example.spec_path.parent / "build" / "prices").exists()
+    budget, = [r for r in example.template("prod")["Resources"].values() if r["Type"] == "AWS::Budgets::Budget"]
+    assert budget["Properties"]["Budget"]["BudgetLimit"] == {"Amount": 8000, "Unit": "USD"}

@@ -99,7 +99,7 @@ def test_a_fallback_pool_without_a_price_leaves_the_ceiling_unknown_not_guessed(
     assert result.ceiling.unknown == (
         "unknown price: ml.g6e.xlarge in us-east-1 is in none of test.json of 2026-11-01; with AWS credentials "
         "(pricing:GetProducts) run `tritonsm prices refresh --region us-east-1 --instance-type ml.g6e.xlarge`",)
-    assert cost.amount(result.ceiling) == "unknown price (2,190 instance-hours)"
+    assert cost.amount(result.ceiling) == "unknown price (2,190 instance-hours of ml.g6e.xlarge)"
 
 
 def test_a_capacity_reservation_is_prepaid_and_left_out_of_the_on_demand_figures():
@@ -229,12 +229,33 @@ def test_tritonsm_cost_prints_one_line_per_stage_and_per_endpoint(tmp_path, caps
 
 
 def test_tritonsm_cost_without_prices_says_unknown_and_how_to_refresh(tmp_path, capsys):
+    # staging is in us-west-2, where the shipped snapshot has no figures (deployment_spec/cost/prices).
     spec = _spec_dir(tmp_path)
-    assert main(["cost", "--spec", str(spec), "--environment", "dev", "--capacity", str(tmp_path / "none.json")]) == 0
+    assert main(["cost", "--spec", str(spec), "--environment", "staging", "--capacity",
+                 str(tmp_path / "none.json")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("dev: floor unknown price (1,460 instance-hours) / month, ceiling unknown price "
-                      "(5,110 instance-hours) / month (us-east-1 on-demand, 730 h)")
-    assert out[-1].startswith("note: unknown price: ml.g5.xlarge in us-east-1 is in none of ")
+    assert out[0] == ("staging: floor unknown price (1,460 instance-hours of ml.g5.xlarge) / month, ceiling unknown "
+                      "price (5,110 instance-hours of ml.g5.xlarge) / month (us-west-2 on-demand, 730 h)")
+    assert out[-1].startswith("note: unknown price: ml.g5.xlarge in us-west-2 is in none of ")
+
+
+def test_tritonsm_cost_on_the_default_spec_prices_from_the_shipped_snapshot_naming_its_source(capsys):
+    assert main(["cost", "--spec", str(ROOT / "triton.yaml"), "--environment", "prod", "--capacity",
+                 str(ROOT / "no-capacity.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("prod: floor $4,113 / month, ceiling $14,394 / month (us-east-1 on-demand, prices of "
+                      "2024-05-18, 730 h)")
+    assert out[2] == "    vision-nlp: 2..8 × ml.g5.xlarge at $1.4084/h × 730 h"
+    assert out[-1].startswith("prices: aws-samples/foundation-model-benchmarking-tool fmbench/configs/pricing.yml at "
+                              "commit 39ce6b9c3572bf620a60c288c5b473462c5bc2eb")
+
+
+def test_a_stage_priced_in_part_keeps_its_known_dollars_and_names_the_unpriced_hours():
+    # One endpoint on ml.g5.xlarge at $1/h, one on ml.g6e.xlarge, which the prices lack: summed as a stage sums them.
+    priced, unpriced = _cost(_endpoint(name="a")), _cost(_endpoint(name="b", instance_type="ml.g6e.xlarge"))
+    total = priced.floor + unpriced.floor
+    assert total.usd is None and total.known_usd == 730.0
+    assert cost.amount(total) == "$730 + unknown price (730 instance-hours of ml.g6e.xlarge)"
 
 
 def test_cost_diff_names_the_change_that_moved_each_figure(tmp_path, capsys):
@@ -290,12 +311,12 @@ def test_a_budget_at_or_above_the_ceiling_loads(tmp_path):
 
 
 def test_a_budget_whose_ceiling_cannot_be_priced_is_refused(tmp_path):
-    spec = _spec_dir(tmp_path, None, dev={"budget": {"monthly_usd": 100}})
+    spec = _spec_dir(tmp_path, None, staging={"budget": {"monthly_usd": 100}})
     with pytest.raises(SpecError) as caught:
         load_spec(spec)
     assert str(caught.value).splitlines()[1].startswith(
-        "  - environments.dev.budget.monthly_usd: got $100 against a ceiling that cannot be priced (unknown price: "
-        "ml.g5.xlarge in us-east-1 is in none of sagemaker_realtime.json of ")
+        "  - environments.staging.budget.monthly_usd: got $100 against a ceiling that cannot be priced (unknown "
+        "price: ml.g5.xlarge in us-west-2 is in none of sagemaker_realtime.json of ")
     assert str(caught.value).endswith("allowed: a budget for an environment whose instance types have prices; fix: "
                                       "refresh the prices (tritonsm prices refresh), or remove budget")
 
@@ -320,10 +341,10 @@ def _with_fallback_pool(before: pathlib.Path) -> pathlib.Path:
 def test_a_diff_without_prices_still_names_a_change_that_moves_only_dollars(tmp_path, capsys):
     before = _spec_dir(tmp_path)
     after = _with_fallback_pool(before)
-    assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "prod",
+    assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "staging",
                  "--capacity", str(tmp_path / "none.json")]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "prod ceiling 10,220 instance-hours / month either way (unknown price): classifier fallback_instance_types "
+        "staging ceiling 5,110 instance-hours / month either way (unknown price): classifier fallback_instance_types "
         "[] → [ml.g6.xlarge]"]
 
 
@@ -334,5 +355,5 @@ def test_a_diff_to_an_unpriced_type_shows_the_old_dollars_and_the_new_instance_h
     assert main(["cost", "--spec", str(after), "--diff", str(before), "--environment", "prod",
                  "--capacity", str(tmp_path / "none.json")]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "prod ceiling $10,220 → unknown price (10,220 instance-hours) / month: classifier fallback_instance_types "
-        "[] → [ml.g6.xlarge]"]
+        "prod ceiling $10,220 → $5,840 + unknown price (4,380 instance-hours of ml.g6.xlarge) / month: classifier "
+        "fallback_instance_types [] → [ml.g6.xlarge]"]
