@@ -1,6 +1,6 @@
 # The two commands of the README: `make` (set up, build the default models,
 # synthesize every environment with cdk-nag) and `make test`.
-.PHONY: all setup build synth test schema docs clean
+.PHONY: all setup build synth test schema docs dist clean
 
 all: synth
 
@@ -37,6 +37,14 @@ schema:
 # tests/docs/test_docs_build.py builds it; the reference pages are generated from the code on every build.
 docs: setup
 	.venv/bin/python -m sphinx -W --keep-going -b dirhtml docs build/docs
+
+# The release artifacts: the wheel and the source distribution of pyproject.toml's version, in dist/ (built from the
+# checkout with the environment's setuptools, no download: `pip install dist/triton_sagemaker_cdk-*.whl`).
+dist: setup
+	rm -rf dist
+	.venv/bin/python -m pip wheel --no-deps --no-build-isolation -q -w dist .
+	.venv/bin/python -c "from setuptools import build_meta; build_meta.build_sdist('dist')" > /dev/null
+	@ls dist
 
 clean:
 	rm -rf cdk.out assets/*.tar.gz assets/manifest.json

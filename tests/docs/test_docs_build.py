@@ -101,6 +101,13 @@ def test_the_reference_check_reports_a_public_name_left_out():
                          "Scaling ... Alarms ... Asynchronous named in prose") == ["Asynchronous"]
 
 
+def test_the_pictures_are_in_the_built_pages(site):
+    for page, picture in (("concepts/overview", "data-flow.svg"), ("concepts/deployed", "stage-resources.svg")):
+        html = (site / page / "index.html").read_text()
+        assert re.search(rf'<img [^>]*src="[^"]*{picture}"', html), page
+        assert (site / "_images" / picture).is_file()
+
+
 def test_the_changelog_is_on_the_site(site):
     text = _text(site, "changelog")
     assert "[Unreleased]" in text and "Keep a Changelog" in text

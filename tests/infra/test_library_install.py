@@ -29,6 +29,26 @@ def _run(args: list, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900, **kwargs)
 
 
+INSTALL_PAGE = ROOT / "docs" / "howto" / "install.md"
+
+
+def install_page_command(wheel: pathlib.Path) -> list[str]:
+    """The `pip install ...` of the install page's library block, as pip arguments: its dist/ wheel and the
+    checkout's requirements.lock resolved here."""
+    section = INSTALL_PAGE.read_text().split("## 2.", 1)[1].split("## 3.", 1)[0]
+    [line] = [line for line in re.findall(r"```sh\n(.*?)```", section, re.S)[1].splitlines()
+              if line.startswith("pip install ")]
+    words = line.split()[1:]
+    resolved = {"dist/triton_sagemaker_cdk-*.whl": str(wheel), "requirements.lock": str(ROOT / "requirements.lock")}
+    return ["pip", *[resolved.get(w, w) for w in words], "-q", "--disable-pip-version-check"]
+
+
+def test_the_install_page_command_is_the_one_this_module_runs(tmp_path):
+    assert install_page_command(tmp_path / "x.whl") == [
+        "pip", "install", "-c", str(ROOT / "requirements.lock"), str(tmp_path / "x.whl"), "cdk-nag",
+        "cdklabs-cdk-validator-cfnguard", "-q", "--disable-pip-version-check"]
+
+
 @pytest.fixture(scope="module")
 def installed(module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
     """(the fresh environment's python, the wheel)."""
@@ -46,9 +66,9 @@ def installed(module_tmp) -> tuple[pathlib.Path, pathlib.Path]:
     created = _run([sys.executable, "-m", "venv", venv])
     assert created.returncode == 0, created.stderr
     python = venv / "bin" / "python"
-    # The user's app needs the library and, as its own choices, cdk-nag and the Control Tower rules.
-    done = _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", ROOT / "requirements.lock",
-                 wheel, "cdk-nag", "cdklabs-cdk-validator-cfnguard"])
+    # The install page's command as written (docs/howto/install.md, way 2): the library and, as the app's own
+    # choices, cdk-nag and the Control Tower rules; its dist/ wheel is the one built above.
+    done = _run([python, "-m", *install_page_command(wheel)])
     assert done.returncode == 0, done.stderr[-3000:]
     return python, wheel
 
