@@ -172,3 +172,14 @@ def test_a_placeholder_written_raw_is_hidden_by_the_renderer_and_shown_once_made
     line = "the first part of each stage ID (<project><environment>), as `<project>` in code"
     assert shown(line) == "the first part of each stage ID (), as <project> in code\n"
     assert shown(visible(line)) == "the first part of each stage ID (<project><environment>), as <project> in code\n"
+
+
+def _without_page(examples: list[str], pages: str) -> list[str]:
+    return [name for name in examples if f"examples/{name}.yaml" not in pages]
+
+
+def test_every_example_spec_has_a_scenario_page():
+    pages = "\n".join(p.read_text() for p in (DOCS / "howto" / "scenarios").glob("*.md"))
+    examples = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+    assert len(examples) >= 10 and _without_page(examples, pages) == []
+    assert _without_page(["ensemble-sme", "a-new-example"], pages) == ["a-new-example"]   # the check can fail
