@@ -239,6 +239,18 @@ def test_tritonsm_cost_without_prices_says_unknown_and_how_to_refresh(tmp_path, 
     assert out[-1].startswith("note: unknown price: ml.g5.xlarge in us-west-2 is in none of ")
 
 
+def test_the_cost_pages_example_prints_what_the_page_shows(capsys):
+    # docs/howto/cost.md: the block that runs `tritonsm cost --environment prod` on the default spec, its output
+    # lines written under it as comments.
+    page = (ROOT / "docs" / "howto" / "cost.md").read_text()
+    block = page.split("```sh\ntritonsm cost --environment prod\n", 1)[1].split("```", 1)[0]
+    promised = [line[2:] for line in block.splitlines()]
+    assert len(promised) >= 3
+    assert main(["cost", "--spec", str(ROOT / "triton.yaml"), "--environment", "prod", "--capacity",
+                 str(ROOT / "no-capacity.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[:len(promised)] == promised
+
+
 def test_tritonsm_cost_on_the_default_spec_prices_from_the_shipped_snapshot_naming_its_source(capsys):
     assert main(["cost", "--spec", str(ROOT / "triton.yaml"), "--environment", "prod", "--capacity",
                  str(ROOT / "no-capacity.json")]) == 0
