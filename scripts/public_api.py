@@ -39,6 +39,7 @@ API_DIR = ROOT / "api"
 CHANGELOG = ROOT / "CHANGELOG.md"
 # The [Unreleased] subsections whose backticked dotted paths announce a break (CHANGELOG.md's header).
 ANNOUNCING = ("Changed", "Removed")
+BREAKING = "**Breaking:** "   # how a bullet announcing a break starts
 _NAMED = re.compile(r"`([A-Za-z_][\w.]*)(?:\([^`]*\))?`")
 
 
@@ -235,11 +236,14 @@ def _text(value: Any) -> str:
 # --- What the changelog announces.
 
 def announced(changelog: str) -> set[str]:
-    """The dotted paths in backticks under ### Changed or ### Removed of ## [Unreleased]."""
+    """The dotted paths in backticks of the bullets marked BREAKING under ### Changed or ### Removed of
+    ## [Unreleased] (a reader of the changelog, on the site too, sees each break marked)."""
     names: set[str] = set()
     for heading, body in _subsections(_unreleased(changelog)):
         if heading in ANNOUNCING:
-            names |= set(_NAMED.findall(body))
+            for bullet in re.split(r"^- ", body, flags=re.MULTILINE)[1:]:
+                if bullet.startswith(BREAKING):
+                    names |= set(_NAMED.findall(bullet))
     return names
 
 
@@ -266,8 +270,9 @@ def report(missing: list[Break], release: Recorded) -> str:
     lines = [f"{len(missing)} break(s) of the public API since {release.version} ({where}) that CHANGELOG.md's "
              "[Unreleased] does not name:"]
     lines += [f"  - {each}" for each in missing]
-    lines.append("fix: restore the old form, or name each path in backticks in a bullet under '### Changed' or "
-                 "'### Removed' of [Unreleased], saying what users write instead (CHANGELOG.md's header)")
+    lines.append("fix: restore the old form, or name each path in backticks in a bullet marked **Breaking:** under "
+                 "'### Changed' or '### Removed' of [Unreleased], saying what users write instead (CHANGELOG.md's "
+                 "header)")
     return "\n".join(lines)
 
 

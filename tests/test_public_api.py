@@ -93,8 +93,15 @@ def test_a_planted_unannounced_break_is_reported(first_release: Recorded, plante
     assert report(missing, first_release) == (
         "1 break(s) of the public API since 0.1.0 (api/0.1.0.json) that CHANGELOG.md's [Unreleased] does not name:\n"
         f"  - {PLANTED_PATH}: Parameter was removed: kind: str = '5XX' (positional or keyword) → (none)\n"
-        "fix: restore the old form, or name each path in backticks in a bullet under '### Changed' or '### Removed' "
-        "of [Unreleased], saying what users write instead (CHANGELOG.md's header)")
+        "fix: restore the old form, or name each path in backticks in a bullet marked **Breaking:** under '### Changed' "
+        "or '### Removed' of [Unreleased], saying what users write instead (CHANGELOG.md's header)")
+
+
+def test_a_break_named_in_a_bullet_not_marked_breaking_is_not_announced(planted: list[Break],
+                                                                         since_first: list[Break]):
+    changelog = _changelog(changed=[each.path for each in since_first]).replace(
+        "### Changed\n\n", f"### Changed\n\n- `{PLANTED_PATH}`: named, not marked.\n", 1)
+    assert [each.path for each in unannounced(planted, changelog)] == [PLANTED_PATH]
 
 
 def test_a_planted_break_the_changelog_names_passes(planted: list[Break], since_first: list[Break]):
@@ -112,7 +119,7 @@ def _changelog(*, changed: list[str], added: Sequence[str] = (), older: Sequence
     """A changelog in CHANGELOG.md's form naming ``changed`` under [Unreleased]'s Changed, ``added`` under its
     Added, ``older`` under Changed of the release before."""
     def bullets(paths: Sequence[str]) -> str:
-        return "".join(f"- `{path}`: what to write instead.\n" for path in paths)
+        return "".join(f"- **Breaking:** `{path}`: what to write instead.\n" for path in paths)
 
     return (f"# Changelog\n\n## [Unreleased]\n\n### Added\n\n{bullets(added)}\n### Changed\n\n{bullets(changed)}\n"
             f"## [0.1.0] - 2026-11-24\n\n### Changed\n\n{bullets(older)}")
