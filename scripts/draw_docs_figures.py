@@ -70,7 +70,9 @@ def stage_resources(assembly: pathlib.Path, stage: str = STAGE) -> dict[str, col
         if artifact.get("type") != "aws:cloudformation:stack" or not template:
             continue
         resources = json.loads((nested / template).read_text()).get("Resources", {})
-        out[artifact["displayName"].split("/", 1)[1]] = collections.Counter(r["Type"] for r in resources.values())
+        # AWS::CDK::Metadata is the CLI's version reporting (absent when an app is synthesized without the CLI).
+        out[artifact["displayName"].split("/", 1)[1]] = collections.Counter(
+            r["Type"] for r in resources.values() if r["Type"] != "AWS::CDK::Metadata")
     return dict(sorted(out.items()))
 
 

@@ -8,7 +8,7 @@ import importlib.util
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[2]   # tests/infra: every_assembly is its fixture
 STATIC = ROOT / "docs" / "_static"
 
 
