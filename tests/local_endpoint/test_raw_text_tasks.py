@@ -281,51 +281,74 @@ def _row(text: object) -> dict:
 
 
 # What applications send that a text task does not take, and what reaches their boto3 client: (content type, body)
-# -> (the container's status, its message). Triton's SageMaker front end parses the body before any model runs, so it
-# decides these, on the deployed endpoint as here (Triton's http_server.cc; the local server is Triton 24.10, the
-# wheel's). SageMaker answers each as ModelError (HTTP 424) with OriginalStatusCode 400 and this OriginalMessage.
-# docs/text-tasks.md, "Bad requests", shows this table.
+# -> (the container's status on a single-model endpoint, on a multi-model one, its message). Triton's SageMaker front
+# end parses the body before any model runs, so it decides these, on the deployed endpoint as here (Triton's
+# sagemaker_server.cc; the local server is Triton 24.10, the wheel's): a body it cannot parse is a 500 on
+# /invocations (single-model) and a 400 on a multi-model endpoint's model route. SageMaker answers each as
+# ModelError (HTTP 424) with that OriginalStatusCode and OriginalMessage. docs/text-tasks.md, "Bad requests".
+PARSE = "Unable to parse JSON bytes array: attempt to access JSON non-string as string"
 CLIENT_MISTAKES = {
-    "malformed JSON": ("application/json", b'{"inputs": [', 400,
+    "malformed JSON": ("application/json", b'{"inputs": [', 500, 400,
                        '{"error":"failed to parse the request JSON buffer: Invalid value. at 12"}'),
-    "plain text": ("text/plain", b"a fine film", 400,
+    "plain text": ("text/plain", b"a fine film", 500, 400,
                    '{"error":"failed to parse the request JSON buffer: Invalid value. at 0"}'),
-    "{instances: [...]}": ("application/json", json.dumps({"instances": ["a fine film"]}).encode(), 400,
+    "{instances: [...]}": ("application/json", json.dumps({"instances": ["a fine film"]}).encode(), 500, 400,
                            '{"error":"Unable to parse \'inputs\': attempt to access non-existing object member '
                            '\'inputs\'"}'),
-    "{inputs: text} (Hugging Face toolkit)": ("application/json", json.dumps({"inputs": "a fine film"}).encode(), 400,
-                                              '{"error":"Unable to parse \'inputs\': attempt to access JSON '
-                                              'non-array as array"}'),
-    "a number as TEXT": ("application/json", json.dumps(_row(42)).encode(), 400,
-                         '{"error":"Unable to parse JSON bytes array: attempt to access JSON non-string as string"}'),
-    "null as TEXT": ("application/json", json.dumps(_row(None)).encode(), 400,
-                     '{"error":"Unable to parse JSON bytes array: attempt to access JSON non-string as string"}'),
+    "{inputs: text} (Hugging Face toolkit)": ("application/json", json.dumps({"inputs": "a fine film"}).encode(),
+                                              500, 400, '{"error":"Unable to parse \'inputs\': attempt to access '
+                                                        'JSON non-array as array"}'),
+    "a number as TEXT": ("application/json", json.dumps(_row(42)).encode(), 500, 400, f'{{"error":"{PARSE}"}}'),
+    "null as TEXT": ("application/json", json.dumps(_row(None)).encode(), 500, 400, f'{{"error":"{PARSE}"}}'),
     "9 rows, max_batch_size 8": ("application/json", json.dumps(
         {"inputs": [{"name": "TEXT", "shape": [9, 1], "datatype": "BYTES", "data": ["a fine film"] * 9}]}).encode(),
-        400, None),   # Triton's message names the tarball: checked below
+        400, 400, '{"error":"[request id: <id_unknown>] inference request batch-size must be <= 8 for \'MODEL\'"}'),
 }
+SME_NAME = "Tasks-dev-sentiment-sme"
 
 
-def test_what_a_client_mistake_answers_through_boto3(built, runtime):
+@pytest.fixture(scope="module")
+def single_model(built, module_tmp):
+    """The sentiment ensemble's repository served as a single-model endpoint (its default model)."""
+    from deployment_spec.sections.endpoint import EndpointKind
+    from local_endpoint.endpoints.single_model import SingleModelEndpoint
+    from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
+
+    sme = SingleModelEndpoint(built.tarball("sentiment"), default_model="sentiment", cpu_stand_in=True,
+                              log_file=module_tmp.mktemp("sme-logs") / "sme.log")
+    with LocalRuntime([NamedEndpoint(SME_NAME, EndpointKind.SINGLE_MODEL, sme)]) as runtime:
+        yield runtime
+
+
+def _mistakes_seen(url: str, endpoint: str, target: str | None) -> dict:
     import boto3
     from botocore.exceptions import ClientError
 
-    client = boto3.client("sagemaker-runtime", endpoint_url=runtime.url, region_name="us-east-1",
+    client = boto3.client("sagemaker-runtime", endpoint_url=url, region_name="us-east-1",
                           aws_access_key_id="local", aws_secret_access_key="local")
     seen = {}
-    for case, (content_type, body, _, _) in CLIENT_MISTAKES.items():
+    for case, (content_type, body, *_) in CLIENT_MISTAKES.items():
         with pytest.raises(ClientError) as caught:
-            client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("sentiment").name,
-                                   ContentType=content_type, Body=body)
+            client.invoke_endpoint(EndpointName=endpoint, ContentType=content_type, Body=body,
+                                   **({"TargetModel": target} if target else {}))
         error = caught.value.response
         assert error["Error"]["Code"] == "ModelError" and error["ResponseMetadata"]["HTTPStatusCode"] == 424
         seen[case] = (error["OriginalStatusCode"], error["OriginalMessage"])
-    wrong = {case: seen[case] for case, (_, _, status, message) in CLIENT_MISTAKES.items()
-             if seen[case][0] != status or message not in (seen[case][1], None)}
-    assert wrong == {}, json.dumps(wrong, indent=1)
+    return seen
+
+
+def test_what_a_client_mistake_answers_through_boto3_on_a_multi_model_endpoint(built, runtime):
     tarball = built.tarball("sentiment").name
-    assert seen["9 rows, max_batch_size 8"][1] == (
-        f'{{"error":"[request id: <id_unknown>] inference request batch-size must be <= 8 for \'{tarball}\'"}}')
+    seen = _mistakes_seen(runtime.url, RUNTIME_NAME, tarball)
+    want = {case: (mme, message.replace("MODEL", tarball)) for case, (_, _, _, mme, message) in CLIENT_MISTAKES.items()}
+    assert seen == want, json.dumps(seen, indent=1)
+
+
+def test_what_a_client_mistake_answers_through_boto3_on_a_single_model_endpoint(single_model):
+    seen = _mistakes_seen(single_model.url, SME_NAME, None)
+    want = {case: (sme, message.replace("MODEL", "sentiment")) for case, (_, _, sme, _, message)
+            in CLIENT_MISTAKES.items()}
+    assert seen == want, json.dumps(seen, indent=1)
 
 
 def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built, runtime):
