@@ -65,23 +65,25 @@ class Figure:
     """A monthly figure: the instance-hours behind it, and dollars where every price is known."""
 
     instance_hours: float
-    usd: Optional[float]
-    unknown: tuple[str, ...] = ()  # why a price is missing (PriceTable.missing)
     # Kept also when a price is missing, so a total keeps the dollars it knows and names the hours it cannot price:
     known_usd: float = 0.0                          # the dollars of the priced instance-hours
+    unknown: tuple[str, ...] = ()                   # why a price is missing (PriceTable.missing)
     unpriced: tuple[tuple[str, float], ...] = ()    # (instance type, instance-hours) without a price
 
+    @property
+    def usd(self) -> Optional[float]:
+        """The dollars, where every price is known."""
+        return None if self.unpriced else self.known_usd
+
     def __add__(self, other: "Figure") -> "Figure":
-        usd = self.usd + other.usd if self.usd is not None and other.usd is not None else None
         hours: dict[str, float] = {}
         for instance_type, h in self.unpriced + other.unpriced:
             hours[instance_type] = hours.get(instance_type, 0.0) + h
-        return Figure(self.instance_hours + other.instance_hours, usd,
-                      tuple(dict.fromkeys(self.unknown + other.unknown)), self.known_usd + other.known_usd,
-                      tuple(hours.items()))
+        return Figure(self.instance_hours + other.instance_hours, self.known_usd + other.known_usd,
+                      tuple(dict.fromkeys(self.unknown + other.unknown)), tuple(hours.items()))
 
 
-ZERO = Figure(0.0, 0.0)
+ZERO = Figure(0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,8 +230,8 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
     if pool.prepaid:
         notes.append("prepaid: launches into a capacity reservation, billed as the training plan's upfront fee "
                      "(not in the spec), left out of the on-demand figures")
-        floor = Figure(low * hours, 0.0)
-        ceiling = Figure(high * hours, 0.0)
+        floor = Figure(low * hours)
+        ceiling = Figure(high * hours)
         return PoolCost(pool, price, ceiling_price, floor, ceiling, None, tuple(notes))
     floor = _figure(low * hours, price, () if price else (prices.missing(region, pool.instance_type),),
                     pool.instance_type)
@@ -260,9 +262,8 @@ def pool_cost(pool: Pool, region: Optional[str], prices: PriceTable, hours: floa
 
 def _figure(instance_hours: float, price: Optional[Price], unknown: tuple[str, ...], instance_type: str) -> Figure:
     if price is None:
-        return Figure(instance_hours, None, unknown, unpriced=((instance_type, instance_hours),))
-    usd = instance_hours * price.usd_per_hour
-    return Figure(instance_hours, usd, known_usd=usd)
+        return Figure(instance_hours, unknown=unknown, unpriced=((instance_type, instance_hours),))
+    return Figure(instance_hours, instance_hours * price.usd_per_hour)
 
 
 def _bounds(pool: Pool) -> list[tuple[int, int]]:

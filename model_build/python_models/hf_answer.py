@@ -103,10 +103,8 @@ def _flag(meaning):
 def _threshold(name, value, params, key):
     number = _number(value)
     if number is None or not 0 <= number <= 1:
-        raise RequestError(
-            f"request parameter 'threshold' is {value!r}; allowed: a number from 0 to 1, the lowest score a "
-            f"detection is answered with (this model's default: {float(params['threshold']):g}); send e.g. "
-            '"parameters": {"threshold": 0.3} beside "inputs"')
+        raise _refused(name, value, "a number from 0 to 1, the lowest score a detection is answered with",
+                       params.get(key), 0.3)
     return number
 
 
