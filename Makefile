@@ -23,7 +23,8 @@ test: setup compiled
 		--record-durations .tritonsm/module-durations.json tests
 
 # The edit loop's tier: the modules recorded as fast (the spec, refusals, unit tests), then mypy on what changed.
-# On the workers of `make test` (one process: 3 min 27 s for its 1,528 tests on 2026-11-28, past the 3 minutes aimed at).
+# A module's time counts the shared session fixtures it uses (tests/suite_tiers.py): counted as free, the modules
+# that read the one synthesis of every spec put all three workers to wait on it (3 min 00 s on 2026-11-29).
 check: setup compiled
 	.venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --tier check -q
 	scripts/check_types.sh

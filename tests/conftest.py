@@ -84,15 +84,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     suite_tiers.add_options(parser)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A plugin, not a hook of this file: a conftest's fixture hooks are not called for session fixtures.
+    config.pluginmanager.register(suite_tiers.FixtureClock(), "suite_tiers.FixtureClock")
+
+
+def pytest_ignore_collect(collection_path: pathlib.Path, config: pytest.Config) -> bool | None:
+    return True if suite_tiers.is_left_out(config, collection_path) else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    suite_tiers.select(config, items)
+    suite_tiers.select(items)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     suite_tiers.count(report)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # pytest-xdist's hook, on the controller: a worker's figures
+    suite_tiers.take_from_worker(node)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    suite_tiers.hand_to_controller(session.config)
     suite_tiers.write(session.config)
     # Under xdist the workers' folders (each checked and removed by its no_server_left_behind) lie in the
     # controller's, which runs no fixture: it removes its own when the run passed (kept to look at otherwise).

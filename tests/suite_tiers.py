@@ -6,10 +6,19 @@
 modules no run has recorded yet (a new module is most often a unit test being written): the spec and its
 refusals, the answer steps, the parsers, the unit tests of the build, within a few minutes on 2 cores. The
 cut is by module, not by test: a module's expensive fixture (a build, a server) runs for its first test, so
-keeping some of its tests would pay for the fixture anyway.
+keeping some of its tests would pay for the fixture anyway. The slow modules are not even collected: every
+xdist worker collects on its own, and importing (and assertion-rewriting, uncached where
+PYTHONDONTWRITEBYTECODE is set) the 70 slow modules cost each worker about 5 s.
 
 The recorded times: ``.tritonsm/module-durations.json`` after a local ``make test`` (this machine's own), else
 ``tests/module_durations.json``, committed from a full run in CI's conditions (2 cores).
+
+A session fixture (one synthesis of every spec, one tiny build) is paid by the first module that asks for it; the
+others record almost nothing, yet each of them alone pays it whole, and in ``make check`` every worker waited
+on it. So the same run records each session fixture's setup time and the modules whose tests use it
+(``shared-fixtures.json`` beside the durations; committed: ``tests/shared_fixtures.json``), and the check tier
+counts a module's time as its own plus its shared fixtures'. The order of ``make test`` keeps the modules' own
+times: charged there, every user of the one synthesis would start first, on every worker at once.
 
 ``make test`` runs on three pytest-xdist workers (on 2 cores: the tests wait on servers and subprocesses), each test module whole on one of them (``--dist loadfile``, so a
 module's fixtures are made once), and hands out the modules slowest first (``--no-loadscope-reorder`` keeps the
@@ -20,6 +29,7 @@ from __future__ import annotations
 import collections
 import json
 import pathlib
+import time
 from typing import Any
 
 import pytest
@@ -27,9 +37,14 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "tests" / "module_durations.json"
 LOCAL = ROOT / ".tritonsm" / "module-durations.json"
+SHARED_NAME = "shared-fixtures.json"  # beside the durations it was recorded with
+COMMITTED_SHARED = ROOT / "tests" / "shared_fixtures.json"
 FAST_MODULE_S = 6.0  # below every module that builds a model or starts a server in the recorded runs
+SHARED_FIXTURE_S = 1.0  # a session fixture cheaper than this is not worth charging
 
 _spent: collections.Counter[str] = collections.Counter()
+_fixture_s: dict[str, float] = {}  # session fixture -> its setup seconds in this process
+_users: dict[str, set[str]] = collections.defaultdict(set)  # session fixture -> modules whose tests use it
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -44,6 +59,24 @@ def module_of(nodeid: str) -> str:
 
 
 def recorded() -> dict[str, float]:
+    """Each module's recorded seconds for the check tier: its own, plus every shared fixture it uses."""
+    for path, shared_path in ((LOCAL, LOCAL.with_name(SHARED_NAME)), (COMMITTED, COMMITTED_SHARED)):
+        if path.is_file():
+            own: dict[str, float] = json.loads(path.read_text())
+            shared = json.loads(shared_path.read_text()) if shared_path.is_file() else {}
+            return charged(own, shared)
+    return {}
+
+
+def charged(own: dict[str, float], shared: dict[str, dict[str, Any]]) -> dict[str, float]:
+    total = dict(own)
+    for fixture in shared.values():
+        for module in fixture["modules"]:
+            total[module] = total.get(module, 0.0) + fixture["seconds"]
+    return total
+
+
+def own_times() -> dict[str, float]:
     for path in (LOCAL, COMMITTED):
         if path.is_file():
             data: dict[str, float] = json.loads(path.read_text())
@@ -56,6 +89,27 @@ def fast_modules(durations: dict[str, float], modules: list[str]) -> set[str]:
     return {m for m in modules if durations.get(m, 0.0) <= FAST_MODULE_S}
 
 
+def is_left_out(config: pytest.Config, path: pathlib.Path) -> bool:
+    """Whether the check tier leaves this test module out (not collected)."""
+    if config.getoption("--tier") != "check" or path.suffix != ".py" or not path.name.startswith("test_"):
+        return False
+    try:
+        module = path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:  # a module outside the repository (pytest's own tests of a plugin): not ours to tier
+        return False
+    return module not in fast_modules(_recorded_once(), [module])
+
+
+def _recorded_once() -> dict[str, float]:
+    global _durations
+    if _durations is None:
+        _durations = recorded()
+    return _durations
+
+
+_durations: dict[str, float] | None = None
+
+
 def slowest_first(durations: dict[str, float], items: list[pytest.Item]) -> list[pytest.Item]:
     """The items by module, the modules by recorded time, longest first (not recorded: last, in their order).
 
@@ -65,17 +119,43 @@ def slowest_first(durations: dict[str, float], items: list[pytest.Item]) -> list
                                            first_seen[module_of(item.nodeid)]))
 
 
-def select(config: pytest.Config, items: list[pytest.Item]) -> None:
-    durations = recorded()
-    items[:] = slowest_first(durations, items)
-    if config.getoption("--tier") != "check":
-        return
-    keep = fast_modules(durations, sorted({module_of(item.nodeid) for item in items}))
-    chosen = [item for item in items if module_of(item.nodeid) in keep]
-    left = [item for item in items if module_of(item.nodeid) not in keep]
-    if left:
-        config.hook.pytest_deselected(items=left)
-    items[:] = chosen
+def select(items: list[pytest.Item]) -> None:
+    """The collected items, slowest module first by their own times (the check tier's slow modules were never
+    collected), and which module uses which fixture, for charging the shared ones."""
+    items[:] = slowest_first(own_times(), items)
+    for item in items:
+        for name in getattr(item, "fixturenames", ()):
+            _users[name].add(module_of(item.nodeid))
+
+
+class FixtureClock:
+    """Times each session fixture's setup (its own: the fixtures it asks for are set up before it)."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:
+        started = time.monotonic()
+        yield
+        if fixturedef.scope == "session":
+            seconds = time.monotonic() - started
+            _fixture_s[fixturedef.argname] = max(seconds, _fixture_s.get(fixturedef.argname, 0.0))
+
+
+def shared_fixtures() -> dict[str, dict[str, Any]]:
+    """This process's session fixtures worth charging: {name: {"seconds", "modules"}}."""
+    return {name: {"seconds": round(seconds, 2), "modules": sorted(_users[name])}
+            for name, seconds in sorted(_fixture_s.items()) if seconds >= SHARED_FIXTURE_S and _users[name]}
+
+
+def hand_to_controller(config: pytest.Config) -> None:
+    """A worker's shared fixtures, for the controller that writes the record (pytest-xdist's workeroutput)."""
+    if is_xdist_worker(config):
+        config.workeroutput["shared_fixtures"] = json.dumps(shared_fixtures())  # type: ignore[attr-defined]
+
+
+def take_from_worker(node: Any) -> None:
+    for name, fixture in json.loads(getattr(node, "workeroutput", {}).get("shared_fixtures", "{}")).items():
+        _fixture_s[name] = max(fixture["seconds"], _fixture_s.get(name, 0.0))
+        _users[name].update(fixture["modules"])
 
 
 def count(report: pytest.TestReport) -> None:
@@ -96,3 +176,8 @@ def write(config: pytest.Config) -> None:
     known.update({module: round(seconds, 2) for module, seconds in _spent.items()})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
+    # Likewise the shared fixtures: the ones this run set up replace their earlier figures.
+    shared_path = path.with_name(SHARED_NAME)
+    shared: dict[str, Any] = json.loads(shared_path.read_text()) if shared_path.is_file() else {}
+    shared.update(shared_fixtures())
+    shared_path.write_text(json.dumps(dict(sorted(shared.items())), indent=1) + "\n")
