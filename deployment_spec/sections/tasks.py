@@ -27,6 +27,7 @@ from typing import Mapping
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.parsing.parse import meta
 from deployment_spec.sections.generation import Engine, Generation, engine_problems
+from deployment_spec.sections.request_options import APPLIED_OPTIONS, OPTIONS, RequestOptions
 
 
 class TaskKind(str, enum.Enum):
@@ -105,6 +106,10 @@ class Task:
         help="image-classification, image-embedding: python (transformers' image processor in a Python step) or "
              "dali (a DALI pipeline derived from preprocessor_config.json, on the GPU where the endpoint has one; "
              "requests then send IMAGE as UINT8 bytes)"))
+    requests: RequestOptions = dataclasses.field(default_factory=RequestOptions, metadata=meta(
+        help="the options a request may send as parameters beside inputs (top_k, function_to_apply, "
+             "aggregation_strategy, max_answer_len, handle_impossible_answer, threshold: pipeline()'s per call), and "
+             "the bound of each"))
     generation: Generation = dataclasses.field(default_factory=Generation, metadata=meta(
         help="text-generation, text2text-generation, automatic-speech-recognition with backend python (Whisper): the "
              "bounds of what a request may ask (max_new_tokens, "
@@ -177,7 +182,10 @@ class Task:
             out.append(Problem(f"{path}.preprocess", f"'dali' with {self.kind.value}{why}",
                                "dali only with " + ", ".join(k.value for k in TaskKind if k in DALI_KINDS)
                                + "; python with every kind", "remove preprocess (python, the default)"))
-        return out + self._generation_problems(path, defaults)
+        own = {"top_k": self.top_k, "max_answer_len": self.max_answer_length, "threshold": self.threshold,
+               "aggregation_strategy": self.aggregation.value}
+        return out + self.requests.task_problems(f"{path}.requests", self.kind.value, own) + \
+            self._generation_problems(path, defaults)
 
     def _generation_problems(self, path: str, defaults: "Task") -> list[Problem]:
         if self.generates():
@@ -201,7 +209,7 @@ TOP_K_KINDS = frozenset({TaskKind.TEXT_CLASSIFICATION, TaskKind.QUESTION_ANSWERI
 
 
 # The ensemble's outputs per task (what an application reads), and whether an answer step makes them.
-OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
+_ANSWERS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.TEXT_CLASSIFICATION: ("labels", "scores"),
     TaskKind.TOKEN_CLASSIFICATION: ("entities",),
     TaskKind.SENTENCE_EMBEDDING: ("sentence_embedding",),
@@ -214,6 +222,9 @@ OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
     TaskKind.TEXT_GENERATION: ("text_output",),
     TaskKind.TEXT2TEXT_GENERATION: ("text_output",),
 }
+# What each task's ensemble answers: its answers, and where a request may send options, the ones it applied.
+OUTPUTS: Mapping[TaskKind, tuple[str, ...]] = {
+    kind: answers + ((APPLIED_OPTIONS,) if OPTIONS.get(kind.value) else ()) for kind, answers in _ANSWERS.items()}
 TEXT, TEXT_PAIR, IMAGE, AUDIO = "TEXT", "TEXT_PAIR", "IMAGE", "AUDIO"
 STEP_SUFFIXES = ("-tokenize", "-model", "-answer")
 PREPROCESS_SUFFIX = "-preprocess"  # an image or audio task's first step

@@ -51,8 +51,18 @@ def save_response(response: DecodedResponse, path: pathlib.Path) -> None:
 
 
 def _answer(response: DecodedResponse) -> list[str] | None:
-    """Lines per row for the outputs of a task's ensemble, or None for any other model."""
+    """Lines per row for the outputs of a task's ensemble, then the options it was answered with (its ``options``
+    output, the same on every row of a request), or None for any other model."""
     found = {output.name: output.array for output in response.outputs}
+    options = found.pop("options", None)
+    rows = _answer_rows(found)
+    if rows is None or options is None:
+        return rows
+    applied = {json.dumps(json.loads(_printable(cell).ravel()[0]), sort_keys=True) for cell in options}
+    return rows + [f"options: {', '.join(f'{k} {v}' for k, v in json.loads(one).items())}" for one in sorted(applied)]
+
+
+def _answer_rows(found: dict[str, np.ndarray]) -> list[str] | None:
     if set(found) == {"labels", "scores"}:
         return [f"row {row}: " + ", ".join(f"{label} {score:.4f}" for label, score in
                                          zip(_printable(labels).ravel(), scores.ravel()))

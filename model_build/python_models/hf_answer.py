@@ -71,21 +71,32 @@ def _refused(name, value, allowed, default, example):
                         f"{default}); send e.g. \"parameters\": {{\"{name}\": {example}}} beside \"inputs\"")
 
 
+def _spec_bound(params, name):
+    """The spec's bound of one option (task.requests, deployment_spec/sections/request_options.py), or None."""
+    return params.get("requests", {}).get("bounds", {}).get(name)
+
+
 def _integer(low, high_of, meaning):
     def read(name, value, params, key):
         number = _number(value)
-        high = high_of(params)
+        high, spec = high_of(params), _spec_bound(params, name)
+        said = ""
+        if spec is not None and spec < high:
+            high, said = spec, " (this endpoint's task.requests bound)"
         if number is None or not number.is_integer() or not low <= number <= high:
-            raise _refused(name, value, f"an integer from {low} to {high}, {meaning}", params.get(key), low)
+            raise _refused(name, value, f"an integer from {low} to {high}{said}, {meaning}", params.get(key), low)
         return int(number)
     return read
 
 
 def _choice(choices, meaning):
     def read(name, value, params, key):
-        if not isinstance(value, str) or value.lower() not in choices:
-            raise _refused(name, value, f"one of {', '.join(choices)}, {meaning}", params.get(key),
-                           f"\"{choices[0]}\"")
+        spec = _spec_bound(params, name)
+        allowed = [c for c in choices if spec is None or c in spec]
+        said = "" if spec is None else " (this endpoint's task.requests bound)"
+        if not isinstance(value, str) or value.lower() not in allowed:
+            raise _refused(name, value, f"one of {', '.join(allowed)}{said}, {meaning}", params.get(key),
+                           f"\"{allowed[0]}\"")
         return value.lower()
     return read
 
@@ -102,9 +113,12 @@ def _flag(meaning):
 
 def _threshold(name, value, params, key):
     number = _number(value)
-    if number is None or not 0 <= number <= 1:
-        raise _refused(name, value, "a number from 0 to 1, the lowest score a detection is answered with",
-                       params.get(key), 0.3)
+    low = _spec_bound(params, name)
+    said = "" if low is None else " (this endpoint's task.requests bound)"
+    low = 0 if low is None else low
+    if number is None or not low <= number <= 1:
+        raise _refused(name, value, f"a number from {low:g} to 1{said}, the lowest score a detection is answered "
+                       "with", params.get(key), max(low, 0.3))
     return number
 
 
@@ -128,11 +142,16 @@ REQUEST_OPTIONS = {
 
 def with_request_parameters(task, params, parameters):
     """The spec's answer params, with what one request's KServe v2 ``parameters`` change (``REQUEST_OPTIONS``: the
-    options pipeline() takes per call). An option of another task is refused naming this model's own; any other
-    parameter is not this step's (``binary_data_output`` and the like are Triton's front end's): left alone."""
+    options pipeline() takes per call), within the spec's ``task.requests``. An option of another task is refused
+    naming this model's own, an option the spec leaves out naming the ones it allows; any other parameter is not
+    this step's (``binary_data_output`` and the like are Triton's front end's): left alone."""
     options = REQUEST_OPTIONS.get(task, {})
+    allowed = params.get("requests", {}).get("options", list(options))
     changed = None
     for name, value in parameters.items():
+        if name in options and name not in allowed:
+            raise RequestError(f"request parameter {name!r} is not allowed on this endpoint (its spec's "
+                               f"task.requests.options: {', '.join(allowed) or 'none'}); remove {name!r}")
         if name in options:
             key, read = options[name]
             changed = changed if changed is not None else dict(params)
@@ -142,6 +161,12 @@ def with_request_parameters(task, params, parameters):
             raise RequestError(f"request parameter {name!r} does not apply to this model ({task}); its options: "
                                f"{own}; remove {name!r}")
     return params if changed is None else changed
+
+
+def applied_options(task, params):
+    """Each option of the task with the value this answer used (the request's, else the model's default): what
+    the response says it applied (its ``parameters``)."""
+    return {name: params[key] for name, (key, _) in REQUEST_OPTIONS.get(task, {}).items() if key in params}
 
 
 def answer(task, params, inputs):
@@ -211,6 +236,9 @@ class TritonPythonModel:
         inputs = {name: pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.inputs}
         params = with_request_parameters(self.task, self.params, json.loads(request.parameters() or "{}"))
         made = answer(self.task, params, inputs)
+        if "options" in self.outputs:  # the options applied, on each row (task_steps.answer declares it)
+            rows = len(next(iter(made.values())))
+            made["options"] = _json_rows([applied_options(self.task, params)] * rows)
         return [pb_utils.Tensor(name, made[name] if dtype == "TYPE_STRING" else
                                 made[name].astype(pb_utils.triton_string_to_numpy(dtype)))
                 for name, dtype in self.outputs.items()]

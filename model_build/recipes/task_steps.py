@@ -10,6 +10,7 @@ from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
+from deployment_spec.sections.request_options import APPLIED_OPTIONS, OPTIONS, RequestOptions
 from deployment_spec.sections.requirements import NO_DEPS
 from model_build.errors import BuildError
 from model_build.recipes.contract import TEMPLATES, PythonModel
@@ -81,6 +82,8 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
                   TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
                   *tokens, TensorSpec("attention_mask", id_type, (-1,)))
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
+    if OPTIONS.get(kind.value):  # the options this answer applied, per row (hf_answer.applied_options)
+        outputs += (TensorSpec(APPLIED_OPTIONS, "TYPE_STRING", (1,)),)
     vocabulary = "tokenizer.json" if "metaspace" in params else "vocab.json"  # answer_ctc.load_params read it
     what = (f"{len(params['id_to_token'])} tokens from {folder}/{vocabulary}" if kind is TaskKind.SPEECH_RECOGNITION
             else f"{len(params['id2label'])} labels from {folder}/config.json" + (
@@ -91,7 +94,16 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
 
 
 def _answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
-    """What the answer step needs, as the task's pipeline decides it."""
+    """What the answer step needs, as the task's pipeline decides it, and the spec's bounds of a request's options
+    (only where the spec sets ``task.requests``: an entry without it builds the same bytes as before)."""
+    task = checkpoint_text.task_of(model)
+    params = _pipeline_params(model, folder)
+    if task.requests != RequestOptions():
+        params["requests"] = task.requests.answer_bounds(task.kind.value)
+    return params
+
+
+def _pipeline_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
     task = checkpoint_text.task_of(model)
     if task.kind is TaskKind.OBJECT_DETECTION:
         return checkpoint_image.detection_params(model, folder, task.threshold)

@@ -21,6 +21,20 @@ def test_labels_and_scores_are_one_line_per_row():
                                          "row 1: negative 0.6000, positive 0.4000")
 
 
+def test_the_options_an_answer_applied_follow_its_rows_once_per_distinct_set():
+    applied = json.dumps({"top_k": 2, "function_to_apply": "sigmoid"}).encode()
+    response = DecodedResponse("sentiment", [
+        NamedTensor("labels", "BYTES", _bytes([[b"positive", b"negative"], [b"negative", b"positive"]])),
+        NamedTensor("scores", "FP32", np.array([[0.97, 0.03], [0.6, 0.4]], dtype=np.float32)),
+        NamedTensor("options", "BYTES", _bytes([[applied], [applied]]))])
+    assert format_response(response) == ("model: sentiment\nrow 0: positive 0.9700, negative 0.0300\n"
+                                         "row 1: negative 0.6000, positive 0.4000\n"
+                                         "options: function_to_apply sigmoid, top_k 2")
+    # On a model that is not a task's answer, an "options" output is shown as any other tensor.
+    response = DecodedResponse("m", [NamedTensor("options", "INT64", np.array([[1]]))])
+    assert format_response(response) == "model: m\noptions INT64 [1, 1]\n[[1]]"
+
+
 def test_entities_and_answers_are_their_json_and_embeddings_their_size_and_norm():
     entity = [{"entity_group": "PER", "score": 0.99, "word": "Zoë", "start": 0, "end": 3}]
     response = DecodedResponse("ner", [NamedTensor("entities", "BYTES", _bytes([[json.dumps(entity).encode()]]))])

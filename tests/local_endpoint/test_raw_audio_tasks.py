@@ -218,7 +218,7 @@ def test_bad_audio_is_a_400_naming_the_input_and_the_server_goes_on(built, serve
             assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
             assert prefix + bad[case] in answer, (bad[case], answer)
         else:
-            assert sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+            assert sorted(o.name for o in answer.outputs) == ["labels", "options", "scores"]
     assert _send(served, sounds, list(good)).outputs  # still answering afterwards
 
 

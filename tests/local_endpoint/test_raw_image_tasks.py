@@ -104,14 +104,14 @@ def test_the_build_verifies_each_image_task_against_the_pipeline(built):
         assert check.max_abs_error < 1e-5, (name, check.max_abs_error)
     assert models["pets"].verification.runtime == "onnxruntime" and models["birds"].verification.runtime == "torch"
     assert [(t.name, t.data_type, t.dims) for t in models["pets"].inputs] == [("IMAGE", "TYPE_STRING", (1,))]
-    assert [(t.name, t.dims) for t in models["pets"].outputs] == [("labels", (3,)), ("scores", (3,))]
+    assert [(t.name, t.dims) for t in models["pets"].outputs] == [("labels", (3,)), ("scores", (3,)), ("options", (1,))]
     assert [t.dims for t in models["birds-model"].inputs] == [(3, 32, 32)]
     # The detector keeps each image's aspect ratio: any pixel size, boxes in the image's own pixels.
     boxes = models["boxes"].verification
     assert boxes.ran and boxes.cases == 18 and boxes.max_abs_error < 1e-5  # 9 images at threshold 0.2 and at 0
     assert boxes.details["reference"] == "transformers 5.23.0 pipeline('object-detection') (DetrImageProcessorPil)"
     assert [(t.name, t.dims) for t in models["boxes-model"].inputs] == [("pixel_values", (3, -1, -1))]
-    assert [(t.name, t.dims) for t in models["boxes"].outputs] == [("detections", (1,))]
+    assert [(t.name, t.dims) for t in models["boxes"].outputs] == [("detections", (1,)), ("options", (1,))]
 
 
 def test_the_check_passes_on_the_built_steps(built, tmp_path):
@@ -286,7 +286,7 @@ def test_bad_images_are_400s_naming_the_input_and_the_server_goes_on(built, serv
             assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
             assert prefix + bad[case] in answer, (bad[case], answer)
         else:
-            assert sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+            assert sorted(o.name for o in answer.outputs) == ["labels", "options", "scores"]
     assert _send(served, pets, list(good)).outputs  # still answering afterwards
     # A detector keeps each image's aspect ratio: two images of other shapes in one request are refused.
     with pytest.raises(InvokeError) as caught:

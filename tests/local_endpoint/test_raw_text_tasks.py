@@ -56,7 +56,7 @@ models:
     max_batch_size: 8
     sequence_length: 64
   answers:
-    task: {kind: question-answering, top_k: 2}
+    task: {kind: question-answering, top_k: 2, requests: {options: [top_k, max_answer_len], max_answer_len: 30}}
     backend: onnxruntime
     weights: answers-roberta
     max_batch_size: 8
@@ -252,8 +252,7 @@ def test_bad_requests_are_400s_naming_the_input_and_the_server_goes_on(built, se
             assert isinstance(answer, str) and answer.startswith("the endpoint rejected the request (HTTP 400): "), answer
             assert bad[case] in answer, (bad[case], answer)
         else:
-            assert [o.name for o in answer.outputs] == ["labels", "scores"] or \
-                sorted(o.name for o in answer.outputs) == ["labels", "scores"]
+            assert sorted(o.name for o in answer.outputs) == ["labels", "options", "scores"]
     assert _send(served, sentiment, list(good)).outputs  # still answering afterwards
 
 
@@ -268,7 +267,9 @@ def test_the_sagemaker_runtime_api_takes_the_same_bodies(built, runtime):
                         "data": ["Angela Merkel met Emmanuel Macron in Paris on Monday."]}]}
     reply = client.invoke_endpoint(EndpointName=RUNTIME_NAME, TargetModel=built.tarball("answers").name,
                                    ContentType="application/json", Body=json.dumps(body))
-    (answers,) = json.loads(reply["Body"].read())["outputs"]
+    outputs = {o["name"]: o for o in json.loads(reply["Body"].read())["outputs"]}
+    assert sorted(outputs) == ["answers", "options"]  # the answers and the options they were answered with
+    answers = outputs["answers"]
     (row,) = [json.loads(cell) for cell in answers["data"]]
     context = body["inputs"][1]["data"][0]
     assert answers["name"] == "answers" and len(row) == 2
@@ -403,6 +404,9 @@ def test_classification_options_per_request_answer_as_pipeline_called_with_them(
     for row, expected in enumerate(want):
         assert list(labels[row]) == [e["label"] for e in expected]
         np.testing.assert_allclose(scores[row], [e["score"] for e in expected], atol=1e-5)
+    # Each row says what it was answered with: the request's options over the model's defaults.
+    applied = {"top_k": k, "function_to_apply": options.get("function_to_apply", "softmax")}
+    assert [json.loads(row) for row in got["options"]] == [applied] * len(OPTION_TEXTS)
 
 
 @pytest.mark.parametrize("strategy", ["none", "first", "average", "max"])
@@ -432,3 +436,29 @@ def test_an_option_outside_its_bound_is_a_400_through_the_ensemble(built, runtim
     assert json.loads(error["OriginalMessage"])["error"].endswith(
         "request parameter 'top_k' is 9; allowed: an integer from 1 to 3, the labels answered per row, best first "
         "(this model's default: 2); send e.g. \"parameters\": {\"top_k\": 1} beside \"inputs\""), error
+
+
+QUESTION = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": ["Who met Macron?"]},
+                       {"name": "TEXT_PAIR", "shape": [1, 1], "datatype": "BYTES",
+                        "data": ["Angela Merkel met Emmanuel Macron in Paris"]}]}
+
+
+def test_the_spec_s_request_bounds_hold_through_the_ensemble(built, runtime):
+    # answers: task.requests allows top_k and max_answer_len (at most 30), not handle_impossible_answer.
+    from botocore.exceptions import ClientError
+
+    got = _invoke_json(runtime, built, "answers", {**QUESTION, "parameters": {"max_answer_len": 30}})
+    assert json.loads(got["options"][0]) == {"top_k": 2, "max_answer_len": 30, "handle_impossible_answer": False}
+    refusals = {}
+    for sent in ({"max_answer_len": 31}, {"handle_impossible_answer": True}):
+        with pytest.raises(ClientError) as caught:
+            _invoke_json(runtime, built, "answers", {**QUESTION, "parameters": sent})
+        assert caught.value.response["OriginalStatusCode"] == 400
+        refusals[next(iter(sent))] = json.loads(caught.value.response["OriginalMessage"])["error"]
+    assert refusals["max_answer_len"].endswith(
+        "request parameter 'max_answer_len' is 31; allowed: an integer from 1 to 30 (this endpoint's task.requests "
+        "bound), the longest answer in tokens (this model's default: 15); send e.g. \"parameters\": "
+        "{\"max_answer_len\": 1} beside \"inputs\""), refusals
+    assert refusals["handle_impossible_answer"].endswith(
+        "request parameter 'handle_impossible_answer' is not allowed on this endpoint (its spec's "
+        "task.requests.options: top_k, max_answer_len); remove 'handle_impossible_answer'"), refusals

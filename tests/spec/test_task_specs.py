@@ -29,7 +29,7 @@ def test_a_task_entry_becomes_its_ensemble_and_steps():
     # The entry's own name is the ensemble the endpoint serves; its steps follow it, wired by name at build time.
     assert ensemble.backend is Backend.ENSEMBLE and ensemble.ensemble.by_name
     assert [s.model for s in ensemble.ensemble.steps] == ["sentiment-tokenize", "sentiment-model", "sentiment-answer"]
-    assert ensemble.ensemble.outputs == ("labels", "scores")
+    assert ensemble.ensemble.outputs == ("labels", "scores", "options")  # and the options each row was answered with
     tokenize, model, answer = (spec.models[f"sentiment-{s}"] for s in ("tokenize", "model", "answer"))
     assert (tokenize.backend, tokenize.source.recipe) == (Backend.PYTHON, "hf-tokenize")
     assert (answer.backend, answer.source.recipe) == (Backend.PYTHON, "hf-answer")
@@ -125,3 +125,19 @@ def test_task_misuse_is_refused_with_its_message(case):
     with pytest.raises(SpecError) as caught:
         _spec(models, served)
     assert str(caught.value) == f"/tmp/task-spec/triton.yaml: 1 problem\n  - {message}"
+
+
+def test_the_spec_s_request_bounds_load_from_yaml_and_a_bad_one_is_refused_with_its_path():
+    requests = {"options": ["top_k"], "max_top_k": 2}
+    spec = _spec({"sentiment": {**SENTIMENT, "task": {**SENTIMENT["task"], "requests": requests}}})
+    loaded = spec.models["sentiment"].task.requests
+    assert (loaded.options, loaded.max_top_k, loaded.answer_bounds("text-classification")) == (
+        ("top_k",), 2, {"options": ["top_k"], "bounds": {"top_k": 2}})
+    with pytest.raises(SpecError) as caught:
+        _spec({"sentiment": {**SENTIMENT, "task": {**SENTIMENT["task"], "requests": {"max_top_k": 1,
+                                                                                    "options": ["top_k", "treshold"]}}}})
+    assert [str(p) for p in caught.value.problems] == [
+        "models.sentiment.task.requests.options: got 'treshold'; allowed: one of top_k, function_to_apply; fix: "
+        "remove 'treshold'",
+        "models.sentiment.task.requests.max_top_k: got 1; allowed: at least the task's own 2 (a request that sends "
+        "nothing gets it); fix: set max_top_k to 2 or raise it"]
