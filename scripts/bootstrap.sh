@@ -15,7 +15,7 @@ STAMP=$VENV/.bootstrap-stamp
 PYTRITON=$(sed -n 's/^PYTRITON = "\(.*\)"$/\1/p' local_endpoint/server/triton_install.py)
 [[ -n $PYTRITON ]] || { echo "bootstrap: no PYTRITON pin in local_endpoint/server/triton_install.py" >&2; exit 1; }
 
-want=$( { cat requirements.lock requirements-checkov.lock requirements-models.lock requirements-installer.lock scripts/pip_sources_for_uv.py pyproject.toml package.json package-lock.json scripts/bootstrap.sh; echo "$PYTRITON"; } \
+want=$( { cat requirements.lock requirements-checkov.lock requirements-models.lock requirements-installer.lock scripts/pip_sources_for_uv.py scripts/overlapping_dists.py pyproject.toml package.json package-lock.json scripts/bootstrap.sh; echo "$PYTRITON"; } \
   | sha256sum | cut -d' ' -f1)
 if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; then
   echo "bootstrap: toolchain up to date ($VENV)"
@@ -50,11 +50,23 @@ if "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requ
 fi
 install_into() {  # install_into PYTHON ARGS...: into the environment of that interpreter
   local python=$1; shift
-  if [[ $INSTALLER == uv ]] && "$VENV/bin/uv" pip install --quiet --python "$python" "${UV_SOURCES[@]}" "$@"; then
+  if [[ $INSTALLER == uv ]] && "$VENV/bin/uv" pip install --quiet --python "$python" "${UV_SOURCES[@]}" "$@" \
+      && settle_overlaps "$python"; then
     return 0
   fi
   [[ $INSTALLER == uv ]] && echo "bootstrap: uv could not install $*; pip installs it"
   pip_into "$python" "$@"
+}
+settle_overlaps() {
+  # Where two wheels write the same file, pip leaves the dependent's copy and uv either (it installs in parallel):
+  # those distributions are reinstalled one by one, dependencies first (scripts/overlapping_dists.py).
+  local python=$1 dist
+  local overlapping
+  mapfile -t overlapping < <("$python" scripts/overlapping_dists.py)
+  for dist in "${overlapping[@]}"; do
+    "$VENV/bin/uv" pip install --quiet --python "$python" "${UV_SOURCES[@]}" --no-deps --reinstall-package "${dist%%==*}" \
+      "$dist" || return 1
+  done
 }
 pip_into() {
   # Some machines list local package folders that may not exist; pip warns once per package about them.
