@@ -58,14 +58,23 @@ def module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def _record_path() -> pathlib.Path | None:
+    """This machine's record after a local `make test`, else the committed one."""
+    return next((path for path in (LOCAL, COMMITTED) if path.is_file()), None)
+
+
+def own_times() -> dict[str, float]:
+    path = _record_path()
+    data: dict[str, float] = json.loads(path.read_text()) if path else {}
+    return data
+
+
 def recorded() -> dict[str, float]:
     """Each module's recorded seconds for the check tier: its own, plus every shared fixture it uses."""
-    for path, shared_path in ((LOCAL, LOCAL.with_name(SHARED_NAME)), (COMMITTED, COMMITTED_SHARED)):
-        if path.is_file():
-            own: dict[str, float] = json.loads(path.read_text())
-            shared = json.loads(shared_path.read_text()) if shared_path.is_file() else {}
-            return charged(own, shared)
-    return {}
+    path = _record_path()
+    shared_path = COMMITTED_SHARED if path == COMMITTED else LOCAL.with_name(SHARED_NAME)
+    shared = json.loads(shared_path.read_text()) if path and shared_path.is_file() else {}
+    return charged(own_times(), shared)
 
 
 def charged(own: dict[str, float], shared: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -74,14 +83,6 @@ def charged(own: dict[str, float], shared: dict[str, dict[str, Any]]) -> dict[st
         for module in fixture["modules"]:
             total[module] = total.get(module, 0.0) + fixture["seconds"]
     return total
-
-
-def own_times() -> dict[str, float]:
-    for path in (LOCAL, COMMITTED):
-        if path.is_file():
-            data: dict[str, float] = json.loads(path.read_text())
-            return data
-    return {}
 
 
 def fast_modules(durations: dict[str, float], modules: list[str]) -> set[str]:
