@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from deployment_spec.parsing.errors import Problem
 from deployment_spec.parsing.parse import meta
@@ -44,6 +44,10 @@ class Generation:
         minimum=1, maximum=100, help="the highest parameters.repetition_penalty a request may send"))
     max_stop_strings: int = dataclasses.field(default=8, metadata=meta(
         minimum=0, maximum=64, help="how many stop strings (parameters.stop) a request may send"))
+    languages: Optional[tuple[str, ...]] = dataclasses.field(default=None, metadata=meta(
+        help="automatic-speech-recognition with a multilingual Whisper: the languages a request may ask for "
+             "(parameters.language), as codes of its generation_config.json lang_to_id (fr for <|fr|>); default: "
+             "every one; [] for none"))
 
     def problems(self, path: str) -> list[Problem]:
         if self.default_max_new_tokens > self.max_new_tokens:
@@ -54,8 +58,14 @@ class Generation:
 
     def model_parameters(self, kind: str, max_concurrent: int) -> dict[str, str]:
         """What the served model reads from its config.pbtxt (model_build/python_models/generation_engine.py)."""
-        bounds = {f.name: str(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        bounds = {f.name: _parameter(getattr(self, f.name)) for f in dataclasses.fields(self)
+                  if getattr(self, f.name) is not None}
         return {**bounds, "max_concurrent": str(max_concurrent), "kind": kind}
+
+
+def _parameter(value: Any) -> str:
+    """A bound as config.pbtxt's string parameter (generation_engine.Limits.from_parameters reads it back)."""
+    return ",".join(value) if isinstance(value, tuple) else str(value)
 
 
 class Engine(str, enum.Enum):

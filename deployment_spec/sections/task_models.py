@@ -105,8 +105,34 @@ def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[
                         f"generation engine); {CTC_BACKENDS} for a CTC checkpoint", "set backend: python"
                         if model_type in GENERATED_SPEECH_TYPES else "give a Whisper or a CTC checkpoint")]
     if model.task.speech_seq2seq:
-        return _window_problems(model.task.max_audio_seconds, weights, model.weights or "", path)
+        return _window_problems(model.task.max_audio_seconds, weights, model.weights or "", path) + \
+            _language_problems(model.task.generation.languages, weights, model.weights or "", path)
     return []
+
+
+def _language_problems(languages: Optional[tuple[str, ...]], weights: pathlib.Path, label: str,
+                       path: str) -> list[Problem]:
+    """``task.generation.languages`` must name languages the Whisper has (its generation_config.json lang_to_id,
+    tokens like <|fr|>); an English-only one takes none (generate refuses a language there)."""
+    if not languages:
+        return []
+    try:
+        generation = json.loads((weights / "generation_config.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(generation, dict):
+        return []
+    lang_to_id = generation.get("lang_to_id") or {}
+    multilingual = bool(generation.get("is_multilingual", True))
+    where = f"{path}.task.generation.languages"
+    if not lang_to_id or not multilingual:
+        return [Problem(where, f"{', '.join(languages)} with the Whisper checkpoint in {label}", "none: it is "
+                        "English-only (its generation_config.json has no lang_to_id or is_multilingual false)",
+                        "remove languages")]
+    codes = sorted(str(token)[2:-2] for token in lang_to_id)
+    return [Problem(where, f"{code!r} with the Whisper checkpoint in {label}", f"a code of its generation_config.json "
+                    f"lang_to_id: {', '.join(codes)}", f"remove {code!r} or correct it")
+            for code in languages if code not in codes]
 
 
 def _window_problems(seconds: int, weights: pathlib.Path, label: str, path: str) -> list[Problem]:

@@ -189,8 +189,13 @@ class Task:
 
     def _generation_problems(self, path: str, defaults: "Task") -> list[Problem]:
         if self.generates():
-            return self.generation.problems(f"{path}.generation") + engine_problems(
+            out = self.generation.problems(f"{path}.generation") + engine_problems(
                 self.engine, self.kind.value, self.stream, self.generation, path)
+            if self.generation.languages is not None and not self.speech_seq2seq:
+                out.append(Problem(f"{path}.generation.languages", ", ".join(self.generation.languages) or "[]",
+                                   "only with automatic-speech-recognition on a Whisper (a request's "
+                                   f"parameters.language); {self.kind.value} takes none", "remove languages"))
+            return out
         out = []
         kinds = GENERATING_TEXT
         if self.generation != defaults.generation:

@@ -16,8 +16,9 @@ them JOIN the batch, and finished requests LEAVE it. The batch's key/value cache
 * speech recognition (Whisper, ``automatic-speech-recognition``): an encoder-decoder whose encoder takes the clip's
   log-mel ``input_features`` (one fixed 30 s window, so encoder rows never need padding) instead of ids; the
   decoder starts from Whisper's prompt (<|startoftranscript|>, language, task, <|notimestamps|>) as
-  ``WhisperForConditionalGeneration.generate`` builds it for short-form audio (``speech_prompt``), the language
-  detected from the clip where the checkpoint is multilingual and sets none.
+  ``WhisperForConditionalGeneration.generate`` builds it for short-form audio (whisper_prompt.py, shipped beside this
+  file with speech models), the language detected from the clip where neither the request nor the checkpoint sets
+  one.
 
 Where a checkpoint's cache or positions cannot be aligned this way (sliding-window layers that already dropped
 tokens, linear-attention or other hybrid caches, sinusoidal decoder positions...), the request is decoded in a batch
@@ -89,13 +90,16 @@ class Limits:
     max_stop_strings: int = 4
     max_prompt_tokens: int = 1024
     max_concurrent: int = 8
+    languages: Optional[tuple[str, ...]] = None  # speech: the codes a request may ask for; None: the checkpoint's
 
     @classmethod
     def from_parameters(cls, parameters: dict[str, str]) -> "Limits":
         """The bounds from config.pbtxt's string parameters; a bound not set there keeps its default."""
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            if field.name in parameters:
+            if field.name == "languages" and field.name in parameters:  # comma-separated codes ("" for none)
+                values["languages"] = tuple(code for code in parameters["languages"].split(",") if code)
+            elif field.name in parameters:
                 kind = float if field.type in ("float", float) else int
                 try:
                     values[field.name] = kind(parameters[field.name])
@@ -124,6 +128,8 @@ class Settings:
     stop: tuple[str, ...] = ()
     seed: Optional[int] = None
     stream: bool = True
+    language: Optional[str] = None  # speech: generate's per-call language and task (whisper_prompt.py)
+    task: Optional[str] = None
 
     @property
     def greedy(self) -> bool:
@@ -137,6 +143,7 @@ class Settings:
 SAMPLING_ONLY = ("temperature", "top_p", "top_k", "seed")
 KNOWN_PARAMETERS = ("do_sample", "max_new_tokens", "repetition_penalty", "seed", "stop", "stream", "temperature",
                     "top_k", "top_p")
+SPEECH_PARAMETERS = ("language", "task")
 SEED_BOUND = 2 ** 63
 
 
@@ -170,6 +177,12 @@ def _boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise RequestError(f"parameters.{name}: {_shown(value)} is not a boolean; send true or false")
     return value
+
+
+def _word(name: str, value: Any, allowed: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RequestError(f"parameters.{name}: {_shown(value)} is not a non-empty string; send {allowed}")
+    return value.strip()
 
 
 def _max_new_tokens(value: Any, limits: Limits) -> int:
@@ -252,18 +265,20 @@ def _stop(value: Any, limits: Limits) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def parse_request(parameters: dict[str, Any], limits: Limits) -> Settings:
+def parse_request(parameters: dict[str, Any], limits: Limits, speech: bool = False) -> Settings:
     """Settings from a request's parameters (Triton's generate route: the JSON object ``parameters``).
 
     Greedy unless ``do_sample`` is true; temperature, top_p, top_k and seed apply to sampling only, so sending one
-    of them without ``do_sample: true`` is refused rather than silently ignored."""
+    of them without ``do_sample: true`` is refused rather than silently ignored. A speech model also takes
+    ``language`` and ``task`` (checked against the checkpoint by whisper_prompt.py)."""
     if not isinstance(parameters, dict):
         raise RequestError(f"parameters: {_shown(parameters)} is not a JSON object; send e.g. "
                            '"parameters": {"max_new_tokens": 32}')
-    unknown = sorted(set(parameters) - set(KNOWN_PARAMETERS))
+    known = KNOWN_PARAMETERS + (SPEECH_PARAMETERS if speech else ())
+    unknown = sorted(set(parameters) - set(known))
     if unknown:
         raise RequestError(f"parameters.{unknown[0]} is not a parameter of this endpoint; known: "
-                           f"{', '.join(KNOWN_PARAMETERS)}; remove it or correct its name")
+                           f"{', '.join(sorted(known))}; remove it or correct its name")
     do_sample = _boolean("do_sample", parameters.get("do_sample", False))
     if not do_sample:
         given = [name for name in SAMPLING_ONLY if name in parameters]
@@ -281,6 +296,9 @@ def parse_request(parameters: dict[str, Any], limits: Limits) -> Settings:
         stop=_stop(parameters["stop"], limits) if "stop" in parameters else (),
         seed=_seed(parameters["seed"]) if "seed" in parameters else None,
         stream=_boolean("stream", parameters.get("stream", True)),
+        language=_word("language", parameters["language"], 'a language code or name, e.g. "fr" or "french"')
+        if "language" in parameters else None,
+        task=_word("task", parameters["task"], '"transcribe" or "translate"') if "task" in parameters else None,
     )
     return settings
 
@@ -585,7 +603,12 @@ class Engine:
         # SuppressTokensAtBeginLogitsProcessor's begin index: one token later where a forced BOS takes the first
         # position of a one-token decoder input.
         self._begin_after_bos = self.constraints.forced_bos is not None
-        self.speech_prompt = speech_prompt(generation, model.config) if self.speech else []
+        self.prompts: Any = None
+        if self.speech:  # shipped beside this file with speech models only
+            from whisper_prompt import WhisperPrompts
+
+            self.prompts = WhisperPrompts(generation, model.config, limits.languages)
+        self.speech_prompt: list[int] = self.prompts.default if self.speech else []
         self._languages = sorted((getattr(generation, "lang_to_id", None) or {}).values()) if self.speech else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
@@ -662,6 +685,13 @@ class Engine:
                                '[{"role": "user", "content": "Hello"}]')
         return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
+    def prompt_for(self, settings: Settings) -> list[int]:
+        """A speech request's decoder prompt, with its own language and task (a RequestError where refused)."""
+        if not self.speech:
+            raise ValueError("only a speech model has a decoder prompt per request")
+        prompt: list[int] = self.prompts.for_request(settings.language, settings.task)
+        return prompt
+
     # --- requests
 
     def submit(self, prompt_ids: list[int], settings: Settings, on_text: OnText, on_done: OnDone,
@@ -670,7 +700,7 @@ class Engine:
         """Queue a request; its text arrives through ``on_text`` (on the scheduler thread), then ``on_done`` once
         with the finish reason ("stop", "length", "cancelled"; None on an error, named by usage["error"]) and usage
         {prompt_tokens, completion_tokens}. ``on_token`` sees each generated id (tests). Speech: ``features`` are
-        the clip's input_features and ``prompt_ids`` the decoder's prompt (``speech_prompt``)."""
+        the clip's input_features and ``prompt_ids`` the decoder's prompt (``prompt_for``)."""
         if self._closed:
             raise RuntimeError("the generation engine is closed")
         if not prompt_ids:
@@ -772,7 +802,9 @@ class Engine:
         tokens = 0
         for sequence in sorted(filter(self._groupable, sequences), key=lambda row: -len(row.request.prompt_ids)):
             length = len(sequence.request.prompt_ids)
-            if group and (len(group) + 1) * len(group[0].request.prompt_ids) > 2 * (tokens + length):
+            # Speech prompts are not padded: a group holds prompts of one length (a language set or detected).
+            if group and ((len(group) + 1) * len(group[0].request.prompt_ids) > 2 * (tokens + length)
+                          or self.speech and length != len(group[0].request.prompt_ids)):
                 groups.append(group)
                 group, tokens = [], 0
             group.append(sequence)
@@ -1276,51 +1308,6 @@ def _safe_done(request: _Request, reason: Optional[str], usage: dict[str, Any]) 
         request.on_done(reason, usage)
     except Exception:  # noqa: BLE001 - a client's callback must not stop the scheduler
         LOG.exception("on_done of a generation request failed")
-
-
-def speech_prompt(generation: Any, config: Any) -> list[int]:
-    """Whisper's decoder prompt for a short-form clip, as transformers 5.23.0's
-    ``WhisperGenerationMixin._retrieve_init_tokens`` builds it from generation_config.json without per-call
-    arguments: <|startoftranscript|>; the language (``language``, the leading ``forced_decoder_ids`` entries, or
-    DETECT where the checkpoint has ``lang_to_id`` and names none); the task (``task`` through ``task_to_id``, else
-    <|transcribe|> when a language is set); <|notimestamps|> (timestamps are not asked for)."""
-    task, language = getattr(generation, "task", None), getattr(generation, "language", None)
-    lang_to_id: dict[str, int] = getattr(generation, "lang_to_id", None) or {}
-    task_to_id: dict[str, int] = getattr(generation, "task_to_id", None) or {}
-    prompt: list[Optional[int]] = [generation.decoder_start_token_id]
-    if task is None and language is None:
-        forced = getattr(generation, "forced_decoder_ids", None) or getattr(config, "forced_decoder_ids", None) or []
-        forced = [tuple(pair) for pair in forced]
-        position = 1
-        while forced and forced[0][0] == position:
-            prompt.append(forced.pop(0)[1])
-            position += 1
-        if forced:
-            raise ValueError(f"forced_decoder_ids {forced} do not follow Whisper's prompt pattern")
-    undefined = len(prompt) <= 1 or prompt[1] is None
-    chosen: Optional[int] = None
-    if language is not None:
-        token = language if language in lang_to_id else f"<|{str(language).lower()}|>"
-        if token not in lang_to_id:
-            raise ValueError(f"generation_config.json language {language!r} is not in its lang_to_id")
-        chosen = lang_to_id[token]
-    elif lang_to_id and undefined:
-        chosen = DETECT
-    if chosen is not None and len(prompt) > 1:
-        prompt[1] = chosen
-    elif chosen is not None:
-        prompt.append(chosen)
-    if task is not None:
-        if task not in task_to_id:
-            raise ValueError(f"generation_config.json task {task!r} is not in its task_to_id")
-        prompt.append(task_to_id[task])  # generate appends, then replaces every task token with it
-        prompt = [task_to_id[task] if t in task_to_id.values() else t for t in prompt]
-    elif language is not None and task_to_id and not any(t in task_to_id.values() for t in prompt):
-        prompt.append(task_to_id["transcribe"])
-    no_timestamps = getattr(generation, "no_timestamps_token_id", None)
-    if no_timestamps is not None and prompt[-1] != no_timestamps:
-        prompt.append(no_timestamps)
-    return [int(t) for t in prompt if t is not None]
 
 
 def _ids(value: Any) -> list[int]:

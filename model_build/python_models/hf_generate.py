@@ -22,6 +22,8 @@ with the whole text, the requests of one call decoded together.
   into tensors and a JSON string cannot hold raw bytes. ``audio_decode.py`` beside this file decodes it (its rules:
   the feature extractor's sampling rate, mono, at most the ``max_audio_seconds`` parameter), the checkpoint's own
   feature extractor (``preprocessor_config.json``) makes its input_features, and the engine decodes from them.
+  Request parameters ``language`` and ``task`` as generate takes them (whisper_prompt.py beside this file), within
+  the ``languages`` parameter (the spec's task.generation.languages).
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
@@ -176,7 +178,7 @@ class TritonPythonModel:
 
     def _submit(self, request: Any, sender: Any) -> None:
         timings = GenerationMetrics.timings()  # its clock starts as the request arrives, before tokenizing
-        settings = parse_request(_parameters(request), self.engine.limits)
+        settings = parse_request(_parameters(request), self.engine.limits, speech=self.extractor is not None)
         if self.extractor is not None:
             self._submit_audio(request, sender, settings, timings)
             return
@@ -203,6 +205,7 @@ class TritonPythonModel:
     def _submit_audio(self, request: Any, sender: Any, settings: Any, timings: Any) -> None:
         import audio_decode
 
+        prompt = self.engine.prompt_for(settings)  # its language and task checked before the clip is decoded
         encoded = _text(request, "audio")
         if encoded is None:
             raise RequestError("audio: missing; send one WAV or FLAC file, base64-encoded, as the audio input")
@@ -226,7 +229,7 @@ class TritonPythonModel:
                 metrics.finished(reason, usage, timings)
             answer.done(reason, usage)
 
-        self.engine.submit(self.engine.speech_prompt, settings, answer.text, done, _cancelled(sender),
+        self.engine.submit(prompt, settings, answer.text, done, _cancelled(sender),
                            on_token=timings.token if metrics is not None else None, features=features)
 
     def finalize(self) -> None:

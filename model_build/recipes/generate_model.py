@@ -68,6 +68,7 @@ def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> Python
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
                "step_requests.py": TEMPLATES / "step_requests.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
+               "whisper_prompt.py": TEMPLATES / "whisper_prompt.py",
                "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
         inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),

@@ -38,9 +38,15 @@ models:
     weights: ckpt/t5
     max_batch_size: 4
     task: {kind: text2text-generation}
+  listener:
+    backend: python
+    weights: ckpt/whisper
+    max_batch_size: 4
+    task: {kind: automatic-speech-recognition, max_audio_seconds: 10, generation: {languages: [en, fr]}}
 endpoints:
   chat: {kind: single-model, models: [writer], instance_type: ml.g5.2xlarge}
   rewrite: {kind: single-model, models: [rewriter], instance_type: ml.g5.2xlarge}
+  listen: {kind: single-model, models: [listener], instance_type: ml.g5.2xlarge}
 environments:
   dev: {region: us-east-1}
 """
@@ -51,6 +57,7 @@ def built(module_tmp) -> pathlib.Path:
     root = module_tmp.mktemp("generation")
     generation_checkpoints.save(root / "ckpt" / "llama", "llama", generation_checkpoints.CHAT_TEMPLATE)
     generation_checkpoints.save(root / "ckpt" / "t5", "t5")
+    generation_checkpoints.save_whisper(root / "ckpt" / "whisper")
     (root / "spec.yaml").write_text(SPEC)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(root / "spec.yaml"),
                            "--python-env-for", "local"], cwd=ROOT, capture_output=True, text=True)
@@ -216,3 +223,61 @@ def test_the_served_model_counts_its_requests_tokens_and_time_to_first_token(ser
     assert moved["tritonsm_generation_output_tokens_total"] == 10  # 5 each: the tiny model never ends early here
     assert moved["tritonsm_generation_inter_token_latency_seconds_count"] == 8  # 4 gaps each
     assert 0 < moved["tritonsm_generation_time_to_first_token_seconds_sum"] < 60
+
+
+def _tone_wav() -> bytes:
+    """One second of a 440 Hz tone as a 16 kHz mono WAV, as a recorder writes it (the standard library's wave)."""
+    import io
+    import math
+    import struct
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(16000)
+        writer.writeframes(b"".join(struct.pack("<h", int(16000 * math.sin(2 * math.pi * 440 * i / 16000)))
+                                    for i in range(16000)))
+    return out.getvalue()
+
+
+def _whisper_reference(folder: pathlib.Path, wav: bytes, **asked: str) -> str:
+    import io
+
+    import soundfile
+    import torch
+    import transformers
+
+    samples, rate = soundfile.read(io.BytesIO(wav), dtype="float32")
+    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+    features = extractor(samples, sampling_rate=rate, return_tensors="pt").input_features
+    model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
+    with torch.no_grad():
+        ids = model.generate(features, do_sample=False, max_new_tokens=NEW, **asked)[0]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    return str(tokenizer.decode(ids, skip_special_tokens=True))
+
+
+@pytest.mark.triton
+def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pathlib.Path, url: str) -> None:
+    """A WAV, base64 in the generate route's JSON, through the served Whisper; its language and task per request as
+    generate takes them; one the spec leaves out is a 400 naming the spec's bound."""
+    import base64
+
+    wav = _tone_wav()
+    audio = base64.b64encode(wav).decode()
+    client = local_client("sagemaker-runtime", url)
+    folder = built / "ckpt" / "whisper"
+    detected = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW}})
+    assert detected == _whisper_reference(folder, wav)
+    asked = {"language": "french", "task": "translate"}
+    translated = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW, **asked}})
+    assert translated == _whisper_reference(folder, wav, **asked) and translated != detected
+    with pytest.raises(ClientError) as caught:
+        _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"language": "de"}})
+    error = caught.value.response
+    assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
+    assert json.loads(error["OriginalMessage"]) == {"error": "parameters.language: 'de' is not allowed on this "
+                                                             "endpoint (the spec's task.generation.languages: en, "
+                                                             "fr); send one of en, fr"}

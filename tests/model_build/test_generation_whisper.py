@@ -20,6 +20,7 @@ np = pytest.importorskip("numpy")
 
 from benchmarks.tooling.generation_checkpoints import save_whisper  # noqa: E402
 from model_build.python_models import generation_engine as ge  # noqa: E402
+from model_build.python_models import whisper_prompt  # noqa: E402
 
 RATE = 16000
 WAIT_S = 60
@@ -99,14 +100,98 @@ def test_speech_prompts_as_whisper_builds_them(folder: pathlib.Path) -> None:
     config = transformers.GenerationConfig.from_pretrained(folder)
     ids = config.lang_to_id | config.task_to_id
     start, no_timestamps = config.decoder_start_token_id, config.no_timestamps_token_id
-    assert ge.speech_prompt(config, None) == [start, ge.DETECT, no_timestamps]
+    assert whisper_prompt.build(config, None) == [start, ge.DETECT, no_timestamps]
+    assert whisper_prompt.build(config, None, task="translate") == [start, ge.DETECT, ids["translate"], no_timestamps]
     config.language = "fr"
-    assert ge.speech_prompt(config, None) == [start, ids["<|fr|>"], ids["transcribe"], no_timestamps]
+    assert whisper_prompt.build(config, None) == [start, ids["<|fr|>"], ids["transcribe"], no_timestamps]
+    assert whisper_prompt.build(config, None, "German") == [start, ids["<|de|>"], ids["transcribe"], no_timestamps]
     config.language, config.forced_decoder_ids = None, [[1, ids["<|de|>"]], [2, ids["translate"]]]
-    assert ge.speech_prompt(config, None) == [start, ids["<|de|>"], ids["translate"], no_timestamps]
+    assert whisper_prompt.build(config, None) == [start, ids["<|de|>"], ids["translate"], no_timestamps]
+    # generate ignores forced_decoder_ids once a language or task is given
+    assert whisper_prompt.build(config, None, "en") == [start, ids["<|en|>"], ids["transcribe"], no_timestamps]
     config.language = "xx"
     with pytest.raises(ValueError, match="language 'xx' is not in its lang_to_id"):
-        ge.speech_prompt(config, None)
+        whisper_prompt.build(config, None)
+
+
+# A request's language and task, as the pipeline's generate_kwargs send them: each equal to generate's with the same
+# arguments, all submitted at once (prompts of 3 and 4 tokens decode side by side).
+ASKED = [("fr", None), ("French", "translate"), ("<|de|>", "transcribe"), (None, "translate"), (None, None),
+         ("en", None)]
+
+
+def test_a_requests_language_and_task_decode_as_generate_with_them(folder: pathlib.Path, features: list[Any]) -> None:
+    engine, model = _engine(folder)
+    tokens: list[list[int]] = [[] for _ in ASKED]
+    done = [threading.Event() for _ in ASKED]
+    try:
+        for i, (language, task) in enumerate(ASKED):
+            settings = ge.parse_request({"max_new_tokens": 10, **({"language": language} if language else {}),
+                                         **({"task": task} if task else {})}, LIMITS, speech=True)
+            engine.submit(engine.prompt_for(settings), settings, lambda _t: None,
+                          lambda _r, _u, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
+                          features=features[i % len(features)])
+        assert all(event.wait(WAIT_S) for event in done)
+    finally:
+        engine.close()
+    for i, (language, task) in enumerate(ASKED):
+        ids = model.generate(features[i % len(features)], do_sample=False, max_new_tokens=10, language=language,
+                             task=task)[0].tolist()
+        eos = model.generation_config.eos_token_id
+        assert tokens[i] == (ids[:ids.index(eos) + 1] if eos in ids else ids), (language, task)
+    assert len({tuple(row) for row in tokens}) >= 4  # the prompts are told apart
+
+
+def _refusal(folder: pathlib.Path, parameters: dict[str, Any], **generation: Any) -> str:
+    config = transformers.GenerationConfig.from_pretrained(folder)
+    for key, value in generation.items():
+        setattr(config, key, value)
+    languages = parameters.pop("allowed", None)
+    prompts = whisper_prompt.WhisperPrompts(config, None, languages)
+    with pytest.raises(ge.RequestError) as refused:
+        settings = ge.parse_request(parameters, LIMITS, speech=True)
+        prompts.for_request(settings.language, settings.task)
+    return str(refused.value)
+
+
+def test_a_language_or_task_the_checkpoint_or_the_spec_does_not_allow_is_refused(folder: pathlib.Path) -> None:
+    assert _refusal(folder, {"language": "klingon"}) == (
+        "parameters.language: 'klingon' is not a language of this Whisper (its generation_config.json lang_to_id); "
+        "send one of its codes: de, en, fr, or the language's English name (french)")
+    assert _refusal(folder, {"language": "es"}) == (
+        "parameters.language: 'es' is not a language of this Whisper (its generation_config.json lang_to_id); send "
+        "one of its codes: de, en, fr, or the language's English name (french)")
+    assert _refusal(folder, {"language": "german", "allowed": ("en", "fr")}) == (
+        "parameters.language: 'german' is not allowed on this endpoint (the spec's task.generation.languages: en, "
+        "fr); send one of en, fr")
+    assert _refusal(folder, {"language": "fr", "allowed": ()}) == (
+        "parameters.language: 'fr' is not allowed on this endpoint (the spec's task.generation.languages: none); "
+        "remove language")
+    assert _refusal(folder, {"task": "summarize"}) == (
+        "parameters.task: 'summarize' is not a task of this Whisper; send one of transcribe, translate")
+    assert _refusal(folder, {"task": "translate"}, is_multilingual=False) == (
+        "parameters.task: this Whisper is English-only (its generation_config.json has no lang_to_id or "
+        "is_multilingual false), so a request chooses neither language nor task; remove task")
+    assert _refusal(folder, {"language": 5}) == (
+        'parameters.language: 5 is not a non-empty string; send a language code or name, e.g. "fr" or "french"')
+
+
+def test_a_text_model_takes_no_language() -> None:
+    with pytest.raises(ge.RequestError) as refused:
+        ge.parse_request({"language": "fr"}, LIMITS)
+    assert str(refused.value) == (
+        "parameters.language is not a parameter of this endpoint; known: do_sample, max_new_tokens, "
+        "repetition_penalty, seed, stop, stream, temperature, top_k, top_p; remove it or correct its name")
+
+
+def test_the_specs_languages_reach_the_engine_through_config_parameters() -> None:
+    from deployment_spec.sections.generation import Generation
+
+    parameters = Generation(languages=("en", "fr")).model_parameters(ge.SPEECH, 4)
+    assert parameters["languages"] == "en,fr"
+    assert ge.Limits.from_parameters(parameters).languages == ("en", "fr")
+    assert ge.Limits.from_parameters(Generation(languages=()).model_parameters(ge.SPEECH, 4)).languages == ()
+    assert "languages" not in Generation().model_parameters(ge.SPEECH, 4)
 
 
 def test_language_is_detected_per_clip(folder: pathlib.Path, features: list[Any]) -> None:
@@ -171,8 +256,9 @@ def test_the_build_ships_and_checks_a_whisper(folder: pathlib.Path, tmp_path: pa
     made = load_python(model, spec.root, False)
     assert [t.name for t in made.inputs] == ["audio"] and [t.name for t in made.outputs] == ["text_output"]
     assert made.parameters["max_audio_seconds"] == "20" and made.parameters["kind"] == ge.SPEECH
-    assert {"audio_decode.py", "generation_engine.py", "model.py", "checkpoint"} <= set(made.files)
+    assert {"audio_decode.py", "generation_engine.py", "whisper_prompt.py", "model.py", "checkpoint"} <= set(made.files)
     assert "soundfile==0.14.0" in made.requirements
     verification = generation_check.verify(model, made.files, lambda _line: None)
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
-        3, "token-identical", "token-identical")
+        4, "token-identical", "token-identical")
+    assert verification.details["request_language_and_task"] == {"language": "de", "task": "translate"}

@@ -20,10 +20,12 @@ WHISPER = {"backend": "python", "weights": "ckpt", "max_batch_size": 4,
 
 
 def _spec(tmp_path: pathlib.Path, entry: dict, model_type: str = "whisper", chunk_length: int = 30,
-          version: str = "25.09"):
+          version: str = "25.09", generation: dict | None = None):
     folder = tmp_path / "ckpt"
     folder.mkdir(exist_ok=True)
     (folder / "config.json").write_text(json.dumps({"model_type": model_type}))
+    if generation is not None:
+        (folder / "generation_config.json").write_text(json.dumps(generation))
     (folder / "preprocessor_config.json").write_text(json.dumps({"feature_extractor_type": "WhisperFeatureExtractor",
                                                                  "chunk_length": chunk_length}))
     raw = copy.deepcopy(BASE)
@@ -127,3 +129,35 @@ def test_whisper_streaming_follows_the_text_kinds_rules(tmp_path):
 def test_the_model_types_are_transformers_own():
     mapping = pytest.importorskip("transformers.models.auto.modeling_auto")
     assert task_models.SPEECH_SEQ2SEQ_TYPES == set(mapping.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
+
+
+MULTILINGUAL = {"lang_to_id": {"<|en|>": 50259, "<|fr|>": 50265, "<|de|>": 50261}, "is_multilingual": True}
+
+
+def _languages(*codes: str) -> dict:
+    return {**WHISPER, "task": {**WHISPER["task"], "generation": {"languages": list(codes)}}}
+
+
+def test_the_languages_a_request_may_ask_are_the_checkpoints_own(tmp_path):
+    spec = _spec(tmp_path, _languages("en", "fr"), generation=MULTILINGUAL)
+    assert spec.models["asr"].task.generation.languages == ("en", "fr")
+    assert _problems(tmp_path, _languages("fr", "es", "<|de|>"), generation=MULTILINGUAL) == [
+        "models.asr.task.generation.languages: got 'es' with the Whisper checkpoint in ckpt; allowed: a code of its "
+        "generation_config.json lang_to_id: de, en, fr; fix: remove 'es' or correct it",
+        "models.asr.task.generation.languages: got '<|de|>' with the Whisper checkpoint in ckpt; allowed: a code of "
+        "its generation_config.json lang_to_id: de, en, fr; fix: remove '<|de|>' or correct it"]
+
+
+def test_an_english_only_whisper_takes_no_languages(tmp_path):
+    assert _problems(tmp_path, _languages("en"), generation={"is_multilingual": False}) == [
+        "models.asr.task.generation.languages: got en with the Whisper checkpoint in ckpt; allowed: none: it is "
+        "English-only (its generation_config.json has no lang_to_id or is_multilingual false); fix: remove languages"]
+    assert _spec(tmp_path, _languages(), generation={"is_multilingual": False})  # [] asks for none
+
+
+def test_languages_belong_to_speech_recognition(tmp_path):
+    entry = {"backend": "python", "weights": "ckpt", "max_batch_size": 4,
+             "task": {"kind": "text-generation", "generation": {"languages": ["fr"]}}}
+    assert _problems(tmp_path, entry, model_type="gpt2") == [
+        "models.asr.task.generation.languages: got fr; allowed: only with automatic-speech-recognition on a Whisper "
+        "(a request's parameters.language); text-generation takes none; fix: remove languages"]

@@ -262,27 +262,47 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
                                      engine.eos) for f in features]
         alone = [_run_speech(engine, [f], greedy)[0] for f in features]
         together = _run_speech(engine, features, greedy)
+        asked = _asked_prompt(engine)  # a request's language and task, where the checkpoint takes them
+        if asked:
+            settings = engine_module.parse_request({"max_new_tokens": new_tokens, **asked}, limits, speech=True)
+            with torch.no_grad():
+                references.append(_until_end([int(t) for t in engine.model.generate(
+                    features[0], do_sample=False, max_new_tokens=new_tokens, **asked)[0]], engine.eos))
+            alone.append(_run_speech(engine, [features[0]], settings)[0])
+            together.append(alone[-1])
     finally:
         engine.close()
     for how, runs in (("alone", alone), ("all clips at once", together)):
         for i, (got, want) in enumerate(zip(runs, references)):
             if got != want:
+                clip = f"clip {i}" if i < len(features) else f"clip 0 asked {asked}"
                 raise BuildError(f"models.{model.task_entry or model.name}: the served Whisper decoding of synthetic "
-                                 f"clip {i} ({how}) differs from transformers' generate: {got} against {want}; "
+                                 f"{clip} ({how}) differs from transformers' generate: {got} against {want}; "
                                  "this is a model_build bug, please report it")
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
-                        cases=len(features), details={
+                        cases=len(references), details={
                             "reference": "WhisperForConditionalGeneration.generate(input_features), greedy, each clip "
                                          "alone", "clips": "440 Hz tone, white noise, chirp",
                             "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
+                            "request_language_and_task": asked or "none (English-only)",
                             "alone": "token-identical", "engine_batch": "token-identical"})
+
+
+def _asked_prompt(engine: Any) -> dict[str, str]:
+    """What a request may ask of a multilingual Whisper: its first allowed language, and translation."""
+    prompts = engine.prompts
+    codes = prompts.codes() if prompts.multilingual else []
+    if not codes:
+        return {}
+    return {"language": codes[0], **({"task": "translate"} if "translate" in prompts.task_to_id else {})}
 
 
 def _run_speech(engine: Any, features: list[Any], settings: Any) -> list[list[int]]:
     tokens: list[list[int]] = [[] for _ in features]
     done = [threading.Event() for _ in features]
+    prompt = engine.prompt_for(settings)
     for i, clip in enumerate(features):
-        engine.submit(engine.speech_prompt, settings, lambda _text: None,
+        engine.submit(prompt, settings, lambda _text: None,
                       lambda _reason, _usage, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
                       features=clip)
     for event in done:
