@@ -68,14 +68,28 @@ def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict
 
 # transformers 5.23.0's MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (models/auto/modeling_auto.py): the model types
 # AutoModelForSpeechSeq2Seq loads, written out because the spec loads with the standard library only
-# (tests/spec/test_generation_whisper_specs.py compares). Of them the engine decodes Whisper alone: it builds
-# Whisper's decoder prompt and feeds its encoder Whisper's log-mel input_features.
+# (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them: the
+# encoder reads the clip's features (the feature extractor's input_features or input_values), the decoder writes
+# text from its start token (Whisper: from its prompt of language and task).
 SPEECH_SEQ2SEQ_TYPES = frozenset({
     "canary", "cohere_asr", "dia", "fun_asr_nano", "granite_speech", "granite_speech_plus", "kyutai_speech_to_text",
     "moonshine", "moonshine_streaming", "pop2piano", "qwen3_asr", "seamless_m4t", "seamless_m4t_v2",
     "speech-encoder-decoder", "speech_to_text", "speecht5", "vibevoice", "vibevoice_asr", "voxtral",
     "voxtral_realtime", "whisper"})
-GENERATED_SPEECH_TYPES = frozenset({"whisper"})
+GENERATED_SPEECH_TYPES = frozenset({
+    "canary", "cohere_asr", "moonshine", "moonshine_streaming", "seamless_m4t", "seamless_m4t_v2",
+    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper"})
+# Why the engine does not decode the others (transformers 5.23.0's classes for them).
+_AUDIO_LLM = ("an audio language model: one decoder reads the clip's features inside a text prompt it is given, "
+              "which the engine does not build")
+NOT_DECODED_SPEECH = {
+    "dia": "speech synthesis: it writes audio codes from text, not text from audio",
+    "vibevoice": "speech synthesis: it writes audio from text, not text from audio",
+    "pop2piano": "music transcription: it writes MIDI event tokens, not text",
+    **{model_type: _AUDIO_LLM for model_type in ("fun_asr_nano", "granite_speech", "granite_speech_plus",
+                                                 "kyutai_speech_to_text", "qwen3_asr", "vibevoice_asr", "voxtral",
+                                                 "voxtral_realtime")}}
+SPEECH_ENGINE = "a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...)"
 CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
 
 
@@ -94,20 +108,28 @@ def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[
         return []
     got = f"{model.backend.value!r} with the {model_type!r} checkpoint in {model.weights}"
     if model.task.speech_seq2seq and model_type not in GENERATED_SPEECH_TYPES:
-        what = ("a sequence-to-sequence model the engine does not decode (it builds Whisper's decoder prompt)"
-                if model_type in SPEECH_SEQ2SEQ_TYPES else "a CTC model, served as an ensemble")
-        return [Problem(f"{path}.backend", f"{got} ({what})", f"{CTC_BACKENDS} for a CTC checkpoint; python for a "
-                        "Whisper checkpoint (model_type whisper)", "set backend: onnxruntime, or give a Whisper "
-                        "checkpoint")]
+        what = (f"{NOT_DECODED_SPEECH[model_type]}" if model_type in NOT_DECODED_SPEECH
+                else "a CTC model, served as an ensemble")
+        return [Problem(f"{path}.backend", f"{got} ({what})", f"{CTC_BACKENDS} for a CTC checkpoint; python for "
+                        f"{SPEECH_ENGINE}", "set backend: onnxruntime for a CTC checkpoint, or give a speech "
+                        "encoder-decoder checkpoint" if model_type not in NOT_DECODED_SPEECH
+                        else "give a speech encoder-decoder or a CTC checkpoint")]
     if not model.task.speech_seq2seq and model_type in SPEECH_SEQ2SEQ_TYPES:
         return [Problem(f"{path}.backend", f"{got} (a sequence-to-sequence model: it generates text token by "
-                        "token, which no exported graph step does)", f"python for a Whisper checkpoint (our "
+                        "token, which no exported graph step does)", f"python for {SPEECH_ENGINE} (our "
                         f"generation engine); {CTC_BACKENDS} for a CTC checkpoint", "set backend: python"
-                        if model_type in GENERATED_SPEECH_TYPES else "give a Whisper or a CTC checkpoint")]
-    if model.task.speech_seq2seq:
-        return _window_problems(model.task.max_audio_seconds, weights, model.weights or "", path) + \
-            _language_problems(model.task.generation.languages, weights, model.weights or "", path)
-    return []
+                        if model_type in GENERATED_SPEECH_TYPES else "give a speech encoder-decoder or a CTC "
+                        "checkpoint")]
+    if not model.task.speech_seq2seq:
+        return []
+    if model_type != "whisper":
+        languages = model.task.generation.languages
+        return [] if languages is None else [Problem(
+            f"{path}.task.generation.languages", f"{', '.join(languages) or '[]'} with the {model_type!r} "
+            f"checkpoint in {model.weights}", "only with a Whisper checkpoint (the speech model whose decoder prompt "
+            "names a language)", "remove languages")]
+    return _window_problems(model.task.max_audio_seconds, weights, model.weights or "", path) + \
+        _language_problems(model.task.generation.languages, weights, model.weights or "", path)
 
 
 def _language_problems(languages: Optional[tuple[str, ...]], weights: pathlib.Path, label: str,

@@ -603,12 +603,18 @@ class Engine:
         # SuppressTokensAtBeginLogitsProcessor's begin index: one token later where a forced BOS takes the first
         # position of a one-token decoder input.
         self._begin_after_bos = self.constraints.forced_bos is not None
+        # Speech: Whisper builds its own decoder prompt (whisper_prompt.py, shipped beside this file with speech
+        # models only); the other encoder-decoders start from the decoder start token, as generate does.
+        self.whisper = getattr(model.config, "model_type", None) == "whisper"
+        self.speech_input = str(getattr(model.get_encoder(), "main_input_name", "input_features")) \
+            if self.speech else ""
         self.prompts: Any = None
-        if self.speech:  # shipped beside this file with speech models only
+        if self.whisper:
             from whisper_prompt import WhisperPrompts
 
             self.prompts = WhisperPrompts(generation, model.config, limits.languages)
-        self.speech_prompt: list[int] = self.prompts.default if self.speech else []
+        self.speech_prompt: list[int] = self.prompts.default if self.whisper else \
+            [self.decoder_start] if self.speech else []
         self._languages = sorted((getattr(generation, "lang_to_id", None) or {}).values()) if self.speech else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
@@ -620,7 +626,10 @@ class Engine:
         self._decoder_positions = self._decoder_position_mode()
         # Prompts are prefilled together only where their rows can share a batch afterwards (see _groupable).
         self._alone_only = getattr(model.config, "model_type", None) in ALONE
-        self._group_prefill = self._decoder_positions is not None if self.seq2seq else \
+        # Speech encoders other than Whisper's take clips of any length: each clip is encoded and decoded in a
+        # batch of its own, with no encoder mask (none is padded), as generate decodes one clip.
+        self._own_clip = self.speech and not self.whisper
+        self._group_prefill = (self._decoder_positions is not None and not self._own_clip) if self.seq2seq else \
             "position_ids" in self._forward_parameters and not self._alone_only
         window = getattr(model.config, "sliding_window", None)
         self._group_bound = window if isinstance(window, int) and window > 0 else sys.maxsize
@@ -689,6 +698,12 @@ class Engine:
         """A speech request's decoder prompt, with its own language and task (a RequestError where refused)."""
         if not self.speech:
             raise ValueError("only a speech model has a decoder prompt per request")
+        if self.prompts is None:
+            asked = "language" if settings.language is not None else "task" if settings.task is not None else None
+            if asked is not None:
+                raise RequestError(f"parameters.{asked}: this {self.model.config.model_type} checkpoint takes no "
+                                   f"{asked} per request (only a Whisper does); remove {asked}")
+            return list(self.speech_prompt)
         prompt: list[int] = self.prompts.for_request(settings.language, settings.task)
         return prompt
 
@@ -707,11 +722,12 @@ class Engine:
             raise RequestError("the prompt is empty (no tokens); send some text")
         if self.speech != (features is not None):
             raise ValueError("a speech model takes features with each request, a text model none")
-        room = int(getattr(self.model.config, "max_target_positions", 0)) - len(prompt_ids) if self.speech else 0
-        if self.speech and settings.max_new_tokens > room:  # generate raises a ValueError for the same
+        positions = getattr(self.model.config, "max_target_positions", None) if self.speech else None
+        room = int(positions) - len(prompt_ids) if isinstance(positions, int) else sys.maxsize
+        if settings.max_new_tokens > room:  # Whisper's generate raises a ValueError for the same
             raise RequestError(f"max_new_tokens: {settings.max_new_tokens} and the {len(prompt_ids)}-token decoder "
-                               f"prompt exceed this Whisper's {room + len(prompt_ids)} decoder positions "
-                               f"(max_target_positions); send max_new_tokens of at most {room}")
+                               f"prompt exceed this model's {positions} decoder positions (max_target_positions); "
+                               f"send max_new_tokens of at most {room}")
         self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token, features))
         self._wake.set()
 
@@ -952,7 +968,7 @@ class Engine:
         finally:
             self._positions = None
         cache = out.past_key_values if out.past_key_values is not None else given
-        shared = self._decoder_positions is not None
+        shared = self._decoder_positions is not None and not self._own_clip
         self_layers = _plain_layers(getattr(cache, "self_attention_cache", None))
         cross_layers = _plain_layers(getattr(cache, "cross_attention_cache", None))
         if shared and self_layers is not None and cross_layers is not None:
@@ -968,7 +984,7 @@ class Engine:
         prompts, the language detected where the prompt leaves it open."""
         features = torch.cat([row.request.features for row in group if row.request.features is not None])
         features = features.to(self.device, dtype=self.model.dtype)
-        encoder = self._encode(input_features=features)
+        encoder = self._encode(**{self.speech_input: features})
         encoder_mask = torch.ones(encoder.shape[:2], dtype=torch.long, device=self.device)
         prompts = [list(row.request.prompt_ids) for row in group]
         if any(DETECT in prompt for prompt in prompts):
@@ -998,7 +1014,10 @@ class Engine:
 
     def _seq2seq_forward(self, encoder: torch.Tensor, encoder_mask: torch.Tensor, tokens: torch.Tensor,
                          decoder_mask: torch.Tensor, cache: Any) -> Any:
-        return self.model(encoder_outputs=self._encoder_outputs(encoder), attention_mask=encoder_mask,
+        # A speech model's attention_mask is over its input frames, which it subsamples itself (Speech2Text,
+        # SpeechT5): the encoder's mask would be read as frames. One clip alone needs none.
+        return self.model(encoder_outputs=self._encoder_outputs(encoder),
+                          attention_mask=None if self._own_clip else encoder_mask,
                           decoder_input_ids=tokens, decoder_attention_mask=decoder_mask, past_key_values=cache,
                           use_cache=True)
 

@@ -17,13 +17,13 @@ with the whole text, the requests of one call decoded together.
   generation_engine.Limits (max_new_tokens, default_max_new_tokens, max_temperature, max_top_k,
   max_repetition_penalty, max_stop_strings, max_prompt_tokens, max_concurrent).
 - the checkpoint (weights, fast tokenizer, generation_config.json) in ``<version>/checkpoint``.
-- speech recognition (``kind`` automatic-speech-recognition, a Whisper checkpoint): input ``audio`` (TYPE_STRING,
+- speech recognition (``kind`` automatic-speech-recognition, a speech encoder-decoder): input ``audio`` (TYPE_STRING,
   dims [1]) instead: one WAV or FLAC file's bytes, base64-encoded, because Triton's generate route turns JSON values
   into tensors and a JSON string cannot hold raw bytes. ``audio_decode.py`` beside this file decodes it (its rules:
   the feature extractor's sampling rate, mono, at most the ``max_audio_seconds`` parameter), the checkpoint's own
-  feature extractor (``preprocessor_config.json``) makes its input_features, and the engine decodes from them.
-  Request parameters ``language`` and ``task`` as generate takes them (whisper_prompt.py beside this file), within
-  the ``languages`` parameter (the spec's task.generation.languages).
+  feature extractor (``preprocessor_config.json``) makes what its encoder reads (input_features or input_values),
+  and the engine decodes from them. A Whisper takes request parameters ``language`` and ``task`` as generate takes
+  them (whisper_prompt.py beside this file), within the ``languages`` parameter (task.generation.languages).
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
@@ -220,7 +220,7 @@ class TritonPythonModel:
         except audio_decode.AudioRejected as exc:  # its messages name the ensembles' AUDIO input
             raise RequestError("audio:" + str(exc).removeprefix("AUDIO:")) from None
         features = self.extractor(samples, sampling_rate=int(self.extractor.sampling_rate),
-                                  return_tensors="pt").input_features
+                                  return_tensors="pt")[self.engine.speech_input]
         answer = _Answer(sender, settings.stream and self.decoupled)
         metrics = self.metrics
 

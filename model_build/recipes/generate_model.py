@@ -12,6 +12,7 @@ import pathlib
 
 from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.task_models import GENERATED_SPEECH_TYPES, SPEECH_ENGINE
 from deployment_spec.sections.tasks import TaskKind
 from model_build.errors import BuildError
 from deployment_spec.sections.generation import Engine
@@ -61,8 +62,9 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
 
 
 def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> PythonModel:
-    """A Whisper: ``audio`` in (a WAV or FLAC file, base64: the generate route's JSON holds strings), decoded by the
-    audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in hf_generate.py)."""
+    """A speech encoder-decoder: ``audio`` in (a WAV or FLAC file, base64: the generate route's JSON holds strings),
+    decoded by the audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in
+    hf_generate.py); a Whisper's decoder prompt by whisper_prompt.py."""
     task = checkpoint_text.task_of(model)
     parameters = task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size)
     return PythonModel(
@@ -91,9 +93,9 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
     config = json.loads(config_file.read_text())
     model_type = config.get("model_type")
     if kind is TaskKind.SPEECH_RECOGNITION:  # the loader refused every other type (task_models.speech_problems)
-        if model_type != "whisper":
+        if model_type not in GENERATED_SPEECH_TYPES:
             raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint; backend python with "
-                             "automatic-speech-recognition decodes Whisper checkpoints; fix: give one")
+                             f"automatic-speech-recognition decodes {SPEECH_ENGINE}; fix: give one")
         return MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type]
     mapping = (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES if kind is TaskKind.TEXT_GENERATION
                else MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)

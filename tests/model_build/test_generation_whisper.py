@@ -221,7 +221,7 @@ def test_max_new_tokens_past_the_decoders_positions_is_refused(folder: pathlib.P
     try:
         with pytest.raises(ge.RequestError) as refused:
             _transcribe(engine, features[:1], max_new_tokens=62)
-        assert str(refused.value) == ("max_new_tokens: 62 and the 3-token decoder prompt exceed this Whisper's 64 "
+        assert str(refused.value) == ("max_new_tokens: 62 and the 3-token decoder prompt exceed this model's 64 "
                                       "decoder positions (max_target_positions); send max_new_tokens of at most 61")
         got = _transcribe(engine, features[:1], max_new_tokens=61)
     finally:

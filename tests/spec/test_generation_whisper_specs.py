@@ -65,28 +65,42 @@ def test_a_ctc_entry_is_still_an_ensemble(tmp_path):
     assert spec.models["asr-model"].source.recipe == "hf-ctc"
 
 
+ENGINE = "a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...)"
+
+
 def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
-    assert _problems(tmp_path, WHISPER, model_type="wav2vec2") == [str(task_models.Problem(
-        "models.asr.backend", "'python' with the 'wav2vec2' checkpoint in ckpt (a CTC model, served as an ensemble)",
-        "onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a Whisper checkpoint (model_type whisper)",
-        "set backend: onnxruntime, or give a Whisper checkpoint"))]
+    assert _problems(tmp_path, WHISPER, model_type="wav2vec2") == [
+        "models.asr.backend: got 'python' with the 'wav2vec2' checkpoint in ckpt (a CTC model, served as an "
+        f"ensemble); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for {ENGINE}; fix: set "
+        "backend: onnxruntime for a CTC checkpoint, or give a speech encoder-decoder checkpoint"]
 
 
-def test_another_speech_seq2seq_checkpoint_with_backend_python_is_refused(tmp_path):
-    problems = _problems(tmp_path, WHISPER, model_type="speech_to_text")
-    assert problems == [str(task_models.Problem(
-        "models.asr.backend", "'python' with the 'speech_to_text' checkpoint in ckpt (a sequence-to-sequence model "
-        "the engine does not decode (it builds Whisper's decoder prompt))",
-        "onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a Whisper checkpoint (model_type whisper)",
-        "set backend: onnxruntime, or give a Whisper checkpoint"))]
+@pytest.mark.parametrize("model_type,why", [
+    ("voxtral", "an audio language model: one decoder reads the clip's features inside a text prompt it is given, "
+                "which the engine does not build"),
+    ("dia", "speech synthesis: it writes audio codes from text, not text from audio"),
+    ("pop2piano", "music transcription: it writes MIDI event tokens, not text"),
+])
+def test_a_speech_seq2seq_checkpoint_the_engine_does_not_decode_is_refused_with_its_cause(tmp_path, model_type, why):
+    assert _problems(tmp_path, WHISPER, model_type=model_type) == [
+        f"models.asr.backend: got 'python' with the '{model_type}' checkpoint in ckpt ({why}); allowed: onnxruntime, "
+        f"tensorrt or pytorch for a CTC checkpoint; python for {ENGINE}; fix: give a speech encoder-decoder or a CTC "
+        "checkpoint"]
+
+
+def test_another_speech_encoder_decoder_is_a_generating_python_model(tmp_path):
+    spec = _spec(tmp_path, WHISPER, model_type="speech_to_text")
+    assert spec.models["asr"].task.generates() and spec.models["asr"].source.recipe == "hf-generate"
+    # its clips are not held to Whisper's window: the model takes any length its positions hold
+    assert _spec(tmp_path, {**WHISPER, "task": {**WHISPER["task"], "max_audio_seconds": 60}},
+                 model_type="speech_to_text")
 
 
 def test_a_whisper_checkpoint_with_backend_onnxruntime_is_refused(tmp_path):
-    assert _problems(tmp_path, {**WHISPER, "backend": "onnxruntime"}) == [str(task_models.Problem(
-        "models.asr.backend", "'onnxruntime' with the 'whisper' checkpoint in ckpt (a sequence-to-sequence model: "
-        "it generates text token by token, which no exported graph step does)",
-        "python for a Whisper checkpoint (our generation engine); onnxruntime, tensorrt or pytorch for a CTC "
-        "checkpoint", "set backend: python"))]
+    assert _problems(tmp_path, {**WHISPER, "backend": "onnxruntime"}) == [
+        "models.asr.backend: got 'onnxruntime' with the 'whisper' checkpoint in ckpt (a sequence-to-sequence model: "
+        f"it generates text token by token, which no exported graph step does); allowed: python for {ENGINE} (our "
+        "generation engine); onnxruntime, tensorrt or pytorch for a CTC checkpoint; fix: set backend: python"]
 
 
 def test_clips_longer_than_the_window_are_refused(tmp_path):

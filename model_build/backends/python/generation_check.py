@@ -243,31 +243,35 @@ def _clips(rate: int) -> list[Any]:
 
 def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: types.ModuleType,
                    limits: Any) -> Verification:
-    """A Whisper: each clip's tokens from the shipped engine, alone and all at once, against
-    ``generate(input_features, do_sample=False, max_new_tokens=N)``, token-identical (new tokens, up to EOS)."""
+    """A speech encoder-decoder: each clip's tokens from the shipped engine, alone and all at once, against
+    ``generate(<its encoder's input>, do_sample=False, max_new_tokens=N)``, token-identical (new tokens, up to EOS);
+    a multilingual Whisper also with a request's language and task."""
     import torch
     import transformers
 
     folder = str(files["checkpoint"])
     extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
     rate = int(extractor.sampling_rate)
-    features = [extractor(clip, sampling_rate=rate, return_tensors="pt").input_features for clip in _clips(rate)]
     engine = engine_module.Engine.from_checkpoint(folder, model.task.kind.value if model.task else "", limits)
+    name = engine.speech_input  # input_features (Whisper, Speech2Text...) or input_values (SpeechT5, Moonshine...)
+    features = [extractor(clip, sampling_rate=rate, return_tensors="pt")[name] for clip in _clips(rate)]
     try:
-        new_tokens = min(NEW_TOKENS, int(engine.model.config.max_target_positions) - len(engine.speech_prompt))
+        positions = getattr(engine.model.config, "max_target_positions", None)
+        room = int(positions) - len(engine.speech_prompt) if isinstance(positions, int) else NEW_TOKENS
+        new_tokens = min(NEW_TOKENS, room)
         greedy = engine_module.parse_request({"max_new_tokens": new_tokens}, limits)
         with torch.no_grad():
-            references = [_until_end([int(t) for t in engine.model.generate(f, do_sample=False,
-                                                                            max_new_tokens=new_tokens)[0]],
-                                     engine.eos) for f in features]
+            references = [_until_end(_new(engine, engine.model.generate(**{name: f}, do_sample=False,
+                                                                        max_new_tokens=new_tokens)[0]), engine.eos)
+                          for f in features]
         alone = [_run_speech(engine, [f], greedy)[0] for f in features]
         together = _run_speech(engine, features, greedy)
         asked = _asked_prompt(engine)  # a request's language and task, where the checkpoint takes them
         if asked:
             settings = engine_module.parse_request({"max_new_tokens": new_tokens, **asked}, limits, speech=True)
             with torch.no_grad():
-                references.append(_until_end([int(t) for t in engine.model.generate(
-                    features[0], do_sample=False, max_new_tokens=new_tokens, **asked)[0]], engine.eos))
+                references.append(_until_end(_new(engine, engine.model.generate(
+                    features[0], do_sample=False, max_new_tokens=new_tokens, **asked)[0]), engine.eos))
             alone.append(_run_speech(engine, [features[0]], settings)[0])
             together.append(alone[-1])
     finally:
@@ -276,22 +280,29 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
         for i, (got, want) in enumerate(zip(runs, references)):
             if got != want:
                 clip = f"clip {i}" if i < len(features) else f"clip 0 asked {asked}"
-                raise BuildError(f"models.{model.task_entry or model.name}: the served Whisper decoding of synthetic "
+                raise BuildError(f"models.{model.task_entry or model.name}: the served speech decoding of synthetic "
                                  f"{clip} ({how}) differs from transformers' generate: {got} against {want}; "
                                  "this is a model_build bug, please report it")
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
                         cases=len(references), details={
-                            "reference": "WhisperForConditionalGeneration.generate(input_features), greedy, each clip "
-                                         "alone", "clips": "440 Hz tone, white noise, chirp",
+                            "reference": f"{type(engine.model).__name__}.generate({name}), greedy, each clip alone",
+                            "clips": "440 Hz tone, white noise, chirp",
                             "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
                             "request_language_and_task": asked or "none (English-only)",
                             "alone": "token-identical", "engine_batch": "token-identical"})
 
 
+def _new(engine: Any, ids: Any) -> list[int]:
+    """generate's tokens after the decoder's start: Whisper's short-form generate returns only the new ones, the
+    other encoder-decoders the start token first."""
+    tokens = [int(t) for t in ids]
+    return tokens if engine.whisper else tokens[len(engine.speech_prompt):]
+
+
 def _asked_prompt(engine: Any) -> dict[str, str]:
     """What a request may ask of a multilingual Whisper: its first allowed language, and translation."""
     prompts = engine.prompts
-    codes = prompts.codes() if prompts.multilingual else []
+    codes = prompts.codes() if prompts is not None and prompts.multilingual else []
     if not codes:
         return {}
     return {"language": codes[0], **({"task": "translate"} if "translate" in prompts.task_to_id else {})}
