@@ -7,7 +7,7 @@ Every model type transformers 5.23 maps for the three generating kinds (transfor
 
     text-generation         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     text2text-generation    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
-    speech seq2seq          MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (listed only: the engine takes no audio yet)
+    speech seq2seq          MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (automatic-speech-recognition, backend python)
 
 For each text row: a tiny random checkpoint made offline from the architecture's own config
 (benchmarks/tooling/tiny_checkpoints.py ``save_with_tokenizer``: 2 layers, width 32, seed 0) with a tokenizer of
@@ -18,6 +18,10 @@ Then what `tritonsm build` does for such an entry, in-process: the recipe (model
 through ``load_python`` as the Python backend calls it: the Auto-class refusal) and the build-time verification
 (model_build/backends/python/generation_check.py ``verify``: greedy, each prompt alone token-identical, then all
 together in the engine's running batch and, decoder-only, generate on a left-padded batch, near-ties reported).
+Each speech row: the tiny checkpoint of benchmarks/tooling/speech_checkpoints.py (or generation_checkpoints
+``save_whisper``) with its own feature extractor class, and the same recipe and verification (three synthetic clips
+alone and at once, a multilingual Whisper also with a request's language and task); a model type the engine does
+not decode is a config.json naming it, which the spec's loader refuses with its cause (no weights needed to refuse).
 
 A representative subset (``SERVED``, up to 5 per kind that verified) is then built for real (`tritonsm build
 --python-env-for local`, one single-model endpoint each), served on the local Triton server (`tritonsm serve
@@ -28,7 +32,7 @@ events, concatenated, must equal ``tokenizer.decode(generate(...), skip_special_
 Outcomes: token-identical; near-tie at position P (margin M); refused: <the build's message>; failed: <exception
 type and first line> (a Python exception anywhere, the engine's own included: a defect, listed first); skipped:
 <cause> where the architecture does not make a tiny text checkpoint offline (a cause outside the product: not
-counted in the denominator); not yet: audio input (speech seq2seq). Resumable: results accumulate in
+counted in the denominator). Resumable: results accumulate in
 <work>/results.json and a row with a result is not run again (``--fresh`` forgets them). Writes
 benchmarks/hf_generation_coverage.md and .json.
 """
@@ -60,21 +64,20 @@ KINDS = {"text-generation": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
          "text2text-generation": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
          "speech seq2seq": "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES"}
 TEXT_KINDS = ("text-generation", "text2text-generation")
-PREFIX = {"text-generation": "gen", "text2text-generation": "t2t"}
+PREFIX = {"text-generation": "gen", "text2text-generation": "t2t", "speech seq2seq": "asr"}
+TASK_KIND = {"speech seq2seq": "automatic-speech-recognition"}  # the spec's task.kind where it is not the row's
 # Served for real when they verify in-process: the families users deploy most, then whatever else verified.
 SERVED = {"text-generation": ("gpt2", "llama", "qwen2", "mistral", "gemma"),
           "text2text-generation": ("t5", "bart", "marian", "mbart", "pegasus")}
 SERVED_PER_KIND = 5
-AUDIO = ("not yet: audio input", "the generation engine (model_build/python_models/generation_engine.py) takes text "
-         "prompts only; a speech model's encoder takes audio features")
 IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
-    "token-identical", "near-tie", "refused", "failed", "skipped", AUDIO[0])
+    "token-identical", "near-tie", "refused", "failed", "skipped", "not yet: audio input")
 MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
 WANDER = 2.0  # weights ~ N(0, WANDER / sqrt(fan-in)): a random tiny model then cycles through many tokens
 WEAK = 2  # distinct tokens in a row's reference answer at or under which its agreement is a weak check
 ENGINE_FAILED = "the generation engine failed on a verification prompt"
 # The recipe's refusal of a decoder reading audio features that transformers maps for AutoModelForSeq2SeqLM (Qwen2-Audio,
-# Voxtral...): not counted, as the speech seq2seq rows are not (their input is audio, not a text prompt).
+# Voxtral...): not counted there (their input is audio, not a text prompt); the speech seq2seq rows count them.
 AUDIO_LLM = "for its audio input, which a text2text-generation request does not send"
 # generate's ForcedEOSTokenLogitsProcessor: the last new token is the end token whatever the logits (margin inf).
 FORCED = re.compile(rf"alone: new token {MAX_NEW_TOKENS - 1} is \d+ where transformers' generate picks \d+ "
@@ -102,7 +105,7 @@ def entry_name(row: Row) -> str:
 
 def spec_lines(rows: list[Row]) -> list[str]:
     # max_prompt_tokens: the verification prompts whole (generation_check cuts at it); 4 decode together.
-    return [f"  {entry_name(r)}: {{task: {{kind: {r['kind']}, generation: {{max_new_tokens: 64, "
+    return [f"  {entry_name(r)}: {{task: {{kind: {TASK_KIND.get(r['kind'], r['kind'])}, generation: {{max_new_tokens: 64, "
             f"default_max_new_tokens: {MAX_NEW_TOKENS}, max_prompt_tokens: 256}}}}, backend: python, "
             f"weights: {r['weights']}, max_batch_size: 4}}" for r in rows]
 
@@ -161,6 +164,9 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     from benchmarks.hf_task_coverage import algorithm
     from benchmarks.tooling import text_checkpoints, tiny_checkpoints
 
+    if row["kind"] not in TEXT_KINDS:
+        make_speech_checkpoint(row, folder)
+        return
     algo, why = algorithm(row["model_type"])
     shutil.rmtree(folder, ignore_errors=True)
     row.update(weights=str(folder), tokenizer=algo, tokenizer_why=why)
@@ -189,6 +195,27 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
     net.save_pretrained(folder)
 
 
+def make_speech_checkpoint(row: Row, folder: pathlib.Path) -> None:
+    """A tiny speech checkpoint the engine decodes; for any other type, the config.json the loader refuses."""
+    from benchmarks.tooling import generation_checkpoints, speech_checkpoints
+
+    shutil.rmtree(folder, ignore_errors=True)
+    row.update(weights=str(folder), tokenizer="bpe-bytes")
+    if row["model_type"] == "whisper":
+        generation_checkpoints.save_whisper(folder)
+    elif row["model_type"] in speech_checkpoints.MAKERS:
+        speech_checkpoints.save(folder, row["model_type"])
+    else:
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"model_type": row["model_type"]}))
+        row["parameters"] = "config.json only"
+        return
+    import transformers
+
+    model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder)
+    row["parameters"] = f"{sum(p.numel() for p in model.parameters()):,} parameters"
+
+
 def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
     """What `tritonsm build` does for the entry (model_build/backends/python/build.py): the recipe, then the
     verification against generate. ``probe``: a refusal at the last new token that generate forced (its
@@ -196,6 +223,7 @@ def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
     difference."""
     import yaml
 
+    from deployment_spec import SpecError
     from deployment_spec.spec import parse_spec
     from model_build.backends.python import generation_check
     from model_build.errors import BuildError
@@ -203,7 +231,11 @@ def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
 
     spec_file = folder.parent / f"{folder.name}.yaml"
     spec_file.write_text(coverage_runs.spec_document(PROJECT, spec_lines([row]), []))
-    spec = parse_spec(yaml.safe_load(spec_file.read_text()), spec_file)
+    try:
+        spec = parse_spec(yaml.safe_load(spec_file.read_text()), spec_file)
+    except SpecError as exc:  # the loader's refusal (a speech type the engine does not decode)
+        row.update(outcome=REFUSED, reason="; ".join(str(p) for p in exc.problems))
+        return
     model = spec.models[entry_name(row)]
     log: list[str] = []
     try:
@@ -225,7 +257,8 @@ def verify_row(row: Row, folder: pathlib.Path, probe: bool = True) -> None:
     details = verification.details or {}
     ties = details.get("near_ties") or []
     row["verified"] = {k: details.get(k) for k in ("alone", "engine_batch", "left_padded_generate")}
-    row["distinct_tokens"] = _distinct(folder, row["kind"])
+    row["distinct_tokens"] = _distinct(folder, row["kind"]) if row["kind"] in TEXT_KINDS else \
+        _distinct_speech(folder)
     if not ties:
         row.update(outcome=IDENTICAL, reason="")
         return
@@ -249,6 +282,27 @@ def _drop_forced_eos(folder: pathlib.Path) -> bool:
 def _distinct(folder: pathlib.Path, kind: str) -> int:
     """Distinct tokens in generate's answer to one verification prompt: 1 or 2 make the check weak."""
     return len(set(_greedy(folder, kind, "Once upon a time, in a land far away,")[0]))
+
+
+def _distinct_speech(folder: pathlib.Path) -> int:
+    """Distinct tokens in generate's answer to the build check's synthetic clips (tone, noise, chirp), the most of
+    the three: the check tells tokens apart on that clip at least."""
+    import torch
+    import transformers
+
+    from model_build.backends.python.generation_check import _clips
+
+    net = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
+    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+    name = net.get_encoder().main_input_name
+    rate = int(extractor.sampling_rate)
+    counts = []
+    for clip in _clips(rate):
+        with torch.no_grad():
+            out = net.generate(**{name: extractor(clip, sampling_rate=rate, return_tensors="pt")[name]},
+                               do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
+        counts.append(len(set(int(t) for t in out[0][1:])))
+    return max(counts)
 
 
 def _greedy(folder: pathlib.Path, kind: str, prompt: str) -> tuple[list[int], str]:
@@ -428,9 +482,14 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
         "so agreeing says less. The percentage is (token-identical + near-ties) of the counted rows. Skipped rows are architectures the "
         "benchmark's tiny-checkpoint maker cannot instantiate offline from their config alone (external files, "
         "sub-configs it does not shrink, the tokenizer's own limits): a cause outside the product, so they are "
-        "listed with it and not counted. Speech seq2seq rows are not built: the engine takes no audio input yet. "
+        "listed with it and not counted. Speech seq2seq rows: the tiny checkpoints of "
+        "benchmarks/tooling/speech_checkpoints.py (width 32, 2 layers, each type's own feature extractor) through "
+        "the same recipe and build-time verification on three synthetic clips (alone and at once); a type the "
+        "engine does not decode is refused by the spec's loader from its config.json, with the cause; speech rows "
+        "are not served here (tests/local_endpoint/test_generation_serve.py serves a Whisper). "
         "The audio LLMs transformers maps for AutoModelForSeq2SeqLM (one decoder reading audio features: Qwen2-Audio, "
-        "Voxtral...) are refused by the recipe for their audio input and listed as not yet: audio, not counted. "
+        "Voxtral...) are refused by the recipe for their audio input and listed as not yet: audio, not counted "
+        "under text2text-generation. "
         "Failed (a Python exception, also one the engine caught and logged) rows come first.\n\n"
         + "\n".join(head) + "\n\n## Causes\n" + ("\n".join(causes) or "\nNone.") + "\n\n## Per architecture\n\n"
         + "\n".join(table) + "\n")
@@ -490,10 +549,7 @@ def main() -> int:
     for row in architectures():
         if row["key"] in results or (args.only and row["model_type"] not in args.only):
             continue
-        if row["kind"] not in TEXT_KINDS:
-            row.update(outcome=NOT_YET, reason=AUDIO[1])
-            results[row["key"]] = row
-        elif args.limit is None or taken[row["kind"]] < args.limit:
+        if args.limit is None or taken[row["kind"]] < args.limit:
             todo.append(row)
             taken[row["kind"]] += 1
     say(clock, f"{len(results)} done before or listed; {len(todo)} to run with {args.jobs} job(s)")

@@ -117,7 +117,8 @@ def invoke_main(argv: list[str]) -> int:
             url, named_in_url = runtime_address(args.url)
             name = _local_endpoint_name(url, one_name(name, named_in_url, args.url))
         if args.stream:
-            return _stream(name, generate_body(args.text, parameters), args.region, url, args.timeout)
+            return _stream(name, generate_body(args.text, parameters), args.region, url, args.timeout,
+                           args.inference_component)
         try:
             response = invoke_sagemaker_endpoint(
                 name, request, region=args.region, target_model=args.target_model,
@@ -136,7 +137,8 @@ def invoke_main(argv: list[str]) -> int:
         return _fail(error)
 
 
-def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout: float) -> int:
+def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout: float,
+            inference_component: str | None) -> int:
     """Print each streamed ``text_output`` as it arrives, then end the line (also before an error)."""
     written = False
 
@@ -146,7 +148,8 @@ def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout
         print(text, end="", flush=True)
 
     try:
-        stream_sagemaker_endpoint(name, body, write, region=region, endpoint_url=url, timeout=timeout)
+        stream_sagemaker_endpoint(name, body, write, region=region, endpoint_url=url, timeout=timeout,
+                                  inference_component=inference_component)
     except InvokeError:
         if written:
             print(flush=True)
@@ -156,8 +159,7 @@ def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout
 
 
 # What --stream sends is the generate JSON of --text and --parameter: the flags of a KServe v2 request do not apply.
-_NOT_STREAMED = ("text_pair", "input_name", "tokenizer", "max_length", "binary", "output", "target_model",
-                 "inference_component")
+_NOT_STREAMED = ("text_pair", "input_name", "tokenizer", "max_length", "binary", "output", "target_model")
 
 
 def _check_stream_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

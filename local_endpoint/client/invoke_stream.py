@@ -45,16 +45,18 @@ class EventReader:
 
 def stream_sagemaker_endpoint(endpoint_name: str, body: bytes, write: Callable[[str], None], *,
                               region: str | None = None, endpoint_url: str | None = None,
-                              timeout: float = DEFAULT_TIMEOUT, client: Any = None) -> None:
+                              timeout: float = DEFAULT_TIMEOUT, client: Any = None,
+                              inference_component: str | None = None) -> None:
     """Call InvokeEndpointWithResponseStream and ``write`` each event's ``text_output`` as it arrives; InvokeError
     for a refusal, a ``ModelStreamError`` or an ``{"error": ...}`` event (the container's own, passed on by SageMaker
-    as payload)."""
+    as payload). ``inference_component``: the InferenceComponentName on an endpoint of inference components."""
     from botocore.exceptions import EventStreamError
 
     with told_as_invoke_errors(endpoint_name, endpoint_url):
         runtime = client or runtime_client(region, endpoint_url, timeout)
+        named = {"InferenceComponentName": inference_component} if inference_component else {}
         response = runtime.invoke_endpoint_with_response_stream(EndpointName=endpoint_name, Body=body,
-                                                                ContentType="application/json")
+                                                                ContentType="application/json", **named)
         reader = EventReader()
         try:
             for event in response["Body"]:

@@ -23,6 +23,7 @@ from local_endpoint.endpoints.model_cache import JSON, error_reply
 from local_endpoint.endpoints.single_model import DEFAULT_STARTUP_TIMEOUT, SingleModelEndpoint
 from local_endpoint.errors import LocalEndpointError
 from local_endpoint.server import ports
+from local_endpoint.server.generate_route import GenerateRoute
 
 
 class Component(Protocol):
@@ -74,6 +75,12 @@ class ComponentsEndpoint(LocalEndpointLifecycle):
     @property
     def component_names(self) -> list[str]:
         return list(self.servers)
+
+    @property
+    def generate_routes(self) -> dict[str, GenerateRoute]:
+        """The generate-stream route of each component whose default model is decoupled (open once started)."""
+        routes = {name: server.generate_route for name, server in self.servers.items()}
+        return {name: route for name, route in routes.items() if route is not None}
 
     @property
     def stand_in_notes(self) -> list[str]:

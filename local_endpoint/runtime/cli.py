@@ -72,7 +72,7 @@ def _announce_runtime(runtime: LocalRuntime) -> None:
     if realtime:
         print(f"SageMaker Runtime API: InvokeEndpoint at {runtime.url}/endpoints/ENDPOINT_NAME/invocations for "
               f"{', '.join(realtime)}", flush=True)
-    streaming = [name for name, target in runtime.targets.items() if target.generate is not None]
+    streaming = [name for name, target in runtime.targets.items() if target.streams]
     if streaming:   # a decoupled model: its responses stream (local_endpoint.runtime.streaming)
         print(f"SageMaker Runtime API: InvokeEndpointWithResponseStream at {runtime.url}/endpoints/ENDPOINT_NAME/"
               f"invocations-response-stream for {', '.join(streaming)}", flush=True)

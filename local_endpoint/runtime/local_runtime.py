@@ -158,5 +158,6 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         components=tuple(getattr(server, "component_names", ())),
         loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
         generate=getattr(server, "generate_route", None),   # a decoupled model (single-model endpoint)
+        component_routes=dict(getattr(server, "generate_routes", {})),   # inference components that stream
         traffic=getattr(server, "traffic", None),   # an endpoint with variants or a shadow (local_endpoint.variants)
         health=server if isinstance(server, LocalEndpointLifecycle) else None)   # supervised by `tritonsm serve`

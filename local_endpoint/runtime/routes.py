@@ -78,6 +78,8 @@ class RuntimeTarget:
         generate: A single-model endpoint whose model is decoupled: its generate-stream route, which answers
             InvokeEndpoint and InvokeEndpointWithResponseStream (``streaming``) as the container in generate_stream
             mode answers ``/invocations``.
+        component_routes: Inference components: the generate-stream route of each component whose model is
+            decoupled (each component is a container of its own, in its own mode), by InferenceComponentName.
     """
 
     name: str
@@ -91,6 +93,18 @@ class RuntimeTarget:
     traffic: Optional[VariantTraffic] = None
     health: Optional["Health"] = None
     generate: Optional[GenerateRoute] = None
+    component_routes: Mapping[str, GenerateRoute] = dataclasses.field(default_factory=dict)
+
+    def stream_route(self, headers: Mapping[str, str]) -> Optional[GenerateRoute]:
+        """The generate-stream route a request reaches (``headers``: names in lower case): the endpoint's, or the
+        named inference component's; None where the model it reaches is not decoupled."""
+        if self.kind is COMPONENTS:
+            return self.component_routes.get(headers.get(INFERENCE_COMPONENT.lower(), ""))
+        return self.generate
+
+    @property
+    def streams(self) -> bool:
+        return self.generate is not None or bool(self.component_routes)
 
 
 class Health(Protocol):
@@ -236,8 +250,9 @@ def send_to_container(target: RuntimeTarget, headers: Mapping[str, str], body: b
     ``text/event-stream`` answer the container in generate_stream mode returns there (an error before the first
     event: its ``{"error": ...}`` as Triton's other routes answer it). Raises OSError (socket.timeout past
     ``timeout``) if nothing answers."""
-    if target.generate is not None:
-        reply = call("127.0.0.1", target.generate.port, "POST", target.generate.path, body=body,
+    route = target.stream_route({key.lower(): value for key, value in headers.items()})
+    if route is not None:
+        reply = call("127.0.0.1", route.port, "POST", route.path, body=body,
                      headers={"Content-Type": "application/json"}, timeout=timeout)
         return dataclasses.replace(reply, body=sse_error(reply.body)) if reply.status >= 400 else reply
     given = {key.lower(): value for key, value in headers.items()}

@@ -24,7 +24,8 @@ from typing import Callable, Iterator, Mapping, Optional, Union
 from local_endpoint.runtime import errors
 from local_endpoint.runtime.errors import RuntimeReply
 from local_endpoint.runtime.event_stream import CONTENT_TYPE, TIME_EXCEEDED, model_stream_error, payload_part
-from local_endpoint.runtime.routes import SME, INVOKED_VARIANT, RuntimeTarget, checked_target, sse_error, unavailable
+from local_endpoint.runtime.routes import (COMPONENTS, INFERENCE_COMPONENT, INVOKED_VARIANT, SME, RuntimeTarget,
+                                          checked_target, sse_error, unavailable)
 
 STREAM_SUFFIX = "/invocations-response-stream"
 CONTAINER_CONTENT_TYPE = "X-Amzn-SageMaker-Content-Type"   # InvokeEndpointWithResponseStreamOutput.ContentType
@@ -106,12 +107,13 @@ def open_stream(targets: Mapping[str, RuntimeTarget], name: str, headers: Mappin
     target = checked_target(targets, name, headers, body)
     if isinstance(target, RuntimeReply):
         return target
-    if target.generate is None:
-        return not_streaming(target)
-    connection = http.client.HTTPConnection("127.0.0.1", target.generate.port, timeout=timeout)
+    route = target.stream_route(headers)
+    if route is None:
+        return not_streaming(target, headers)
+    connection = http.client.HTTPConnection("127.0.0.1", route.port, timeout=timeout)
     try:
         # Triton answers the status line with its first response, so this waits for the first event.
-        connection.request("POST", target.generate.path, body=body, headers={"Content-Type": "application/json"})
+        connection.request("POST", route.path, body=body, headers={"Content-Type": "application/json"})
         response = connection.getresponse()
         if response.status < 400:
             return UpstreamStream(connection, response, target, name, timeout)
@@ -128,15 +130,22 @@ def open_stream(targets: Mapping[str, RuntimeTarget], name: str, headers: Mappin
     return errors.model_error(name, target.variant, response.status, refusal, target.log)
 
 
-def not_streaming(target: RuntimeTarget) -> RuntimeReply:
-    """ValidationError for an endpoint with nothing to stream."""
+def not_streaming(target: RuntimeTarget, headers: Mapping[str, str]) -> RuntimeReply:
+    """ValidationError for an endpoint or inference component with nothing to stream (``headers``: lower case)."""
+    if target.kind is COMPONENTS:
+        component = headers.get(INFERENCE_COMPONENT.lower(), "")
+        return errors.validation_error(
+            f"Inference component {component} of endpoint {target.name} does not stream responses: its model does "
+            "not declare model_transaction_policy { decoupled: true } in its config.pbtxt. Call InvokeEndpoint for "
+            "the whole answer" + (f", or name a streaming component ({', '.join(sorted(target.component_routes))})"
+                                  if target.component_routes else ""))
     what = (f"it is a {target.kind.value} endpoint" if target.kind is not SME else
             "it has production variants" if target.traffic is not None else
             "its model does not declare model_transaction_policy { decoupled: true } in its config.pbtxt")
     return errors.validation_error(
         f"Endpoint {target.name} does not stream responses: InvokeEndpointWithResponseStream streams here from a "
-        f"single-model endpoint whose model is decoupled (Triton's generate-stream route), and {what}. Call "
-        "InvokeEndpoint for the whole answer")
+        f"single-model endpoint or an inference component whose model is decoupled (Triton's generate-stream "
+        f"route), and {what}. Call InvokeEndpoint for the whole answer")
 
 
 def watch_for_hang_up(client: socket.socket, hang_up: Callable[[], None]) -> threading.Event:

@@ -101,7 +101,8 @@ def test_an_endpoint_with_nothing_to_stream_is_a_validation_error(kind, generate
     assert (reply.status, reply.headers["x-amzn-ErrorType"], json.loads(reply.body)) == (400, "ValidationError", {
         "ErrorCode": "VALIDATION_ERROR",
         "Message": "Endpoint Tests-dev-e does not stream responses: InvokeEndpointWithResponseStream streams here "
-                   "from a single-model endpoint whose model is decoupled (Triton's generate-stream route), and "
+                   "from a single-model endpoint or an inference component whose model is decoupled (Triton's "
+                   "generate-stream route), and "
                    f"{why}. Call InvokeEndpoint for the whole answer"})
 
 

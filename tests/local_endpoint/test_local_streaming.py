@@ -14,7 +14,9 @@ import pytest
 from botocore.exceptions import EventStreamError
 
 from deployment_spec.sections.endpoint import EndpointKind
+from deployment_spec.served import LocalComponent
 from local_endpoint.client.local_clients import local_client
+from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.endpoints.single_model import SingleModelEndpoint
 from local_endpoint.runtime.local_runtime import LocalRuntime, NamedEndpoint
 from tritonsm.cli import main as tritonsm_main
@@ -24,6 +26,8 @@ import triton_model_fixtures as models
 
 NAME = "Tests-dev-stream"
 STREAM_PATH = f"/endpoints/{NAME}/invocations-response-stream"
+# An endpoint of inference components: one streams (its own container in generate_stream mode), one answers whole.
+SHARED, WRITER, ADDER = "Tests-dev-shared", "Tests-dev-shared-writer", "Tests-dev-shared-adder"
 
 
 def event(text: str) -> bytes:
@@ -46,6 +50,19 @@ def runtime(module_tmp):
     tarball = models.pack(root / "repository", root / "stream.tar.gz")
     named = NamedEndpoint(NAME, EndpointKind.SINGLE_MODEL, SingleModelEndpoint(tarball, log_file=root / "server.log"))
     with LocalRuntime([named], container_contract=True) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def shared(module_tmp):
+    """The runtime of an endpoint of inference components: a streaming one and one that answers whole."""
+    root = module_tmp.mktemp("shared")
+    streaming_model.write_stream(root / "repository")
+    models.write_add(root / "adder")
+    components = [LocalComponent(WRITER, "stream", models.pack(root / "repository", root / "stream.tar.gz"), None, {}),
+                  LocalComponent(ADDER, "add", models.pack(root / "adder", root / "adder.tar.gz"), None, {})]
+    named = NamedEndpoint(SHARED, EndpointKind.INFERENCE_COMPONENTS, ComponentsEndpoint(components, log_dir=root))
+    with LocalRuntime([named]) as served:
         yield served
 
 
@@ -176,3 +193,36 @@ def test_serves_banner_names_the_streaming_operation(runtime, capsys) -> None:
     assert capsys.readouterr().out.splitlines()[1] == (
         f"SageMaker Runtime API: InvokeEndpointWithResponseStream at {runtime.url}/endpoints/ENDPOINT_NAME/"
         f"invocations-response-stream for {NAME}")
+
+
+@pytest.mark.triton
+def test_an_inference_component_streams_from_its_own_container(shared, capsys) -> None:
+    """Each component is a container of its own in its own mode: the one whose model is decoupled streams, through
+    InferenceComponentName as boto3 sends it; InvokeEndpoint on it answers the whole event stream."""
+    from local_endpoint.runtime.cli import _announce_runtime
+
+    client = local_client("sagemaker-runtime", shared.url)
+    response = client.invoke_endpoint_with_response_stream(EndpointName=SHARED, InferenceComponentName=WRITER,
+                                                           ContentType="application/json", Body=generate("one two"))
+    assert list(response["Body"]) == [part("one"), part(" two")]
+    whole = client.invoke_endpoint(EndpointName=SHARED, InferenceComponentName=WRITER, ContentType="application/json",
+                                   Body=generate("one two", step_s=0.01))
+    assert whole["Body"].read() == event("one") + event(" two")
+    _announce_runtime(shared)
+    assert f"invocations-response-stream for {SHARED}" in capsys.readouterr().out
+    argv = ["invoke", "--url", shared.url, "--endpoint-name", SHARED, "--inference-component", WRITER, "--stream",
+            "--text", "one two three", "--parameter", "step_s=0.01"]
+    assert tritonsm_main(argv) == 0
+    assert capsys.readouterr() == ("one two three\n", "")
+
+
+@pytest.mark.triton
+def test_a_component_that_answers_whole_is_refused_a_stream_with_the_ones_that_stream(shared) -> None:
+    client = local_client("sagemaker-runtime", shared.url)
+    with pytest.raises(client.exceptions.ValidationError) as caught:
+        client.invoke_endpoint_with_response_stream(EndpointName=SHARED, InferenceComponentName=ADDER,
+                                                    Body=generate("one"))
+    assert caught.value.response["Error"]["Message"] == (
+        f"Inference component {ADDER} of endpoint {SHARED} does not stream responses: its model does not declare "
+        "model_transaction_policy { decoupled: true } in its config.pbtxt. Call InvokeEndpoint for the whole answer, "
+        f"or name a streaming component ({WRITER})")

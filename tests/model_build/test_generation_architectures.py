@@ -21,7 +21,7 @@ from benchmarks import hf_generation_coverage as coverage  # noqa: E402
 PASSING = (("text-generation", "gpt2"), ("text-generation", "llama"), ("text-generation", "qwen2"),
            ("text-generation", "bert"), ("text2text-generation", "t5"), ("text2text-generation", "mvp"),
            ("text2text-generation", "mbart"), ("text2text-generation", "switch_transformers"),
-           ("text2text-generation", "encoder-decoder"), ("text-generation", "git"))
+           ("text2text-generation", "encoder-decoder"), ("text-generation", "git"), ("speech seq2seq", "moonshine"))
 # Architectures with no key/value cache, refused by the recipe with the cause.
 CACHELESS = (("mamba", "a recurrent state"), ("openai-gpt", "no cache between steps"))
 
@@ -55,3 +55,17 @@ def test_an_architecture_that_needs_the_whole_sequence_each_step_is_refused(tmp_
     coverage.verify_row(row, folder)
     assert row["outcome"] == coverage.REFUSED
     assert "whose forward takes the whole sequence at every step" in row["reason"]
+
+
+def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_path: pathlib.Path) -> None:
+    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("speech seq2seq", "voxtral"))
+    folder = tmp_path / coverage.entry_name(row)
+    coverage.make_checkpoint(row, folder)
+    coverage.verify_row(row, folder)
+    assert row["outcome"] == coverage.REFUSED
+    assert row["reason"] == (
+        f"models.asr_voxtral.backend: got 'python' with the 'voxtral' checkpoint in {folder} (an audio language "
+        "model: one decoder reads the clip's features inside a text prompt it is given, which the engine does not "
+        "build); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a speech encoder-decoder "
+        "(Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...); fix: give a speech encoder-decoder or "
+        "a CTC checkpoint")
