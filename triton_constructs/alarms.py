@@ -136,14 +136,18 @@ def queue_alarm(scope: Construct, endpoint_name: str, thresholds: Alarms,
                           "(Triton's own metrics through SageMaker detailed observability)")
 
 
-def time_to_first_token_alarm(scope: Construct, endpoint_name: str, threshold_ms: float) -> cloudwatch.PromQLAlarm:
+def time_to_first_token_alarm(scope: Construct, endpoint_name: str, threshold_ms: float,
+                              component_name: Optional[str] = None) -> cloudwatch.PromQLAlarm:
     """Alarms when a generating model's p90 time to first token stays above ``threshold_ms`` for 5 minutes, per
-    model: requests wait for a place in the running batch (too few instances, or max_batch_size too small) or
-    prompts take long to read (``generation_promql``)."""
+    model (of one inference component where ``component_name`` is given): requests wait for a place in the running
+    batch (too few instances or copies, or max_batch_size too small) or prompts take long to read
+    (``generation_promql``)."""
     return cloudwatch.PromQLAlarm(
-        scope, "TimeToFirstToken", query=generation_promql.time_to_first_token_over(endpoint_name, threshold_ms),
+        scope, "TimeToFirstToken",
+        query=generation_promql.time_to_first_token_over(endpoint_name, threshold_ms, component_name),
         evaluation_interval=cdk.Duration.minutes(1), pending_period=cdk.Duration.minutes(5),
         recovery_period=cdk.Duration.minutes(5),
-        alarm_description=f"{endpoint_name}: p{generation_promql.ALARM_QUANTILE * 100:g} time to first token above "
+        alarm_description=f"{component_name or endpoint_name}: p{generation_promql.ALARM_QUANTILE * 100:g} time to "
+                          f"first token above "
                           f"{threshold_ms:g} ms (the generating model's own metric through SageMaker detailed "
                           "observability)")

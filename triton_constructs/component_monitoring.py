@@ -19,9 +19,9 @@ from constructs import Construct
 
 from deployment_spec.sections.endpoint import Alarms
 from triton_constructs.component_scaling import NO_CAPACITY_METRIC
-from triton_constructs import triton_promql
+from triton_constructs import generation_promql, triton_promql
 from triton_constructs.dashboard import graph, triton_widgets
-from triton_constructs.alarms import notify_topic, queue_alarm
+from triton_constructs.alarms import notify_topic, queue_alarm, time_to_first_token_alarm
 from triton_constructs.metrics import INSTANCE_NAMESPACE, INVOCATION_NAMESPACE, ONE_MINUTE
 from triton_constructs.promql_graphs import PromQLGraphs
 
@@ -50,16 +50,21 @@ class ComponentAlarms(Construct):
         gpus: GPUs one copy reserves (0: no GPU memory alarm).
         endpoint_name: With Triton's metrics published: the endpoint, for the PromQL queue alarm
             (``alarms.queue_alarm``). Defaults to none (no queue alarm).
+        generating: The component's container runs the generate route (its model generates text): with
+            ``endpoint_name`` and ``thresholds.time_to_first_token_ms``, the PromQL alarm on its time to first token.
+            Defaults to False.
         topic: Every alarm notifies it on ALARM and OK (``Alarms.topic``). Defaults to none: no action.
 
     Attributes:
         latency, errors: The alarms that roll a guarded (rolling) update back.
         triton_queue: The PromQL queue alarm, or None.
+        time_to_first_token: The PromQL alarm on the time to first token, or None.
         all: Every alarm.
     """
 
     def __init__(self, scope: Construct, id_: str, *, component_name: str, thresholds: Alarms, gpus: int,
-                 endpoint_name: Optional[str] = None, topic: Optional[sns.ITopic] = None) -> None:
+                 endpoint_name: Optional[str] = None, topic: Optional[sns.ITopic] = None,
+                 generating: bool = False) -> None:
         super().__init__(scope, id_)
 
         def alarm(id_: str, metric: cloudwatch.Metric, threshold: float, description: str,
@@ -87,6 +92,11 @@ class ComponentAlarms(Construct):
         if endpoint_name is not None:
             self.triton_queue = queue_alarm(self, endpoint_name, t, component_name)
             self.all.append(self.triton_queue)
+        self.time_to_first_token: Optional[cloudwatch.PromQLAlarm] = None
+        if endpoint_name is not None and generating and t.time_to_first_token_ms is not None:
+            self.time_to_first_token = time_to_first_token_alarm(self, endpoint_name, t.time_to_first_token_ms,
+                                                                 component_name)
+            self.all.append(self.time_to_first_token)
         if topic is not None:
             notify_topic(self.all, topic)
 
@@ -106,6 +116,8 @@ class ComponentDashboard(Construct):
         triton_alarm: The component's PromQL queue alarm: with it, Triton's queries and the alarm's state are
             shown too. Defaults to none.
         triton_graphs: Draws those queries (else listed as text). Defaults to none.
+        generating: The component's model generates text: with ``triton_alarm``, its time to first token,
+            inter-token latency and tokens per second are drawn too (``generation_promql``). Defaults to False.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
@@ -114,7 +126,7 @@ class ComponentDashboard(Construct):
     def __init__(self, scope: Construct, id_: str, *, component_name: str, endpoint_name: str, variant_name: str,
                  latency_sla_ms: float, per_copy_target: Optional[tuple[str, float]] = None,
                  triton_alarm: Optional[cloudwatch.IAlarm] = None,
-                 triton_graphs: Optional[PromQLGraphs] = None) -> None:
+                 triton_graphs: Optional[PromQLGraphs] = None, generating: bool = False) -> None:
         super().__init__(scope, id_)
 
         def metric(name: str, statistic: str, label: str, namespace: str = INVOCATION_NAMESPACE) -> cloudwatch.Metric:
@@ -145,7 +157,8 @@ class ComponentDashboard(Construct):
                                     ("GPUReservation", "GPU"))]),
         ]
         # Triton's own metrics where they are published (the queue alarm exists exactly then).
-        widgets += triton_widgets(triton_promql.dashboard_queries(endpoint_name, component_name)
-                                  if triton_alarm is not None else None, triton_alarm, triton_graphs)
+        queries = {**triton_promql.dashboard_queries(endpoint_name, component_name),
+                   **(generation_promql.dashboard_queries(endpoint_name, component_name) if generating else {})}
+        widgets += triton_widgets(queries if triton_alarm is not None else None, triton_alarm, triton_graphs)
         self.dashboard = cloudwatch.Dashboard(self, "Resource", dashboard_name=component_name,
                                               widgets=[widgets[i:i + 3] for i in range(0, len(widgets), 3)])

@@ -8,7 +8,9 @@ without histograms gets) give averages.
 """
 from __future__ import annotations
 
-from triton_constructs.triton_promql import ENDPOINT_LABEL, WINDOW
+from typing import Optional
+
+from triton_constructs.triton_promql import COMPONENT_LABEL, ENDPOINT_LABEL, WINDOW
 
 PREFIX = "tritonsm_generation_"
 TIME_TO_FIRST_TOKEN = PREFIX + "time_to_first_token_seconds"
@@ -17,35 +19,37 @@ OUTPUT_TOKENS = PREFIX + "output_tokens_total"
 ALARM_QUANTILE = 0.9
 
 
-def _rate(metric: str, endpoint_name: str, by: str = "model") -> str:
-    return f'sum by ({by}) (rate({{"{metric}", "{ENDPOINT_LABEL}"="{endpoint_name}"}}[{WINDOW}]))'
+def _rate(metric: str, endpoint_name: str, by: str = "model", component_name: Optional[str] = None) -> str:
+    component = f', "{COMPONENT_LABEL}"="{component_name}"' if component_name is not None else ""
+    return f'sum by ({by}) (rate({{"{metric}", "{ENDPOINT_LABEL}"="{endpoint_name}"{component}}}[{WINDOW}]))'
 
 
-def time_to_first_token_ms(endpoint_name: str, quantile: float) -> str:
-    """The ``quantile`` of the time to first token over the window, ms, per model."""
-    buckets = _rate(TIME_TO_FIRST_TOKEN + "_bucket", endpoint_name, by="model, le")
+def time_to_first_token_ms(endpoint_name: str, quantile: float, component_name: Optional[str] = None) -> str:
+    """The ``quantile`` of the time to first token over the window, ms, per model (of one inference component
+    where ``component_name`` is given)."""
+    buckets = _rate(TIME_TO_FIRST_TOKEN + "_bucket", endpoint_name, by="model, le", component_name=component_name)
     return f"histogram_quantile({quantile:g}, {buckets}) * 1000"
 
 
-def inter_token_ms(endpoint_name: str) -> str:
+def inter_token_ms(endpoint_name: str, component_name: Optional[str] = None) -> str:
     """The average gap between two generated tokens of a request, ms, per model."""
-    return (f"({_rate(INTER_TOKEN_LATENCY + '_sum', endpoint_name)} / "
-            f"{_rate(INTER_TOKEN_LATENCY + '_count', endpoint_name)}) * 1000")
+    return (f"({_rate(INTER_TOKEN_LATENCY + '_sum', endpoint_name, component_name=component_name)} / "
+            f"{_rate(INTER_TOKEN_LATENCY + '_count', endpoint_name, component_name=component_name)}) * 1000")
 
 
-def output_tokens_per_second(endpoint_name: str) -> str:
-    """Tokens generated per second, per model (over all of the endpoint's instances)."""
-    return _rate(OUTPUT_TOKENS, endpoint_name)
+def output_tokens_per_second(endpoint_name: str, component_name: Optional[str] = None) -> str:
+    """Tokens generated per second, per model (over all of the endpoint's instances, or the component's copies)."""
+    return _rate(OUTPUT_TOKENS, endpoint_name, component_name=component_name)
 
 
-def time_to_first_token_over(endpoint_name: str, threshold_ms: float) -> str:
+def time_to_first_token_over(endpoint_name: str, threshold_ms: float, component_name: Optional[str] = None) -> str:
     """The models whose p90 time to first token exceeds ``threshold_ms`` (each model one contributor)."""
-    return f"{time_to_first_token_ms(endpoint_name, ALARM_QUANTILE)} > {threshold_ms:g}"
+    return f"{time_to_first_token_ms(endpoint_name, ALARM_QUANTILE, component_name)} > {threshold_ms:g}"
 
 
-def dashboard_queries(endpoint_name: str) -> dict[str, str]:
-    """The generation graphs of an endpoint's dashboard (title: query)."""
-    return {"time to first token p50 (ms)": time_to_first_token_ms(endpoint_name, 0.5),
-            "time to first token p90 (ms)": time_to_first_token_ms(endpoint_name, ALARM_QUANTILE),
-            "inter-token latency (ms, average)": inter_token_ms(endpoint_name),
-            "output tokens per second": output_tokens_per_second(endpoint_name)}
+def dashboard_queries(endpoint_name: str, component_name: Optional[str] = None) -> dict[str, str]:
+    """The generation graphs of an endpoint's (or one inference component's) dashboard (title: query)."""
+    return {"time to first token p50 (ms)": time_to_first_token_ms(endpoint_name, 0.5, component_name),
+            "time to first token p90 (ms)": time_to_first_token_ms(endpoint_name, ALARM_QUANTILE, component_name),
+            "inter-token latency (ms, average)": inter_token_ms(endpoint_name, component_name),
+            "output tokens per second": output_tokens_per_second(endpoint_name, component_name)}

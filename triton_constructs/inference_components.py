@@ -24,10 +24,11 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from deployment_spec.facts import component_rules as rules
-from deployment_spec.rules import component_endpoint
+from deployment_spec.rules import component_endpoint, generation_alarms
 from deployment_spec.sections.capacity_reservation import CapacityReservation
 from deployment_spec.sections.components import CopyCount, CopyScaling, ManagedInstances, RollingUpdate
 from deployment_spec.sections.endpoint import Alarms, Observability
+from deployment_spec.sections.generation import INFERENCE_TYPE_VARIABLE
 from deployment_spec.parsing.errors import Problem, PropsError, prefixed, raise_problems
 from deployment_spec.parsing.parse import Validated
 from triton_constructs import control_tower, security_hub
@@ -175,6 +176,7 @@ class TritonInferenceComponents(Construct):
                     [c.demand for c in components],
                     [dataclasses.replace(c.demand, copies=c.max_copies) for c in components], pool,
                     bounds.max_instances))
+        problems += _time_to_first_token_problems(components, thresholds, observability)
         raise_problems(f"TritonInferenceComponents {endpoint_name}", problems)
         self.endpoint_name = endpoint_name
         self.endpoint_arn = endpoint_arn(self, endpoint_name)
@@ -229,9 +231,10 @@ class TritonInferenceComponents(Construct):
             if log_key is not None:
                 control_tower.acknowledge_imported_key(component_logs, log_key)
             triton_metrics = observability.detailed and props.environment.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true"
+            generating = generation_alarms.generates(props.environment.get(INFERENCE_TYPE_VARIABLE))
             alarms = ComponentAlarms(group, "Alarms", component_name=props.name, thresholds=thresholds,
                                      gpus=props.gpus, endpoint_name=endpoint_name if triton_metrics else None,
-                                     topic=getattr(thresholds, "topic", None))
+                                     topic=getattr(thresholds, "topic", None), generating=generating)
             if rolling_update is not None and rolling_update.auto_rollback:
                 rollback += [alarms.errors, alarms.latency]
             component = sagemaker.CfnInferenceComponent(
@@ -250,7 +253,7 @@ class TritonInferenceComponents(Construct):
             ComponentDashboard(group, "Dashboard", component_name=props.name, endpoint_name=endpoint_name,
                                variant_name=variant_name, latency_sla_ms=thresholds.latency_sla_ms,
                                per_copy_target=props.scaling.per_copy_target if props.scaling else None,
-                               triton_alarm=alarms.triton_queue, triton_graphs=graphs)
+                               triton_alarm=alarms.triton_queue, triton_graphs=graphs, generating=generating)
         if rollback:
             execution_role.grant_describe_alarms(rollback)
 
@@ -290,6 +293,20 @@ class TritonInferenceComponents(Construct):
     def metric_model_latency(self, model: str) -> cloudwatch.Metric:
         """``model``'s component's ModelLatency (microseconds, Average)."""
         return component_metric(self.component_name(model), "ModelLatency", "Average")
+
+
+def _time_to_first_token_problems(components: Sequence[ComponentProps], thresholds: Alarms,
+                                  observability: Observability) -> list[Problem]:
+    """The threshold needs a component whose container generates, with Triton's metrics and detailed observability
+    (the rule of a single-model endpoint, applied to the first generating component, else the first)."""
+    if thresholds.time_to_first_token_ms is None or not components:
+        return []
+    generating = [c for c in components if generation_alarms.generates(c.environment.get(INFERENCE_TYPE_VARIABLE))]
+    first = (generating or list(components))[0]
+    return generation_alarms.time_to_first_token_problems(
+        thresholds.time_to_first_token_ms, first.environment.get(INFERENCE_TYPE_VARIABLE),
+        metrics=first.environment.get("SAGEMAKER_TRITON_ALLOW_METRICS") == "true", detailed=observability.detailed,
+        path="thresholds.time_to_first_token_ms")
 
 
 def _keep_when_replaced(resource: cdk.CfnResource, removal_policy: cdk.RemovalPolicy) -> None:

@@ -136,8 +136,7 @@ def endpoint_rules(path: str, ep: EndpointSpec, models: Mapping[str, ModelSpec],
     out += streaming.endpoint_problems(path, ep, models, triton_version)
     out += generation_alarms.time_to_first_token_problems(
         ep.alarms.time_to_first_token_ms, ep.container.inference_type, metrics=ep.container.metrics,
-        detailed=ep.observability.detailed, components=ep.kind is EndpointKind.INFERENCE_COMPONENTS,
-        path=f"{path}.alarms.time_to_first_token_ms")
+        detailed=ep.observability.detailed, path=f"{path}.alarms.time_to_first_token_ms")
     out += generation_engines.endpoint_problems(path, ep, models, triton_version)
     out += _instance_rules(path, ep, served, triton_version)
     environment = container_environment(ep.container, multi_model=ep.kind is EndpointKind.MULTI_MODEL,

@@ -22,14 +22,11 @@ def generates(inference_type: Optional[str]) -> bool:
 
 
 def time_to_first_token_problems(threshold_ms: Optional[float], inference_type: Optional[str], *, metrics: bool,
-                                 detailed: bool, components: bool = False,
-                                 path: str = "alarms.time_to_first_token_ms") -> list[Problem]:
+                                 detailed: bool, path: str = "alarms.time_to_first_token_ms") -> list[Problem]:
+    """On a single-model endpoint the alarm is the endpoint's; on inference components each component whose
+    container generates has its own (triton_constructs.component_monitoring), the threshold the endpoint's."""
     if threshold_ms is None:
         return []
-    if components:  # each component's alarms are its own (triton_constructs.component_monitoring): none reads it yet
-        return [Problem(path, f"{threshold_ms:g} on an inference-components endpoint", "a threshold on a "
-                        "single-model endpoint (the time-to-first-token alarm is not made per component yet)",
-                        "remove alarms.time_to_first_token_ms, or serve the model from a single-model endpoint")]
     if not generates(inference_type):
         mode = inference_type or "infer"
         return [Problem(path, f"{threshold_ms:g} on an endpoint whose container runs {mode} (no model of it "

@@ -99,13 +99,58 @@ def test_the_threshold_without_the_metrics_path_is_refused(tmp_path):
         "alarms.time_to_first_token_ms"]
 
 
-def test_the_threshold_on_inference_components_is_refused():
-    [problem] = generation_alarms.time_to_first_token_problems(800, "generate_stream", metrics=True, detailed=True,
-                                                                components=True)
-    assert str(problem) == (
-        "alarms.time_to_first_token_ms: got 800 on an inference-components endpoint; allowed: a threshold on a "
-        "single-model endpoint (the time-to-first-token alarm is not made per component yet); fix: remove "
-        "alarms.time_to_first_token_ms, or serve the model from a single-model endpoint")
+def _components_endpoint(environment: dict[str, str], observability: Any = None) -> Any:
+    import aws_cdk as cdk
+
+    from deployment_spec.sections.endpoint import Alarms, Observability
+    from triton_constructs.execution_role import TritonExecutionRole
+    from triton_constructs.image import TritonImage
+    from triton_constructs.inference_components import ComponentProps, TritonInferenceComponents
+
+    stack = cdk.Stack(cdk.App(), "Shared", env=cdk.Environment(region="us-east-1"))
+    image = TritonImage(stack, "Image", version="25.09")
+    role = TritonExecutionRole(stack, "Role", image=image, bucket=cdk.aws_s3.Bucket(stack, "Bucket"),
+                               key=cdk.aws_kms.Key(stack, "Key"), model_prefix="models/e/")
+    components = [ComponentProps(model=m, name=f"e-{m}", model_data_url=f"s3://b/{m}.tar.gz", archive_models=[m],
+                                 environment=environment) for m in ("writer", "chat")]
+    TritonInferenceComponents(stack, "Endpoint", image=image, execution_role=role, endpoint_name="e",
+                              instance_type="ml.g5.12xlarge", components=components,
+                              thresholds=Alarms(time_to_first_token_ms=800),
+                              observability=observability or Observability(detailed=True))
+    return stack
+
+
+GENERATING = {"SAGEMAKER_TRITON_INFERENCE_TYPE": "generate_stream", "SAGEMAKER_TRITON_ALLOW_METRICS": "true"}
+
+
+def test_each_generating_inference_component_has_its_own_time_to_first_token_alarm():
+    from aws_cdk.assertions import Template
+
+    template = Template.from_stack(_components_endpoint(GENERATING)).to_json()
+    queries = sorted(q for q in _promql_alarms(template) if generation_promql.TIME_TO_FIRST_TOKEN in q)
+    assert queries == [
+        'histogram_quantile(0.9, sum by (model, le) (rate({"tritonsm_generation_time_to_first_token_seconds_bucket", '
+        f'"aws.sagemaker.endpoint.name"="e", "aws.sagemaker.inference_component.name"="e-{model}"}}[5m]))) * 1000 '
+        "> 800" for model in ("chat", "writer")]
+    # Each component's dashboard lists its generation queries beside Triton's (as text without graphs: Query Studio).
+    dashboards = [json.dumps(r["Properties"]["DashboardBody"]) for r in template["Resources"].values()
+                  if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    assert len(dashboards) == 2
+    for text in dashboards:
+        assert generation_promql.OUTPUT_TOKENS in text and generation_promql.INTER_TOKEN_LATENCY in text
+
+
+def test_the_threshold_on_components_that_do_not_generate_is_refused():
+    from deployment_spec.sections.endpoint import Observability
+    from triton_constructs import PropsError
+
+    with pytest.raises(PropsError) as caught:
+        _components_endpoint({"SAGEMAKER_TRITON_ALLOW_METRICS": "true"})
+    assert "thresholds.time_to_first_token_ms: got 800 on an endpoint whose container runs infer" in str(caught.value)
+    with pytest.raises(PropsError) as caught:
+        _components_endpoint(GENERATING, Observability(detailed=False))
+    assert ("thresholds.time_to_first_token_ms: got 800 with container.metrics: true and observability.detailed: "
+            "false") in str(caught.value)
 
 
 def test_the_construct_library_refuses_the_threshold_on_an_infer_container(tmp_path):
