@@ -398,7 +398,7 @@ def _ask(row: Row, url: str) -> Row:
 def cause(reason: str) -> str:
     """A refusal's or failure's cause without the row's own names and numbers, so that alike ones group."""
     text = re.sub(r"models\.\w+", "models.<entry>", reason)
-    text = re.sub(r"/\S+", "<path>", text)
+    text = re.sub(r"(?<!\w)/\S+", "<path>", text)  # a file path, not the / of key/value
     text = re.sub(r"'[^']*' checkpoint", "<type> checkpoint", text)
     text = re.sub(r"verification prompt \d+ \(.*?\)", "verification prompt <n>", text)
     text = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "<n>", text)
