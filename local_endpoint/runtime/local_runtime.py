@@ -143,8 +143,11 @@ class LocalRuntime(LocalEndpointLifecycle):
                 supervise(policy, f"endpoint {endpoint.name}")
 
     def _servers(self) -> Iterable[Server]:
-        # The queues first: what they still hold gets its failure object while the endpoints and S3 still run.
         return [*([self.asynchronous] if self.asynchronous else []), *(e.server for e in self.endpoints)]
+
+    def _stop_groups(self) -> list[list[Server]]:
+        # The queues first: what they still hold gets its failure object while the endpoints and S3 still run.
+        return [[self.asynchronous] if self.asynchronous else [], [e.server for e in self.endpoints]]
 
 
 def _target(endpoint: NamedEndpoint) -> RuntimeTarget:

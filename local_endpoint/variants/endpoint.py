@@ -117,8 +117,12 @@ class VariantsEndpoint(LocalEndpointLifecycle):
                              log=str(variant.server.log_path or ""))
 
     def _servers(self) -> list[Server]:
-        first: list[Server] = [*([self._worker] if self._worker else []), *([self.capture] if self.capture else [])]
-        return [*first, *(v.server for v in self.variants)]
+        return [server for group in self._stop_groups() for server in group]
+
+    def _stop_groups(self) -> list[list[Server]]:
+        # The shadow's worker, then the capture it writes to (both read the variants' answers), then the variants.
+        return [[self._worker] if self._worker else [], [self.capture] if self.capture else [],
+                [v.server for v in self.variants]]
 
     def summary(self) -> str:
         """One line: the variants and their shares."""

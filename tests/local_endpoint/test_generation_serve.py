@@ -1,7 +1,10 @@
 """Generating task entries served as users run them (issue #59): `tritonsm build` of a causal LM with a chat template
-and of a T5, `tritonsm serve --all`, boto3's own ``invoke_endpoint_with_response_stream`` reassembling the event
-stream; the text equals transformers' greedy ``generate`` on the same prompt; bad requests are answered 400 with the
-reason; a client that hangs up mid-stream leaves the server answering; `tritonsm invoke --stream` prints the text."""
+and of a Whisper, `tritonsm serve --all`, boto3's own ``invoke_endpoint_with_response_stream`` reassembling the event
+stream; the text equals transformers' greedy ``generate`` on the same prompt or clip; bad requests are answered 400
+with the reason; a client that hangs up mid-stream leaves the server answering; `tritonsm invoke --stream` prints the
+text. (The encoder-decoder text kind, text2text-generation, is served by benchmarks/hf_generation_coverage.py: T5,
+BART, Marian, mBART, Pegasus; here the Whisper carries the engine's encoder-decoder path through a real Triton, and
+tests/model_build/test_generation_engine.py checks T5 and BART token by token.)"""
 from __future__ import annotations
 
 import json
@@ -33,11 +36,6 @@ models:
     weights: ckpt/llama
     max_batch_size: 4
     task: {kind: text-generation, generation: {max_new_tokens: 24, default_max_new_tokens: 8, max_temperature: 1.5}}
-  rewriter:
-    backend: python
-    weights: ckpt/t5
-    max_batch_size: 4
-    task: {kind: text2text-generation}
   listener:
     backend: python
     weights: ckpt/whisper
@@ -45,7 +43,6 @@ models:
     task: {kind: automatic-speech-recognition, max_audio_seconds: 10, generation: {languages: [en, fr]}}
 endpoints:
   chat: {kind: single-model, models: [writer], instance_type: ml.g5.2xlarge}
-  rewrite: {kind: single-model, models: [rewriter], instance_type: ml.g5.2xlarge}
   listen: {kind: single-model, models: [listener], instance_type: ml.g5.2xlarge}
 environments:
   dev: {region: us-east-1}
@@ -56,7 +53,6 @@ environments:
 def built(module_tmp) -> pathlib.Path:
     root = module_tmp.mktemp("generation")
     generation_checkpoints.save(root / "ckpt" / "llama", "llama", generation_checkpoints.CHAT_TEMPLATE)
-    generation_checkpoints.save(root / "ckpt" / "t5", "t5")
     generation_checkpoints.save_whisper(root / "ckpt" / "whisper")
     (root / "spec.yaml").write_text(SPEC)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(root / "spec.yaml"),
@@ -102,29 +98,27 @@ def _stream(client: Any, endpoint: str, body: dict) -> str:
     return "".join(event.get("text_output", "") for event in events)
 
 
-def _reference(folder: pathlib.Path, kind: str, prompt: str = "", messages: list | None = None) -> str:
+def _reference(folder: pathlib.Path, prompt: str = "", messages: list | None = None) -> str:
     import torch
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    auto = transformers.AutoModelForSeq2SeqLM if kind == "t5" else transformers.AutoModelForCausalLM
-    model = auto.from_pretrained(folder).eval()
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) if messages else prompt
     ids = tokenizer(text, add_special_tokens=not messages, return_tensors="pt")["input_ids"]
     with torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW)
-    new = out[0][1:] if kind == "t5" else out[0][ids.shape[1]:]
+    new = out[0][ids.shape[1]:]
     return str(tokenizer.decode(new, skip_special_tokens=True))
 
 
 @pytest.mark.triton
 def test_a_prompt_streams_back_the_text_of_greedy_generate(built: pathlib.Path, url: str) -> None:
     client = local_client("sagemaker-runtime", url)
-    for endpoint, kind, prompt in (("Gen-dev-chat", "llama", "a fine film truly moving"),
-                                   ("Gen-dev-rewrite", "t5", "the weather in tokyo")):
-        got = _stream(client, endpoint, {"text_input": prompt, "parameters": {"max_new_tokens": NEW}})
-        assert got == _reference(built / "ckpt" / kind, kind, prompt)
-        assert got  # the tiny models wander: an empty answer would prove nothing
+    prompt = "a fine film truly moving"
+    got = _stream(client, "Gen-dev-chat", {"text_input": prompt, "parameters": {"max_new_tokens": NEW}})
+    assert got == _reference(built / "ckpt" / "llama", prompt)
+    assert got  # the tiny model wanders: an empty answer would prove nothing
 
 
 @pytest.mark.triton
@@ -132,7 +126,7 @@ def test_chat_messages_go_through_the_checkpoints_template_on_the_endpoint(built
     messages = [{"role": "user", "content": "hello there"}]
     got = _stream(local_client("sagemaker-runtime", url), "Gen-dev-chat",
                   {"messages": json.dumps(messages), "parameters": {"max_new_tokens": NEW}})
-    assert got == _reference(built / "ckpt" / "llama", "llama", messages=messages)
+    assert got == _reference(built / "ckpt" / "llama", messages=messages)
 
 
 @pytest.mark.triton
@@ -143,7 +137,7 @@ def test_invoke_endpoint_answers_the_whole_text_in_one_event(built: pathlib.Path
     events = [line for line in answer.split(b"\n") if line.startswith(b"data: ")]
     assert len(events) == 1
     assert json.loads(events[0][len(b"data: "):])["text_output"] == _reference(
-        built / "ckpt" / "llama", "llama", "the weather in tokyo")
+        built / "ckpt" / "llama", "the weather in tokyo")
 
 
 @pytest.mark.triton
@@ -169,7 +163,7 @@ def test_the_hugging_face_convention_inputs_and_parameters_is_the_same_prompt(bu
     # What Hugging Face's inference toolkit and TGI clients send, unchanged: {"inputs": ..., "parameters": ...}.
     client = local_client("sagemaker-runtime", url)
     got = _stream(client, "Gen-dev-chat", {"inputs": "the weather in tokyo", "parameters": {"max_new_tokens": NEW}})
-    assert got == _reference(built / "ckpt" / "llama", "llama", "the weather in tokyo")
+    assert got == _reference(built / "ckpt" / "llama", "the weather in tokyo")
     with pytest.raises(ClientError) as caught:
         _stream(client, "Gen-dev-chat", {"inputs": "a", "text_input": "b"})
     error = caught.value.response
@@ -195,7 +189,7 @@ def test_tritonsm_invoke_stream_prints_the_text(built: pathlib.Path, url: str) -
                            "--url", url, "--stream", "--text", "the weather in tokyo",
                            "--parameter", f"max_new_tokens={NEW}"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == _reference(built / "ckpt" / "llama", "llama", "the weather in tokyo") + "\n"
+    assert done.stdout == _reference(built / "ckpt" / "llama", "the weather in tokyo") + "\n"
 
 
 def _writer_metrics(urls: list[str]) -> dict[str, float]:
