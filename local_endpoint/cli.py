@@ -16,7 +16,7 @@ from deployment_spec.sections.tasks import AUDIO, IMAGE, TEXT, TEXT_PAIR
 from local_endpoint.asynchronous import AsyncSetup
 from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_names_at, invoke_sagemaker_endpoint,
                                           split_local_url)
-from local_endpoint.client.invoke_stream import generate_body, stream_sagemaker_endpoint
+from local_endpoint.client.invoke_stream import audio_body, generate_body, stream_sagemaker_endpoint
 from local_endpoint.client.payload import encode_request
 from local_endpoint.client.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
                                                   text_tensor, tokenize_text)
@@ -105,8 +105,10 @@ def invoke_main(argv: list[str]) -> int:
         if args.output is not None and args.output.suffix not in OUTPUT_FILE_SUFFIXES:
             parser.error(f"--output {args.output} must end in {' or '.join(OUTPUT_FILE_SUFFIXES)}")
         parameters = _request_parameters(parser, args.parameter)
+        clip = None
         if args.stream:
             _check_stream_flags(parser, args)
+            clip = _read_clip(args.audio[0]) if args.audio is not None else None   # before any call
         else:
             # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
             raw_files = (args.image is not None and not args.input_name) or args.audio is not None
@@ -117,8 +119,8 @@ def invoke_main(argv: list[str]) -> int:
             url, named_in_url = runtime_address(args.url)
             name = _local_endpoint_name(url, one_name(name, named_in_url, args.url))
         if args.stream:
-            return _stream(name, generate_body(args.text, parameters), args.region, url, args.timeout,
-                           args.inference_component)
+            body = audio_body(clip, parameters) if clip is not None else generate_body(args.text, parameters)
+            return _stream(name, body, args.region, url, args.timeout, args.inference_component)
         try:
             response = invoke_sagemaker_endpoint(
                 name, request, region=args.region, target_model=args.target_model,
@@ -158,17 +160,28 @@ def _stream(name: str, body: bytes, region: str | None, url: str | None, timeout
     return 0
 
 
-# What --stream sends is the generate JSON of --text and --parameter: the flags of a KServe v2 request do not apply.
+# What --stream sends is the generate JSON of --text or --audio and --parameter: the flags of a KServe v2 request do
+# not apply.
 _NOT_STREAMED = ("text_pair", "input_name", "tokenizer", "max_length", "binary", "output", "target_model")
 
 
 def _check_stream_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.text is None:
+    if (args.text is None) == (args.audio is None):
         parser.error('--stream sends --text as the generate JSON {"text_input": TEXT, "parameters": {...}} of a '
-                     "decoupled model; give --text (and --parameter KEY=VALUE for its parameters)")
+                     'decoupled model, or --audio FILE as {"audio": <its bytes, base64>, "parameters": {...}} of a '
+                     "speech model; give one of them (and --parameter KEY=VALUE for its parameters)")
+    if args.audio is not None and len(args.audio) != 1:
+        parser.error(f"--stream --audio takes one file (one clip per request); got {len(args.audio)}")
     given = [f"--{flag.replace('_', '-')}" for flag in _NOT_STREAMED if getattr(args, flag) not in (None, False)]
     if given:
-        parser.error(f"--stream sends only --text and --parameter; leave out {', '.join(given)}")
+        parser.error(f"--stream sends only --text or --audio, and --parameter; leave out {', '.join(given)}")
+
+
+def _read_clip(path: pathlib.Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise InvokeError(f"--audio {path}: cannot be read ({error.strerror}); pass an audio file") from None
 
 
 def _serve_parser() -> argparse.ArgumentParser:

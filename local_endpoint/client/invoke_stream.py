@@ -7,6 +7,7 @@ put together again here (``EventReader``) before each event's ``text_output`` is
 """
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Callable
 
@@ -19,6 +20,12 @@ TEXT_OUTPUT = "text_output"   # the generate route's output of a text-generation
 def generate_body(text: str, parameters: dict[str, object]) -> bytes:
     """The generate JSON: the text as ``text_input``, the request parameters under ``parameters``."""
     return json.dumps({"text_input": text, "parameters": parameters}).encode()
+
+
+def audio_body(clip: bytes, parameters: dict[str, object]) -> bytes:
+    """The generate JSON of a speech model: the file's bytes base64-encoded as ``audio`` (a JSON string cannot hold
+    raw bytes), the request parameters under ``parameters``."""
+    return json.dumps({"audio": base64.b64encode(clip).decode("ascii"), "parameters": parameters}).encode()
 
 
 class EventReader:

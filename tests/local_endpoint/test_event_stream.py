@@ -112,12 +112,23 @@ def test_decoupled_is_read_from_the_config() -> None:
     assert GenerateRoute(1, "hf generate").path == "/v2/models/hf%20generate/generate_stream"
 
 
+NEITHER = ('--stream sends --text as the generate JSON {"text_input": TEXT, "parameters": {...}} of a decoupled model, '
+           'or --audio FILE as {"audio": <its bytes, base64>, "parameters": {...}} of a speech model; give one of them '
+           "(and --parameter KEY=VALUE for its parameters)")
+
+
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--input", "in.json"], '--stream sends --text as the generate JSON {"text_input": TEXT, "parameters": {...}} '
-                             "of a decoupled model; give --text (and --parameter KEY=VALUE for its parameters)"),
+    (["--input", "in.json"], NEITHER),
     (["--text", "hi", "--binary", "--output", "o.json"],
-     "--stream sends only --text and --parameter; leave out --binary, --output"),
+     "--stream sends only --text or --audio, and --parameter; leave out --binary, --output"),
+    (["--audio", "a.wav", "b.wav"], "--stream --audio takes one file (one clip per request); got 2"),
 ])
 def test_invoke_stream_flag_mistakes(argv: list[str], message: str, capsys) -> None:
     assert invoke_main(["--url", "http://127.0.0.1:9", "--stream", *argv]) == 2
     assert capsys.readouterr().err.endswith(f"tritonsm invoke: error: {message}\n")
+
+
+def test_invoke_stream_tells_an_unreadable_clip(tmp_path, capsys) -> None:
+    missing = tmp_path / "missing.wav"
+    assert invoke_main(["--url", "http://127.0.0.1:9", "--stream", "--audio", str(missing)]) == 1
+    assert capsys.readouterr().err == f"error: --audio {missing}: cannot be read (No such file or directory); pass an audio file\n"

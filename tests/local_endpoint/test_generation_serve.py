@@ -268,6 +268,13 @@ def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pa
     asked = {"language": "french", "task": "translate"}
     translated = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW, **asked}})
     assert translated == _whisper_reference(folder, wav, **asked) and translated != detected
+    clip = built / "tone.wav"
+    clip.write_bytes(wav)
+    done = subprocess.run([sys.executable, "-m", "tritonsm", "invoke", "--spec", str(built / "spec.yaml"), "--endpoint",
+                           "listen", "--url", url, "--stream", "--audio", str(clip), "--parameter", "language=french",
+                           "--parameter", "task=translate", "--parameter", f"max_new_tokens={NEW}"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, translated + "\n"), done.stderr
     with pytest.raises(ClientError) as caught:
         _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"language": "de"}})
     error = caught.value.response

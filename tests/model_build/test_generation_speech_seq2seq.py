@@ -39,7 +39,8 @@ def test_the_build_decodes_each_speech_encoder_decoder_as_generate(model_type: s
     verification = generation_check.verify(model, made.files, lambda _line: None)
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
         3, "token-identical", "token-identical")
-    assert verification.details["request_language_and_task"] == "none (English-only)"
+    assert verification.details["request_language_and_task"] == "none (not a Whisper)"
+    assert generation_check.cases_said(model) == "3 synthetic clips"
 
 
 def test_every_type_the_engine_decodes_has_a_tiny_checkpoint_here() -> None:

@@ -65,7 +65,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
     elif model.source.recipe == GENERATE_RECIPE:  # the decoding, against transformers' generate on this machine
         from model_build.backends.python import generation_check
         step = Step(ctx, model.name, f"verify greedy decoding against transformers' generate "
-                                     f"({len(generation_check.PROMPTS)} prompts)")
+                                     f"({generation_check.cases_said(model)})")
         verification = generation_check.verify(model, files, ctx.log)
         step.done()
     return BackendResult(tuple(inputs), tuple(outputs), files, verification,

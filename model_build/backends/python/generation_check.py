@@ -288,7 +288,8 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
                             "reference": f"{type(engine.model).__name__}.generate({name}), greedy, each clip alone",
                             "clips": "440 Hz tone, white noise, chirp",
                             "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
-                            "request_language_and_task": asked or "none (English-only)",
+                            "request_language_and_task": asked or ("none (English-only)" if engine.whisper
+                                                                    else "none (not a Whisper)"),
                             "alone": "token-identical", "engine_batch": "token-identical"})
 
 
@@ -297,6 +298,12 @@ def _new(engine: Any, ids: Any) -> list[int]:
     other encoder-decoders the start token first."""
     tokens = [int(t) for t in ids]
     return tokens if engine.whisper else tokens[len(engine.speech_prompt):]
+
+
+def cases_said(model: ModelSpec) -> str:
+    """What the verification decodes, for the build's progress line."""
+    speech = model.task is not None and model.task.kind.value == "automatic-speech-recognition"
+    return "3 synthetic clips" if speech else f"{len(PROMPTS)} prompts"
 
 
 def _asked_prompt(engine: Any) -> dict[str, str]:
