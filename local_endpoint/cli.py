@@ -319,9 +319,9 @@ def _invoke_parser() -> argparse.ArgumentParser:
                            "IMAGE (what an image task's ensemble takes, in binary+json), or with --input-name one "
                            "UINT8 row each (a DALI model or an ensemble starting with one)")
     what.add_argument("--audio", type=pathlib.Path, nargs="+", metavar="FILE",
-                      help="audio files (WAV, FLAC) sent as their bytes, one BYTES row each as AUDIO (what an audio "
-                           "task's ensemble takes, in binary+json); one file per request for clips of different "
-                           "lengths")
+                      help="audio files (WAV, FLAC, Ogg, MP3...) sent as their bytes, one BYTES row each as AUDIO "
+                           "(what an audio task's ensemble takes, in binary+json); one file per request for clips of "
+                           "different lengths; with --stream, one clip for a speech model")
     parser.add_argument("--text-pair", help="with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a "
                                             "question-answering context, an NLI hypothesis, a reranked passage)")
     parser.add_argument("--input-name", help="model input fed by a .npy file, by raw --text or by --image")

@@ -1,8 +1,8 @@
 """Triton Python-backend model: encoded audio bytes -> the checkpoint's own feature extractor's tensors.
 
-The first step of an audio ``task:`` ensemble (deployment_spec/sections/tasks.py). Each row of ``AUDIO`` (BYTES: one WAV
-or FLAC file) is decoded to a mono float32 waveform by ``audio_decode.py`` beside this file (its rules: the
-sampling rate must be the feature extractor's, stereo is averaged, a clip longer than ``max_audio_seconds`` is
+The first step of an audio ``task:`` ensemble (deployment_spec/sections/tasks.py). Each row of ``AUDIO`` (BYTES: one audio
+file libsndfile reads) is decoded to a mono float32 waveform by ``audio_decode.py`` beside this file (its rules:
+resampled to the feature extractor's sampling rate, stereo is averaged, a clip longer than ``max_audio_seconds`` is
 refused), then the feature extractor of ``preprocessor_config.json`` beside this file (``audio_features.py``:
 transformers' own where it runs on numpy, a numpy stand-in where transformers marks it as needing torch; there
 is no torch in the execution environment) runs as ``pipeline("audio-classification")`` /

@@ -18,10 +18,10 @@ with the whole text, the requests of one call decoded together.
   max_repetition_penalty, max_stop_strings, max_prompt_tokens, max_concurrent).
 - the checkpoint (weights, fast tokenizer, generation_config.json) in ``<version>/checkpoint``.
 - speech recognition (``kind`` automatic-speech-recognition, a speech encoder-decoder): input ``audio`` (TYPE_STRING,
-  dims [1]) instead: one WAV or FLAC file's bytes, base64-encoded, because Triton's generate route turns JSON values
-  into tensors and a JSON string cannot hold raw bytes. ``audio_decode.py`` beside this file decodes it (its rules:
-  the feature extractor's sampling rate, mono, at most the ``max_audio_seconds`` parameter), the checkpoint's own
-  feature extractor (``preprocessor_config.json``) makes what its encoder reads (input_features or input_values),
+  dims [1]) instead: one audio file's bytes (what libsndfile reads), base64-encoded, because Triton's generate route
+  turns JSON values into tensors and a JSON string cannot hold raw bytes. ``audio_decode.py`` beside this file
+  decodes it (its rules: resampled to the feature extractor's sampling rate, mono, at most the
+  ``max_audio_seconds`` parameter), the checkpoint's own feature extractor (``preprocessor_config.json``) makes what its encoder reads (input_features or input_values),
   and the engine decodes from them. A Whisper takes request parameters ``language`` and ``task`` as generate takes
   them (whisper_prompt.py beside this file), within the ``languages`` parameter (task.generation.languages).
 
@@ -208,7 +208,8 @@ class TritonPythonModel:
         prompt = self.engine.prompt_for(settings)  # its language and task checked before the clip is decoded
         encoded = _text(request, "audio")
         if encoded is None:
-            raise RequestError("audio: missing; send one WAV or FLAC file, base64-encoded, as the audio input")
+            raise RequestError("audio: missing; send one audio file (WAV, FLAC, Ogg, MP3...), base64-encoded, as the "
+                               "audio input")
         try:
             data = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):

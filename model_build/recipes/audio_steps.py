@@ -21,7 +21,8 @@ from model_build.recipes.contract import TEMPLATES, ExportableModel, PythonModel
 
 # What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
 # feature extractors are numpy code in transformers or numpy stand-ins (python_models/audio_stand_ins.py), so no
-# torch ships; soundfile decodes FLAC (its wheel carries libsndfile, so the image needs no system package).
+# torch ships; soundfile decodes every format libsndfile reads (its wheel carries libsndfile 1.2.2, so the image
+# needs no system package).
 PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4", "soundfile==0.14.0")
 HEADS = {TaskKind.AUDIO_CLASSIFICATION: "AutoModelForAudioClassification",
          TaskKind.SPEECH_RECOGNITION: "AutoModelForCTC"}

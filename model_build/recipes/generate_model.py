@@ -62,7 +62,7 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
 
 
 def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> PythonModel:
-    """A speech encoder-decoder: ``audio`` in (a WAV or FLAC file, base64: the generate route's JSON holds strings),
+    """A speech encoder-decoder: ``audio`` in (an audio file libsndfile reads, base64: the generate route's JSON holds strings),
     decoded by the audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in
     hf_generate.py); a Whisper's decoder prompt by whisper_prompt.py."""
     task = checkpoint_text.task_of(model)

@@ -141,11 +141,12 @@ def test_a_planted_wrong_sampling_rate_fails_the_check(built, tmp_path):
     config.write_text(config.read_text().replace(f'string_value: "{RATE}"', 'string_value: "8000"'))
     with pytest.raises(BuildError) as caught:
         audio_check.check(chain, tmp_path, print)
+    # The step resamples the clip to its (wrong) 8 kHz; the checkpoint's feature extractor refuses that rate.
     assert str(caught.value) == (
         "model words: the preprocessing step refuses raw clip 0 (tone 440 Hz, 0.6 s, 16-bit PCM) at 16000 Hz, which "
-        "the checkpoint's feature extractor takes: AUDIO: a WAV at 16000 Hz; this model takes 8000 Hz audio (its "
-        "feature extractor's sampling_rate); resample it to 8000 Hz before sending (row 0); rebuild the model (its "
-        "step does not follow the checkpoint's preprocessor_config.json)")
+        "the checkpoint's feature extractor takes: ValueError: was trained using a sampling rate of 16000. Please make "
+        "sure that the provided `raw_speech` input was sampled with 16000 and not 8000.; rebuild the model (its step "
+        "does not follow the checkpoint's preprocessor_config.json)")
 
 
 def _send(served, model: str, clips: list[bytes]):
@@ -181,22 +182,19 @@ def test_bad_audio_is_a_400_naming_the_input_and_the_server_goes_on(built, serve
     tone = audio_samples.clips(RATE)[0].data
     long_clip = audio_samples.pcm_wav(np.zeros(int(2.5 * RATE)), RATE)
     prefix = f"in ensemble '{sounds}.tar.gz', "
+    accepted = "WAV, FLAC, Ogg (Vorbis or Opus), MP3, AIFF or another format libsndfile reads"
     bad = {
-        (b"",): "AUDIO: no bytes; this model takes one WAV (RIFF/WAVE) or FLAC file per request; send the file's "
-                "bytes (row 0)",
-        (audio_samples.flac(np.zeros(4410), 44100),): "AUDIO: a FLAC at 44100 Hz; this model takes 16000 Hz audio "
-                                                       "(its feature extractor's sampling_rate); resample it to "
-                                                       "16000 Hz before sending (row 0)",
-        (audio_samples.flac(np.zeros(RATE), RATE)[:60],): "AUDIO: a FLAC that soundfile cannot read (",
-        (audio_samples.pcm_wav(np.zeros(4410), 44100),): "AUDIO: a WAV at 44100 Hz; this model takes 16000 Hz audio "
-                                                          "(its feature extractor's sampling_rate); resample it to "
-                                                          "16000 Hz before sending (row 0)",
-        (long_clip,): "AUDIO: a WAV of 2.50 s (40000 samples at 16000 Hz); this model takes at most 2 s (32000 "
-                      "samples); cut it into pieces of at most 2 s before sending (row 0)",
-        (b"ID3\x04\x00\x00\x00\x00\x00\x00mp3 frames",): "AUDIO: MPEG audio (MP3 or AAC); this model takes WAV "
-                                                          "(RIFF/WAVE) or FLAC audio; convert it to WAV (16-bit PCM or 32-bit "
-                                                          "float) before sending (row 0)",
-        (tone[:100],): "AUDIO: a WAV whose 'data' chunk is cut short",
+        (b"",): f"AUDIO: no bytes; this model takes one audio file per request ({accepted}); send the file's bytes "
+                "(row 0)",
+        (audio_samples.flac(np.zeros(RATE), RATE)[:60],): "AUDIO: 60 bytes that libsndfile cannot read as audio (",
+        (audio_samples.pcm_wav(np.zeros(100), 16001),): "AUDIO: the WAV file at 16001 Hz; this model resamples to its "
+                                                         "16000 Hz from a rate that shares a large common factor with "
+                                                         "it (",
+        (long_clip,): "AUDIO: the WAV file of 2.50 s (40000 samples at 16000 Hz); this model takes at most 2 s; cut it "
+                      "into pieces of at most 2 s before sending (row 0)",
+        (b"\x00\x00\x00\x20ftypM4A " + bytes(40),): f"AUDIO: an MP4/M4A file (AAC), which libsndfile does not read; "
+                                                   f"this model takes {accepted}; convert it to WAV, FLAC, Ogg or MP3 "
+                                                   "before sending (row 0)",
         (tone, audio_samples.clips(RATE)[1].data): "AUDIO: the clips of one request have 2 lengths (9600 to 20800 "
                                                    "samples); this model takes clips of one length per request (it "
                                                    "has no attention mask, padding would change its answers); send "
@@ -220,6 +218,32 @@ def test_bad_audio_is_a_400_naming_the_input_and_the_server_goes_on(built, serve
         else:
             assert sorted(o.name for o in answer.outputs) == ["labels", "options", "scores"]
     assert _send(served, sounds, list(good)).outputs  # still answering afterwards
+
+
+def test_a_recording_at_another_rate_or_in_a_lossy_format_is_decoded_and_resampled(built, served):
+    """What phones and browsers send: the same clip as 48 kHz FLAC answers as it does at the model's 16 kHz (the
+    step resamples it back: scores within 1e-3), and as 44.1 kHz MP3 and Ogg Vorbis it is answered too."""
+    import io
+
+    import soundfile
+    from scipy import signal
+
+    sounds = _target(built, "sounds")
+    clip = audio_samples.clips(RATE)[0]
+    samples, _ = soundfile.read(io.BytesIO(clip.data), dtype="float32")
+
+    def scores(data: bytes) -> np.ndarray:
+        return {o.name: o.array for o in _send(served, sounds, [data]).outputs}["scores"]
+
+    def written(rate: int, fmt: str, subtype: str) -> bytes:
+        out = io.BytesIO()
+        soundfile.write(out, signal.resample_poly(samples, rate // 100, RATE // 100), rate, format=fmt, subtype=subtype)
+        return out.getvalue()
+
+    at_16k = scores(clip.data)
+    np.testing.assert_allclose(scores(written(48000, "FLAC", "PCM_24")), at_16k, atol=1e-3)
+    for fmt, subtype in (("MP3", "MPEG_LAYER_III"), ("OGG", "VORBIS")):
+        assert scores(written(44100, fmt, subtype)).shape == at_16k.shape
 
 
 def test_the_sagemaker_runtime_api_and_the_cli_take_audio_bytes(built, runtime, tmp_path, capsys):

@@ -46,9 +46,12 @@ def check(chain: task_check.Chain, scratch: pathlib.Path, log: Callable[[str], N
     for index, sample in enumerate(samples):
         try:
             features.append(step.features(np.array([sample.data], dtype=np.object_)))
-        except module.RequestError as exc:
+        except Exception as exc:  # noqa: BLE001 - a refusal (RequestError) or the feature extractor's own error
+            # transformers' errors may dump the extractor's JSON first: their last line says what is wrong.
+            last = (str(exc).strip().splitlines() or [""])[-1].strip()
+            said = str(exc) if isinstance(exc, module.RequestError) else f"{type(exc).__name__}: {last}"
             raise BuildError(f"model {chain.name}: the preprocessing step refuses raw clip {index} ({sample.what}) at "
-                             f"{rate} Hz, which the checkpoint's feature extractor takes: {exc}; rebuild the model "
+                             f"{rate} Hz, which the checkpoint's feature extractor takes: {said}; rebuild the model "
                              "(its step does not follow the checkpoint's preprocessor_config.json)") from None
     got, ran = task_check.run_model_requests(chain, [{name: f} for f in features], scratch, log)
     answer, answer_params = task_check.answer_step(chain)
