@@ -321,7 +321,7 @@ def _invoke_parser() -> argparse.ArgumentParser:
     what.add_argument("--audio", type=pathlib.Path, nargs="+", metavar="FILE",
                       help="audio files (WAV, FLAC, Ogg, MP3...) sent as their bytes, one BYTES row each as AUDIO "
                            "(what an audio task's ensemble takes, in binary+json); one file per request for clips of "
-                           "different lengths; with --stream, one clip for a speech model")
+                           "different lengths")
     parser.add_argument("--text-pair", help="with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a "
                                             "question-answering context, an NLI hypothesis, a reranked passage)")
     parser.add_argument("--input-name", help="model input fed by a .npy file, by raw --text or by --image")
@@ -338,7 +338,8 @@ def _invoke_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stream", action="store_true",
                         help="call InvokeEndpointWithResponseStream with --text as the generate JSON "
                              '{"text_input": TEXT, "parameters": {--parameter ...}} of a decoupled (streaming) '
-                             "model, printing each event's text_output as it arrives")
+                             'model, or one --audio FILE as {"audio": <base64>, ...} of a speech model, printing '
+                             "each event's text_output as it arrives")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a local endpoint")
 
     return parser

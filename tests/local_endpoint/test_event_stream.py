@@ -132,3 +132,17 @@ def test_invoke_stream_tells_an_unreadable_clip(tmp_path, capsys) -> None:
     missing = tmp_path / "missing.wav"
     assert invoke_main(["--url", "http://127.0.0.1:9", "--stream", "--audio", str(missing)]) == 1
     assert capsys.readouterr().err == f"error: --audio {missing}: cannot be read (No such file or directory); pass an audio file\n"
+
+
+def test_an_inference_component_that_answers_whole_is_refused_a_stream_naming_the_ones_that_stream() -> None:
+    target = RuntimeTarget("Tests-dev-shared", EndpointKind.INFERENCE_COMPONENTS, 1,
+                           components=("Tests-dev-shared-writer", "Tests-dev-shared-adder"),
+                           component_routes={"Tests-dev-shared-writer": GenerateRoute(2, "writer")})
+    headers = {"X-Amzn-SageMaker-Inference-Component": "Tests-dev-shared-adder"}
+    reply = open_stream({"Tests-dev-shared": target}, "Tests-dev-shared", headers, b"{}", 5.0)
+    assert (reply.status, json.loads(reply.body)["Message"]) == (400, (
+        "Inference component Tests-dev-shared-adder of endpoint Tests-dev-shared does not stream responses: its model "
+        "does not declare model_transaction_policy { decoupled: true } in its config.pbtxt. Call InvokeEndpoint for "
+        "the whole answer, or name a streaming component (Tests-dev-shared-writer)"))
+    writer = target.stream_route({"x-amzn-sagemaker-inference-component": "Tests-dev-shared-writer"})
+    assert writer == GenerateRoute(2, "writer")

@@ -266,9 +266,9 @@ options:
                         with --input-name one UINT8 row each (a DALI model or an ensemble starting
                         with one)
   --audio FILE [FILE ...]
-                        audio files (WAV, FLAC) sent as their bytes, one BYTES row each as AUDIO
-                        (what an audio task's ensemble takes, in binary+json); one file per
-                        request for clips of different lengths
+                        audio files (WAV, FLAC, Ogg, MP3...) sent as their bytes, one BYTES row
+                        each as AUDIO (what an audio task's ensemble takes, in binary+json); one
+                        file per request for clips of different lengths
   --text-pair TEXT_PAIR
                         with --text: the second text of a pair, sent as BYTES TEXT_PAIR (a
                         question-answering context, an NLI hypothesis, a reranked passage)
@@ -289,7 +289,8 @@ options:
   --output OUTPUT       also save the outputs (.json or .npz)
   --stream              call InvokeEndpointWithResponseStream with --text as the generate JSON
                         {"text_input": TEXT, "parameters": {--parameter ...}} of a decoupled
-                        (streaming) model, printing each event's text_output as it arrives
+                        (streaming) model, or one --audio FILE as {"audio": <base64>, ...} of a
+                        speech model, printing each event's text_output as it arrives
   --timeout TIMEOUT     seconds to wait for a local endpoint
 """
 

@@ -27,7 +27,7 @@ import triton_model_fixtures as models
 NAME = "Tests-dev-stream"
 STREAM_PATH = f"/endpoints/{NAME}/invocations-response-stream"
 # An endpoint of inference components: one streams (its own container in generate_stream mode), one answers whole.
-SHARED, WRITER, ADDER = "Tests-dev-shared", "Tests-dev-shared-writer", "Tests-dev-shared-adder"
+SHARED, WRITER = "Tests-dev-shared", "Tests-dev-shared-writer"
 
 
 def event(text: str) -> bytes:
@@ -55,12 +55,11 @@ def runtime(module_tmp):
 
 @pytest.fixture(scope="module")
 def shared(module_tmp):
-    """The runtime of an endpoint of inference components: a streaming one and one that answers whole."""
+    """The runtime of an endpoint of inference components whose one component streams (a component that answers
+    whole is refused by the runtime before any server is asked: tests/local_endpoint/test_event_stream.py)."""
     root = module_tmp.mktemp("shared")
     streaming_model.write_stream(root / "repository")
-    models.write_add(root / "adder")
-    components = [LocalComponent(WRITER, "stream", models.pack(root / "repository", root / "stream.tar.gz"), None, {}),
-                  LocalComponent(ADDER, "add", models.pack(root / "adder", root / "adder.tar.gz"), None, {})]
+    components = [LocalComponent(WRITER, "stream", models.pack(root / "repository", root / "stream.tar.gz"), None, {})]
     named = NamedEndpoint(SHARED, EndpointKind.INFERENCE_COMPONENTS, ComponentsEndpoint(components, log_dir=root))
     with LocalRuntime([named]) as served:
         yield served
@@ -214,15 +213,3 @@ def test_an_inference_component_streams_from_its_own_container(shared, capsys) -
             "--text", "one two three", "--parameter", "step_s=0.01"]
     assert tritonsm_main(argv) == 0
     assert capsys.readouterr() == ("one two three\n", "")
-
-
-@pytest.mark.triton
-def test_a_component_that_answers_whole_is_refused_a_stream_with_the_ones_that_stream(shared) -> None:
-    client = local_client("sagemaker-runtime", shared.url)
-    with pytest.raises(client.exceptions.ValidationError) as caught:
-        client.invoke_endpoint_with_response_stream(EndpointName=SHARED, InferenceComponentName=ADDER,
-                                                    Body=generate("one"))
-    assert caught.value.response["Error"]["Message"] == (
-        f"Inference component {ADDER} of endpoint {SHARED} does not stream responses: its model does not declare "
-        "model_transaction_policy { decoupled: true } in its config.pbtxt. Call InvokeEndpoint for the whole answer, "
-        f"or name a streaming component ({WRITER})")
