@@ -108,8 +108,7 @@ def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[
         return []
     got = f"{model.backend.value!r} with the {model_type!r} checkpoint in {model.weights}"
     if model.task.speech_seq2seq and model_type not in GENERATED_SPEECH_TYPES:
-        what = (f"{NOT_DECODED_SPEECH[model_type]}" if model_type in NOT_DECODED_SPEECH
-                else "a CTC model, served as an ensemble")
+        what = NOT_DECODED_SPEECH.get(model_type, "a CTC model, served as an ensemble")
         return [Problem(f"{path}.backend", f"{got} ({what})", f"{CTC_BACKENDS} for a CTC checkpoint; python for "
                         f"{SPEECH_ENGINE}", "set backend: onnxruntime for a CTC checkpoint, or give a speech "
                         "encoder-decoder checkpoint" if model_type not in NOT_DECODED_SPEECH

@@ -250,12 +250,12 @@ def send_to_container(target: RuntimeTarget, headers: Mapping[str, str], body: b
     ``text/event-stream`` answer the container in generate_stream mode returns there (an error before the first
     event: its ``{"error": ...}`` as Triton's other routes answer it). Raises OSError (socket.timeout past
     ``timeout``) if nothing answers."""
-    route = target.stream_route({key.lower(): value for key, value in headers.items()})
+    given = {key.lower(): value for key, value in headers.items()}
+    route = target.stream_route(given)
     if route is not None:
         reply = call("127.0.0.1", route.port, "POST", route.path, body=body,
                      headers={"Content-Type": "application/json"}, timeout=timeout)
         return dataclasses.replace(reply, body=sse_error(reply.body)) if reply.status >= 400 else reply
-    given = {key.lower(): value for key, value in headers.items()}
     forwarded = {key: given[key.lower()] for key in FORWARDED if given.get(key.lower())}
     return call("127.0.0.1", target.port, "POST", "/invocations", body=body, headers=forwarded, timeout=timeout)
 

@@ -160,10 +160,11 @@ def _check_rate(what: str, rate: int, target: int) -> None:
     if not RATES[0] <= rate <= RATES[1]:
         raise AudioRejected(f"AUDIO: {what} at {rate} Hz; this model takes audio sampled at {RATES[0]:,} to "
                             f"{RATES[1]:,} Hz (and resamples it to its own {target} Hz); {fix}")
-    if rate != target and _taps(rate, target) > MAX_TAPS:
+    taps = _taps(rate, target) if rate != target else 0
+    if taps > MAX_TAPS:
         raise AudioRejected(f"AUDIO: {what} at {rate} Hz; this model resamples to its {target} Hz from a rate that "
-                            f"shares a large common factor with it (this one would take a filter of "
-                            f"{_taps(rate, target):,} taps); {fix}")
+                            f"shares a large common factor with it (this one would take a filter of {taps:,} taps); "
+                            f"{fix}")
 
 
 def _taps(rate: int, target: int) -> int:

@@ -615,7 +615,7 @@ class Engine:
             self.prompts = WhisperPrompts(generation, model.config, limits.languages)
         self.speech_prompt: list[int] = self.prompts.default if self.whisper else \
             [self.decoder_start] if self.speech else []
-        self._languages = sorted((getattr(generation, "lang_to_id", None) or {}).values()) if self.speech else []
+        self._languages = sorted(self.prompts.lang_to_id.values()) if self.prompts is not None else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
         self._hook: Any = None

@@ -26,12 +26,18 @@ PASSING = (("text-generation", "gpt2"), ("text-generation", "llama"), ("text-gen
 CACHELESS = (("mamba", "a recurrent state"), ("openai-gpt", "no cache between steps"))
 
 
-@pytest.mark.parametrize(("kind", "model_type"), PASSING)
-def test_the_architecture_decodes_as_generate(kind: str, model_type: str, tmp_path: pathlib.Path) -> None:
+def _checked(kind: str, model_type: str, tmp_path: pathlib.Path) -> tuple[dict, pathlib.Path]:
+    """The benchmark's row of ``kind`` / ``model_type``, its tiny checkpoint made and run through the build's check."""
     row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == (kind, model_type))
     folder = tmp_path / coverage.entry_name(row)
     coverage.make_checkpoint(row, folder)
     coverage.verify_row(row, folder)
+    return row, folder
+
+
+@pytest.mark.parametrize(("kind", "model_type"), PASSING)
+def test_the_architecture_decodes_as_generate(kind: str, model_type: str, tmp_path: pathlib.Path) -> None:
+    row, _ = _checked(kind, model_type, tmp_path)
     assert (row["outcome"], row["reason"]) == (coverage.IDENTICAL, "")
     assert row["verified"]["alone"] == row["verified"]["engine_batch"] == "token-identical"
 
@@ -39,29 +45,20 @@ def test_the_architecture_decodes_as_generate(kind: str, model_type: str, tmp_pa
 @pytest.mark.parametrize(("model_type", "keeps"), CACHELESS)
 def test_an_architecture_without_a_key_value_cache_is_refused(model_type: str, keeps: str,
                                                               tmp_path: pathlib.Path) -> None:
-    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("text-generation", model_type))
-    folder = tmp_path / coverage.entry_name(row)
-    coverage.make_checkpoint(row, folder)
-    coverage.verify_row(row, folder)
+    row, _ = _checked("text-generation", model_type, tmp_path)
     assert row["outcome"] == coverage.REFUSED
     assert f"whose forward takes no key/value cache (past_key_values; it keeps {keeps}" in row["reason"]
     assert "fix: give a checkpoint of a transformer architecture with a key/value cache" in row["reason"]
 
 
 def test_an_architecture_that_needs_the_whole_sequence_each_step_is_refused(tmp_path: pathlib.Path) -> None:
-    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("text-generation", "cpmant"))
-    folder = tmp_path / coverage.entry_name(row)
-    coverage.make_checkpoint(row, folder)
-    coverage.verify_row(row, folder)
+    row, _ = _checked("text-generation", "cpmant", tmp_path)
     assert row["outcome"] == coverage.REFUSED
     assert "whose forward takes the whole sequence at every step" in row["reason"]
 
 
 def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_path: pathlib.Path) -> None:
-    row = next(r for r in coverage.architectures() if (r["kind"], r["model_type"]) == ("speech seq2seq", "voxtral"))
-    folder = tmp_path / coverage.entry_name(row)
-    coverage.make_checkpoint(row, folder)
-    coverage.verify_row(row, folder)
+    row, folder = _checked("speech seq2seq", "voxtral", tmp_path)
     assert row["outcome"] == coverage.REFUSED
     assert row["reason"] == (
         f"models.asr_voxtral.backend: got 'python' with the 'voxtral' checkpoint in {folder} (an audio language "

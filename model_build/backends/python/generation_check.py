@@ -230,6 +230,9 @@ def _failed(model: ModelSpec, prompt: int, where: str, difference: tuple[int, in
             "architecture: report it with the checkpoint's config.json")
 
 
+CLIPS = ("440 Hz tone", "white noise", "chirp")  # what _clips makes, in its order
+
+
 def _clips(rate: int) -> list[Any]:
     """Synthetic clips (no recordings ship with the build), as audio_check.py makes them: a 440 Hz tone, white noise
     and a chirp; different enough that a model ignoring its encoder would be seen answering them alike."""
@@ -286,7 +289,7 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
                         cases=len(references), details={
                             "reference": f"{type(engine.model).__name__}.generate({name}), greedy, each clip alone",
-                            "clips": "440 Hz tone, white noise, chirp",
+                            "clips": ", ".join(CLIPS),
                             "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
                             "request_language_and_task": asked or ("none (English-only)" if engine.whisper
                                                                     else "none (not a Whisper)"),
@@ -303,7 +306,7 @@ def _new(engine: Any, ids: Any) -> list[int]:
 def cases_said(model: ModelSpec) -> str:
     """What the verification decodes, for the build's progress line."""
     speech = model.task is not None and model.task.kind.value == "automatic-speech-recognition"
-    return "3 synthetic clips" if speech else f"{len(PROMPTS)} prompts"
+    return f"{len(CLIPS)} synthetic clips" if speech else f"{len(PROMPTS)} prompts"
 
 
 def _asked_prompt(engine: Any) -> dict[str, str]:
