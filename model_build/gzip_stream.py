@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 COMPRESSED, STORED = 6, 0  # level 9 costs ~3x the time of 6 on float weights for ~1 % smaller files
 # What gzip.GzipFile writes at level 6 with no file name and mtime 0: magic, deflate, no flags, MTIME 0, XFL 0, OS
@@ -49,7 +49,8 @@ class GzipStream(io.RawIOBase):
         raw.write(HEADER)
 
     @staticmethod
-    def _compressor(level: int):  # the arguments gzip.GzipFile uses: raw deflate, 32 KiB window, default memory
+    def _compressor(level: int) -> Any:  # zlib's Compress type is not public
+        # The arguments gzip.GzipFile uses: raw deflate, 32 KiB window, default memory level, default strategy.
         return zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
 
     def use(self, level: int) -> None:
@@ -63,7 +64,7 @@ class GzipStream(io.RawIOBase):
     def tell(self) -> int:  # tarfile asks where the stream is; this is the uncompressed offset, as GzipFile says
         return self._size
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def write(self, data: Any) -> int:  # bytes, bytearray or memoryview, as tarfile and io send them
         view = memoryview(data).cast("B")
         self._crc = zlib.crc32(view, self._crc)
         self._size += len(view)
