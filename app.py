@@ -1,200 +1,29 @@
 #!/usr/bin/env python3
-"""The CDK app: one stage per environment of the deployment spec, checked by cdk-nag, AWS Control Tower's
-rules and Security Hub's SageMaker controls.
-
-Composes only. Context (``cdk synth -c spec=PATH -c manifest=PATH -c capacity=PATH``)
-picks the spec (default ``triton.yaml``), the build manifest (default
-``assets/manifest.json``, written by ``tritonsm build``) and the measured
-capacity (default ``capacity.json``, optional); ``-c pool_manifests=a.json,b.json`` adds
-builds made on other GPUs for the fallback instance pools the main build's TensorRT plans do
-not run on; ``-c endpoints=a,b`` puts only
-those endpoints' stacks in the assembly (the storage stacks always), and says
-which it leaves out. A user mistake prints one error and exits 2, without a
-traceback.
-"""
+"""This checkout's CDK app (cdk.json: ``python app.py``): the spec app of ``stacks/spec_app.py`` for the specs of
+this repository, which is the app's folder whatever the current directory. A user of the wheel runs the same app as
+``python -m triton_sagemaker_stacks``. Importing ``stacks`` points jsii at the pinned Node before aws_cdk loads."""
 from __future__ import annotations
 
-import json
-import os
 import pathlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from stacks import spec_app
+from stacks.spec_app import stage_id  # noqa: F401  (the tests' entry points: build_app, cdk_json_context, stage_id)
+
+if TYPE_CHECKING:
+    import aws_cdk as cdk
 
 ROOT = pathlib.Path(__file__).resolve().parent
-# jsii runs aws-cdk-lib in Node: prefer the pinned Node next to this interpreter (the system one may be too old).
-_NODE = pathlib.Path(sys.executable).with_name("node")
-if _NODE.exists():
-    os.environ.setdefault("JSII_NODE", str(_NODE))
-
-import aws_cdk as cdk  # noqa: E402  (after JSII_NODE)
-from aws_cdk import cx_api  # noqa: E402
-from constructs import Construct  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
-
-from deployment_spec import DEFAULT_SPEC, Spec, load_spec  # noqa: E402
-from deployment_spec.parsing.errors import ProblemsError  # noqa: E402
-from deployment_spec.cost.capacity import (DEFAULT_CAPACITY, CapacityError, Drain, Measurement, load_capacity,  # noqa: E402
-                                      load_drains)
-from deployment_spec.builds.manifest import DEFAULT_MANIFEST, Manifest, ManifestError, load_manifest  # noqa: E402
-from stacks import TritonStage, model_signatures  # noqa: E402
-from stacks.pipeline_stack import PipelineStack  # noqa: E402
-from triton_constructs import SynthError, control_tower, security_hub  # noqa: E402
-
-EXIT_BAD_INPUT = 2
-# The warnings of the stages' stacks every synth prints itself (_stage_warnings), by acknowledgement id.
-SHOWN_WARNINGS = (model_signatures.UNSIGNED,)
 
 
 def cdk_json_context() -> dict[str, Any]:
-    """The feature flags of cdk.json, so a plain ``python app.py`` synthesizes what ``cdk synth`` does."""
-    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text()).get("context", {})
-    return context
+    return spec_app.cdk_json_context(ROOT)
 
 
-def stage_id(spec: Spec, environment: str) -> str:
-    """``TritonProd`` for project Triton, environment prod: select it with ``cdk deploy "TritonProd/*"``."""
-    return f"{spec.project}{environment[:1].upper()}{environment[1:]}"
-
-
-def selected_endpoints(spec: Spec, raw: object) -> list[str] | None:
-    """The ``-c endpoints=a,b`` context as endpoint names (None: every endpoint); SynthError if one is unknown."""
-    if raw is None:
-        return None
-    names = raw if isinstance(raw, list) else [n.strip() for n in str(raw).split(",") if n.strip()]
-    unknown = [str(n) for n in names if n not in spec.endpoints]
-    if unknown or not names:
-        got = ", ".join(repr(n) for n in unknown) if unknown else "no endpoint"
-        raise SynthError(f"-c endpoints={raw}", [
-            f"got {got}; allowed: endpoints of {spec.path.name}: {', '.join(spec.endpoints)}; give a "
-            f"comma-separated list, e.g. -c endpoints={next(iter(spec.endpoints))}, or leave it out for all"])
-    return [str(n) for n in names]
-
-
-def build_app(spec: Spec, manifest: Manifest, manifest_path: pathlib.Path, *,
-              capacity: dict[str, Measurement] | None = None, drains: dict[str, Drain] | None = None,
-              app: cdk.App | None = None,
-              endpoints: list[str] | None = None, spec_file: str | None = None,
-              pipeline_only: bool = False, pool_manifests: dict[pathlib.Path, Manifest] | None = None) -> cdk.App:
-    """Adds one stage per environment and the checks (cdk-nag, Control Tower, Security Hub) to ``app``.
-
-    ``capacity`` and ``drains``: capacity.json's load and drain measurements, for the scaling targets a spec
-    leaves out. ``endpoints`` limits the endpoint stacks to those names (None: all); storage stacks are always there.
-    ``spec_file`` is the spec's path in the repository, which the pipeline's steps read (default: ``spec.path``
-    relative to this checkout). ``pipeline_only``: only the pipeline stack, without stages, for its first
-    deploy from a machine that cannot build every model; its first run's self-mutation adds the stages.
-    """
-    app = app or cdk.App(context=cdk_json_context())
-    PipelineStack.check(spec)
-
-    def make_stage(scope: Construct, name: str) -> TritonStage:
-        stage = TritonStage(scope, stage_id(spec, name), spec=spec, environment=spec.environments[name],
-                            manifest=manifest, manifest_path=manifest_path, capacity=capacity or {},
-                            drains=drains or {}, endpoints=endpoints, pool_manifests=pool_manifests)
-        # AWS Control Tower's proactive controls as cfn-guard rules (what a landing zone's hooks refuse at deploy),
-        # on what a stage deploys into the workload accounts; the delivery pipeline's own stack (CDK Pipelines'
-        # generated resources, in the tooling account) is not checked against them.
-        cdk.Validations.of(stage).add_plugins(control_tower.validator())
-        return stage
-
-    if pipeline_only and spec.pipeline is None:
-        raise SynthError("pipeline_only", [f"-c pipeline_only=true, but {spec.path.name} has no pipeline: section; "
-                                           "add one (docs/operations/pipeline.md) or leave the option out"])
-    for name in ([] if pipeline_only else spec.environments):
-        make_stage(app, name)
-    if spec.pipeline is not None:
-        # The same stages again, deployed in order by the pipeline (cdk deploy <Project>Pipeline, once).
-        PipelineStack(app, f"{spec.project}Pipeline", stack_name=f"{spec.project}-Pipeline", spec=spec,
-                      spec_file=spec_file or _repository_path(spec.path), make_stage=make_stage,
-                      with_stages=not pipeline_only)
-    # cdk-nag's AwsSolutions pack and Security Hub's SageMaker controls (and the stages' Control Tower rules,
-    # above): synth fails on any finding not acknowledged with a reason.
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), security_hub.checks())
-    return app
-
-
-def _repository_path(path: pathlib.Path) -> str:
-    """The spec as the pipeline's checkout sees it: relative to the repository root."""
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        raise SynthError("pipeline", [f"the spec {path} is outside this repository ({ROOT}); the pipeline builds "
-                                      "from the repository, so commit the spec under it and pass that path"]) from None
-
-
-def main() -> int:
-    app = cdk.App(context=cdk_json_context())
-    spec_path = pathlib.Path(app.node.try_get_context("spec") or DEFAULT_SPEC)
-    manifest_path = pathlib.Path(app.node.try_get_context("manifest") or DEFAULT_MANIFEST)
-    capacity_path = pathlib.Path(app.node.try_get_context("capacity") or DEFAULT_CAPACITY)
-    try:
-        spec = load_spec(spec_path)
-        endpoints = selected_endpoints(spec, app.node.try_get_context("endpoints"))
-        pipeline_only = str(app.node.try_get_context("pipeline_only") or "").lower() in ("1", "true", "yes")
-        # The stages are what needs the built models; without them no manifest is read.
-        manifest = Manifest(spec.triton_version, {}, {}) if pipeline_only else load_manifest(manifest_path)
-        pools = {pathlib.Path(p.strip()): load_manifest(pathlib.Path(p.strip()))
-                 for p in str(app.node.try_get_context("pool_manifests") or "").split(",") if p.strip()}
-        capacity = load_capacity(capacity_path)
-        build_app(spec, manifest, manifest_path, capacity=capacity,
-                  drains=load_drains(capacity_path), app=app, endpoints=endpoints,
-                  pipeline_only=pipeline_only, pool_manifests=pools)
-    # ProblemsError: the spec's (SpecError) and the constructs' props (PropsError, e.g. a stale build).
-    except (ProblemsError, ManifestError, CapacityError, SynthError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    assembly = app.synth()
-    _stage_warnings(assembly)
-    _cost_report(spec, capacity, pathlib.Path(assembly.directory))
-    if endpoints is not None:
-        _announce_left_out(spec, endpoints)
-    return 0
-
-
-def _stage_warnings(assembly: cx_api.CloudAssembly) -> None:
-    """The stages' warnings that ``cdk synth`` would not show, on stderr like the cost lines.
-
-    Without a stack pattern the CDK CLI reports the annotations of the top-level stacks only (aws-cdk's
-    ``selectTopLevelOrMatchingStacks``), and every stack of a stage sits in the stage's nested assembly: a plain
-    ``cdk synth`` (or ``--quiet``) printed none of them. Each is printed once per stage and stack, though the
-    pipeline's copy of a stage repeats it.
-    """
-    seen: set[tuple[str, str]] = set()
-    for stack in assembly.stacks_recursively:
-        where = "/".join(stack.hierarchical_id.split("/")[-2:])  # <stage>/<stack>, a pipeline's prefix left out
-        for message in stack.messages:
-            text = str(message.entry.data)
-            if message.level != cx_api.SynthesisMessageLevel.WARNING or not any(
-                    f"[ack: {ack}]" in text for ack in SHOWN_WARNINGS) or (where, text) in seen:
-                continue
-            seen.add((where, text))
-            print(f"warning: {where}: {text}", file=sys.stderr)
-
-
-def _cost_report(spec: Spec, capacity: dict[str, Measurement], assembly: pathlib.Path) -> None:
-    """What each stage costs per month (deployment_spec.cost.figures): one line per stage on stderr, the whole report beside
-    the assembly (cost-report.txt), so every synth and `cdk diff` shows it and CI can keep it."""
-    from deployment_spec.cost import figures as cost, report as cost_report, pricing
-    try:
-        costs = cost.spec_costs(spec.environments, pricing.load_prices(spec.root), capacity)
-    except pricing.PricesError as exc:
-        print(f"note: no cost report: {exc}", file=sys.stderr)
-        return
-    lines = cost_report.report(costs)
-    (assembly / "cost-report.txt").write_text("\n".join(lines) + "\n")
-    for stage in costs.values():
-        print(f"cost: {cost_report.stage_line(stage)}", file=sys.stderr)
-    print(f"cost: the whole report, per endpoint and with its assumptions: {assembly / 'cost-report.txt'}",
-          file=sys.stderr)
-
-
-def _announce_left_out(spec: Spec, endpoints: list[str]) -> None:
-    """Never drop an endpoint silently: name what this assembly leaves out, and what that means."""
-    left_out = [name for name in spec.endpoints if name not in endpoints]
-    if left_out:
-        print(f"note: -c endpoints={','.join(endpoints)}: this cloud assembly leaves out the stacks of "
-              f"endpoint(s) {', '.join(left_out)} in every environment. A stack left out is neither diffed nor "
-              "deployed, and never deleted: cdk deploy acts only on the stacks it is given", file=sys.stderr)
+def build_app(*args: Any, **kwargs: Any) -> "cdk.App":
+    return spec_app.build_app(*args, root=ROOT, **kwargs)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(spec_app.main(ROOT))

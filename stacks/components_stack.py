@@ -13,10 +13,10 @@ from deployment_spec.rules.component_endpoint import component_name
 from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.builds.manifest import Artifact, Manifest
-from stacks import model_signatures
-from stacks.image_props import image_repository, image_tag
-from stacks.network_props import network_props
-from stacks.storage_stack import StorageStack
+from . import model_signatures
+from .image_props import image_repository, image_tag
+from .network_props import network_props
+from .storage_stack import StorageStack
 from triton_constructs import Alarms, ModelRepositories, TritonComponentsEndpoint, checks
 from triton_constructs.errors import SynthError
 

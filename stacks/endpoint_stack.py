@@ -15,11 +15,11 @@ from deployment_spec.sections.endpoint import EndpointKind, EndpointSpec
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.builds.manifest import Manifest
 from deployment_spec.rules.variant_plan import build_for, own_builds
-from stacks import model_signatures
-from stacks.image_props import image_repository, image_tag
-from stacks.network_props import network_props
-from stacks.pool_builds import pool_models
-from stacks.storage_stack import StorageStack
+from . import model_signatures
+from .image_props import image_repository, image_tag
+from .network_props import network_props
+from .pool_builds import pool_models
+from .storage_stack import StorageStack
 from triton_constructs import Alarms, ModelRepositories, TritonSageMakerEndpoint, checks
 
 

@@ -15,9 +15,9 @@ from constructs import Construct
 from deployment_spec import Spec
 from deployment_spec.facts import images, triton_images
 from deployment_spec.sections.pipeline import BuildComputeKind, PipelineSpec
-from stacks.pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
+from .pipeline_commands import (BUILD_COMMANDS, BUILD_OUTPUT, LOAD_OUTPUT, SPEC_VARIABLE, SYNTH_COMMANDS,
                                       post_deploy_commands, verify_commands)
-from stacks.stage import TritonStage
+from .stage import TritonStage
 from triton_constructs import checks, pipeline_checks
 from triton_constructs.errors import SynthError
 from triton_constructs.escape_hatch import default_child

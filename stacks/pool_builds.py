@@ -9,7 +9,7 @@ from typing import Mapping
 from deployment_spec import Spec
 from deployment_spec.sections.endpoint import EndpointSpec
 from deployment_spec.builds.manifest import Manifest
-from stacks import model_signatures
+from . import model_signatures
 from triton_constructs import ModelRepositories, checks
 
 

@@ -12,9 +12,9 @@ from deployment_spec.cost.capacity import Drain, Measurement
 from deployment_spec.sections.endpoint import EndpointKind
 from deployment_spec.sections.environment import EnvironmentSpec, RemovalPolicy
 from deployment_spec.builds.manifest import Manifest
-from stacks.components_stack import ComponentsEndpointStack
-from stacks.endpoint_stack import EndpointStack
-from stacks.storage_stack import StorageStack
+from .components_stack import ComponentsEndpointStack
+from .endpoint_stack import EndpointStack
+from .storage_stack import StorageStack
 from triton_constructs import checks
 
 

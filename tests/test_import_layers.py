@@ -76,16 +76,28 @@ def _graph(root: pathlib.Path = ROOT) -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from pkg import submodule` depends on the submodule; `from pkg import name` on pkg.
-                subs = [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+                # `from pkg import submodule` depends on the submodule; `from pkg import name` on pkg. A relative
+                # import (stacks/: it ships under another name) counts as the absolute one it means.
+                module = _absolute(node, name, path)
+                subs = [f"{module}.{alias.name}" for alias in node.names]
                 targets = [s for s in subs if s in modules]
                 if len(targets) < len(subs):
-                    targets.append(node.module)
+                    targets.append(module)
             else:
                 continue
             graph[name] |= {t for t in map(ours, targets) if t and t != name}
     return graph
+
+
+def _absolute(node: ast.ImportFrom, name: str, path: pathlib.Path) -> str:
+    """The module a `from ... import` names: ``from .x import y`` in stacks/stage.py is ``stacks.x``."""
+    if not node.level:
+        return str(node.module)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -202,3 +214,16 @@ def test_the_measuring_code_may_not_import_the_cli_around_it():
     assert _wrong_layers(graph) == ["tritonsm.benchmarking.drain imports tritonsm.cli",
                                     "tritonsm.benchmarking.drain imports tritonsm.commands.options",
                                     "tritonsm.checks.gpu.run imports benchmarks.tooling.tiny_checkpoints"]
+
+
+def test_relative_imports_count_as_the_modules_they_name(tmp_path):
+    # The twin for stacks/'s relative imports: a circle closed by `from .b import x` and `from . import a`, and a
+    # relative import up a level, are seen as stacks.b, stacks.a and stacks.
+    for name, text in {"app.py": "", "stacks/__init__.py": "from .a import x\n", "stacks/a.py": "from .b import y\n",
+                       "stacks/b.py": "from . import a\n", "stacks/sub/__init__.py": "",
+                       "stacks/sub/c.py": "from .. import b\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = _graph(tmp_path)
+    assert graph["stacks"] == {"stacks.a"} and graph["stacks.sub.c"] == {"stacks.b"}
+    assert _cycles(graph) == [["stacks.a", "stacks.b"]]

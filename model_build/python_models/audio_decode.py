@@ -21,10 +21,11 @@ Where this differs from the pipeline, and why:
   here with what they are: there is no ffmpeg in a Python-backend model.
 * Sampling rate: another rate than the feature extractor's is resampled with a windowed-sinc filter (``resample``:
   the Hann-windowed sinc interpolation of ``torchaudio.functional.resample``'s default, 6 zero crossings, rolloff
-  0.99, computed with numpy); ffmpeg resamples with its own filter (libswresample), so the samples differ a little
-  and the answers within the tolerance ``benchmarks/audio_formats.py`` measures against the pipeline.
-* Channels: ``_to_mono``'s rule, not ffmpeg's: two channels are averaged (ffmpeg's ``-ac 1`` mixes stereo as
-  (L+R)/2 too); more than two are refused, as ``_to_mono`` refuses them.
+  0.99, computed with numpy); ffmpeg resamples with its own filter (libswresample), so the samples differ a little,
+  within the tolerances tests/model_build/test_audio_vs_pipeline.py states and checks against the pipeline.
+* Channels: ffmpeg's ``-ac 1`` mix, which the pipeline runs on a file's bytes: left and right each at 1/sqrt(2)
+  (``STEREO_GAIN``), not averaged as ``_to_mono`` averages an array; more than two are refused, as ``_to_mono``
+  refuses them.
 * Length: more than ``max_seconds`` of audio is refused (from the file's header, before decoding); the pipeline
   has no limit.
 * A file cut short (its header declares more than follows) is read as far as it goes, as libsndfile and ffmpeg
@@ -52,6 +53,10 @@ RATES = (1000, 384000)
 # share a large factor with the models' (44100 -> 16000: 160 x 455); two nearly coprime ones (16001 -> 16000) would
 # take 16000 x 16015, 2 GB: refused above this many taps.
 MAX_TAPS = 2_000_000
+# How ffmpeg's -ac 1 mixes two channels into one: FFmpeg's libswresample/rematrix.c (swr_build_matrix2) adds front
+# left and right into the centre at M_SQRT1_2 each, and a float output is not renormalised. Measured through the
+# pipeline's own ffmpeg_read (FFmpeg 9.0.2): (L+R)/sqrt(2) for WAV, FLAC, MP3, Ogg and AIFF alike, 1.414 x the mean.
+STEREO_GAIN = math.sqrt(0.5)
 ZERO_CROSSINGS = 6   # torchaudio.functional.resample's lowpass_filter_width default
 ROLLOFF = 0.99       # its rolloff default: the cutoff, as a share of the lower Nyquist frequency
 
@@ -151,7 +156,7 @@ def _found(data: bytes) -> Optional[str]:
 def _check_channels(what: str, channels: int) -> None:
     if channels > 2:
         raise AudioRejected(f"AUDIO: {what} with {channels} channels; this model takes mono or stereo audio "
-                            "(stereo is averaged to mono, as transformers' speech-recognition pipeline does); "
+                            "(stereo is mixed to mono as transformers' pipeline has ffmpeg mix it); "
                             "downmix it to mono before sending")
 
 
@@ -192,8 +197,8 @@ def _check_finite(what: str, samples: Floats) -> None:
 
 
 def _mono(what: str, frames: Floats) -> Floats:
-    """[frames, channels] -> [frames], as transformers' ``_to_mono`` does it (1 or 2 channels, checked before)."""
+    """[frames, channels] -> [frames], as ffmpeg_read mixes a file's channels (1 or 2, checked before)."""
     _check_finite(what, frames)
     if frames.shape[1] == 1:
         return np.ascontiguousarray(frames[:, 0])
-    return np.asarray(frames.T.mean(axis=0), dtype=np.float32)
+    return np.asarray((frames[:, 0] + frames[:, 1]) * STEREO_GAIN, dtype=np.float32)

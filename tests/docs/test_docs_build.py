@@ -85,13 +85,14 @@ def _undocumented(names: list[str], package: str, source: str, text: str) -> lis
             or name not in text]
 
 
-@pytest.mark.parametrize("package, page", [("triton_constructs", "reference/constructs"),
-                                           ("deployment_spec", "reference/spec-api")])
-def test_every_public_name_has_a_reference_entry(site, package, page):
+@pytest.mark.parametrize("package, page, floor", [("triton_constructs", "reference/constructs", 10),
+                                                  ("deployment_spec", "reference/spec-api", 10),
+                                                  ("stacks", "reference/spec-app", 7)])
+def test_every_public_name_has_a_reference_entry(site, package, page, floor):
     import importlib
 
     names = list(importlib.import_module(package).__all__)
-    assert len(names) >= 10
+    assert len(names) >= floor
     assert _undocumented(names, package, (DOCS / f"{page}.md").read_text(), _text(site, page)) == []
 
 

@@ -13,6 +13,7 @@ import sys
 import zipfile
 
 import pytest
+import yaml
 from cfnlint.api import ManualArgs, lint_file
 
 from deployment_spec import load_spec
@@ -79,6 +80,8 @@ def test_the_wheel_holds_no_generic_top_level_package(installed):
     # Only the product's own names; the repository's CDK app (stacks/) stays out, the measuring code lives
     # inside tritonsm; the handlers ship as data for their Lambda asset.
     assert tops == {"deployment_spec", "triton_constructs", "model_build", "local_endpoint", "tritonsm"}, tops
+    # The spec app's stacks under the product's name (a top-level `stacks` would shadow a user app's own).
+    assert "triton_sagemaker_stacks/spec_app.py" in zipfile.ZipFile(wheel).namelist()
     assert "triton_constructs/handlers/copy_artifact.py" in zipfile.ZipFile(wheel).namelist()
 
 
@@ -88,6 +91,54 @@ def test_the_base_install_has_no_torch_and_no_model_build_dependencies(installed
                  "'transformers', 'tritonclient', 'matplotlib', 'pytest', 'cfnlint') if u.find_spec(m)])"])
     assert done.stdout.strip() == "[]", done.stderr
     assert _run([python, "-c", "import torch"]).returncode == 1
+
+
+def _spec_app_folder(folder: pathlib.Path, **sections) -> pathlib.Path:
+    """A team's folder for the wheel's spec app: a spec (the default one's classifier endpoint, one environment),
+    its build's manifest and tarballs in assets/, and a cdk.json naming the app as the install page does."""
+    raw = yaml.safe_load((ROOT / "triton.yaml").read_text())
+    raw["endpoints"] = {"classifier": raw["endpoints"]["classifier"]}
+    raw["environments"] = {"dev": raw["environments"]["dev"]}
+    folder.mkdir()
+    (folder / "triton.yaml").write_text(yaml.safe_dump({**raw, **sections}))
+    fake_build(load_spec(folder / "triton.yaml"), folder / "assets")
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    (folder / "cdk.json").write_text(json.dumps({"app": "python -m triton_sagemaker_stacks", "context": context}))
+    return folder
+
+
+def _spec_app(python: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> subprocess.CompletedProcess:
+    """The app as `cdk synth` runs it in the folder of its cdk.json, nothing of this checkout importable."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("CDK_", "PYTHON"))},
+           "CDK_OUTDIR": str(out), "JSII_NODE": str(NODE)}
+    return _run([python, "-m", "triton_sagemaker_stacks"], cwd=folder, env=env)
+
+
+def test_the_wheels_spec_app_synthesizes_a_teams_spec_with_every_check(installed, tmp_path):
+    python, _ = installed
+    done = _spec_app(python, _spec_app_folder(tmp_path / "team"), tmp_path / "cdk.out")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert sorted(p.name for p in (tmp_path / "cdk.out").glob("assembly-*")) == ["assembly-TritonDev"]
+    [template] = (tmp_path / "cdk.out" / "assembly-TritonDev").glob("*classifier*.template.json")
+    kinds = {r["Type"] for r in json.loads(template.read_text())["Resources"].values()}
+    assert {"AWS::SageMaker::Endpoint", "AWS::SageMaker::Model"} <= kinds
+    report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
+    assert {(r["pluginName"], r["conclusion"]) for r in report["pluginReports"]} == {
+        ("cdk-validator-cfnguard", "success"), ("triton-security-hub", "success")}, report
+    assert "cost: TritonDev" in done.stderr, done.stderr[-3000:]
+
+
+def test_the_wheels_spec_app_refuses_a_pipeline_outside_a_clone(installed, tmp_path):
+    python, _ = installed
+    pipeline = {"connection_arn": "arn:aws:codeconnections:us-east-1:123456789012:connection/"
+                "12345678-1234-1234-1234-123456789012", "repository": "acme/models", "stages": ["dev"]}
+    folder = _spec_app_folder(tmp_path / "team", pipeline=pipeline)
+    done = _spec_app(python, folder, tmp_path / "cdk.out")
+    assert (done.returncode, done.stderr) == (2, (
+        "error: pipeline:\n  - triton.yaml has a pipeline: section, whose steps run this project's `make setup` and "
+        f"`.venv/bin/tritonsm` in a clone of its repository, and {folder} is not one (no Makefile and "
+        "scripts/bootstrap.sh); synthesize the pipeline from a clone (docs/howto/install.md, way 1), or remove "
+        "pipeline: and deploy the stages from your own pipeline\n")), done.stderr[-3000:]
 
 
 def test_a_teams_own_multi_stack_app_synthesizes_clean(installed, tmp_path):

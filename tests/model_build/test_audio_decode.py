@@ -4,7 +4,7 @@ refusal sentence.
 One decoder, libsndfile's (soundfile): WAVs from the standard library's ``wave`` (integer PCM) or built here byte by
 byte (IEEE float, WAVE_FORMAT_EXTENSIBLE), and FLAC, Ogg Vorbis and Opus, MP3, AIFF, AU and CAF written by
 soundfile; the decoded samples must equal the numbers written (lossless formats), scaled as soundfile/librosa scale
-them, or carry the written tone (lossy ones). Stereo is averaged as transformers' ``_to_mono`` averages it. Other
+them, or carry the written tone (lossy ones). Stereo is mixed as ffmpeg mixes it for the pipeline. Other
 sampling rates are resampled (Hann-windowed sinc, torchaudio's default filter), checked against the ideal tone and
 scipy's polyphase resampler. Every refusal is checked with its exact text. A seeded fuzz loop over truncated,
 mutated and random bytes shows that nothing but AudioRejected ever escapes ``decode``.
@@ -115,21 +115,18 @@ def test_extensible_pcm_equals_plain_pcm(bits):
     np.testing.assert_array_equal(_decode(extensible), _decode(plain))
 
 
-def test_stereo_is_averaged_as_transformers_to_mono_does():
+def test_stereo_is_mixed_as_ffmpeg_mixes_it_for_the_pipeline():
+    # (L+R)/sqrt(2), ffmpeg's -ac 1 (which the pipeline runs on a file's bytes), not the mean transformers' _to_mono
+    # takes of an array: tests/model_build/test_audio_vs_pipeline.py checks it against ffmpeg itself.
     from transformers.pipelines.automatic_speech_recognition import _to_mono
 
     rng = np.random.default_rng(3)
     left, right = rng.integers(-32768, 32768, 500), rng.integers(-32768, 32768, 500)
     interleaved = np.stack([left, right], axis=1).reshape(-1)
     got = _decode(_stdlib_wav(interleaved, 16, channels=2))
+    np.testing.assert_allclose(got, (left + right) / 32768 / np.sqrt(2), rtol=1e-6, atol=1e-7)
     channels_first = (np.stack([left, right]) / 32768).astype(np.float32)
-    np.testing.assert_array_equal(got, _to_mono(channels_first))
-    np.testing.assert_array_equal(got, ((left + right) / 65536).astype(np.float32))
-
-    # Float samples whose sum rounds in float32: the same numpy call gives the same roundings.
-    pair = rng.normal(0, 0.3, (2, 400)).astype(np.float32)
-    got = _decode(_float_wav(pair.T.reshape(-1), 32, channels=2))
-    np.testing.assert_array_equal(got, _to_mono(pair))
+    np.testing.assert_allclose(got, np.sqrt(2) * _to_mono(channels_first), rtol=1e-6, atol=1e-7)
 
 
 def test_more_than_two_channels_refused_as_to_mono_refuses_them():
@@ -138,8 +135,8 @@ def test_more_than_two_channels_refused_as_to_mono_refuses_them():
     with pytest.raises(ValueError, match="downmix it to mono yourself"):
         _to_mono(np.zeros((3, 10), dtype=np.float32))
     assert _rejected(_stdlib_wav(np.zeros(60, dtype=np.int64), 16, channels=6)) == (
-        "AUDIO: the WAV file with 6 channels; this model takes mono or stereo audio (stereo is averaged to mono, as "
-        "transformers' speech-recognition pipeline does); downmix it to mono before sending")
+        "AUDIO: the WAV file with 6 channels; this model takes mono or stereo audio (stereo is mixed to mono as "
+        "transformers' pipeline has ffmpeg mix it); downmix it to mono before sending")
 
 
 def _tone(rate: int, seconds: float = 0.5, frequency: float = 440.0) -> np.ndarray:

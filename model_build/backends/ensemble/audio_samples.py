@@ -1,7 +1,8 @@
 """Raw audio an audio task's ensemble is verified on: WAV and FLAC files as applications send them, made here.
 
 Clips of several lengths (half a second to two), sample encodings (8, 16 and 24-bit PCM, 32-bit float, 16-bit
-FLAC written by libsndfile through soundfile), mono and stereo (averaged), and signals that differ in what a model hears: a tone, a chirp, noise, a voice-like
+FLAC written by libsndfile through soundfile), mono and stereo (mixed to mono as ffmpeg mixes it), and signals that
+differ in what a model hears: a tone, a chirp, noise, a voice-like
 harmonic stack with a syllable rhythm. All at the feature extractor's sampling rate: another rate is refused by
 the preprocessing step, a bad request rather than a raw input.
 """
@@ -86,10 +87,10 @@ def clips(rate: int, max_seconds: float | None = None) -> list[RawAudio]:
         (0.6, RawAudio("tone 440 Hz, 0.6 s, 16-bit PCM", pcm_wav(_signal("tone", 0.6, rate, 0), rate))),
         (1.3, RawAudio("chirp, 1.3 s, 16-bit PCM", pcm_wav(_signal("chirp", 1.3, rate, 3), rate))),
         (2.0, RawAudio("noise, 2 s, 32-bit float", float_wav(_signal("noise", 2.0, rate, 4), rate))),
-        (0.8, RawAudio("stereo, 0.8 s, 16-bit PCM (averaged to mono)", pcm_wav(stereo, rate))),
+        (0.8, RawAudio("stereo, 0.8 s, 16-bit PCM (mixed to mono)", pcm_wav(stereo, rate))),
         (0.5, RawAudio("voice-like, 0.5 s, 8-bit PCM", pcm_wav(_signal("voice", 0.5, rate, 5), rate, bits=8))),
         (1.7, RawAudio("voice-like, 1.7 s, 24-bit PCM", pcm_wav(_signal("voice", 1.7, rate, 6), rate, bits=24))),
-        (1.1, RawAudio("stereo voice-like, 1.1 s, 16-bit FLAC (averaged to mono)",
+        (1.1, RawAudio("stereo voice-like, 1.1 s, 16-bit FLAC (mixed to mono)",
                        flac(np.stack([_signal("voice", 1.1, rate, 7), _signal("chirp", 1.1, rate, 8)], axis=1), rate))),
     ]
     return [clip for seconds, clip in made if max_seconds is None or seconds <= max_seconds]
@@ -97,15 +98,16 @@ def clips(rate: int, max_seconds: float | None = None) -> list[RawAudio]:
 
 def reference_waveform(data: bytes) -> tuple[npt.NDArray[np.float32], int]:
     """The clip decoded by scipy (WAV: not the step's decoder) or soundfile (FLAC: what the step decodes it with,
-    as nothing else here reads FLAC; the pipeline's own ffmpeg_read needs an ffmpeg binary), scaled and averaged
-    to mono as libsndfile and transformers' ``_to_mono`` do: what a user hands the pipeline."""
+    as nothing else here reads FLAC; the pipeline's own ffmpeg_read needs an ffmpeg binary), scaled as libsndfile
+    scales samples and mixed to mono as ffmpeg_read mixes a file's channels (``STEREO_GAIN``; checked against
+    ffmpeg itself by tests/model_build/test_audio_vs_pipeline.py): what the pipeline makes of the file."""
     from scipy.io import wavfile
 
     if data[:4] == b"fLaC":
         import soundfile
 
         samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
-        return np.ascontiguousarray(samples.T.mean(axis=0), dtype=np.float32), int(rate)
+        return _mono(samples.T), int(rate)
     rate, samples = wavfile.read(io.BytesIO(data))
     if samples.dtype == np.uint8:
         floats = (samples.astype(np.float32) - 128) / 128
@@ -113,6 +115,12 @@ def reference_waveform(data: bytes) -> tuple[npt.NDArray[np.float32], int]:
         floats = samples.astype(np.float32) / (2 ** (8 * samples.dtype.itemsize - 1))
     else:
         floats = samples.astype(np.float32)
-    if floats.ndim == 2:
-        floats = floats.T.mean(axis=0)
-    return np.ascontiguousarray(floats, dtype=np.float32), int(rate)
+    return _mono(floats.T) if floats.ndim == 2 else np.ascontiguousarray(floats, dtype=np.float32), int(rate)
+
+
+def _mono(channels: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """[channels, samples] -> [samples]: one channel as it is, two as ffmpeg's -ac 1 mixes them."""
+    from model_build.python_models.audio_decode import STEREO_GAIN
+
+    mixed = channels[0] if channels.shape[0] == 1 else (channels[0] + channels[1]) * STEREO_GAIN
+    return np.ascontiguousarray(mixed, dtype=np.float32)
