@@ -88,7 +88,12 @@ class ComponentsEndpoint(LocalEndpointLifecycle):
 
     @property
     def log_path(self) -> str:
-        return ", ".join(str(s.log_path) for s in self.servers.values() if s.log_path)
+        return ", ".join(self.component_logs.values())
+
+    @property
+    def component_logs(self) -> dict[str, str]:
+        """Each component's server log (once started), by component name: a failed request names its own."""
+        return {name: str(s.log_path) for name, s in self.servers.items() if s.log_path}
 
     def start(self) -> ComponentsEndpoint:
         """Start every component's server (one at a time: each loads its models), then the front door."""

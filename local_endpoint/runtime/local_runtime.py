@@ -162,5 +162,6 @@ def _target(endpoint: NamedEndpoint) -> RuntimeTarget:
         loaded=cache.loaded_models if cache is not None else None, log=str(server.log_path or ""),
         generate=getattr(server, "generate_route", None),   # a decoupled model (single-model endpoint)
         component_routes=dict(getattr(server, "generate_routes", {})),   # inference components that stream
+        component_logs=dict(getattr(server, "component_logs", {})),
         traffic=getattr(server, "traffic", None),   # an endpoint with variants or a shadow (local_endpoint.variants)
         health=server if isinstance(server, LocalEndpointLifecycle) else None)   # supervised by `tritonsm serve`

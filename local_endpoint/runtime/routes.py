@@ -72,6 +72,8 @@ class RuntimeTarget:
         components: Inference components: the InferenceComponentName values it serves.
         loaded: MME: the target models loaded right now (a cold one may answer ModelNotReadyException).
         log: Its server log(s), named in a ModelError's message.
+        component_logs: Inference components: each component's own server log, named instead where a request
+            names the component.
         traffic: An endpoint with variants or a shadow: routes each request to a variant (its port, name and log).
         health: Its server's state under `tritonsm serve`'s supervision (the local endpoint itself); None where it
             has none (a container in its image).
@@ -94,6 +96,12 @@ class RuntimeTarget:
     health: Optional["Health"] = None
     generate: Optional[GenerateRoute] = None
     component_routes: Mapping[str, GenerateRoute] = dataclasses.field(default_factory=dict)
+    component_logs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def log_for(self, headers: Mapping[str, str]) -> str:
+        """The server log a ModelError names (``headers``: names in lower case): the named inference component's
+        own, else the endpoint's."""
+        return self.component_logs.get(headers.get(INFERENCE_COMPONENT.lower(), ""), self.log)
 
     def stream_route(self, headers: Mapping[str, str]) -> Optional[GenerateRoute]:
         """The generate-stream route a request reaches (``headers``: names in lower case): the endpoint's, or the
@@ -192,14 +200,14 @@ def _answer(target: RuntimeTarget, name: str, headers: Mapping[str, str], body: 
         return errors.model_error(
             name, target.variant, 0, f"Your invocation timed out while waiting for a response from container "
             f"{target.variant} ({timeout:g} s). Review the server log, resolve the issue, and try again; "
-            f"{ASYNC_HINT}.", target.log)
+            f"{ASYNC_HINT}.", target.log_for(headers))
     except (OSError, http.client.HTTPException) as error:   # refused, or the connection dropped mid-answer
         return unavailable(target, name, error)
     if reply.status == 502 and target.kind is not SME and down_reason(target, 0) is not None:
         return unavailable(target, name, reply.body.decode(errors="replace"))   # the front said so: restarting
     if reply.status >= 400:
         return errors.model_error(name, target.variant, reply.status,
-                                  reply.body.decode(errors="replace"), target.log)
+                                  reply.body.decode(errors="replace"), target.log_for(headers))
     answer = {"Content-Type": reply.content_type or "application/octet-stream",
               INVOKED_VARIANT: target.variant, "x-amzn-RequestId": str(uuid.uuid4())}
     if reply.headers.get(CUSTOM_ATTRIBUTES.lower()):

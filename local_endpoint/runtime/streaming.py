@@ -37,9 +37,9 @@ class UpstreamStream:
     """Triton's generate-stream answer, open after its first event: its events as event-stream messages."""
 
     def __init__(self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse,
-                 target: RuntimeTarget, name: str, timeout: float) -> None:
+                 target: RuntimeTarget, name: str, timeout: float, log: str) -> None:
         self._connection, self._response = connection, response
-        self._target, self._name, self._timeout = target, name, timeout
+        self._target, self._name, self._timeout, self._log = target, name, timeout, log
         self.cancelled = False   # the client hung up: the rest is nobody's
         self.headers = {"Content-Type": CONTENT_TYPE, INVOKED_VARIANT: target.variant,
                         CONTAINER_CONTENT_TYPE: response.getheader("Content-Type") or "text/event-stream",
@@ -69,7 +69,7 @@ class UpstreamStream:
             yield payload_part(pending)   # an unterminated last event, passed on as it came
 
     def _error(self, what: str, code: Optional[str] = None) -> bytes:
-        text = errors.model_stream_error_message(self._name, self._target.variant, what, self._target.log)
+        text = errors.model_stream_error_message(self._name, self._target.variant, what, self._log)
         return model_stream_error(text) if code is None else model_stream_error(text, code)
 
     def close(self) -> None:
@@ -116,18 +116,18 @@ def open_stream(targets: Mapping[str, RuntimeTarget], name: str, headers: Mappin
         connection.request("POST", route.path, body=body, headers={"Content-Type": "application/json"})
         response = connection.getresponse()
         if response.status < 400:
-            return UpstreamStream(connection, response, target, name, timeout)
+            return UpstreamStream(connection, response, target, name, timeout, target.log_for(headers))
         refusal = sse_error(response.read()).decode(errors="replace")
     except (socket.timeout, TimeoutError):
         connection.close()
         return errors.model_error(name, target.variant, 0, f"Your invocation timed out while waiting for a response "
                                   f"from container {target.variant} ({timeout:g} s). Review the server log, resolve "
-                                  "the issue, and try again.", target.log)
+                                  "the issue, and try again.", target.log_for(headers))
     except (OSError, http.client.HTTPException) as error:
         connection.close()
         return unavailable(target, name, error)
     connection.close()
-    return errors.model_error(name, target.variant, response.status, refusal, target.log)
+    return errors.model_error(name, target.variant, response.status, refusal, target.log_for(headers))
 
 
 def not_streaming(target: RuntimeTarget, headers: Mapping[str, str]) -> RuntimeReply:

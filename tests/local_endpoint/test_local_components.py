@@ -66,6 +66,27 @@ def test_a_request_without_a_known_component_is_refused_with_the_names(component
 
 
 @pytest.mark.triton
+def test_a_components_model_error_names_that_components_log_only(components) -> None:
+    # Through the SageMaker runtime: a request the times2 component's Triton refuses (a tensor it does not take)
+    # is a ModelError naming the log of that component's server, not every component's.
+    from local_endpoint.runtime import routes
+
+    target = routes.RuntimeTarget("Ep-dev-e", EndpointKind.INFERENCE_COMPONENTS, components.port,
+                                  components=tuple(components.component_names), log=components.log_path,
+                                  component_logs=components.component_logs)
+    request = encode_request([NamedTensor("WRONG", "FP32", INPUT)], binary=False)
+    reply = routes.invoke({"Ep-dev-e": target}, "Ep-dev-e", {"Content-Type": request.content_type,
+                                                            INFERENCE_COMPONENT_HEADER: "Ep-dev-e-times2"},
+                          request.body, 30)
+    message = json.loads(reply.body)["Message"]
+    logs = components.component_logs
+    assert (reply.status, sorted(logs)) == (424, ["Ep-dev-e-pipeline", "Ep-dev-e-times2"])
+    assert message.startswith("Received client error (400) from AllTraffic with message ") and message.endswith(
+        f"See {logs['Ep-dev-e-times2']} (deployed: log group /aws/sagemaker/Endpoints/Ep-dev-e) for more information.")
+    assert logs["Ep-dev-e-pipeline"] not in message
+
+
+@pytest.mark.triton
 def test_the_smoke_test_sends_one_case_per_component(components) -> None:
     entry = ModelEntry("times2", "times2", "python", 8, (TensorSpec("INPUT", "TYPE_FP32", (3,)),),
                        (TensorSpec("OUTPUT", "TYPE_FP32", (3,)),), "0" * 64)
