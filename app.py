@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from stacks import spec_app
-from stacks.spec_app import stage_id  # noqa: F401  (the tests' entry points: build_app, cdk_json_context, stage_id)
+from stacks.spec_app import stage_id  # noqa: F401  (the tests' entry points: build_app, cdk_json_context, main, stage_id)
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -25,5 +25,9 @@ def build_app(*args: Any, **kwargs: Any) -> "cdk.App":
     return spec_app.build_app(*args, root=ROOT, **kwargs)
 
 
+def main() -> int:
+    return spec_app.main(ROOT)
+
+
 if __name__ == "__main__":
-    sys.exit(spec_app.main(ROOT))
+    sys.exit(main())

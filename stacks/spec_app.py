@@ -204,6 +204,3 @@ def _announce_left_out(spec: Spec, endpoints: list[str]) -> None:
               f"endpoint(s) {', '.join(left_out)} in every environment. A stack left out is neither diffed nor "
               "deployed, and never deleted: cdk deploy acts only on the stacks it is given", file=sys.stderr)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
