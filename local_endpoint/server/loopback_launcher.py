@@ -48,6 +48,7 @@ CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1   # <linux/sockios.h>, <net/if.h>
 LISTEN_POLL_SECONDS = 0.02
+WAIT_STEP_SECONDS = 0.2  # the longest a signal taken by a relay thread waits for the main thread to pass it on
 TCP_LISTEN = "0A"   # the state column of /proc/net/tcp for a listening socket (include/net/tcp_states.h)
 CHUNK = 65536
 
@@ -235,7 +236,18 @@ def main(argv: list[str]) -> None:
         server[0].send_signal(signal.SIGTERM)
     for host_side, port in zip(host_sides, ports):
         threading.Thread(target=_relay, args=(host_side, port, server[0]), daemon=True).start()
-    _exit_as(server[0].wait())
+    _exit_as(_wait(server[0]))
+
+
+def _wait(server: subprocess.Popen) -> int:
+    """The server's exit code, waited for in short steps. A signal sent to this process goes to any of its threads;
+    Python runs the handler (``pass_on``) in the main thread, once that thread runs Python again. Blocked in a plain
+    ``wait()`` (waitpid until the server ends) while a relay thread took the SIGTERM, it never passed it on."""
+    while True:
+        try:
+            return server.wait(timeout=WAIT_STEP_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 if __name__ == "__main__":
