@@ -58,6 +58,11 @@ class VariantTraffic(Protocol):
         """After the variant answered (``started``: time.time() when it was called); must not block."""
         ...
 
+    @property
+    def streams(self) -> bool:
+        """Whether a production variant's model is decoupled (InvokeEndpointWithResponseStream reaches it)."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeTarget:
@@ -112,7 +117,7 @@ class RuntimeTarget:
 
     @property
     def streams(self) -> bool:
-        return self.generate is not None or bool(self.component_routes)
+        return self.generate is not None or bool(self.component_routes) or bool(self.traffic and self.traffic.streams)
 
 
 class Health(Protocol):

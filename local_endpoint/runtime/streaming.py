@@ -107,6 +107,11 @@ def open_stream(targets: Mapping[str, RuntimeTarget], name: str, headers: Mappin
     target = checked_target(targets, name, headers, body)
     if isinstance(target, RuntimeReply):
         return target
+    if target.traffic is not None:   # production variants: one answers, as for InvokeEndpoint (weights, TargetVariant)
+        chosen = target.traffic.choose(target, headers)
+        if isinstance(chosen, RuntimeReply):
+            return chosen
+        target = chosen
     route = target.stream_route(headers)
     if route is None:
         return not_streaming(target, headers)
@@ -140,7 +145,8 @@ def not_streaming(target: RuntimeTarget, headers: Mapping[str, str]) -> RuntimeR
             "the whole answer" + (f", or name a streaming component ({', '.join(sorted(target.component_routes))})"
                                   if target.component_routes else ""))
     what = (f"it is a {target.kind.value} endpoint" if target.kind is not SME else
-            "it has production variants" if target.traffic is not None else
+            f"the model of its variant {target.variant} does not declare model_transaction_policy {{ decoupled: true }} "
+            "in its config.pbtxt" if target.traffic is not None else
             "its model does not declare model_transaction_policy { decoupled: true } in its config.pbtxt")
     return errors.validation_error(
         f"Endpoint {target.name} does not stream responses: InvokeEndpointWithResponseStream streams here from a "

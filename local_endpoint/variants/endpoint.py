@@ -104,7 +104,8 @@ class VariantsEndpoint(LocalEndpointLifecycle):
             if self.shadow is not None:
                 self._worker = ShadowWorker(self.endpoint_name, self._target(self.shadow), self.capture,
                                             timeout=self.invoke_timeout, max_pending=self.shadow_queue_size).start()
-            routes = [Route(v.name, _port(v), v.share, str(v.server.log_path or "")) for v in self.production]
+            routes = [Route(v.name, _port(v), v.share, str(v.server.log_path or ""),
+                            getattr(v.server, "generate_route", None)) for v in self.production]
             self.traffic = Traffic(self.endpoint_name, routes, shadow=self._worker, capture=self.capture,
                                    sampling=self.sampling, rng=self._rng)
         except BaseException:

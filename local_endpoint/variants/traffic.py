@@ -21,6 +21,7 @@ from typing import Mapping, Optional, Sequence, Union
 
 from local_endpoint.runtime.errors import RuntimeReply
 from local_endpoint.runtime.routes import INFERENCE_ID, TARGET_VARIANT, RuntimeTarget, unknown_variant
+from local_endpoint.server.generate_route import GenerateRoute
 from local_endpoint.variants.capture import CaptureLog, Exchange, triton_message
 from local_endpoint.variants.shadow import Copy, ShadowWorker
 
@@ -33,6 +34,7 @@ class Route:
     port: int
     share: float   # of the traffic, 0-1
     log: str = ""
+    generate: Optional[GenerateRoute] = None   # its model is decoupled: where it streams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +71,11 @@ class Traffic:
                 return unknown_variant(target.name, wanted, self._names, shadow)
         else:
             route = self.routes[self._rng.choices(self._names, self._weights)[0]]
-        return dataclasses.replace(target, port=route.port, variant=route.name, log=route.log)
+        return dataclasses.replace(target, port=route.port, variant=route.name, log=route.log, generate=route.generate)
+
+    @property
+    def streams(self) -> bool:
+        return any(route.generate is not None for route in self.routes.values())
 
     def answered(self, target: RuntimeTarget, headers: Mapping[str, str], body: bytes, reply: RuntimeReply,
                  started: float, latency_ms: float) -> None:

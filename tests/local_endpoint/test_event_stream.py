@@ -146,3 +146,68 @@ def test_an_inference_component_that_answers_whole_is_refused_a_stream_naming_th
         "the whole answer, or name a streaming component (Tests-dev-shared-writer)"))
     writer = target.stream_route({"x-amzn-sagemaker-inference-component": "Tests-dev-shared-writer"})
     assert writer == GenerateRoute(2, "writer")
+
+
+class _EventServer:
+    """A generate-stream route answering two events that name it (``text_output``), on a port of its own."""
+
+    def __init__(self, said: str) -> None:
+        import http.server
+        import threading
+
+        events = b"".join(f'data: {{"text_output":"{said} {i}"}}\n\n'.encode() for i in range(2))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(events)))
+                self.end_headers()
+                self.wfile.write(events)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_stream_is_answered_by_the_variant_the_weights_or_target_variant_pick() -> None:
+    # An endpoint with production variants streams from the variant chosen as InvokeEndpoint's is (weights, or the
+    # TargetVariant header); a variant whose model answers whole, or an unknown one, is refused with the reason.
+    from local_endpoint.runtime.routes import INVOKED_VARIANT, TARGET_VARIANT
+    from local_endpoint.variants.traffic import Route, Traffic
+
+    a, b = _EventServer("from A"), _EventServer("from B")
+    try:
+        routes = [Route("A", a.port, 1.0, "a.log", GenerateRoute(a.port, "writer")),
+                  Route("B", b.port, 0.0, "b.log", GenerateRoute(b.port, "writer")), Route("C", 1, 0.0, "c.log")]
+        target = RuntimeTarget("Tests-dev-e", EndpointKind.SINGLE_MODEL, a.port, traffic=Traffic("Tests-dev-e", routes))
+        assert target.streams
+        targets = {"Tests-dev-e": target}
+        for headers, variant in (({}, "A"), ({TARGET_VARIANT: "B"}, "B")):
+            stream = open_stream(targets, "Tests-dev-e", headers, b"{}", 5.0)
+            assert stream.headers[INVOKED_VARIANT] == variant
+            buffer = EventStreamBuffer()
+            for message in stream.messages():
+                buffer.add_data(message)
+            stream.close()
+            assert [json.loads(m.payload.decode().removeprefix("data: "))["text_output"] for m in buffer] == [
+                f"from {variant} 0", f"from {variant} 1"]
+        reply = open_stream(targets, "Tests-dev-e", {TARGET_VARIANT: "C"}, b"{}", 5.0)
+        assert (reply.status, json.loads(reply.body)["Message"]) == (400, (
+            "Endpoint Tests-dev-e does not stream responses: InvokeEndpointWithResponseStream streams here from a "
+            "single-model endpoint or an inference component whose model is decoupled (Triton's generate-stream "
+            "route), and the model of its variant C does not declare model_transaction_policy { decoupled: true } "
+            "in its config.pbtxt. Call InvokeEndpoint for the whole answer"))
+        unknown = open_stream(targets, "Tests-dev-e", {TARGET_VARIANT: "D"}, b"{}", 5.0)
+        assert unknown.status == 400 and "D" in json.loads(unknown.body)["Message"]
+    finally:
+        a.close()
+        b.close()
