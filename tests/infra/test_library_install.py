@@ -93,6 +93,14 @@ def test_the_base_install_has_no_torch_and_no_model_build_dependencies(installed
     assert _run([python, "-c", "import torch"]).returncode == 1
 
 
+def test_the_pages_last_command_answers_from_the_wheel(installed):
+    # `tritonsm --version`, the install page's check of every way in, from the wheel's own console script.
+    python, wheel = installed
+    done = _run([python.with_name("tritonsm"), "--version"])
+    version = wheel.name.split("-")[1]
+    assert (done.returncode, done.stdout.strip()) == (0, f"tritonsm {version} (triton-sagemaker-cdk)"), done.stderr[-2000:]
+
+
 def _spec_app_folder(folder: pathlib.Path, **sections) -> pathlib.Path:
     """A team's folder for the wheel's spec app: a spec (the default one's classifier endpoint, one environment),
     its build's manifest and tarballs in assets/, and a cdk.json naming the app as the install page does."""
