@@ -189,6 +189,14 @@ def run_launcher(tmp_path: pathlib.Path, port: int, delay: float, code: str) -> 
                             stdout=subprocess.PIPE, text=True)
 
 
+def wait_until(condition, seconds: float = 30) -> None:
+    """Polls ``condition`` every 50 ms; fails after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def read_all(port: int) -> str:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
         return connection.recv(200).decode()
@@ -199,15 +207,10 @@ def test_a_relayed_port_refuses_until_the_server_listens_inside(tmp_path: pathli
     port = free_port()
     launcher = run_launcher(tmp_path, port, delay=1.0, code="serve")
     try:
-        deadline = time.monotonic() + 30
-        while not (tmp_path / "status").exists():   # written once in the namespace, before the server starts
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until((tmp_path / "status").exists)   # written once in the namespace, before the server starts
         assert (tmp_path / "status").read_text() == "isolated"
         assert not accepts(port)   # bound, not yet listening: refused, as a server not yet started
-        while not accepts(port):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(lambda: accepts(port))
         uid, namespace = read_all(port).split()
         assert int(uid) == os.getuid() and namespace != os.readlink("/proc/self/ns/net")
         outside = outside_address()
@@ -230,10 +233,7 @@ def test_a_sigterm_the_kernel_hands_to_a_relay_thread_still_stops_the_launcher(t
     port = free_port()
     launcher = run_launcher(tmp_path, port, delay=0, code="serve")
     try:
-        deadline = time.monotonic() + 30
-        while not accepts(port):
-            assert time.monotonic() < deadline and launcher.poll() is None
-            time.sleep(0.05)
+        wait_until(lambda: accepts(port) or launcher.poll() is not None)
         read_all(port)
         threads = [int(t) for t in os.listdir(f"/proc/{launcher.pid}/task") if int(t) != launcher.pid]
         assert threads, "the launcher runs its relay in threads"
