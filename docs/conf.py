@@ -15,6 +15,7 @@ if _NODE.exists():
     os.environ.setdefault("JSII_NODE", str(_NODE))
 
 project = "Triton on SageMaker, as code"
+html_show_copyright = False  # no holder is named anywhere: the footer showed a bare "Copyright ©"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "spec_reference", "cli_reference"]
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build", "README.md"]
