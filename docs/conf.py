@@ -3,16 +3,14 @@
 by tests/docs/test_docs_build.py with warnings as errors."""
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE / "_ext")]
-# jsii runs aws-cdk-lib in Node when autodoc imports triton_constructs: the venv's pinned Node, as the tests use.
-_NODE = pathlib.Path(sys.executable).with_name("node")
-if _NODE.exists():
-    os.environ.setdefault("JSII_NODE", str(_NODE))
+# jsii runs aws-cdk-lib in Node when autodoc imports triton_constructs: importing stacks points it at the venv's
+# pinned Node first, as the app does.
+import stacks  # noqa: E402,F401
 
 project = "Triton on SageMaker, as code"
 html_show_copyright = False  # no holder is named anywhere: the footer showed a bare "Copyright ©"

@@ -18,8 +18,8 @@ from local_endpoint.client.invoke import (INFERENCE_COMPONENT_HEADER, endpoint_n
                                           split_local_url)
 from local_endpoint.client.invoke_stream import audio_body, generate_body, stream_sagemaker_endpoint
 from local_endpoint.client.payload import encode_request
-from local_endpoint.client.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_input_file,
-                                                  text_tensor, tokenize_text)
+from local_endpoint.client.request_inputs import (audio_bytes_tensor, image_bytes_tensor, image_tensor, read_audio_file,
+                                                  read_input_file, text_tensor, tokenize_text)
 from local_endpoint.client.response_output import OUTPUT_FILE_SUFFIXES, format_response, save_response
 from local_endpoint.endpoints.components import ComponentsEndpoint
 from local_endpoint.endpoints.multi_model import MultiModelEndpoint
@@ -108,7 +108,7 @@ def invoke_main(argv: list[str]) -> int:
         clip = None
         if args.stream:
             _check_stream_flags(parser, args)
-            clip = _read_clip(args.audio[0]) if args.audio is not None else None   # before any call
+            clip = read_audio_file(args.audio[0]) if args.audio is not None else None   # before any call
         else:
             # Encoded image files are bytes that are not text: only binary+json carries them as BYTES.
             raw_files = (args.image is not None and not args.input_name) or args.audio is not None
@@ -175,13 +175,6 @@ def _check_stream_flags(parser: argparse.ArgumentParser, args: argparse.Namespac
     given = [f"--{flag.replace('_', '-')}" for flag in _NOT_STREAMED if getattr(args, flag) not in (None, False)]
     if given:
         parser.error(f"--stream sends only --text or --audio, and --parameter; leave out {', '.join(given)}")
-
-
-def _read_clip(path: pathlib.Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise InvokeError(f"--audio {path}: cannot be read ({error.strerror}); pass an audio file") from None
 
 
 def _serve_parser() -> argparse.ArgumentParser:

@@ -11,16 +11,13 @@ tarballs are the infrastructure tests' placeholders (tests/infra/fixtures/fake_b
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "infra" / "fixtures")]
-# jsii runs aws-cdk-lib in Node: the pinned Node next to this interpreter (the system one is end-of-life).
-if pathlib.Path(sys.executable).with_name("node").exists():
-    os.environ.setdefault("JSII_NODE", str(pathlib.Path(sys.executable).with_name("node")))
+import stacks  # noqa: E402,F401  (points jsii at the pinned Node before aws_cdk loads)
 
 # CDK path metadata names the construct tree, not a deployed property: a moved construct changes it alone.
 IGNORED_METADATA = ("aws:cdk:path",)

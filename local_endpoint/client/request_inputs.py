@@ -103,14 +103,15 @@ def image_bytes_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTenso
 def audio_bytes_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:
     """Audio files as one BYTES tensor [clips, 1]: each file's bytes, unchanged, in a row of its own (the endpoint
     decodes what libsndfile reads and names what it does not)."""
-    rows = []
-    for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise InvokeError(f"--audio {path}: cannot be read ({error.strerror}); pass an audio file") from None
-        rows.append([data])
-    return NamedTensor(input_name, "BYTES", np.array(rows, dtype=np.object_))
+    return NamedTensor(input_name, "BYTES", np.array([[read_audio_file(path)] for path in paths], dtype=np.object_))
+
+
+def read_audio_file(path: pathlib.Path) -> bytes:
+    """One --audio file's bytes, as they are; InvokeError naming it where it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise InvokeError(f"--audio {path}: cannot be read ({error.strerror}); pass an audio file") from None
 
 
 def image_tensor(paths: list[pathlib.Path], input_name: str) -> NamedTensor:

@@ -4,7 +4,6 @@ Synthesized apps are shared per test module (jsii round trips dominate the run t
 """
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
@@ -13,13 +12,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 SPECS = FIXTURES / "specs"
-# jsii runs aws-cdk-lib in Node: use the pinned Node of the venv (the system one is end-of-life).
-_NODE = pathlib.Path(sys.executable).with_name("node")
-if _NODE.exists():
-    os.environ.setdefault("JSII_NODE", str(_NODE))
 for path in (ROOT, FIXTURES):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+import stacks  # noqa: E402,F401  (points jsii at the venv's pinned Node before aws_cdk loads)
 
 from shared_assembly import Assembly, every_assembly as every_assembly_of  # noqa: E402
 from synth_helpers import SPECS, Synth, synth_spec  # noqa: E402,F401
