@@ -19,6 +19,7 @@ from deployment_spec import Spec
 from deployment_spec.builds import model_sources
 from deployment_spec.facts import serving_runtimes
 from deployment_spec.rules import variant_plan
+from deployment_spec.sections import task_models
 from deployment_spec.builds.manifest import EndpointArtifacts, Manifest, ManifestError, ModelEntry, load_manifest
 from deployment_spec.sections.model import Backend, ModelSpec
 from model_build import archive, hashing, packaging, signing
@@ -82,6 +83,9 @@ def build_hashes(spec: Spec, hasher: hashing.FileHasher, toolchain: Callable,
         if model.source and model.source.recipe == "text-preprocess":
             # its output type follows the ensembles it feeds (int32 for TensorRT classifiers)
             parts.append(("consumers", sorted((m.name, m.backend.value) for m in spec.models.values())))
+        window_step = task_models.window_model_step(model)
+        if window_step:  # its window_model parameter names the model step's tensors: rebuilt when they change
+            parts.append(("window_model", out[window_step]))
         if model.backend is Backend.PYTORCH and serving_torch:
             parts.append(("serving_torch", True))  # the opt-in check adds its record: rebuild to run it
         if model.backend is Backend.PYTHON:

@@ -66,6 +66,16 @@ def _expanded(model: ModelSpec, pipeline: Optional[DaliPipeline] = None) -> dict
     return {model.name: ensemble, **{s.name: s for s in steps}}
 
 
+def window_model_step(model: ModelSpec) -> str:
+    """The model step's name where ``model`` is a question-answering answer step: it runs that step on each
+    context's windows after the first (model_build/python_models/hf_answer.py); else ""."""
+    task = model.task
+    if model.source is None or model.source.recipe != tasks.ANSWER_RECIPE or task is None or \
+            task.kind is not tasks.TaskKind.QUESTION_ANSWERING:
+        return ""
+    return tasks.step_names(model.task_entry, task)[1]
+
+
 # transformers 5.23.0's MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (models/auto/modeling_auto.py): the model types
 # AutoModelForSpeechSeq2Seq loads, written out because the spec loads with the standard library only
 # (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them: the

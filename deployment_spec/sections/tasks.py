@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Mapping
+from typing import Mapping, Optional
 
 from deployment_spec.parsing.errors import Problem, describe
 from deployment_spec.parsing.parse import meta
@@ -90,6 +90,13 @@ class Task:
     aggregation: Aggregation = Aggregation.SIMPLE
     max_answer_length: int = dataclasses.field(default=15, metadata=meta(
         minimum=1, maximum=512, help="question-answering: the longest answer, in tokens"))
+    doc_stride: Optional[int] = dataclasses.field(default=None, metadata=meta(
+        minimum=0, maximum=4096, help="question-answering: context tokens each window repeats from the one before, "
+                                      "for a context longer than one window (the pipeline's doc_stride; default "
+                                      "its own, min(sequence_length / 2, 128)); 0: one window, the rest cut"))
+    max_windows: int = dataclasses.field(default=16, metadata=meta(
+        minimum=1, maximum=256, help="question-answering: the most windows a context may take; a longer one is "
+                                     "refused with a 400"))
     max_image_bytes: int = dataclasses.field(default=20_000_000, metadata=meta(
         minimum=1024, maximum=1_000_000_000, help="image tasks: the largest encoded image a request may send"))
     max_image_pixels: int = dataclasses.field(default=40_000_000, metadata=meta(
@@ -166,6 +173,10 @@ class Task:
         if self.normalize and self.kind is not TaskKind.IMAGE_EMBEDDING:
             out.append(Problem(f"{path}.normalize", "true", "only with image-embedding (sentence-embedding "
                                "normalises as its sentence-transformers modules say)", "remove normalize"))
+        for key in ("doc_stride", "max_windows"):
+            if getattr(self, key) != getattr(defaults, key) and self.kind is not TaskKind.QUESTION_ANSWERING:
+                out.append(Problem(f"{path}.{key}", str(getattr(self, key)), "only with question-answering",
+                                   f"remove {key}"))
         if self.threshold != defaults.threshold and self.kind is not TaskKind.OBJECT_DETECTION:
             out.append(Problem(f"{path}.threshold", str(self.threshold), "only with object-detection",
                                "remove threshold"))

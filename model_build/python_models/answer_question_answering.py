@@ -10,10 +10,14 @@ same but for one fix followed here: when the score matrix has no more cells than
 sorts them all instead of failing in ``argpartition``. Everything is rewritten here; nothing of transformers is
 imported, so it runs inside a Triton Python-backend model.
 
-Inputs are one window per (question, context) pair, encoded question first (right padding) with
-``truncation="only_second"``; stride windows are not handled. ``offsets`` are ``Encoding.offsets`` (character
-offsets into the question for question tokens, into the context for context tokens), ``sequence_ids``
-``Encoding.sequence_ids`` (-1 special/padding, 0 question, 1 context).
+``answer`` takes one window per (question, context) pair, encoded question first (right padding) with
+``truncation="only_second"``; ``answer_windows`` takes all the windows of one context, as the pipeline's
+tokenizer call with ``stride=doc_stride, return_overflowing_tokens=True`` cut it (overlapping windows, each with the
+whole question): its postprocess draws candidates from each window in turn into one list (an answer found in two
+windows adds its scores), keeps the smallest null score of all windows, and sorts once. ``offsets`` are
+``Encoding.offsets`` (character offsets into the question for question tokens, into the whole context for context
+tokens, also in a later window), ``sequence_ids`` ``Encoding.sequence_ids`` (-1 special/padding, 0 question, 1
+context).
 
 Optional keyword arguments:
 
@@ -47,6 +51,25 @@ _NO_NULL_SCORE = 1000000.0  # the pipeline's starting "minimum null score": larg
 _CONTEXT = 1
 
 
+class Window(NamedTuple):
+    """One window of a context, cut to its real tokens: 1-D arrays of one length."""
+
+    start_logits: npt.NDArray[Any]
+    end_logits: npt.NDArray[Any]
+    offsets: npt.NDArray[Any]  # [tokens, 2]
+    sequence_ids: npt.NDArray[Any]
+    word_ids: npt.NDArray[Any] | None
+
+
+def window(start_logits: npt.NDArray[Any], end_logits: npt.NDArray[Any], offsets: npt.NDArray[Any],
+           sequence_ids: npt.NDArray[Any], word_ids: npt.NDArray[Any] | None = None,
+           attention_mask: npt.NDArray[Any] | None = None) -> Window:
+    """One padded row of a batch as a Window, cut back to its attention mask's length (right padding)."""
+    n = len(sequence_ids) if attention_mask is None else int(np.asarray(attention_mask).sum())
+    return Window(np.asarray(start_logits[:n]), np.asarray(end_logits[:n]), np.asarray(offsets[:n]),
+                  np.asarray(sequence_ids[:n]), None if word_ids is None else np.asarray(word_ids[:n]))
+
+
 class _Span(NamedTuple):
     start: int  # token index of the first answer token
     end: int  # token index of the last answer token
@@ -57,41 +80,42 @@ def answer(questions: list[str], contexts: list[str], start_logits: npt.NDArray[
            offsets: npt.NDArray[Any], sequence_ids: npt.NDArray[Any], params: dict[str, Any],
            word_ids: npt.NDArray[Any] | None = None,
            attention_mask: npt.NDArray[Any] | None = None) -> list[list[Answer]]:
-    """Per (question, context) row, the pipeline's answers, best first (see the module docstring).
+    """Per (question, context) row of one window each, the pipeline's answers, best first (see the module docstring).
 
     params: ``top_k`` (1), ``max_answer_len`` (15), ``handle_impossible_answer`` (False), ``align_to_words``
     (True); the defaults are the pipeline's. ``questions`` are not read: the question only steers the logits.
     """
+    if len(questions) != len(contexts):
+        raise ValueError("one question per context")
+    return [answer_windows(context, [window(
+        start_logits[row], end_logits[row], offsets[row], sequence_ids[row],
+        None if word_ids is None else word_ids[row], None if attention_mask is None else attention_mask[row])],
+        params) for row, context in enumerate(contexts)]
+
+
+def answer_windows(context: str, windows: list[Window], params: dict[str, Any]) -> list[Answer]:
+    """The pipeline's answers for one context from all its windows, best first (``answer``'s params)."""
     top_k = int(params.get("top_k", 1))
     max_answer_len = int(params.get("max_answer_len", 15))
     impossible = bool(params.get("handle_impossible_answer", False))
     align = bool(params.get("align_to_words", True))
     if top_k < 1 or max_answer_len < 1:
         raise ValueError("top_k and max_answer_len must be at least 1")
-    if len(questions) != len(contexts):
-        raise ValueError("one question per context")
-    out = []
-    for row, context in enumerate(contexts):
-        n = _row_length(attention_mask, row, sequence_ids.shape[1])
-        seq_ids = np.asarray(sequence_ids[row, :n])
-        words = np.asarray(word_ids[row, :n]) if word_ids is not None else None
-        allowed = _answerable(seq_ids)
-        # Some candidates may be merged or dropped once aligned to words, so the pipeline draws extra ones.
-        draw = top_k * 2 + 10 if align else top_k
-        start_p, end_p, null_score = _probabilities(start_logits[row, :n], end_logits[row, :n], allowed)
+    # Some candidates may be merged or dropped once aligned to words, so the pipeline draws extra ones.
+    draw = top_k * 2 + 10 if align else top_k
+    null_score = _NO_NULL_SCORE
+    answers: list[Answer] = []
+    by_text: dict[str, Answer] = {}
+    for part in windows:
+        allowed = _answerable(part.sequence_ids)
+        start_p, end_p, part_null = _probabilities(part.start_logits, part.end_logits, allowed)
+        null_score = min(null_score, part_null)
         spans = _best_spans(start_p, end_p, allowed, draw, max_answer_len)
-        answers = _to_answers(context, spans, np.asarray(offsets[row, :n]), seq_ids, words, align)
-        if impossible:
-            answers.append({"score": null_score, "start": 0, "end": 0, "answer": ""})
-        answers.sort(key=lambda a: a["score"], reverse=True)  # stable, as the pipeline's sorted()
-        out.append(answers[:top_k])
-    return out
-
-
-def _row_length(attention_mask: npt.NDArray[Any] | None, row: int, seq: int) -> int:
-    if attention_mask is None:
-        return seq
-    return int(np.asarray(attention_mask[row]).sum())
+        _add_answers(context, spans, part, align, answers, by_text)
+    if impossible:
+        answers.append({"score": null_score, "start": 0, "end": 0, "answer": ""})
+    answers.sort(key=lambda a: a["score"], reverse=True)  # stable, as the pipeline's sorted()
+    return answers[:top_k]
 
 
 def _answerable(seq_ids: npt.NDArray[Any]) -> Flags:
@@ -142,13 +166,12 @@ def _top_indices(flat: Floats, k: int) -> npt.NDArray[np.intp]:
     return part[np.argsort(-flat[part])]
 
 
-def _to_answers(context: str, spans: list[_Span], offsets: npt.NDArray[Any], seq_ids: npt.NDArray[Any],
-                words: npt.NDArray[Any] | None, align: bool) -> list[Answer]:
-    """Spans to character answers; spans giving the same text (any case) add their scores to the first."""
-    answers: list[Answer] = []
-    by_text: dict[str, Answer] = {}
+def _add_answers(context: str, spans: list[_Span], part: Window, align: bool, answers: list[Answer],
+                 by_text: dict[str, Answer]) -> None:
+    """Spans to character answers, appended to ``answers``; a span giving the text of an answer already there (any
+    case, from any window) adds its score to it."""
     for span in spans:
-        start, end = _char_span(span, offsets, seq_ids, words, align)
+        start, end = _char_span(span, part.offsets, part.sequence_ids, part.word_ids, align)
         text = context[start:end]
         same = by_text.get(text.lower())
         if same is not None:
@@ -157,7 +180,6 @@ def _to_answers(context: str, spans: list[_Span], offsets: npt.NDArray[Any], seq
         entry = {"score": span.score, "start": start, "end": end, "answer": text}
         by_text[text.lower()] = entry
         answers.append(entry)
-    return answers
 
 
 def _char_span(span: _Span, offsets: npt.NDArray[Any], seq_ids: npt.NDArray[Any], words: npt.NDArray[Any] | None,

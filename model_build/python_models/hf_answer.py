@@ -17,9 +17,11 @@ standard library only: it runs on the image's own Python.
 - automatic-speech-recognition: input ``logits`` [rows, frames, vocabulary] of a CTC model; output ``text``,
   one string per row, greedy CTC decoding as the pipeline's (``answer_ctc.py``).
 - question-answering: inputs ``TEXT`` (question), ``TEXT_PAIR`` (context), ``start_logits``,
-  ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``, ``attention_mask``; output ``answers``, one JSON
-  list per row
-  (``answer_question_answering.py``).
+  ``end_logits``, ``offsets``, ``sequence_ids``, ``word_ids``, ``attention_mask`` of each row's first window, and
+  the tokenizer step's ``window_*`` tensors of the others (hf_tokenize.py); output ``answers``, one JSON list per
+  row (``answer_question_answering.py``). The model step runs on the other windows through a BLS request
+  (python_backend's ``pb_utils.InferenceRequest``), in batches of at most its ``max_batch_size``: config.pbtxt's
+  ``window_model`` parameter names it, its input tensors (name and type) and its two outputs.
 """
 import importlib
 import json
@@ -169,8 +171,8 @@ def applied_options(task, params):
     return {name: params[key] for name, (key, _) in REQUEST_OPTIONS.get(task, {}).items() if key in params}
 
 
-def answer(task, params, inputs):
-    """{input name: array} -> {output name: array} for one request."""
+def answer(task, params, inputs, run_model=None):
+    """{input name: array} -> {output name: array} for one request (``run_model``: question_answers')."""
     if task in ("text-classification", "image-classification", "audio-classification"):
         return classify(inputs["logits"], params)
     if task == "object-detection":
@@ -186,15 +188,44 @@ def answer(task, params, inputs):
             _texts(inputs["TEXT"]), inputs["logits"], inputs["offsets"], inputs["word_ids"], params,
             input_ids=inputs["input_ids"])
         return {"entities": _json_rows(rows)}
-    rows = qa_answer(_texts(inputs["TEXT"]), _texts(inputs["TEXT_PAIR"]), inputs["start_logits"], inputs["end_logits"],
-                     inputs["offsets"], inputs["sequence_ids"], params, word_ids=inputs["word_ids"],
-                     attention_mask=inputs["attention_mask"])
-    return {"answers": _json_rows(rows)}
+    return {"answers": _json_rows(question_answers(inputs, params, run_model))}
 
 
-def qa_answer(*args, **kwargs):
-    """answer_question_answering.answer (the build's reference reuses its span rules)."""
-    return _task_module("answer_question_answering").answer(*args, **kwargs)
+def question_answers(inputs, params, run_model=None):
+    """Each row's answers from all its windows: the first window's logits came through the ensemble; the others'
+    (``window_count`` of them) from ``run_model`` ({token tensor: [windows, tokens]} -> {"start_logits",
+    "end_logits"}), called once for all the rows' other windows."""
+    qa = _task_module("answer_question_answering")
+    contexts = _texts(inputs["TEXT_PAIR"])
+    others, arrays = other_windows(inputs)
+    logits = run_model(arrays) if others else None
+    out = []
+    for row, context in enumerate(contexts):
+        windows = [qa.window(inputs["start_logits"][row], inputs["end_logits"][row], inputs["offsets"][row],
+                             inputs["sequence_ids"][row], inputs["word_ids"][row], inputs["attention_mask"][row])]
+        windows += [qa.window(logits["start_logits"][i], logits["end_logits"][i], inputs["window_offsets"][r, k],
+                              inputs["window_sequence_ids"][r, k], inputs["window_word_ids"][r, k],
+                              inputs["window_attention_mask"][r, k])
+                    for i, (r, k) in enumerate(others) if r == row]
+        out.append(qa.answer_windows(context, windows, params))
+    return out
+
+
+def other_windows(inputs):
+    """(row, window) of each row's windows after its first, in row order, and their token tensors as one batch
+    ({name: [windows, tokens]}; empty where there are none)."""
+    rows = len(np.asarray(inputs["TEXT_PAIR"]).reshape(-1))
+    counts = np.asarray(inputs["window_count"]).reshape(-1) if "window_count" in inputs else [0] * rows
+    others = [(row, k) for row in range(rows) for k in range(int(counts[row]))]
+    if not others:
+        return others, {}
+    return others, {name: np.stack([inputs["window_" + name][row, k] for row, k in others])
+                    for name in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+def qa_module():
+    """answer_question_answering (the build's reference reuses its span rules)."""
+    return _task_module("answer_question_answering")
 
 
 def _task_module(name):
@@ -226,6 +257,7 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.task = params["task"]
         self.params = load_params(params["answer_params"])
+        self.window_model = json.loads(params["window_model"]) if "window_model" in params else None
         self.inputs = [i["name"] for i in config["input"]]
         self.outputs = {o["name"]: o["data_type"] for o in config["output"]}
 
@@ -235,10 +267,28 @@ class TritonPythonModel:
     def _answer(self, request):
         inputs = {name: pb_utils.get_input_tensor_by_name(request, name).as_numpy() for name in self.inputs}
         params = with_request_parameters(self.task, self.params, json.loads(request.parameters() or "{}"))
-        made = answer(self.task, params, inputs)
+        made = answer(self.task, params, inputs, self._run_window_model)
         if "options" in self.outputs:  # the options applied, on each row (task_steps.answer declares it)
             rows = len(next(iter(made.values())))
             made["options"] = _json_rows([applied_options(self.task, params)] * rows)
         return [pb_utils.Tensor(name, made[name] if dtype == "TYPE_STRING" else
                                 made[name].astype(pb_utils.triton_string_to_numpy(dtype)))
                 for name, dtype in self.outputs.items()]
+
+    def _run_window_model(self, arrays):
+        """The model step on question answering's other windows, through BLS, in batches it accepts."""
+        model = self.window_model
+        rows = len(arrays["input_ids"])
+        got = {"start_logits": [], "end_logits": []}
+        for low in range(0, rows, model["max_batch_size"]):
+            part = slice(low, low + model["max_batch_size"])
+            request = pb_utils.InferenceRequest(
+                model_name=model["name"], requested_output_names=list(model["outputs"].values()),
+                inputs=[pb_utils.Tensor(name, arrays[plain][part].astype(pb_utils.triton_string_to_numpy(dtype)))
+                        for plain, (name, dtype) in model["inputs"].items()])
+            response = request.exec()
+            if response.has_error():  # the model step's fault, not the client's: a 500 with its message
+                raise RuntimeError(f"{model['name']} on a context's other windows: {response.error().message()}")
+            for key, name in model["outputs"].items():
+                got[key].append(pb_utils.get_output_tensor_by_name(response, name).as_numpy())
+        return {key: np.concatenate(parts) for key, parts in got.items()}

@@ -19,6 +19,14 @@ with a 400 naming the input and row; the other requests of the batch are answere
 
 A text far longer than ``max_length`` tokens can hold is cut before it is tokenized (``cut_before_tokenizing``):
 tokenizing all of a 5 MB text to keep its first 512 tokens took seconds.
+
+Question answering (parameters ``doc_stride`` and ``max_windows``): a context longer than one window is cut into
+overlapping windows, as transformers' QA pipeline cuts it (its tokenizer call with ``stride=doc_stride,
+return_overflowing_tokens=True``: each window holds the whole question and repeats the last ``doc_stride`` context
+tokens of the window before). The first window of each row goes out in the tensors above, for the ensemble's model
+step; the others in ``window_*`` tensors [rows, windows, tokens] (``window_offsets`` [rows, windows, tokens, 2]) with
+``window_count`` [rows, 1] saying how many of them each row has: the answer step runs the model on them itself
+(hf_answer.py). A context of more than ``max_windows`` windows is refused with a 400.
 """
 import json
 import os
@@ -41,6 +49,8 @@ MIN_BUCKET = 16
 CUT_CHARS_PER_TOKEN = 16
 CUT_MIN_CHARS = 4096
 CUT_MARGIN_TOKENS = 16
+# A question-answering row's windows after its first: these tensors, named window_<name>.
+WINDOW_TENSORS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "sequence_ids", "offsets")
 
 
 class Tokenize:
@@ -59,10 +69,16 @@ class Tokenize:
         self.pair = params.get("pair", "none")
         self.pad_id = int(params.get("pad_id", "0"))
         self.left_pad = params.get("padding_side", "right") == "left"
+        self.stride = int(params.get("doc_stride", "0"))  # > 0: question answering's overlapping windows
+        self.max_windows = int(params.get("max_windows", "1"))
         # Padding is ours (to a bucket); truncation is the tokenizer's, so pairs are cut as transformers cuts them.
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(self.max_length, strategy=self.strategy,
+        self.tokenizer.enable_truncation(self.max_length, stride=self.stride, strategy=self.strategy,
                                          direction=params.get("truncation_side", "right"))
+
+    @property
+    def windows(self):
+        return self.stride > 0
 
     def encode(self, texts, pairs=None):
         """Raw rows (bytes or str) -> {output name: array}; RequestError on a bad row."""
@@ -75,14 +91,21 @@ class Tokenize:
                 raise RequestError(f"TEXT has {len(first)} rows but TEXT_PAIR has {len(pairs)}; send one "
                                    "TEXT_PAIR per TEXT row")
             second = [_text(t, "TEXT_PAIR", i) for i, t in enumerate(pairs)]
+            cut = [False] * len(second)
             if self.strategy == "only_second":   # only the second text is cut, so only it can be cut early
-                second = [self.cut_before_tokenizing(t) for t in second]
+                kept = [self.cut_before_tokenizing(t) for t in second]
+                cut = [len(k) < len(t) for k, t in zip(kept, second)]
+                second = kept
+            if self.windows:  # tokenizers panics (no exception) on a question that leaves no room for the stride
+                self._refuse_questions_without_room(first)
             try:
                 encodings = self.tokenizer.encode_batch(list(zip(first, second)))
             except Exception as error:  # tokenizers raises a bare Exception
                 if "Truncation error" not in str(error):
                     raise
                 raise self._no_room_for_the_pair(first) from None
+            if self.windows:
+                return self._window_arrays(encodings, cut)
         else:
             if pairs is not None:
                 raise RequestError("TEXT_PAIR was sent, but this model takes one text per row; send TEXT only")
@@ -93,23 +116,69 @@ class Tokenize:
         """``text``, or a prefix of it whose tokens after truncation are the whole text's: cut at a whitespace far
         enough past what ``max_length`` tokens can hold (a cut at a word boundary keeps the words before it
         tokenized as they were). Only where truncation keeps the beginning (``truncation_side`` right)."""
-        limit = max(CUT_MIN_CHARS, self.max_length * CUT_CHARS_PER_TOKEN)
+        budget = self.max_length * self.max_windows  # the tokens that can be read: every window's
+        limit = max(CUT_MIN_CHARS, budget * CUT_CHARS_PER_TOKEN)
         if not self.cuts_the_end or len(text) <= limit:
             return text
         space = next((i for i in range(limit, min(len(text), limit + 1000)) if text[i].isspace()), None)
         if space is None:  # no word boundary near the limit: tokenize it whole
             return text
         kept = text[:space]
-        if len(self.counter.encode(kept, add_special_tokens=False).ids) < self.max_length + CUT_MARGIN_TOKENS:
+        if len(self.counter.encode(kept, add_special_tokens=False).ids) < budget + CUT_MARGIN_TOKENS:
             return text
         return kept
+
+    def _special_tokens(self):
+        return self.counter.post_processor.num_special_tokens_to_add(True) if self.counter.post_processor else 0
+
+    def _refuse_questions_without_room(self, first):
+        """Each window repeats ``doc_stride`` context tokens of the one before, so a question must leave the context
+        more than that in ``max_length`` tokens (transformers' call panics in tokenizers otherwise)."""
+        room = self.max_length - self._special_tokens() - self.stride - 1
+        for row, text in enumerate(first):
+            count = len(self.counter.encode(text, add_special_tokens=False).ids)
+            if count > room:
+                raise RequestError(
+                    f"TEXT row {row} is {count} tokens; this model reads {self.max_length} tokens per window (its "
+                    f"sequence_length) and repeats {self.stride} context tokens from one window to the next "
+                    f"(task.doc_stride), so TEXT must leave TEXT_PAIR more than {self.stride}: send a TEXT of at "
+                    f"most {room} tokens")
+
+    def _window_arrays(self, encodings, cut):
+        """The first window of each row in the usual tensors, the others in ``window_*`` ones."""
+        extra = [list(e.overflowing) for e in encodings]
+        for row, more in enumerate(extra):
+            if len(more) + 1 > self.max_windows:
+                needs = f"more than {self.max_windows}" if cut[row] else str(len(more) + 1)
+                raise RequestError(
+                    f"TEXT_PAIR row {row} needs {needs} windows of {self.max_length} tokens (overlapping by "
+                    f"{self.stride}); this model reads at most {self.max_windows} per row (task.max_windows): send a "
+                    "shorter TEXT_PAIR, or raise task.max_windows in the spec")
+        out = self._arrays(encodings)
+        deepest = max(1, max(len(more) for more in extra))
+        flat = [e for more in extra for e in more]
+        # A request without extra windows still sends the tensors (Triton wants each declared output): one padding
+        # token each, which window_count (0) says to skip.
+        made = self._arrays(flat) if flat else None
+        width = made["input_ids"].shape[1] if made else 1
+        fills = {"input_ids": self.pad_id, "word_ids": -1, "sequence_ids": -1}
+        for name in WINDOW_TENSORS:
+            tail = (2,) if name == "offsets" else ()
+            out["window_" + name] = np.full((len(encodings), deepest, width) + tail, fills.get(name, 0), np.int64)
+        index = 0
+        for row, more in enumerate(extra):
+            for k in range(len(more)):
+                for name in WINDOW_TENSORS:
+                    out["window_" + name][row, k] = made[name][index]
+                index += 1
+        out["window_count"] = np.array([[len(more)] for more in extra], dtype=np.int64)
+        return out
 
     def _no_room_for_the_pair(self, first):
         """The row whose first text (a question) leaves the second none of ``max_length``: tokenizers refuses it
         ("Truncation error: Sequence to truncate too short to respect the provided max_length"), and so does
         transformers' own tokenizer call with ``truncation="only_second"``."""
-        special = self.counter.post_processor.num_special_tokens_to_add(True) if self.counter.post_processor else 0
-        room = self.max_length - special - 1
+        room = self.max_length - self._special_tokens() - 1
         for row, text in enumerate(first):
             count = len(self.counter.encode(text, add_special_tokens=False).ids)
             if count > room:

@@ -98,8 +98,12 @@ def tokenizer_params(model: ModelSpec, folder: pathlib.Path, pad_id: Optional[in
     task = task_of(model)
     tok = tokenizer(folder)
     pad = pad_id if pad_id is not None else tok.pad_token_id
+    seq = sequence_length(model, folder)
+    windows = window_params(model, seq, tok.num_special_tokens_to_add(pair=True)) \
+        if task.kind is TaskKind.QUESTION_ANSWERING else {}
     return {
-        "max_length": str(sequence_length(model, folder)),
+        **windows,
+        "max_length": str(seq),
         "pair": "required" if task.takes_pair() else "none",
         # question-answering cuts the context, never the question (transformers' QA pipeline: only_second).
         "truncation": "only_second" if task.kind is TaskKind.QUESTION_ANSWERING else "longest_first",
@@ -107,6 +111,20 @@ def tokenizer_params(model: ModelSpec, folder: pathlib.Path, pad_id: Optional[in
         "padding_side": str(getattr(tok, "padding_side", "right")),
         "pad_id": str(pad if pad is not None else 0),
     }
+
+
+def window_params(model: ModelSpec, seq: int, specials: int) -> dict[str, str]:
+    """question-answering's overlapping windows (hf_tokenize.py): doc_stride as the pipeline defaults it, refused
+    where even a one-token question would leave a window no context beyond it."""
+    task = task_of(model)
+    stride = task.doc_stride if task.doc_stride is not None else min(seq // 2, 128)
+    most = seq - specials - 2  # a window of seq tokens: the specials, one question token, more than stride
+    if stride > most:
+        raise BuildError(f"models.{model.task_entry or model.name}.task.doc_stride: {stride}; allowed: 0 to {most} "
+                         f"with sequence_length {seq} (a window holds {specials} special tokens, the question and "
+                         f"more than doc_stride context tokens); fix: set doc_stride to at most {most}, e.g. "
+                         f"{min(seq // 2, 128)} (the pipeline's default)")
+    return {"doc_stride": str(stride), "max_windows": str(task.max_windows if stride else 1)}
 
 
 def labels(folder: pathlib.Path) -> dict[int, str]:

@@ -6,7 +6,7 @@ import json
 import pathlib
 from typing import Any
 
-from deployment_spec.builds.manifest import TensorSpec
+from deployment_spec.builds.manifest import ModelEntry, TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TEXT, TEXT_PAIR, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text
@@ -22,6 +22,10 @@ from model_build.recipes.contract import TEMPLATES, PythonModel
 TOKENIZE_REQUIREMENTS = (NO_DEPS, "tokenizers==0.23.3", "numpy==1.26.4")
 # The tokenizer step's outputs: [rows, tokens], offsets [rows, tokens, 2].
 TOKEN_OUTPUTS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "sequence_ids")
+# question-answering's windows after each row's first (hf_tokenize.py): [rows, windows, tokens], the offsets
+# [rows, windows, tokens, 2], and how many each row has.
+WINDOW_TENSORS = (*(TensorSpec("window_" + name, "TYPE_INT64", (-1, -1)) for name in TOKEN_OUTPUTS),
+                  TensorSpec("window_offsets", "TYPE_INT64", (-1, -1, 2)), TensorSpec("window_count", "TYPE_INT64", (1,)))
 
 
 def text_inputs(model: ModelSpec) -> tuple[TensorSpec, ...]:
@@ -39,6 +43,8 @@ def tokenize(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Pyth
     id_type = "TYPE_INT32" if consumer_int32 else "TYPE_INT64"  # TensorRT engines take int32 ids
     outputs = tuple(TensorSpec(name, id_type if name in checkpoint_text.TOKEN_INPUTS else "TYPE_INT64", (-1,))
                     for name in TOKEN_OUTPUTS) + (TensorSpec("offsets", "TYPE_INT64", (-1, 2)),)
+    if "doc_stride" in params:
+        outputs += WINDOW_TENSORS
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_tokenize.py", "step_requests.py": TEMPLATES / "step_requests.py",
                "tokenizer.json": tok.backend_tokenizer.to_str().encode()},
@@ -80,7 +86,7 @@ def answer(model: ModelSpec, root: pathlib.Path, consumer_int32: bool) -> Python
         files["answer_question_answering.py"] = TEMPLATES / "answer_question_answering.py"
         inputs = (*text_inputs(model), TensorSpec("start_logits", "TYPE_FP32", (-1,)),
                   TensorSpec("end_logits", "TYPE_FP32", (-1,)), TensorSpec("sequence_ids", "TYPE_INT64", (-1,)),
-                  *tokens, TensorSpec("attention_mask", id_type, (-1,)))
+                  *tokens, TensorSpec("attention_mask", id_type, (-1,)), *WINDOW_TENSORS)
         outputs = (TensorSpec("answers", "TYPE_STRING", (1,)),)
     if OPTIONS.get(kind.value):  # the options this answer applied, per row (hf_answer.applied_options)
         outputs += (TensorSpec(APPLIED_OPTIONS, "TYPE_STRING", (1,)),)
@@ -120,3 +126,12 @@ def _pipeline_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
             raise BuildError(f"models.{model.task_entry or model.name}.weights: {exc}; save the checkpoint's CTC "
                              "tokenizer there (Wav2Vec2CTCTokenizer.save_pretrained)") from None
     return checkpoint_text.answer_params(model, folder)
+
+
+def window_model(model: ModelSpec, entry: ModelEntry) -> str:
+    """The answer step's ``window_model`` parameter (hf_answer.py): the model step's name, input tensors (by the
+    tokenizer step's name for each: the pytorch backend's carry ``__<index>``), outputs and batch size."""
+    plain = lambda name: name.split("__")[0]  # noqa: E731
+    return json.dumps({"name": entry.name, "max_batch_size": model.max_batch_size,
+                       "inputs": {plain(t.name): [t.name, t.data_type] for t in entry.inputs},
+                       "outputs": {plain(t.name): t.name for t in entry.outputs}}, sort_keys=True)

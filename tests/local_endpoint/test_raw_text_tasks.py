@@ -152,7 +152,7 @@ def test_a_planted_wrong_truncation_side_fails_the_check(built, tmp_path, name, 
         f"row {cut[0]}: the tokenizer step's input_ids differ from transformers' tokenizer at token 1 (")
 
 
-@pytest.mark.parametrize("name, rows", [("nli", 6), ("answers", 4)])
+@pytest.mark.parametrize("name, rows", [("nli", 6), ("answers", 5)])
 def test_a_planted_missing_pair_separator_fails_the_check(built, tmp_path, name, rows):
     chain = _chain(built, name, tmp_path)
     tokenizer_file = layout.version_dir(chain.dirs[0]) / "tokenizer.json"
@@ -201,12 +201,12 @@ def test_the_served_ensembles_answer_as_their_references(built, served, tmp_path
     found = {}
     for name in TASKS:
         task = spec.models[name].task
-        inputs = task_reference.rows(task)
+        seq = int(built.manifest().models[name].verification.details["sequence_length"])
+        inputs = task_reference.rows(task, seq)  # question answering: one context of several windows
         texts = [r.text.encode() for r in inputs]
         pairs = [r.pair.encode() for r in inputs] if task.takes_pair() else None
         response = _send(served, _target(built, name), texts, pairs, binary=name in ("nli", "answers"))
         ours = _answers(task, {o.name: o.array for o in response.outputs})
-        seq = int(built.manifest().models[name].verification.details["sequence_length"])
         _, theirs = task_check.reference(_chain(built, name, tmp_path / name), seq, inputs)
         worst, problems = task_reference.compare(task, ours, theirs, 1e-4)
         assert problems == [] and worst < 1e-4, (name, problems, worst)
@@ -214,6 +214,12 @@ def test_the_served_ensembles_answer_as_their_references(built, served, tmp_path
     # The tiny random models still give answers worth comparing: entities and spans, not empty lists.
     assert sum(len(row) for row in found["entities"]) >= 4
     assert all(len(row) == 2 and row[0]["end"] > row[0]["start"] for row in found["answers"])
+    import transformers
+
+    long = task_reference.rows(spec.models["answers"].task, 64)[-1]  # its context's windows came through BLS
+    windows = transformers.AutoTokenizer.from_pretrained(built.root / "answers-roberta")(
+        long.text, long.pair, truncation="only_second", max_length=64, stride=32, return_overflowing_tokens=True)
+    assert len(windows["input_ids"]) >= 4
 
 
 def test_bad_requests_are_400s_naming_the_input_and_the_server_goes_on(built, served):
@@ -371,8 +377,9 @@ def test_a_question_longer_than_the_model_reads_is_a_400_naming_its_bound(built,
     error = caught.value.response
     assert error["OriginalStatusCode"] == 400
     assert json.loads(error["OriginalMessage"])["error"] == (
-        f"in ensemble '{built.tarball('answers').name}', TEXT row 0 is {tokens} tokens; this model reads at most 64 tokens per row (its sequence_length) and cuts only "
-        "TEXT_PAIR to fit, so TEXT must leave it room: send a TEXT of at most 59 tokens"), error["OriginalMessage"]
+        f"in ensemble '{built.tarball('answers').name}', TEXT row 0 is {tokens} tokens; this model reads 64 tokens per "
+        "window (its sequence_length) and repeats 32 context tokens from one window to the next (task.doc_stride), so "
+        "TEXT must leave TEXT_PAIR more than 32: send a TEXT of at most 27 tokens"), error["OriginalMessage"]
 
 
 def _invoke_json(runtime, built, model: str, body: dict) -> dict:

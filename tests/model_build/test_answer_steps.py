@@ -16,6 +16,7 @@ real 4.57.6 pipeline.
 from __future__ import annotations
 
 import json
+import pathlib
 import warnings
 
 import numpy as np
@@ -247,25 +248,31 @@ def _qa_encode(ck: Checkpoint, question: str, context: str) -> Encoding:
     return batch.encodings[0]
 
 
-def _reference_qa(ck: Checkpoint, encoding: Encoding, context: str, logits: dict[str, np.ndarray],
-                  params: dict) -> list[dict]:
-    """transformers 4.57.6 QuestionAnsweringPipeline.preprocess's p_mask + postprocess for one fast-tokenizer
-    window, with 5.23's own select_starts_ends and the Encoding's word mapping."""
-    p_mask = np.array([s != 1 for s in encoding.sequence_ids], dtype=np.int64)
-    p_mask[np.array(encoding.ids) == ck.tokenizer.cls_token_id] = 0  # the CLS token stays selectable
+def _reference_qa(ck: Checkpoint, encoding: Encoding | list[Encoding], context: str,
+                  logits: dict[str, np.ndarray] | list[dict[str, np.ndarray]], params: dict) -> list[dict]:
+    """transformers 4.57.6 QuestionAnsweringPipeline.preprocess's p_mask + postprocess for the fast-tokenizer
+    windows of one context (its loop over the windows: candidates of every window into one list, an answer's text
+    found again adding its score, the smallest null score), with 5.23's own select_starts_ends and the Encoding's
+    word mapping."""
+    encodings = encoding if isinstance(encoding, list) else [encoding]
+    window_logits = logits if isinstance(logits, list) else [logits]
     align = params["align_to_words"]
-    starts, ends, scores, null = select_starts_ends(
-        logits["start_logits"][None], logits["end_logits"][None], p_mask, np.array([encoding.attention_mask]),
-        1000000, params["top_k"] * 2 + 10 if align else params["top_k"], params["handle_impossible_answer"],
-        params["max_answer_len"])
+    null = 1000000
     answers: list[dict] = []
-    for s, e, score in zip(starts, ends, scores):
-        begin, stop = _reference_chars(encoding, int(s), int(e), align)
-        same = [a for a in answers if a["answer"].lower() == context[begin:stop].lower()]
-        if same:
-            same[0]["score"] += score.item()
-        else:
-            answers.append({"score": score.item(), "start": begin, "end": stop, "answer": context[begin:stop]})
+    for enc, lg in zip(encodings, window_logits):
+        p_mask = np.array([s != 1 for s in enc.sequence_ids], dtype=np.int64)
+        p_mask[np.array(enc.ids) == ck.tokenizer.cls_token_id] = 0  # the CLS token stays selectable
+        starts, ends, scores, null = select_starts_ends(
+            lg["start_logits"][None], lg["end_logits"][None], p_mask, np.array([enc.attention_mask]),
+            null, params["top_k"] * 2 + 10 if align else params["top_k"], params["handle_impossible_answer"],
+            params["max_answer_len"])
+        for s, e, score in zip(starts, ends, scores):
+            begin, stop = _reference_chars(enc, int(s), int(e), align)
+            same = [a for a in answers if a["answer"].lower() == context[begin:stop].lower()]
+            if same:
+                same[0]["score"] += score.item()
+            else:
+                answers.append({"score": score.item(), "start": begin, "end": stop, "answer": context[begin:stop]})
     if params["handle_impossible_answer"]:
         answers.append({"score": null, "start": 0, "end": 0, "answer": ""})
     return sorted(answers, key=lambda a: a["score"], reverse=True)[:params["top_k"]]
@@ -396,5 +403,93 @@ def test_qa_matches_recorded_4_57_pipeline(case):
         padded(case["end_logits"], 0.0, np.float32), padded(case["offsets"], (0, 0), np.int64),
         padded(case["sequence_ids"], -1, np.int64), case["params"], word_ids=padded(case["word_ids"], -1, np.int64),
         attention_mask=padded([1] * len(case["offsets"]), 0, np.int64))[0]
+    assert [(g["start"], g["end"], g["answer"]) for g in got] == [(s, e, text) for _, s, e, text in case["answers"]]
+    assert [m for (score, *_), g in zip(case["answers"], got) for m in _score_mismatch("", score, g["score"])] == []
+
+
+# --- question answering over several windows (doc_stride) ---------------------------------------------------
+
+WINDOW_LEN, WINDOW_STRIDE = 32, 8  # short windows, so that these contexts make 1 to 10 of them
+WINDOW_QUESTION = "Who lives in Paris?"
+
+
+def _windows(ck: Checkpoint, question: str, context: str) -> list[Encoding]:
+    # The 4.57 pipeline's call: question first, only the context cut, overlapping windows.
+    return ck.tokenizer(question, context, truncation="only_second", max_length=WINDOW_LEN, stride=WINDOW_STRIDE,
+                        return_overflowing_tokens=True, return_token_type_ids=True).encodings
+
+
+def _step_windows(encodings: list[Encoding], logits: list[dict], shift: int = 0) -> list[qa_step.Window]:
+    return [qa_step.window(lg["start_logits"], lg["end_logits"], np.array(e.offsets, dtype=np.int64) + shift,
+                           _ids(e.sequence_ids), _ids(e.word_ids)) for e, lg in zip(encodings, logits)]
+
+
+@pytest.fixture(scope="module")
+def window_outputs(checkpoints):
+    """For each count of windows from 1 to 10, the shortest run of CORPUS's words that makes that many."""
+    ck = checkpoints["qa"]
+    words = " ".join(CORPUS * 2).split()
+    found: dict[int, tuple[str, list[Encoding]]] = {}
+    for n in range(1, len(words) + 1):
+        context = " ".join(words[:n])
+        encodings = _windows(ck, WINDOW_QUESTION, context)
+        found.setdefault(len(encodings), (context, encodings))
+        if len(encodings) > 10:
+            break
+    return ck, [(context, encodings, [_forward(ck.model, e) for e in encodings])
+                for count, (context, encodings) in sorted(found.items()) if count <= 10]
+
+
+def _window_mismatches(ck: Checkpoint, outputs, params: dict, shift: int = 0, first_only: bool = False) -> list[str]:
+    problems = []
+    for context, encodings, logits in outputs:
+        want = _reference_qa(ck, encodings, context, logits, params)
+        used = (encodings[:1], logits[:1]) if first_only else (encodings, logits)
+        got = qa_step.answer_windows(context, _step_windows(*used, shift=shift), params)
+        where = f"{len(encodings)} windows"
+        w_spans = [(w["start"], w["end"], w["answer"]) for w in want]
+        g_spans = [(g["start"], g["end"], g["answer"]) for g in got]
+        if w_spans != g_spans:
+            problems.append(f"{where}: {w_spans} != {g_spans}")
+            continue
+        problems += [m for w, g in zip(want, got) for m in _score_mismatch(where, w["score"], g["score"])]
+    return problems
+
+
+def test_window_contexts_make_1_to_10_windows(window_outputs):
+    _, outputs = window_outputs
+    assert sorted({len(encodings) for _, encodings, _ in outputs}) == list(range(1, 11))
+
+
+@pytest.mark.parametrize("params", QA_PARAMS, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
+def test_question_answering_over_windows_matches_pipeline(window_outputs, params):
+    ck, outputs = window_outputs
+    assert _window_mismatches(ck, outputs, params) == []
+
+
+@pytest.mark.parametrize("defect", ["offsets shifted by one", "the first window only"])
+def test_question_answering_over_windows_comparison_can_fail(window_outputs, defect):
+    ck, outputs = window_outputs
+    params = QA_PARAMS[1]
+    if defect == "offsets shifted by one":
+        assert _window_mismatches(ck, outputs, params, shift=1) != []
+    else:
+        assert _window_mismatches(ck, outputs, params, first_only=True) != []
+
+
+# Recorded once from the real QuestionAnsweringPipeline of transformers 4.57.6 (its wheel beside this venv's torch
+# and tokenizers) on the "qa" checkpoint this file builds, called with max_seq_len=32, doc_stride=8: the logits of
+# each window as the pipeline's model gave them, the windows' encodings, and what it answered (an answer found in
+# several windows with its scores added, the null answer of the smallest null score).
+RECORDED_WINDOWS = json.loads((pathlib.Path(__file__).parent / "golden" / "qa_windows_pipeline_4_57_6.json").read_text())
+
+
+@pytest.mark.parametrize("case", RECORDED_WINDOWS, ids=lambda case: f"{len(case['windows'])} windows")
+def test_qa_windows_match_recorded_4_57_pipeline(case):
+    windows = [qa_step.window(np.array(w["start_logits"], dtype=np.float32), np.array(w["end_logits"], dtype=np.float32),
+                              np.array(w["offsets"], dtype=np.int64), np.array(w["sequence_ids"], dtype=np.int64),
+                              np.array(w["word_ids"], dtype=np.int64)) for w in case["windows"]]
+    got = qa_step.answer_windows(case["context"], windows, case["params"])
+    assert len(windows) >= 4
     assert [(g["start"], g["end"], g["answer"]) for g in got] == [(s, e, text) for _, s, e, text in case["answers"]]
     assert [m for (score, *_), g in zip(case["answers"], got) for m in _score_mismatch("", score, g["score"])] == []

@@ -78,7 +78,7 @@ def test_a_reference_that_fails_on_one_raw_input_is_named_in_one_line(monkeypatc
     task = Task(kind=TaskKind.TEXT_CLASSIFICATION)
     chain = task_check.Chain("canine", task, None, None, [], None, "25.09")
     with pytest.raises(BuildError) as caught:
-        task_check._reference_or_refuse(chain, 32, task_reference.rows(task))
+        task_check._reference_or_refuse(chain, 32, task_reference.rows(task, 32))
     assert str(caught.value) == (
         "model canine: the text-classification reference (the checkpoint in transformers, as its users run it) itself "
         "fails on raw input row 4 ('x'): RuntimeError: max_pool1d() Invalid computed output size: 0; so this "

@@ -90,3 +90,81 @@ def test_no_cut_where_it_could_change_the_tokens(folders):
         "max_length": str(MAX_LENGTH), "truncation_side": "left"})   # keeps the end: never cut from the front
     text = _long_text(3000)
     assert left.cut_before_tokenizing(text) is text
+
+
+# --- question answering's overlapping windows (doc_stride) -----------------------------------------------------
+
+STRIDE = 8
+
+
+def _window_step(folder: pathlib.Path, max_windows: int = 64) -> hf_tokenize.Tokenize:
+    return hf_tokenize.Tokenize(str(folder / "tokenizer.json"), {
+        "max_length": str(MAX_LENGTH), "pair": "required", "truncation": "only_second",
+        "doc_stride": str(STRIDE), "max_windows": str(max_windows)})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_windows_are_transformers_overflowing_windows(folders, family):
+    """Each row's windows equal transformers' tokenizer call in the QA pipeline (stride, return_overflowing_tokens):
+    the first in the usual tensors, the others in window_* ones, window_count of them per row."""
+    step = _window_step(folders[family])
+    reference = transformers.AutoTokenizer.from_pretrained(folders[family])
+    questions = ["who?", "what moved?", "when?"]
+    contexts = [_long_text(30, seed=1), "a fine film", _long_text(60, seed=2)]
+    made = step.encode(questions, contexts)
+    counts = []
+    for row, (question, context) in enumerate(zip(questions, contexts)):
+        want = reference(question, context, truncation="only_second", max_length=MAX_LENGTH, stride=STRIDE,
+                         return_overflowing_tokens=True, return_offsets_mapping=True)
+        counts.append(len(want["input_ids"]))
+        assert int(made["window_count"][row, 0]) == len(want["input_ids"]) - 1
+        for index, (ids, offsets) in enumerate(zip(want["input_ids"], want["offset_mapping"])):
+            prefix = "" if index == 0 else "window_"
+            at = (row,) if index == 0 else (row, index - 1)
+            real = made[prefix + "attention_mask"][at] == 1
+            assert made[prefix + "input_ids"][at][real].tolist() == ids
+            assert [tuple(o) for o in made[prefix + "offsets"][at][real].tolist()] == [tuple(o) for o in offsets]
+            words = [-1 if w is None else w for w in want.encodings[index].word_ids]
+            specials = want.encodings[index].special_tokens_mask
+            assert made[prefix + "word_ids"][at][real].tolist() == [-1 if s else w for w, s in zip(words, specials)]
+    assert counts[1] == 1 and counts[0] >= 2 and counts[2] >= 4  # not vacuous: one window, and several
+
+
+def test_a_request_without_long_contexts_still_sends_window_tensors(folders):
+    made = _window_step(folders["bert"]).encode(["who?"], ["a fine film"])
+    assert made["window_count"].tolist() == [[0]] and made["window_input_ids"].shape == (1, 1, 1)
+
+
+def test_a_context_of_more_windows_than_allowed_is_refused_naming_the_bound(folders):
+    step = _window_step(folders["bert"], max_windows=2)
+    with pytest.raises(hf_tokenize.RequestError) as refused:
+        step.encode(["who?", "who?"], ["a fine film", _long_text(90, seed=2)])
+    windows = len(transformers.AutoTokenizer.from_pretrained(folders["bert"])(
+        "who?", _long_text(90, seed=2), truncation="only_second", max_length=MAX_LENGTH, stride=STRIDE,
+        return_overflowing_tokens=True)["input_ids"])
+    assert str(refused.value) == (
+        f"TEXT_PAIR row 1 needs {windows} windows of {MAX_LENGTH} tokens (overlapping by {STRIDE}); this model reads "
+        "at most 2 per row (task.max_windows): send a shorter TEXT_PAIR, or raise task.max_windows in the spec")
+
+
+def test_a_huge_context_is_cut_before_tokenizing_and_refused_as_more_than_allowed(folders):
+    step = _window_step(folders["bert"], max_windows=3)
+    with pytest.raises(hf_tokenize.RequestError) as refused:
+        step.encode(["who?"], ["word " * 1_000_000])
+    assert str(refused.value).startswith("TEXT_PAIR row 0 needs more than 3 windows of 32 tokens")
+
+
+@pytest.mark.parametrize("family, special", [("bert", 3), ("roberta", 4)])
+def test_a_question_that_leaves_no_room_beyond_the_stride_is_refused_naming_the_bound(folders, family, special):
+    """tokenizers panics (a PanicException, no Exception) on such a window: the step refuses it first."""
+    step = _window_step(folders[family])
+    room = MAX_LENGTH - special - STRIDE - 1
+    context = _long_text(14, seed=3)
+    fits, too_long = " ".join(["the"] * room), " ".join(["the"] * (room + 1))
+    assert int(step.encode([fits], [context])["window_count"][0, 0]) >= 2  # at the bound: answered, in windows
+    with pytest.raises(hf_tokenize.RequestError) as refused:
+        step.encode(["who?", too_long], [context, context])
+    assert str(refused.value) == (
+        f"TEXT row 1 is {room + 1} tokens; this model reads {MAX_LENGTH} tokens per window (its sequence_length) and "
+        f"repeats {STRIDE} context tokens from one window to the next (task.doc_stride), so TEXT must leave TEXT_PAIR "
+        f"more than {STRIDE}: send a TEXT of at most {room} tokens")

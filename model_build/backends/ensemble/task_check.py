@@ -65,9 +65,12 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     task = chain.task
     params = step_parameters(chain.dirs[0])
     seq = int(params["max_length"])
-    inputs = task_reference.rows(task)
+    inputs = task_reference.rows(task, seq)
+    # The check's long context may take more windows than the spec lets a request (task.max_windows): the windows
+    # are what is checked here, the limit by tests/model_build/test_tokenize_step.py.
+    checked = {**params, "max_windows": "64"} if "doc_stride" in params else params
     tokenizer = step_module(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
-                                                           params)
+                                                           checked)
     # The inputs as one request (rows padded to the longest's bucket), then each alone (a short text padded to
     # its own bucket, as most applications send them): both must answer as the reference.
     (ours, *alone), (tokens, *_), ran = run_requests(chain, tokenizer, [inputs] + [[row] for row in inputs],
@@ -97,7 +100,8 @@ def reference(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
     """(what answered, its answers) for ``inputs``: the task's reference (task_reference.py)."""
     if chain.task.kind is TaskKind.QUESTION_ANSWERING:
         answer, answer_params = answer_step(chain)
-        return task_reference.qa_reference(chain.task, chain.checkpoint, seq, inputs, answer.qa_answer, answer_params)
+        stride = int(step_parameters(chain.dirs[0]).get("doc_stride", "0"))
+        return task_reference.qa_reference(chain.checkpoint, seq, stride, inputs, answer.qa_module(), answer_params)
     return task_reference.reference(chain.task, chain.checkpoint, seq, inputs)
 
 
@@ -141,18 +145,27 @@ def run_requests(chain: Chain, tokenizer: Any, requests: list[list[Any]], scratc
         pairs = np.array([r.pair.encode() for r in inputs], dtype=np.object_) if task.takes_pair() else None
         made_tokens.append(tokenizer.encode(texts, pairs))
         sent.append({"TEXT": texts, **({"TEXT_PAIR": pairs} if pairs is not None else {})})
-    outputs, ran = run_model_requests(chain, made_tokens, scratch, log)
-    answers = [_answers(chain, {**tokens, **got, **texts}) for tokens, got, texts in zip(made_tokens, outputs, sent)]
+    # Question answering's windows after each row's first, which the served answer step sends the model step itself
+    # (BLS): here with the requests, in the same run of the serving runtime.
+    windows = [answer_step(chain)[0].other_windows({**tokens, **texts})[1] if "window_count" in tokens else {}
+               for tokens, texts in zip(made_tokens, sent)]
+    outputs, ran = run_model_requests(chain, made_tokens + [w for w in windows if w], scratch, log)
+    window_outputs = iter(outputs[len(made_tokens):])
+    answers = []
+    for tokens, got, texts, extra in zip(made_tokens, outputs, sent, windows):
+        ran_windows = next(window_outputs) if extra else None
+        answers.append(_answers(chain, {**tokens, **got, **texts}, lambda arrays, done=ran_windows: done))
     return answers, made_tokens, ran
 
 
-def _answers(chain: Chain, produced: dict[str, Any]) -> list[Any]:
-    """The answer step's answers per row for one request's tensors (embeddings: the model's output)."""
+def _answers(chain: Chain, produced: dict[str, Any], run_model: Callable[[Any], Any]) -> list[Any]:
+    """The answer step's answers per row for one request's tensors (embeddings: the model's output); ``run_model``:
+    the model step's outputs on question answering's other windows."""
     task = chain.task
     if len(chain.dirs) == 2:  # sentence embeddings: the model's output is the answer
         return list(produced["sentence_embedding"])
     answer, params = answer_step(chain)
-    made = answer.answer(task.kind.value, params, produced)
+    made = answer.answer(task.kind.value, params, produced, run_model)
     if task.kind is TaskKind.TEXT_CLASSIFICATION:
         return label_rows(made)
     key = "entities" if task.kind is TaskKind.TOKEN_CLASSIFICATION else "answers"

@@ -37,6 +37,15 @@ PAIRS = (
     ("What is the weather?", "東京は雨です。 The weather in Tokyo is rainy and cold today 🌧️."),
     ("How many?", "There were 2,048 people and 3 dogs 🐕 at the event."),
 )
+LONG_QUESTION = "Who won the prize?"
+
+
+def long_context(seq: int) -> str:
+    """A context of some 1.25 x ``seq`` tokens in English (about 20 a sentence; a tiny tokenizer's pieces make more),
+    with an answer in every window: question answering's overlapping windows (the pipeline's doc_stride), two or
+    more at any sequence length."""
+    return " ".join(f"In year {1900 + i} the prize went to person {i} from city {i % 13}, who was born in Zürich."
+                    for i in range(max(2, seq // 16)))
 EMBEDDING_COSINE = 0.9999
 
 
@@ -46,9 +55,9 @@ class Row:
     pair: Optional[str] = None
 
 
-def rows(task: Task) -> list[Row]:
+def rows(task: Task, seq: int) -> list[Row]:
     if task.kind is TaskKind.QUESTION_ANSWERING:
-        return [Row(q, c) for q, c in PAIRS]
+        return [Row(q, c) for q, c in PAIRS] + [Row(LONG_QUESTION, long_context(seq))]
     if task.takes_pair():
         return [Row(a, b) for a, b in PAIRS] + [Row(TEXTS[1], TEXTS[3]), Row(TEXTS[7], TEXTS[2])]
     return [Row(t) for t in TEXTS]
@@ -106,9 +115,11 @@ def token_problems(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[
     return out
 
 
-def qa_reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Row], answer: Any,
+def qa_reference(folder: pathlib.Path, seq: int, stride: int, inputs: Sequence[Row], spans: Any,
                  params: dict[str, Any]) -> tuple[str, list[Any]]:
-    """Question answering without its pipeline: transformers' tokenizer and eager model, the span rules of 4.57.6."""
+    """Question answering without its pipeline: transformers' tokenizer cutting each context into the pipeline's
+    overlapping windows (``stride`` > 0; else its first window only), the eager model on each window alone, and
+    the span rules of 4.57.6 (``spans``: answer_question_answering)."""
     import numpy as np
     import torch
     import transformers
@@ -117,17 +128,21 @@ def qa_reference(task: Task, folder: pathlib.Path, seq: int, inputs: Sequence[Ro
 
     tokenizer = checkpoint_text.tokenizer(folder)
     net = transformers.AutoModelForQuestionAnswering.from_pretrained(folder, local_files_only=True).eval()
+    column = lambda values: np.array([-1 if v is None else v for v in values], dtype=np.int64)  # noqa: E731
     answers = []
     for row in inputs:
-        encoded = tokenizer(row.text, row.pair, truncation="only_second", max_length=seq, return_tensors="pt")
-        with torch.no_grad():
-            logits = net(**{k: v for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
-        enc = encoded.encodings[0]
-        column = lambda values: np.array([[-1 if v is None else v for v in values]], dtype=np.int64)  # noqa: E731
-        answers += answer(
-            [row.text], [row.pair], logits.start_logits.numpy(), logits.end_logits.numpy(),
-            np.array([enc.offsets], dtype=np.int64), column(enc.sequence_ids), params,
-            word_ids=column(enc.word_ids), attention_mask=np.array([enc.attention_mask], dtype=np.int64))
+        encoded = tokenizer(row.text, row.pair, truncation="only_second", max_length=seq, stride=stride,
+                            return_overflowing_tokens=stride > 0)
+        windows = []
+        for index, enc in enumerate(encoded.encodings):
+            tensors = {k: torch.tensor([encoded[k][index]]) for k in ("input_ids", "attention_mask", "token_type_ids")
+                       if k in encoded}
+            with torch.no_grad():
+                logits = net(**tensors)
+            windows.append(spans.window(logits.start_logits[0].numpy(), logits.end_logits[0].numpy(),
+                                        np.array(enc.offsets, dtype=np.int64), column(enc.sequence_ids),
+                                        column(enc.word_ids)))
+        answers.append(spans.answer_windows(row.pair, windows, params))
     return (f"transformers {transformers.__version__} tokenizer and eager model with pipeline('question-answering') "
             "4.57.6's span rules (transformers 5 has no such pipeline)"), answers
 

@@ -11,6 +11,7 @@ from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import Backend, ModelSpec
 from deployment_spec.sections.generation import Engine
 from deployment_spec.sections.tasks import GENERATE_RECIPE
+from deployment_spec.sections.task_models import window_model_step
 from model_build import layout, model_config
 from model_build.backends.python import execution_env
 from model_build.backends.result import BackendResult
@@ -40,6 +41,13 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
             ctx.log(f"  {model.name}: {made.note}")
         inputs, outputs, files, params = made.inputs, made.outputs, dict(made.files), dict(made.parameters)
         recipe_requirements = made.requirements
+        window_step = window_model_step(model)
+        if window_step:  # the model step, built before this one (build_order), runs the other windows (BLS)
+            from model_build.recipes import task_steps
+            if window_step not in built:
+                raise BuildError(f"model {model.name}: its model step {window_step} is not built; build the entry "
+                                 f"{model.task_entry} whole (tritonsm build --model {model.task_entry})")
+            params["window_model"] = task_steps.window_model(model, built[window_step])
     env_facts = None
     if model.python and model.python.execution_env:
         env = (ctx.spec.root / model.python.execution_env).resolve()
