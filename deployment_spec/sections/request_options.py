@@ -2,7 +2,7 @@
 
 A request of a ``task:`` endpoint may send, as KServe v2 ``parameters`` beside ``inputs``, the options
 ``pipeline()`` takes per call (``OPTIONS``, by kind): ``top_k``, ``function_to_apply``, ``aggregation_strategy``,
-``max_answer_len``, ``handle_impossible_answer``, ``threshold``. Without this block every option is allowed within
+``max_answer_len``, ``handle_impossible_answer``, ``doc_stride``, ``threshold``. Without this block every option is allowed within
 what the model itself bounds (its labels, its sequence length). Here the spec narrows that: which options a request
 may send at all, and the bound of each. The answer step (model_build/python_models/hf_answer.py) refuses a request
 beyond them with a 400 naming the option, the value and the bound, and says in its response which options it applied.
@@ -23,7 +23,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "image-classification": _CLASSIFYING,
     "audio-classification": _CLASSIFYING,
     "token-classification": ("aggregation_strategy",),
-    "question-answering": ("top_k", "max_answer_len", "handle_impossible_answer"),
+    "question-answering": ("top_k", "max_answer_len", "handle_impossible_answer", "doc_stride"),
     "object-detection": ("threshold",),
 }
 # The answer's output naming the options it applied, one JSON object per row ({"top_k": 2, "function_to_apply":

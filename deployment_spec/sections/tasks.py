@@ -93,7 +93,7 @@ class Task:
     doc_stride: Optional[int] = dataclasses.field(default=None, metadata=meta(
         minimum=0, maximum=4096, help="question-answering: context tokens each window repeats from the one before, "
                                       "for a context longer than one window (the pipeline's doc_stride; default "
-                                      "its own, min(sequence_length / 2, 128)); 0: one window, the rest cut"))
+                                      "its own, min(sequence_length / 2, 128); 0: windows that do not overlap)"))
     max_windows: int = dataclasses.field(default=16, metadata=meta(
         minimum=1, maximum=256, help="question-answering: the most windows a context may take; a longer one is "
                                      "refused with a 400"))
@@ -115,7 +115,7 @@ class Task:
              "requests then send IMAGE as UINT8 bytes)"))
     requests: RequestOptions = dataclasses.field(default_factory=RequestOptions, metadata=meta(
         help="the options a request may send as parameters beside inputs (top_k, function_to_apply, "
-             "aggregation_strategy, max_answer_len, handle_impossible_answer, threshold: pipeline()'s per call), and "
+             "aggregation_strategy, max_answer_len, handle_impossible_answer, doc_stride, threshold: pipeline()'s per call), and "
              "the bound of each"))
     generation: Generation = dataclasses.field(default_factory=Generation, metadata=meta(
         help="text-generation, text2text-generation, automatic-speech-recognition with backend python (Whisper): the "

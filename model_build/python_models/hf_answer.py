@@ -137,7 +137,10 @@ REQUEST_OPTIONS = {
         "top_k": ("top_k", _integer(1, lambda params: 20, "the answers per row, best first")),
         "max_answer_len": ("max_answer_len", _integer(1, lambda params: int(params.get("sequence_length", 512)),
                                                       "the longest answer in tokens")),
-        "handle_impossible_answer": ("handle_impossible_answer", _flag("whether an empty answer may win"))},
+        "handle_impossible_answer": ("handle_impossible_answer", _flag("whether an empty answer may win")),
+        # Applied by the tokenizer step (hf_tokenize.py), which leaves a value outside this bound to be refused here.
+        "doc_stride": ("doc_stride", _integer(0, lambda params: int(params.get("max_doc_stride", 0)),
+                                              "the context tokens each window repeats from the one before"))},
     "object-detection": {"threshold": ("threshold", _threshold)},
 }
 

@@ -69,19 +69,40 @@ class Tokenize:
         self.pair = params.get("pair", "none")
         self.pad_id = int(params.get("pad_id", "0"))
         self.left_pad = params.get("padding_side", "right") == "left"
-        self.stride = int(params.get("doc_stride", "0"))  # > 0: question answering's overlapping windows
+        # Question answering's windows (only its step has these parameters); a request may send its own doc_stride.
+        self.windows = "doc_stride" in params
+        self.default_stride = int(params.get("doc_stride", "0"))
+        self.stride = self.default_stride  # this request's
+        self.max_stride = int(params.get("max_doc_stride", "0"))
         self.max_windows = int(params.get("max_windows", "1"))
+        self.direction = params.get("truncation_side", "right")
         # Padding is ours (to a bucket); truncation is the tokenizer's, so pairs are cut as transformers cuts them.
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_length, stride=self.stride, strategy=self.strategy,
-                                         direction=params.get("truncation_side", "right"))
+                                         direction=self.direction)
 
-    @property
-    def windows(self):
-        return self.stride > 0
+    def _use_request_stride(self, parameters):
+        """A request's ``doc_stride`` (the pipeline's per-call option) where it is an integer this model can take,
+        for this request only; anything else is left to the answer step, which refuses it naming the bound."""
+        value = parameters.get("doc_stride")
+        self.stride = self.default_stride
+        # What the answer step's reader takes (hf_answer._integer): a whole number, or a string holding one.
+        number = None
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except ValueError:
+                pass
+        if number is not None and number.is_integer() and 0 <= number <= self.max_stride:
+            self.stride = int(number)
+        self.tokenizer.enable_truncation(self.max_length, stride=self.stride, strategy=self.strategy,
+                                         direction=self.direction)
 
-    def encode(self, texts, pairs=None):
-        """Raw rows (bytes or str) -> {output name: array}; RequestError on a bad row."""
+    def encode(self, texts, pairs=None, parameters=None):
+        """Raw rows (bytes or str) -> {output name: array}; RequestError on a bad row. ``parameters``: the
+        request's (KServe v2), read for question answering's ``doc_stride``."""
+        if self.windows:
+            self._use_request_stride(parameters or {})
         first = [_text(t, "TEXT", i) for i, t in enumerate(texts)]
         if self.pair == "required":
             if pairs is None:
@@ -141,8 +162,11 @@ class Tokenize:
                 raise RequestError(
                     f"TEXT row {row} is {count} tokens; this model reads {self.max_length} tokens per window (its "
                     f"sequence_length) and repeats {self.stride} context tokens from one window to the next "
-                    f"(task.doc_stride), so TEXT must leave TEXT_PAIR more than {self.stride}: send a TEXT of at "
+                    f"({self._stride_source()}), so TEXT must leave TEXT_PAIR more than {self.stride}: send a TEXT of at "
                     f"most {room} tokens")
+
+    def _stride_source(self):
+        return "task.doc_stride" if self.stride == self.default_stride else "the request's doc_stride"
 
     def _window_arrays(self, encodings, cut):
         """The first window of each row in the usual tensors, the others in ``window_*`` ones."""
@@ -243,7 +267,8 @@ class TritonPythonModel:
             texts = pb_utils.get_input_tensor_by_name(request, "TEXT")
             pairs = pb_utils.get_input_tensor_by_name(request, "TEXT_PAIR")
             arrays = self.step.encode(texts.as_numpy().reshape(-1),
-                                      None if pairs is None else pairs.as_numpy().reshape(-1))
+                                      None if pairs is None else pairs.as_numpy().reshape(-1),
+                                      json.loads(request.parameters() or "{}"))
             return [pb_utils.Tensor(name, arrays[name].astype(dtype)) for name, dtype in self.outputs.items()]
 
         return answer_requests(pb_utils, requests, compute)

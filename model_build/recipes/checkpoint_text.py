@@ -115,7 +115,8 @@ def tokenizer_params(model: ModelSpec, folder: pathlib.Path, pad_id: Optional[in
 
 def window_params(model: ModelSpec, seq: int, specials: int) -> dict[str, str]:
     """question-answering's overlapping windows (hf_tokenize.py): doc_stride as the pipeline defaults it, refused
-    where even a one-token question would leave a window no context beyond it."""
+    where even a one-token question would leave a window no context beyond it; that bound is also a request's
+    (parameters.doc_stride, hf_answer.REQUEST_OPTIONS)."""
     task = task_of(model)
     stride = task.doc_stride if task.doc_stride is not None else min(seq // 2, 128)
     most = seq - specials - 2  # a window of seq tokens: the specials, one question token, more than stride
@@ -124,7 +125,7 @@ def window_params(model: ModelSpec, seq: int, specials: int) -> dict[str, str]:
                          f"with sequence_length {seq} (a window holds {specials} special tokens, the question and "
                          f"more than doc_stride context tokens); fix: set doc_stride to at most {most}, e.g. "
                          f"{min(seq // 2, 128)} (the pipeline's default)")
-    return {"doc_stride": str(stride), "max_windows": str(task.max_windows if stride else 1)}
+    return {"doc_stride": str(stride), "max_doc_stride": str(most), "max_windows": str(task.max_windows)}
 
 
 def labels(folder: pathlib.Path) -> dict[int, str]:
@@ -154,7 +155,11 @@ def answer_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
         return {"id2label": names, "aggregation_strategy": task.aggregation.value, "ignore_labels": ["O"],
                 "continuing_subword_prefix": backend["model"].get("continuing_subword_prefix"),
                 "normalizer": backend.get("normalizer"), "unk_token_id": tok.unk_token_id}
-    # sequence_length: the bound of a request's max_answer_len (hf_answer.REQUEST_OPTIONS).
+    # sequence_length: the bound of a request's max_answer_len; doc_stride and max_doc_stride: the tokenizer step's
+    # (which applies a request's doc_stride), the answer step refuses a request's beyond it (hf_answer.REQUEST_OPTIONS).
+    seq = sequence_length(model, folder)
+    windows = window_params(model, seq, tokenizer(folder).num_special_tokens_to_add(pair=True))
     return {"id2label": names, "top_k": task.top_k, "max_answer_len": task.max_answer_length,
-            "handle_impossible_answer": False, "align_to_words": True, "sequence_length": sequence_length(model, folder)}
+            "handle_impossible_answer": False, "align_to_words": True, "sequence_length": seq,
+            "doc_stride": int(windows["doc_stride"]), "max_doc_stride": int(windows["max_doc_stride"])}
 

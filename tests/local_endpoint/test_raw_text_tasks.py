@@ -56,7 +56,7 @@ models:
     max_batch_size: 8
     sequence_length: 64
   answers:
-    task: {kind: question-answering, top_k: 2, requests: {options: [top_k, max_answer_len], max_answer_len: 30}}
+    task: {kind: question-answering, top_k: 2, requests: {options: [top_k, max_answer_len, doc_stride], max_answer_len: 30}}
     backend: onnxruntime
     weights: answers-roberta
     max_batch_size: 8
@@ -451,11 +451,12 @@ QUESTION = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "d
 
 
 def test_the_spec_s_request_bounds_hold_through_the_ensemble(built, runtime):
-    # answers: task.requests allows top_k and max_answer_len (at most 30), not handle_impossible_answer.
+    # answers: task.requests allows top_k, max_answer_len (at most 30) and doc_stride, not handle_impossible_answer.
     from botocore.exceptions import ClientError
 
     got = _invoke_json(runtime, built, "answers", {**QUESTION, "parameters": {"max_answer_len": 30}})
-    assert json.loads(got["options"][0]) == {"top_k": 2, "max_answer_len": 30, "handle_impossible_answer": False}
+    assert json.loads(got["options"][0]) == {"top_k": 2, "max_answer_len": 30, "handle_impossible_answer": False,
+                                             "doc_stride": 32}
     refusals = {}
     for sent in ({"max_answer_len": 31}, {"handle_impossible_answer": True}):
         with pytest.raises(ClientError) as caught:
@@ -468,4 +469,25 @@ def test_the_spec_s_request_bounds_hold_through_the_ensemble(built, runtime):
         "{\"max_answer_len\": 1} beside \"inputs\""), refusals
     assert refusals["handle_impossible_answer"].endswith(
         "request parameter 'handle_impossible_answer' is not allowed on this endpoint (its spec's "
-        "task.requests.options: top_k, max_answer_len); remove 'handle_impossible_answer'"), refusals
+        "task.requests.options: top_k, max_answer_len, doc_stride); remove 'handle_impossible_answer'"), refusals
+
+
+def test_a_request_s_doc_stride_cuts_the_context_as_the_pipeline_called_with_it(built, runtime, tmp_path):
+    import transformers
+
+    task = load_spec(built.spec_path).models["answers"].task
+    long = task_reference.rows(task, 64)[-1]
+    body = {"inputs": [{"name": "TEXT", "shape": [1, 1], "datatype": "BYTES", "data": [long.text]},
+                       {"name": "TEXT_PAIR", "shape": [1, 1], "datatype": "BYTES", "data": [long.pair]}],
+            "parameters": {"doc_stride": 8}}
+    got = _invoke_json(runtime, built, "answers", body)
+    assert json.loads(got["options"][0])["doc_stride"] == 8
+    answer, params = task_check.answer_step(_chain(built, "answers", tmp_path))
+    _, want = task_reference.qa_reference(built.root / "answers-roberta", 64, 8, [long], answer.qa_module(), params)
+    _, other = task_reference.qa_reference(built.root / "answers-roberta", 64, 32, [long], answer.qa_module(), params)
+    ours = [json.loads(got["answers"][0])]
+    assert task_reference.compare(task, ours, want, 1e-4) == (pytest.approx(0, abs=1e-4), [])
+    assert ours != other  # the stride changed the windows, and the answer with them
+    windows = transformers.AutoTokenizer.from_pretrained(built.root / "answers-roberta")(
+        long.text, long.pair, truncation="only_second", max_length=64, stride=8, return_overflowing_tokens=True)
+    assert len(windows["input_ids"]) >= 3

@@ -1,6 +1,7 @@
 """What one request's KServe v2 ``parameters`` change in the answer step (model_build/python_models/hf_answer.py):
 the options pipeline() takes per call (object-detection's threshold; classification's top_k and function_to_apply;
-token-classification's aggregation_strategy; question-answering's top_k, max_answer_len, handle_impossible_answer),
+token-classification's aggregation_strategy; question-answering's top_k, max_answer_len, handle_impossible_answer,
+doc_stride),
 each refused with a message naming it, the value and the bound when outside; an option of another task is refused.
 That the answers then equal pipeline() called with the same options: tests/local_endpoint/test_raw_text_tasks.py."""
 import pytest
@@ -31,7 +32,8 @@ def test_an_option_of_another_task_is_refused_naming_the_models_own():
 
 CLASSIFIER = {"id2label": {0: "neg", 1: "pos", 2: "neutral"}, "top_k": 2, "function": "softmax"}
 ENTITIES = {"id2label": {0: "O", 1: "B-PER"}, "aggregation_strategy": "simple"}
-ANSWERS = {"id2label": {}, "top_k": 1, "max_answer_len": 15, "handle_impossible_answer": False, "sequence_length": 64}
+ANSWERS = {"id2label": {}, "top_k": 1, "max_answer_len": 15, "handle_impossible_answer": False, "sequence_length": 64,
+           "doc_stride": 32, "max_doc_stride": 59}
 
 
 @pytest.mark.parametrize("task, params, sent, changed", [
@@ -42,6 +44,8 @@ ANSWERS = {"id2label": {}, "top_k": 1, "max_answer_len": 15, "handle_impossible_
     ("token-classification", ENTITIES, {"aggregation_strategy": "first"}, {"aggregation_strategy": "first"}),
     ("question-answering", ANSWERS, {"top_k": 3, "max_answer_len": 30, "handle_impossible_answer": "true"},
      {"top_k": 3, "max_answer_len": 30, "handle_impossible_answer": True}),
+    ("question-answering", ANSWERS, {"doc_stride": "0"}, {"doc_stride": 0}),   # applied by the tokenizer step
+    ("question-answering", ANSWERS, {"doc_stride": 59}, {"doc_stride": 59}),
 ])
 def test_a_request_option_sets_what_pipeline_calls_it(task, params, sent, changed):
     got = hf_answer.with_request_parameters(task, params, sent)
@@ -67,6 +71,9 @@ def test_a_request_option_sets_what_pipeline_calls_it(task, params, sent, change
     ("question-answering", ANSWERS, {"max_answer_len": 65},
      "request parameter 'max_answer_len' is 65; allowed: an integer from 1 to 64, the longest answer in tokens (this "
      "model's default: 15); send e.g. \"parameters\": {\"max_answer_len\": 1} beside \"inputs\""),
+    ("question-answering", ANSWERS, {"doc_stride": 60},
+     "request parameter 'doc_stride' is 60; allowed: an integer from 0 to 59, the context tokens each window repeats "
+     "from the one before (this model's default: 32); send e.g. \"parameters\": {\"doc_stride\": 0} beside \"inputs\""),
     ("question-answering", ANSWERS, {"handle_impossible_answer": 1},
      "request parameter 'handle_impossible_answer' is 1; allowed: true or false, whether an empty answer may win "
      "(this model's default: False); send e.g. \"parameters\": {\"handle_impossible_answer\": true} beside "

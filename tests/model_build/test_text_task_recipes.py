@@ -147,3 +147,34 @@ def test_a_folder_sentence_transformers_cannot_load_is_refused_naming_it(tmp_pat
     assert message.startswith(f"{folder}: sentence-transformers cannot load it as a sentence embedder (")
     assert message.endswith("); save a text encoder there (SentenceTransformer.save, or save_pretrained of a model "
                             "and its tokenizer)")
+
+
+def test_a_doc_stride_no_window_can_hold_is_refused_naming_the_bound(tmp_path):
+    from model_build.recipes import task_steps
+
+    text_checkpoints.save(tmp_path / "reader", "question-answering", "bert")
+    spec = make_spec(tmp_path, """\
+        m:
+          task: {kind: question-answering, doc_stride: 28}
+          backend: onnxruntime
+          weights: reader
+          max_batch_size: 4
+          sequence_length: 32
+        """, version="25.09")
+    with pytest.raises(BuildError) as caught:
+        task_steps.tokenize(spec.models["m-tokenize"], spec.root, consumer_int32=False)
+    # 32 tokens: [CLS] q [SEP] c [SEP] holds 3 special tokens and at least one question token.
+    assert str(caught.value) == (
+        "models.m.task.doc_stride: 28; allowed: 0 to 27 with sequence_length 32 (a window holds 3 special tokens, the "
+        "question and more than doc_stride context tokens); fix: set doc_stride to at most 27, e.g. 16 (the "
+        "pipeline's default)")
+    spec = make_spec(tmp_path, """\
+        m:
+          task: {kind: question-answering, doc_stride: 27}
+          backend: onnxruntime
+          weights: reader
+          max_batch_size: 4
+          sequence_length: 32
+        """, version="25.09")
+    made = task_steps.tokenize(spec.models["m-tokenize"], spec.root, consumer_int32=False)
+    assert made.parameters["doc_stride"] == "27" and made.parameters["max_doc_stride"] == "27"

@@ -168,3 +168,23 @@ def test_a_question_that_leaves_no_room_beyond_the_stride_is_refused_naming_the_
         f"TEXT row 1 is {room + 1} tokens; this model reads {MAX_LENGTH} tokens per window (its sequence_length) and "
         f"repeats {STRIDE} context tokens from one window to the next (task.doc_stride), so TEXT must leave TEXT_PAIR "
         f"more than {STRIDE}: send a TEXT of at most {room} tokens")
+
+
+@pytest.mark.parametrize("sent, used", [(4, 4), ("0", 0), (4.0, 4), (10_000, STRIDE), ("wide", STRIDE), (True, STRIDE)])
+def test_a_request_sends_its_own_doc_stride_for_itself_only(folders, sent, used):
+    """The pipeline's per-call doc_stride: applied where the answer step takes it (hf_answer.REQUEST_OPTIONS, which
+    refuses the rest naming the bound); the next request gets the spec's again."""
+    step = hf_tokenize.Tokenize(str(folders["bert"] / "tokenizer.json"), {
+        "max_length": str(MAX_LENGTH), "pair": "required", "truncation": "only_second", "doc_stride": str(STRIDE),
+        "max_doc_stride": "27", "max_windows": "64"})
+    reference = transformers.AutoTokenizer.from_pretrained(folders["bert"])
+    context = _long_text(40, seed=4)
+
+    def windows(stride):
+        return len(reference("who?", context, truncation="only_second", max_length=MAX_LENGTH, stride=stride,
+                             return_overflowing_tokens=True)["input_ids"])
+
+    made = step.encode(["who?"], [context], {"doc_stride": sent})
+    assert int(made["window_count"][0, 0]) + 1 == windows(used)
+    again = step.encode(["who?"], [context])
+    assert int(again["window_count"][0, 0]) + 1 == windows(STRIDE) != windows(4)

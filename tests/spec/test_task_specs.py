@@ -73,6 +73,14 @@ REFUSED = {
                                                                          "threshold": 0.3}}},
                                     "models.sentiment.task.threshold: got 0.3; allowed: only with object-detection; "
                                     "fix: remove threshold"),
+    "a doc_stride on a classifier": ({"sentiment": {**SENTIMENT, "task": {"kind": "text-classification",
+                                                                          "doc_stride": 64}}},
+                                     "models.sentiment.task.doc_stride: got 64; allowed: only with question-answering; "
+                                     "fix: remove doc_stride"),
+    "max_windows on a tagger": ({"sentiment": {**SENTIMENT, "task": {"kind": "token-classification",
+                                                                     "max_windows": 4}}},
+                                "models.sentiment.task.max_windows: got 4; allowed: only with question-answering; "
+                                "fix: remove max_windows"),
     "a step name taken": ({"sentiment": SENTIMENT,
                            "sentiment-tokenize": {"backend": "python", "source": {"recipe": "text-preprocess"}}},
                           "models.sentiment-tokenize: got a model declared by hand; allowed: no model of this name: "
