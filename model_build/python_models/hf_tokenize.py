@@ -156,14 +156,22 @@ class Tokenize:
         """Each window repeats ``doc_stride`` context tokens of the one before, so a question must leave the context
         more than that in ``max_length`` tokens (transformers' call panics in tokenizers otherwise)."""
         room = self.max_length - self._special_tokens() - self.stride - 1
-        for row, text in enumerate(first):
+        found = self._longer_than(first, room)
+        if found:
+            row, count = found
+            raise RequestError(
+                f"TEXT row {row} is {count} tokens; this model reads {self.max_length} tokens per window (its "
+                f"sequence_length) and repeats {self.stride} context tokens from one window to the next "
+                f"({self._stride_source()}), so TEXT must leave TEXT_PAIR more than {self.stride}: send a TEXT of at "
+                f"most {room} tokens")
+
+    def _longer_than(self, texts, room):
+        """The first row whose text has more than ``room`` tokens (no special tokens): (row, tokens), else None."""
+        for row, text in enumerate(texts):
             count = len(self.counter.encode(text, add_special_tokens=False).ids)
             if count > room:
-                raise RequestError(
-                    f"TEXT row {row} is {count} tokens; this model reads {self.max_length} tokens per window (its "
-                    f"sequence_length) and repeats {self.stride} context tokens from one window to the next "
-                    f"({self._stride_source()}), so TEXT must leave TEXT_PAIR more than {self.stride}: send a TEXT of at "
-                    f"most {room} tokens")
+                return row, count
+        return None
 
     def _stride_source(self):
         return "task.doc_stride" if self.stride == self.default_stride else "the request's doc_stride"
@@ -203,13 +211,13 @@ class Tokenize:
         ("Truncation error: Sequence to truncate too short to respect the provided max_length"), and so does
         transformers' own tokenizer call with ``truncation="only_second"``."""
         room = self.max_length - self._special_tokens() - 1
-        for row, text in enumerate(first):
-            count = len(self.counter.encode(text, add_special_tokens=False).ids)
-            if count > room:
-                return RequestError(
-                    f"TEXT row {row} is {count} tokens; this model reads at most {self.max_length} tokens per row "
-                    f"(its sequence_length) and cuts only TEXT_PAIR to fit, so TEXT must leave it room: send a "
-                    f"TEXT of at most {room} tokens")
+        found = self._longer_than(first, room)
+        if found:
+            row, count = found
+            return RequestError(
+                f"TEXT row {row} is {count} tokens; this model reads at most {self.max_length} tokens per row "
+                f"(its sequence_length) and cuts only TEXT_PAIR to fit, so TEXT must leave it room: send a "
+                f"TEXT of at most {room} tokens")
         return RequestError(f"a row's TEXT leaves TEXT_PAIR no room within {self.max_length} tokens; send a "
                             "shorter TEXT")
 

@@ -101,8 +101,10 @@ def test_cfn_lint_reports_a_planted_defect_in_a_stage_assembly(tmp_path):
     assert validation_violations(assembly) == ["CloudFormation Validate W3011 Dev/Endpoint/Config"]
 
 
-def test_two_synths_of_unchanged_inputs_are_identical(tmp_path):
-    first = synth_spec(ROOT / "triton.yaml", tmp_path / "a").app.synth()
+def test_two_synths_of_unchanged_inputs_are_identical(default_synth, tmp_path):
+    # The session's synth of the default spec (other tests have usually synthesized it already: CDK keeps the
+    # assembly) against a second one, in another folder, from another fabricated build.
+    first = default_synth.app.synth()
     second = synth_spec(ROOT / "triton.yaml", tmp_path / "b").app.synth()
     files = sorted(p.relative_to(first.directory) for p in pathlib.Path(first.directory).rglob("*")
                    if p.suffix == ".json" and p.name not in ("tree.json", "validation-report.json"))

@@ -149,32 +149,28 @@ def test_a_folder_sentence_transformers_cannot_load_is_refused_naming_it(tmp_pat
                             "and its tokenizer)")
 
 
-def test_a_doc_stride_no_window_can_hold_is_refused_naming_the_bound(tmp_path):
+def _reader_tokenizer_step(tmp_path, doc_stride: int):
     from model_build.recipes import task_steps
 
-    text_checkpoints.save(tmp_path / "reader", "question-answering", "bert")
-    spec = make_spec(tmp_path, """\
+    spec = make_spec(tmp_path, f"""\
         m:
-          task: {kind: question-answering, doc_stride: 28}
+          task: {{kind: question-answering, doc_stride: {doc_stride}}}
           backend: onnxruntime
           weights: reader
           max_batch_size: 4
           sequence_length: 32
         """, version="25.09")
+    return task_steps.tokenize(spec.models["m-tokenize"], spec.root, consumer_int32=False)
+
+
+def test_a_doc_stride_no_window_can_hold_is_refused_naming_the_bound(tmp_path):
+    text_checkpoints.save(tmp_path / "reader", "question-answering", "bert")
     with pytest.raises(BuildError) as caught:
-        task_steps.tokenize(spec.models["m-tokenize"], spec.root, consumer_int32=False)
+        _reader_tokenizer_step(tmp_path, 28)
     # 32 tokens: [CLS] q [SEP] c [SEP] holds 3 special tokens and at least one question token.
     assert str(caught.value) == (
         "models.m.task.doc_stride: 28; allowed: 0 to 27 with sequence_length 32 (a window holds 3 special tokens, the "
         "question and more than doc_stride context tokens); fix: set doc_stride to at most 27, e.g. 16 (the "
         "pipeline's default)")
-    spec = make_spec(tmp_path, """\
-        m:
-          task: {kind: question-answering, doc_stride: 27}
-          backend: onnxruntime
-          weights: reader
-          max_batch_size: 4
-          sequence_length: 32
-        """, version="25.09")
-    made = task_steps.tokenize(spec.models["m-tokenize"], spec.root, consumer_int32=False)
+    made = _reader_tokenizer_step(tmp_path, 27)
     assert made.parameters["doc_stride"] == "27" and made.parameters["max_doc_stride"] == "27"
