@@ -16,7 +16,7 @@ import json
 import pathlib
 import sys
 import types
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -65,12 +65,19 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
     task = chain.task
     params = step_parameters(chain.dirs[0])
     seq = int(params["max_length"])
-    inputs = task_reference.rows(task, seq)
+    module = step_module(chain.dirs[0], "tokenize")
     # The check's long context may take more windows than the spec lets a request (task.max_windows): the windows
     # are what is checked here, the limit by tests/model_build/test_tokenize_step.py.
-    checked = {**params, "max_windows": "64"} if "doc_stride" in params else params
-    tokenizer = step_module(chain.dirs[0], "tokenize").Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"),
-                                                           checked)
+    checked = {**params, "max_windows": str(task_reference.MOST_WINDOWS)} if "doc_stride" in params else params
+    tokenizer = module.Tokenize(str(layout.version_dir(chain.dirs[0]) / "tokenizer.json"), checked)
+
+    def windows_of(question: str, context: str) -> Optional[int]:
+        try:
+            return 1 + int(tokenizer.encode([question], [context])["window_count"][0, 0])
+        except module.RequestError:  # a question with no room beyond the stride, or more windows than checked
+            return None
+
+    inputs = task_reference.rows(task, seq, windows_of if "doc_stride" in params else None)
     # The inputs as one request (rows padded to the longest's bucket), then each alone (a short text padded to
     # its own bucket, as most applications send them): both must answer as the reference.
     (ours, *alone), (tokens, *_), ran = run_requests(chain, tokenizer, [inputs] + [[row] for row in inputs],
@@ -88,12 +95,16 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
                          f"{len(problems)} of {len(inputs)} inputs: " + "; ".join(problems[:3]) + ". " +
                          (TOKENS_DIFFER if wrong_tokens else ANSWERS_DIFFER))
     measure = "1 - cosine" if task.kind is TaskKind.SENTENCE_EMBEDDING else "max score difference"
-    log(f"  {chain.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g})")
+    # Question answering: how many windows its longest context took (1: the check's question leaves no room).
+    windows = {"windows": max(windows_of(r.text, r.pair) or 1 for r in inputs)} if "doc_stride" in params else {}
+    said = f", contexts of up to {windows['windows']} windows" if windows else ""
+    log(f"  {chain.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g}{said})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
                         version=ran["version"], device="cpu", cases=len(inputs), max_abs_error=worst,
                         details={"reference": where, "measure": measure, "task": task.kind.value,
                                  "sequence_length": seq, "tokenize": f"tokenizers {package_version('tokenizers')} "
-                                 f"(Python {sys.version_info.major}.{sys.version_info.minor} of the build)"})
+                                 f"(Python {sys.version_info.major}.{sys.version_info.minor} of the build)",
+                                 **windows})
 
 
 def reference(chain: Chain, seq: int, inputs: list) -> tuple[str, list[Any]]:
