@@ -188,3 +188,21 @@ def test_a_request_sends_its_own_doc_stride_for_itself_only(folders, sent, used)
     assert int(made["window_count"][0, 0]) + 1 == windows(used)
     again = step.encode(["who?"], [context])
     assert int(again["window_count"][0, 0]) + 1 == windows(STRIDE) != windows(4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_builds_long_context_takes_several_windows_of_any_tokenizer(folders, family):
+    """The build's check (task_check) reads one context of 2 to MOST_WINDOWS windows, cut to fit the tokenizer."""
+    from model_build.backends.ensemble import task_reference
+
+    step = _window_step(folders[family], max_windows=task_reference.MOST_WINDOWS)
+
+    def windows_of(question, context):
+        try:
+            return 1 + int(step.encode([question], [context])["window_count"][0, 0])
+        except hf_tokenize.RequestError:
+            return None
+
+    row = task_reference.long_row(MAX_LENGTH, windows_of)
+    assert row is not None and 2 <= windows_of(row.text, row.pair) <= task_reference.MOST_WINDOWS
+    assert task_reference.long_row(MAX_LENGTH, lambda question, context: None) is None  # the question refused
