@@ -484,12 +484,53 @@ def test_question_answering_over_windows_comparison_can_fail(window_outputs, def
 RECORDED_WINDOWS = json.loads((pathlib.Path(__file__).parent / "golden" / "qa_windows_pipeline_4_57_6.json").read_text())
 
 
+def _recorded_window(w: dict) -> qa_step.Window:
+    """A window recorded from the 4.57.6 pipeline (logits and encoding) as the step takes it."""
+    return qa_step.window(np.array(w["start_logits"], dtype=np.float32), np.array(w["end_logits"], dtype=np.float32),
+                          np.array(w["offsets"], dtype=np.int64), np.array(w["sequence_ids"], dtype=np.int64),
+                          np.array(w["word_ids"], dtype=np.int64))
+
+
 @pytest.mark.parametrize("case", RECORDED_WINDOWS, ids=lambda case: f"{len(case['windows'])} windows")
 def test_qa_windows_match_recorded_4_57_pipeline(case):
-    windows = [qa_step.window(np.array(w["start_logits"], dtype=np.float32), np.array(w["end_logits"], dtype=np.float32),
-                              np.array(w["offsets"], dtype=np.int64), np.array(w["sequence_ids"], dtype=np.int64),
-                              np.array(w["word_ids"], dtype=np.int64)) for w in case["windows"]]
+    windows = [_recorded_window(w) for w in case["windows"]]
     got = qa_step.answer_windows(case["context"], windows, case["params"])
     assert len(windows) >= 4
     assert [(g["start"], g["end"], g["answer"]) for g in got] == [(s, e, text) for _, s, e, text in case["answers"]]
     assert [m for (score, *_), g in zip(case["answers"], got) for m in _score_mismatch("", score, g["score"])] == []
+
+
+# Recorded once from the real QuestionAnsweringPipeline of transformers 4.57.6 (as RECORDED_WINDOWS), on contexts of
+# exactly 1 to 10 windows made as window_outputs makes them, called with max_seq_len=32, doc_stride=8 and each of
+# QA_PARAMS: each window's logits and encoding as the pipeline saw them, and its answers. (The tiny WordPiece
+# tokenizer is trained anew in each process and tokenizers' trainer breaks ties differently from run to run, so the
+# windows are stored, not remade.)
+RECORDED_1_TO_10 = json.loads(
+    (pathlib.Path(__file__).parent / "golden" / "qa_windows_1_to_10_pipeline_4_57_6.json").read_text())
+
+
+def test_qa_over_1_to_10_windows_matches_the_recorded_4_57_pipeline():
+    problems, compared = [], 0
+    for context in RECORDED_1_TO_10:
+        windows = [_recorded_window(w) for w in context["windows"]]
+        for case in context["cases"]:
+            got = qa_step.answer_windows(context["context"], windows, case["params"])
+            where = f"{len(windows)} windows, {case['params']}"
+            want = [(s, e, text) for _, s, e, text in case["answers"]]
+            if [(g["start"], g["end"], g["answer"]) for g in got] != want:
+                problems.append(f"{where}: {[(g['start'], g['end'], g['answer']) for g in got]} != {want}")
+                continue
+            problems += [m for (score, *_), g in zip(case["answers"], got) for m in _score_mismatch(where, score, g["score"])]
+            compared += 1
+    assert problems == []
+    assert [len(c["windows"]) for c in RECORDED_1_TO_10] == list(range(1, 11)) and compared == 40
+
+
+def test_the_recorded_1_to_10_comparison_sees_a_reader_of_the_first_window_only():
+    differ = 0
+    for context in RECORDED_1_TO_10[1:]:
+        window = _recorded_window(context["windows"][0])
+        for case in context["cases"]:
+            got = qa_step.answer_windows(context["context"], [window], case["params"])
+            differ += [(g["start"], g["end"]) for g in got] != [(s, e) for _, s, e, _ in case["answers"]]
+    assert differ >= 10
