@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
-from step_requests import RequestError, answer_requests  # noqa: E402
+from step_requests import RequestError, answer_requests, parameter_number  # noqa: E402
 
 try:  # absent when the build imports this file to verify the ensemble (model_build/backends/ensemble)
     import triton_python_backend_utils as pb_utils
@@ -58,16 +58,6 @@ def classify(logits, params):
     return {"labels": labels, "scores": np.take_along_axis(scores, order, axis=-1).astype(np.float32)}
 
 
-def _number(value):
-    """A JSON number, or a string holding one (clients whose parameters are all strings); None otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
 def _refused(name, value, allowed, default, example):
     return RequestError(f"request parameter {name!r} is {value!r}; allowed: {allowed} (this model's default: "
                         f"{default}); send e.g. \"parameters\": {{\"{name}\": {example}}} beside \"inputs\"")
@@ -80,7 +70,7 @@ def _spec_bound(params, name):
 
 def _integer(low, high_of, meaning):
     def read(name, value, params, key):
-        number = _number(value)
+        number = parameter_number(value)
         high, spec = high_of(params), _spec_bound(params, name)
         said = ""
         if spec is not None and spec < high:
@@ -114,7 +104,7 @@ def _flag(meaning):
 
 
 def _threshold(name, value, params, key):
-    number = _number(value)
+    number = parameter_number(value)
     low = _spec_bound(params, name)
     said = "" if low is None else " (this endpoint's task.requests bound)"
     low = 0 if low is None else low
@@ -217,9 +207,8 @@ def question_answers(inputs, params, run_model=None):
 def other_windows(inputs):
     """(row, window) of each row's windows after its first, in row order, and their token tensors as one batch
     ({name: [windows, tokens]}; empty where there are none)."""
-    rows = len(np.asarray(inputs["TEXT_PAIR"]).reshape(-1))
-    counts = np.asarray(inputs["window_count"]).reshape(-1) if "window_count" in inputs else [0] * rows
-    others = [(row, k) for row in range(rows) for k in range(int(counts[row]))]
+    counts = np.asarray(inputs["window_count"]).reshape(-1)
+    others = [(row, k) for row, count in enumerate(counts) for k in range(int(count))]
     if not others:
         return others, {}
     return others, {name: np.stack([inputs["window_" + name][row, k] for row, k in others])

@@ -33,7 +33,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
-from step_requests import RequestError, answer_requests  # noqa: E402
+from step_requests import RequestError, answer_requests, parameter_number  # noqa: E402
 
 import numpy as np
 
@@ -84,15 +84,8 @@ class Tokenize:
     def _use_request_stride(self, parameters):
         """A request's ``doc_stride`` (the pipeline's per-call option) where it is an integer this model can take,
         for this request only; anything else is left to the answer step, which refuses it naming the bound."""
-        value = parameters.get("doc_stride")
+        number = parameter_number(parameters.get("doc_stride"))  # read as the answer step reads it
         self.stride = self.default_stride
-        # What the answer step's reader takes (hf_answer._integer): a whole number, or a string holding one.
-        number = None
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
         if number is not None and number.is_integer() and 0 <= number <= self.max_stride:
             self.stride = int(number)
         self.tokenizer.enable_truncation(self.max_length, stride=self.stride, strategy=self.strategy,
@@ -187,22 +180,19 @@ class Tokenize:
                     f"{self.stride}); this model reads at most {self.max_windows} per row (task.max_windows): send a "
                     "shorter TEXT_PAIR, or raise task.max_windows in the spec")
         out = self._arrays(encodings)
-        deepest = max(1, max(len(more) for more in extra))
         flat = [e for more in extra for e in more]
         # A request without extra windows still sends the tensors (Triton wants each declared output): one padding
         # token each, which window_count (0) says to skip.
         made = self._arrays(flat) if flat else None
-        width = made["input_ids"].shape[1] if made else 1
+        shape = (len(encodings), max(1, max(len(more) for more in extra)), made["input_ids"].shape[1] if made else 1)
+        rows = [row for row, more in enumerate(extra) for _ in more]
+        places = [k for more in extra for k in range(len(more))]
         fills = {"input_ids": self.pad_id, "word_ids": -1, "sequence_ids": -1}
         for name in WINDOW_TENSORS:
             tail = (2,) if name == "offsets" else ()
-            out["window_" + name] = np.full((len(encodings), deepest, width) + tail, fills.get(name, 0), np.int64)
-        index = 0
-        for row, more in enumerate(extra):
-            for k in range(len(more)):
-                for name in WINDOW_TENSORS:
-                    out["window_" + name][row, k] = made[name][index]
-                index += 1
+            out["window_" + name] = np.full(shape + tail, fills.get(name, 0), np.int64)
+            if made:
+                out["window_" + name][rows, places] = made[name]
         out["window_count"] = np.array([[len(more)] for more in extra], dtype=np.int64)
         return out
 

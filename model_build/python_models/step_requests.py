@@ -7,6 +7,17 @@ class RequestError(ValueError):
     """A client mistake: answered as 400 with this message."""
 
 
+def parameter_number(value):
+    """A request parameter's number: a JSON number, or a string holding one (clients whose parameters are all
+    strings); None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
 def answer_requests(pb_utils, requests, compute):
     """One response per request: ``compute(request)``'s output tensors, or the RequestError it raised."""
     responses = []

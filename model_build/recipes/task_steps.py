@@ -14,6 +14,7 @@ from deployment_spec.sections.request_options import APPLIED_OPTIONS, OPTIONS, R
 from deployment_spec.sections.requirements import NO_DEPS
 from model_build.errors import BuildError
 from model_build.recipes.contract import TEMPLATES, PythonModel
+from model_build.tensor_types import unindexed
 
 # What hf_tokenize.py imports beyond numpy, at the release the build runs (requirements.lock), so the
 # tokenizer verified at build time is the one that serves; wheels exist for CPython 3.9 and newer. Without the
@@ -131,7 +132,6 @@ def _pipeline_params(model: ModelSpec, folder: pathlib.Path) -> dict[str, Any]:
 def window_model(model: ModelSpec, entry: ModelEntry) -> str:
     """The answer step's ``window_model`` parameter (hf_answer.py): the model step's name, input tensors (by the
     tokenizer step's name for each: the pytorch backend's carry ``__<index>``), outputs and batch size."""
-    plain = lambda name: name.split("__")[0]  # noqa: E731
     return json.dumps({"name": entry.name, "max_batch_size": model.max_batch_size,
-                       "inputs": {plain(t.name): [t.name, t.data_type] for t in entry.inputs},
-                       "outputs": {plain(t.name): t.name for t in entry.outputs}}, sort_keys=True)
+                       "inputs": {unindexed(t.name): [t.name, t.data_type] for t in entry.inputs},
+                       "outputs": {unindexed(t.name): t.name for t in entry.outputs}}, sort_keys=True)

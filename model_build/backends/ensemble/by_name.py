@@ -1,12 +1,12 @@
 """A task's ensemble steps wired by tensor name (deployment_spec/sections/tasks.py), once the steps' tensors are known."""
 from __future__ import annotations
 
-import re
 from typing import Mapping
 
 from deployment_spec.sections import dali, tasks
 from deployment_spec.builds.manifest import ModelEntry
 from deployment_spec.sections.model import EnsembleStep, ModelSpec
+from model_build.tensor_types import unindexed
 
 # A DALI first step (task.preprocess: dali) keeps the dali backend's tensor names (its external_source is the
 # model's input); the ensemble calls them what a Python first step calls them.
@@ -30,4 +30,4 @@ def by_name(model: ModelSpec, steps: Mapping[str, ModelEntry]) -> tuple[Ensemble
 def plain(tensor: str) -> str:
     """A tensor's name without the ``__<index>`` the pytorch backend's names carry (input_ids__0: input_ids); a DALI
     step's by its ALIASES name."""
-    return ALIASES.get(tensor) or re.sub(r"__\d+$", "", tensor)
+    return ALIASES.get(tensor) or unindexed(tensor)

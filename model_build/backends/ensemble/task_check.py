@@ -98,7 +98,7 @@ def check(chain: Chain, scratch: pathlib.Path, log: Callable[[str], None]) -> Ve
                          (TOKENS_DIFFER if wrong_tokens else ANSWERS_DIFFER))
     measure = "1 - cosine" if task.kind is TaskKind.SENTENCE_EMBEDDING else "max score difference"
     # Question answering: how many windows its longest context took (1: the check's question leaves no room).
-    windows = {"windows": max(windows_of(r.text, r.pair) or 1 for r in inputs)} if "doc_stride" in params else {}
+    windows = {"windows": 1 + int(tokens["window_count"].max())} if "window_count" in tokens else {}
     said = f", contexts of up to {windows['windows']} windows" if windows else ""
     log(f"  {chain.name}: {len(inputs)} raw inputs answer as {where} ({measure} {worst:.2g}{said})")
     return Verification(ran=True, triton_version=chain.triton_version, runtime=ran["runtime"],
