@@ -11,6 +11,7 @@ import json
 import pathlib
 import re
 import subprocess
+import time
 import urllib.request
 import sys
 import threading
@@ -210,8 +211,16 @@ def test_the_served_model_counts_its_requests_tokens_and_time_to_first_token(ser
     client = local_client("sagemaker-runtime", url)
     for prompt in ("hello", "the weather in tokyo"):
         _stream(client, "Gen-dev-chat", {"text_input": prompt, "parameters": {"max_new_tokens": 5}})
-    after = _writer_metrics(metrics)
-    moved = {name: after[name] - before.get(name, 0.0) for name in after}
+    # The model records a finished request's series on a thread of its own (generation_metrics.py: a metric call never
+    # holds up an answer), so the client may read the page before the last one is in: read until the series recorded
+    # last (the inter-token gaps) has both requests', for at most 10 s.
+    deadline = time.monotonic() + 10
+    while True:
+        after = _writer_metrics(metrics)
+        moved = {name: after[name] - before.get(name, 0.0) for name in after}
+        if moved.get("tritonsm_generation_inter_token_latency_seconds_count", 0) >= 8 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert moved["tritonsm_generation_time_to_first_token_seconds_count"] == 2
     assert moved["tritonsm_generation_requests_total"] == 2
     assert moved["tritonsm_generation_output_tokens_total"] == 10  # 5 each: the tiny model never ends early here
