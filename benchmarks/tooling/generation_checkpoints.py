@@ -4,6 +4,7 @@ tooling's shared corpus): what the generation tests, the served-generation tests
 initialisation a random model repeats one), so a wrong position or cache shows in the tokens."""
 from __future__ import annotations
 
+import json
 import pathlib
 from typing import Any, Optional
 
@@ -97,7 +98,10 @@ def save_whisper(folder: pathlib.Path, multilingual: bool = True, seed: int = 0)
     import transformers
 
     tok = tokenizer()
-    tok.add_special_tokens({"additional_special_tokens": list(WHISPER_SPECIALS)})
+    # As openai/whisper-*: <|endoftext|> is its bos, eos, unk and pad, and the special tokens come after the text's
+    # (WhisperTokenizer.get_prompt_ids refuses a prompt's ids from the first special one on).
+    tok.add_special_tokens({"additional_special_tokens": list(WHISPER_SPECIALS), "bos_token": "<|endoftext|>",
+                            "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>", "pad_token": "<|endoftext|>"})
     ids = {token: tok.convert_tokens_to_ids(token) for token in WHISPER_SPECIALS}
     eos, start = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
     config = transformers.WhisperConfig(
@@ -124,5 +128,7 @@ def save_whisper(folder: pathlib.Path, multilingual: bool = True, seed: int = 0)
     model.generation_config = generation
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
+    saved = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**saved, "tokenizer_class": "WhisperTokenizer"}))
     transformers.WhisperFeatureExtractor(feature_size=80).save_pretrained(folder)
     return folder

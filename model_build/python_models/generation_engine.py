@@ -130,6 +130,7 @@ class Settings:
     stream: bool = True
     language: Optional[str] = None  # speech: generate's per-call language and task (whisper_prompt.py)
     task: Optional[str] = None
+    prompt: Optional[str] = None  # Whisper: text that conditions the decoder (generate's prompt_ids)
 
     @property
     def greedy(self) -> bool:
@@ -143,7 +144,7 @@ class Settings:
 SAMPLING_ONLY = ("temperature", "top_p", "top_k", "seed")
 KNOWN_PARAMETERS = ("do_sample", "max_new_tokens", "repetition_penalty", "seed", "stop", "stream", "temperature",
                     "top_k", "top_p")
-SPEECH_PARAMETERS = ("language", "task")
+SPEECH_PARAMETERS = ("language", "prompt", "task")
 SEED_BOUND = 2 ** 63
 
 
@@ -299,6 +300,8 @@ def parse_request(parameters: dict[str, Any], limits: Limits, speech: bool = Fal
         language=_word("language", parameters["language"], 'a language code or name, e.g. "fr" or "french"')
         if "language" in parameters else None,
         task=_word("task", parameters["task"], '"transcribe" or "translate"') if "task" in parameters else None,
+        prompt=_word("prompt", parameters["prompt"], "the text that comes before the clip, e.g. the names it "
+                     "mentions") if "prompt" in parameters else None,
     )
     return settings
 
@@ -695,17 +698,47 @@ class Engine:
         return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
     def prompt_for(self, settings: Settings) -> list[int]:
-        """A speech request's decoder prompt, with its own language and task (a RequestError where refused)."""
+        """A speech request's decoder prompt, with its own language, task and prompt text (a RequestError where
+        refused)."""
         if not self.speech:
             raise ValueError("only a speech model has a decoder prompt per request")
         if self.prompts is None:
-            asked = "language" if settings.language is not None else "task" if settings.task is not None else None
+            asked = next((name for name in SPEECH_PARAMETERS if getattr(settings, name) is not None), None)
             if asked is not None:
                 raise RequestError(f"parameters.{asked}: this {self.model.config.model_type} checkpoint takes no "
                                    f"{asked} per request (only a Whisper does); remove {asked}")
             return list(self.speech_prompt)
-        prompt: list[int] = self.prompts.for_request(settings.language, settings.task)
-        return prompt
+        start: list[int] = self.prompts.for_request(settings.language, settings.task)
+        if settings.prompt is None:
+            return start
+        return self._previous_text(settings.prompt, len(start)) + start
+
+    def _previous_text(self, text: str, start_tokens: int) -> list[int]:
+        """A Whisper request's ``prompt`` as generate's ``prompt_ids``: the tokenizer's own ``get_prompt_ids``
+        (<|startofprev|>, then " " + the text stripped), put before the start tokens as transformers 5.23.0's
+        ``_prepare_decoder_input_ids`` puts them; bounded by the spec's max_prompt_tokens and the decoder's
+        positions (generate raises a ValueError where they overflow)."""
+        get_prompt_ids = getattr(self.tokenizer, "get_prompt_ids", None)
+        if get_prompt_ids is None:
+            raise RequestError(f"parameters.prompt: this checkpoint's tokenizer ({type(self.tokenizer).__name__}) "
+                               "has no get_prompt_ids, which a WhisperTokenizer has; remove prompt")
+        try:
+            ids = [int(t) for t in get_prompt_ids(text, return_tensors=None)]
+        except ValueError as exc:  # "Encountered text in the prompt corresponding to disallowed special token"
+            token = str(exc).rstrip(".").rsplit(": ", 1)[-1]
+            raise RequestError(f"parameters.prompt: the text holds {token}, one of this Whisper's special tokens, "
+                               "which a prompt may not contain; remove it") from None
+        bound = self.limits.max_prompt_tokens
+        if len(ids) > bound:
+            raise RequestError(f"parameters.prompt: {len(ids)} tokens is above this endpoint's bound {bound} (the "
+                               f"spec's task.generation.max_prompt_tokens); send a shorter prompt")
+        positions = int(getattr(self.model.config, "max_target_positions", sys.maxsize))
+        room = positions - start_tokens - 1
+        if len(ids) > room:
+            raise RequestError(f"parameters.prompt: its {len(ids)} tokens and the {start_tokens} start tokens leave "
+                               f"no room to generate in this model's {positions} decoder positions "
+                               f"(max_target_positions); send a prompt of at most {room} tokens")
+        return ids
 
     # --- requests
 

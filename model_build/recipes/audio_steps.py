@@ -17,13 +17,13 @@ from deployment_spec.sections.tasks import AUDIO, TaskKind
 from model_build.errors import BuildError, first_line
 from model_build.python_models.audio_stand_ins import STAND_INS
 from model_build.recipes import checkpoint_text
-from model_build.recipes.contract import TEMPLATES, ExportableModel, PythonModel
+from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_WITHOUT_MODELS, ExportableModel, PythonModel
 
-# What hf_audio_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock): the
-# feature extractors are numpy code in transformers or numpy stand-ins (python_models/audio_stand_ins.py), so no
-# torch ships; soundfile decodes every format libsndfile reads (its wheel carries libsndfile 1.2.2, so the image
-# needs no system package).
-PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "numpy==1.26.4", "soundfile==0.14.0")
+# What hf_audio_preprocess.py imports, at the releases the build runs (requirements.lock): the feature extractors
+# are numpy code in transformers or numpy stand-ins (python_models/audio_stand_ins.py), so no torch ships;
+# soundfile decodes every format libsndfile reads (its wheel carries libsndfile 1.2.2, so the image needs no system
+# package) through cffi's ABI mode (no pycparser at run time).
+PREPROCESS_REQUIREMENTS = (*TRANSFORMERS_WITHOUT_MODELS, "soundfile==0.14.0", "cffi==2.1.1")
 HEADS = {TaskKind.AUDIO_CLASSIFICATION: "AutoModelForAudioClassification",
          TaskKind.SPEECH_RECOGNITION: "AutoModelForCTC"}
 FEATURES = ("input_values", "input_features")  # raw samples (wav2vec2 family) or a spectrogram (AST, Whisper)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
+from deployment_spec.sections.requirements import NO_DEPS
 from model_build.errors import BuildError
 
 # The Python-backend model files the recipes ship (model.py templates and their helpers).
@@ -19,6 +20,18 @@ TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "python_models"
 # (requirements.lock), so the weights and tokenizer it saves load in the same transformers; wheels exist for
 # CPython 3.10-3.13.
 TRANSFORMERS_REQUIREMENTS = ("torch==2.13.0", "transformers==5.23.0", "tokenizers==0.23.3", "numpy==1.26.4")
+# What a preprocessing step that runs transformers' processors and feature extractors (numpy code, no model)
+# imports: transformers without the packages it declares (NO_DEPS), and the ones `import transformers` loads
+# itself (huggingface_hub and its HTTP client for transformers.utils.hub, tqdm, regex, packaging, filelock, PyYAML,
+# and safetensors for transformers/dependency_versions_check.py), at requirements.lock's releases. Left out: torch,
+# tokenizers, typer, rich, pydantic, hf-xet, fsspec and anyio, which serve models, tokenizers, its command line and
+# Hub downloads; they were 16 of the image step's 32 packages (benchmarks/task_env_size.md). The served steps and
+# the environment that ships for the image's Python prove the list (tests/local_endpoint/test_raw_image_tasks.py,
+# test_raw_audio_tasks.py).
+TRANSFORMERS_WITHOUT_MODELS = (
+    NO_DEPS, "transformers==5.23.0", "numpy==1.26.4", "huggingface_hub==2.4.0", "httpx2==2.16.2", "httpcore2==2.16.2",
+    "h11==0.16.0", "idna==3.20", "truststore==0.10.5", "typing_extensions==4.16.0", "tqdm==4.70.1",
+    "regex==2026.11.15", "packaging==26.3", "filelock==4.2.11", "PyYAML==6.0.3", "safetensors==0.8.0")
 
 
 @dataclasses.dataclass

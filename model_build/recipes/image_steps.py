@@ -10,11 +10,11 @@ from deployment_spec.builds.manifest import TensorSpec
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import IMAGE, TaskKind
 from model_build.recipes import checkpoint_image, checkpoint_text, model_facts
-from model_build.recipes.contract import TEMPLATES, ExportableModel, PythonModel
+from model_build.recipes.contract import TEMPLATES, TRANSFORMERS_WITHOUT_MODELS, ExportableModel, PythonModel
 
-# What hf_image_preprocess.py imports beyond numpy, at the releases the build runs (requirements.lock), so the
-# image processor verified at build time is the one that serves; transformers' PIL backend needs no torch.
-PREPROCESS_REQUIREMENTS = ("transformers==5.23.0", "pillow==13.0.0", "numpy==1.26.4")
+# What hf_image_preprocess.py imports, at the releases the build runs (requirements.lock), so the image processor
+# verified at build time is the one that serves; transformers' PIL backend needs no torch.
+PREPROCESS_REQUIREMENTS = (*TRANSFORMERS_WITHOUT_MODELS, "pillow==13.0.0")
 # What Pillow decodes for the step: the formats cameras, browsers and phones send.
 FORMATS = ("JPEG", "PNG", "WEBP")
 

@@ -170,3 +170,24 @@ nv_gpu_utilization{gpu_uuid="GPU-0"} 0.5
     assert after["bert"].requests == 12 and after["bert"].average_batch == 4.0
     assert since(after, before)["bert"].requests == 8
     assert after["bert"].queue_share == 0.25
+
+
+# Triton 24.10's lines for an ensemble's Python step (python_be.cc, model_lifecycle.cc), as the local MME logs them.
+STEP_LOG = """\
+I1129 19:35:35.194449 31398 model_lifecycle.cc:472] "loading: /m/model::task-preprocess:1"
+I1129 19:35:35.196358 31398 python_be.cc:1811] "Using Python execution env /m/model/task-preprocess/python-env-5.tar.gz"
+I1129 19:35:36.466855 31398 python_be.cc:2249] "TRITONBACKEND_ModelInstanceInitialize: task-model_0 (CPU device 0)"
+I1129 19:35:36.616419 31398 model_lifecycle.cc:839] "successfully loaded '/m/model::task-model'"
+I1129 19:35:40.051705 31398 python_be.cc:2249] "TRITONBACKEND_ModelInstanceInitialize: task-preprocess_0 (CPU device 0)"
+I1129 19:35:41.637470 31398 model_lifecycle.cc:839] "successfully loaded '/m/model::task-preprocess'"
+"""
+
+
+def test_a_steps_load_is_split_into_its_environment_and_its_initialize():
+    from benchmarks.task_env_size import _step_times
+
+    assert _step_times(STEP_LOG, "task-preprocess") == {"env_s": 4.86, "initialize_s": 1.59}
+    # Twin: a log without the step's environment line is refused, not read as 0 s.
+    with pytest.raises(RuntimeError) as refused:
+        _step_times(STEP_LOG.replace("Using Python execution env", "Using env"), "task-preprocess")
+    assert str(refused.value) == "the server log does not show task-preprocess's load (found ['instance', 'loaded'])"

@@ -256,9 +256,12 @@ def _whisper_reference(folder: pathlib.Path, wav: bytes, **asked: str) -> str:
     extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
     features = extractor(samples, sampling_rate=rate, return_tensors="pt").input_features
     model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    prompt = asked.pop("prompt", None)  # the request's text before the clip: generate's prompt_ids
+    if prompt is not None:
+        asked["prompt_ids"] = torch.tensor(tokenizer.get_prompt_ids(prompt, return_tensors="np"))
     with torch.no_grad():
         ids = model.generate(features, do_sample=False, max_new_tokens=NEW, **asked)[0]
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     return str(tokenizer.decode(ids, skip_special_tokens=True))
 
 
@@ -277,6 +280,10 @@ def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pa
     asked = {"language": "french", "task": "translate"}
     translated = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW, **asked}})
     assert translated == _whisper_reference(folder, wav, **asked) and translated != detected
+    prompted = {"prompt": "Anna and Bob", "language": "french"}
+    conditioned = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW,
+                                                                                    **prompted}})
+    assert conditioned == _whisper_reference(folder, wav, **prompted)
     clip = built / "tone.wav"
     clip.write_bytes(wav)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "invoke", "--spec", str(built / "spec.yaml"), "--endpoint",

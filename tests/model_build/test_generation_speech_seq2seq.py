@@ -40,6 +40,7 @@ def test_the_build_decodes_each_speech_encoder_decoder_as_generate(model_type: s
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
         3, "token-identical", "token-identical")
     assert verification.details["request_language_and_task"] == "none (not a Whisper)"
+    assert verification.details["request_prompt"] == "none (not a Whisper, or a tokenizer without get_prompt_ids)"
     assert generation_check.cases_said(model) == "3 synthetic clips"
 
 
@@ -55,10 +56,14 @@ def test_a_language_is_refused_by_a_model_that_takes_none(tmp_path: pathlib.Path
     try:
         with pytest.raises(ge.RequestError) as refused:
             engine.prompt_for(ge.parse_request({"language": "fr"}, engine.limits, speech=True))
+        with pytest.raises(ge.RequestError) as no_prompt:
+            engine.prompt_for(ge.parse_request({"prompt": "Anna and Bob"}, engine.limits, speech=True))
     finally:
         engine.close()
     assert str(refused.value) == ("parameters.language: this speech_to_text checkpoint takes no language per "
                                   "request (only a Whisper does); remove language")
+    assert str(no_prompt.value) == ("parameters.prompt: this speech_to_text checkpoint takes no prompt per request "
+                                    "(only a Whisper does); remove prompt")
     with pytest.raises(SpecError) as caught:
         _spec(folder, tmp_path, {"languages": ["fr"]})
     assert [str(p) for p in caught.value.problems] == [

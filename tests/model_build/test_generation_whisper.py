@@ -114,6 +114,24 @@ def test_speech_prompts_as_whisper_builds_them(folder: pathlib.Path) -> None:
         whisper_prompt.build(config, None)
 
 
+def _decode_asked(engine: Any, features: list[Any], asked: list[dict[str, Any]]) -> list[list[int]]:
+    """Each request's parameters (None: left out) with 10 new tokens, submitted all at once, clip i % len(features);
+    each one's generated ids. Closes the engine."""
+    tokens: list[list[int]] = [[] for _ in asked]
+    done = [threading.Event() for _ in asked]
+    try:
+        for i, parameters in enumerate(asked):
+            settings = ge.parse_request({"max_new_tokens": 10, **{k: v for k, v in parameters.items() if v is not None}},
+                                        LIMITS, speech=True)
+            engine.submit(engine.prompt_for(settings), settings, lambda _t: None,
+                          lambda _r, _u, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
+                          features=features[i % len(features)])
+        assert all(event.wait(WAIT_S) for event in done)
+    finally:
+        engine.close()
+    return tokens
+
+
 # A request's language and task, as the pipeline's generate_kwargs send them: each equal to generate's with the same
 # arguments, all submitted at once (prompts of 3 and 4 tokens decode side by side).
 ASKED = [("fr", None), ("French", "translate"), ("<|de|>", "transcribe"), (None, "translate"), (None, None),
@@ -122,24 +140,72 @@ ASKED = [("fr", None), ("French", "translate"), ("<|de|>", "transcribe"), (None,
 
 def test_a_requests_language_and_task_decode_as_generate_with_them(folder: pathlib.Path, features: list[Any]) -> None:
     engine, model = _engine(folder)
-    tokens: list[list[int]] = [[] for _ in ASKED]
-    done = [threading.Event() for _ in ASKED]
-    try:
-        for i, (language, task) in enumerate(ASKED):
-            settings = ge.parse_request({"max_new_tokens": 10, **({"language": language} if language else {}),
-                                         **({"task": task} if task else {})}, LIMITS, speech=True)
-            engine.submit(engine.prompt_for(settings), settings, lambda _t: None,
-                          lambda _r, _u, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
-                          features=features[i % len(features)])
-        assert all(event.wait(WAIT_S) for event in done)
-    finally:
-        engine.close()
+    tokens = _decode_asked(engine, features, [{"language": language, "task": task} for language, task in ASKED])
     for i, (language, task) in enumerate(ASKED):
         ids = model.generate(features[i % len(features)], do_sample=False, max_new_tokens=10, language=language,
                              task=task)[0].tolist()
         eos = model.generation_config.eos_token_id
         assert tokens[i] == (ids[:ids.index(eos) + 1] if eos in ids else ids), (language, task)
     assert len({tuple(row) for row in tokens}) >= 4  # the prompts are told apart
+
+
+# A request's prompt, as pipeline users pass generate_kwargs={"prompt_ids": processor.get_prompt_ids(text)}: with
+# language and task too, beside requests without one, all submitted at once.
+PROMPTED = [("Anna and Bob met", None, None), ("ice cream", "fr", None), ("  spaced out  ", "de", "translate"),
+            ("x", None, None), (None, None, None), ("a longer prompt of several words to read first", None, "translate")]
+
+
+def test_a_requests_prompt_decodes_as_generate_with_its_prompt_ids(folder: pathlib.Path, features: list[Any]) -> None:
+    engine, model = _engine(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    tokens = _decode_asked(engine, features, [{"prompt": text, "language": language, "task": task}
+                                              for text, language, task in PROMPTED])
+    eos = model.generation_config.eos_token_id
+    for i, (text, language, task) in enumerate(PROMPTED):
+        prompt_ids = torch.tensor(tokenizer.get_prompt_ids(text, return_tensors="np")) if text else None
+        ids = model.generate(features[i % len(features)], do_sample=False, max_new_tokens=10, language=language,
+                             task=task, prompt_ids=prompt_ids)[0].tolist()
+        assert tokens[i] == (ids[:ids.index(eos) + 1] if eos in ids else ids), (text, language, task)
+    assert tokens[0] != tokens[4] or tokens[3] != tokens[4]  # twin: a prompt changes what the model says
+
+
+def test_a_prompt_the_model_cannot_take_is_refused(folder: pathlib.Path) -> None:
+    engine, _model = _engine(folder)
+    tight = ge.Limits(max_new_tokens=100, default_max_new_tokens=16, max_prompt_tokens=5, max_concurrent=4)
+    try:
+        def refusal(parameters: dict[str, Any], limits: Any = LIMITS) -> str:
+            with pytest.raises(ge.RequestError) as refused:
+                engine.limits = limits
+                engine.prompt_for(ge.parse_request(parameters, limits, speech=True))
+            return str(refused.value)
+
+        assert refusal({"prompt": "say <|en|> now"}) == (
+            "parameters.prompt: the text holds <|en|>, one of this Whisper's special tokens, which a prompt may not "
+            "contain; remove it")
+        def count(text: str) -> int:  # <|startofprev|> and the text's tokens, as generate's prompt_ids
+            return len(engine.tokenizer.get_prompt_ids(text, return_tensors=None))
+
+        assert refusal({"prompt": "one two"}, tight) == (
+            f"parameters.prompt: {count('one two')} tokens is above this endpoint's bound 5 (the spec's "
+            "task.generation.max_prompt_tokens); send a shorter prompt")
+        positions = engine.model.config.max_target_positions
+        long = "Anna " * positions
+        roomy = ge.Limits(max_new_tokens=100, default_max_new_tokens=16, max_prompt_tokens=1000, max_concurrent=4)
+        assert refusal({"prompt": long}, roomy) == (
+            f"parameters.prompt: its {count(long)} tokens and the 3 start tokens leave no room to generate in this "
+            f"model's {positions} decoder positions (max_target_positions); send a prompt of at most "
+            f"{positions - 4} tokens")
+        assert refusal({"prompt": "   "}) == (
+            "parameters.prompt: \"   \" is not a non-empty string; send the text that comes before the clip, e.g. "
+            "the names it mentions")
+        engine.limits = LIMITS
+        settings = ge.parse_request({"prompt": "hello", "max_new_tokens": 100}, LIMITS, speech=True)
+        prompt = engine.prompt_for(settings)
+        with pytest.raises(ge.RequestError):  # prompt + max_new_tokens past the positions: generate's ValueError
+            engine.submit(prompt + [prompt[0]] * (positions - 100 - len(prompt) + 1), settings, lambda _t: None,
+                          lambda _r, _u: None, lambda: False, features=torch.zeros(1, 80, 3000))
+    finally:
+        engine.close()
 
 
 def _refusal(folder: pathlib.Path, parameters: dict[str, Any], **generation: Any) -> str:
@@ -260,5 +326,8 @@ def test_the_build_ships_and_checks_a_whisper(folder: pathlib.Path, tmp_path: pa
     assert "soundfile==0.14.0" in made.requirements
     verification = generation_check.verify(model, made.files, lambda _line: None)
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
-        4, "token-identical", "token-identical")
+        5, "token-identical", "token-identical")
     assert verification.details["request_language_and_task"] == {"language": "de", "task": "translate"}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    assert verification.details["request_prompt"] == {
+        "prompt": "Anna and Bob", "prompt_ids": tokenizer.get_prompt_ids("Anna and Bob", return_tensors=None)}

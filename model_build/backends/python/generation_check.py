@@ -27,6 +27,8 @@ from model_build.errors import BuildError
 PROMPTS = ("The quick brown fox", "Once upon a time, in a land far away,", "Hello", "1, 2, 3, 4, 5,",
            "Translate to German: the house is small.", "Summarize: the meeting moved to Tuesday because of rain.")
 NEW_TOKENS = 16
+# A Whisper request's ``prompt`` the build checks (generate's prompt_ids: the text that came before the clip).
+SPEECH_PROMPT = "Anna and Bob"
 NEAR_TIE = 1e-3  # logits apart by less than this may swap under another summation order (fp32)
 WAIT_S = 600
 # What a request decodes with unless it asks otherwise (generation_engine.parse_request): greedy, one hypothesis, no
@@ -270,6 +272,7 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
         alone = [_run_speech(engine, [f], greedy)[0] for f in features]
         together = _run_speech(engine, features, greedy)
         asked = _asked_prompt(engine)  # a request's language and task, where the checkpoint takes them
+        labels = [f"clip {i}" for i in range(len(features))]
         if asked:
             settings = engine_module.parse_request({"max_new_tokens": new_tokens, **asked}, limits, speech=True)
             with torch.no_grad():
@@ -277,12 +280,24 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
                     features[0], do_sample=False, max_new_tokens=new_tokens, **asked)[0]), engine.eos))
             alone.append(_run_speech(engine, [features[0]], settings)[0])
             together.append(alone[-1])
+            labels.append(f"clip 0 asked {asked}")
+        prompted = _prompted(engine, limits)  # a Whisper request's prompt text (generate's prompt_ids)
+        if prompted:
+            settings = engine_module.parse_request({"max_new_tokens": prompted[1], "prompt": SPEECH_PROMPT}, limits,
+                                                   speech=True)
+            with torch.no_grad():
+                references.append(_until_end(_new(engine, engine.model.generate(
+                    features[1], do_sample=False, max_new_tokens=prompted[1],
+                    prompt_ids=torch.tensor(prompted[0]))[0]), engine.eos))
+            alone.append(_run_speech(engine, [features[1]], settings)[0])
+            together.append(alone[-1])
+            labels.append(f"clip 1 with the prompt {SPEECH_PROMPT!r}")
     finally:
         engine.close()
     for how, runs in (("alone", alone), ("all clips at once", together)):
         for i, (got, want) in enumerate(zip(runs, references)):
             if got != want:
-                clip = f"clip {i}" if i < len(features) else f"clip 0 asked {asked}"
+                clip = labels[i]
                 raise BuildError(f"models.{model.task_entry or model.name}: the served speech decoding of synthetic "
                                  f"{clip} ({how}) differs from transformers' generate: {got} against {want}; "
                                  "this is a model_build bug, please report it")
@@ -293,6 +308,8 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
                             "decoder_prompt": engine.speech_prompt, "new_tokens": new_tokens,
                             "request_language_and_task": asked or ("none (English-only)" if engine.whisper
                                                                     else "none (not a Whisper)"),
+                            "request_prompt": ({"prompt": SPEECH_PROMPT, "prompt_ids": prompted[0]} if prompted
+                                               else "none (not a Whisper, or a tokenizer without get_prompt_ids)"),
                             "alone": "token-identical", "engine_batch": "token-identical"})
 
 
@@ -316,6 +333,16 @@ def _asked_prompt(engine: Any) -> dict[str, str]:
     if not codes:
         return {}
     return {"language": codes[0], **({"task": "translate"} if "translate" in prompts.task_to_id else {})}
+
+
+def _prompted(engine: Any, limits: Any) -> Optional[tuple[list[int], int]]:
+    """A Whisper's prompt_ids for SPEECH_PROMPT and the new tokens that fit after them and the start tokens; None
+    for another speech model (no request prompt)."""
+    if engine.prompts is None or not hasattr(engine.tokenizer, "get_prompt_ids"):
+        return None
+    ids = [int(t) for t in engine.tokenizer.get_prompt_ids(SPEECH_PROMPT, return_tensors=None)]
+    room = int(engine.model.config.max_target_positions) - len(ids) - len(engine.speech_prompt)
+    return ids, max(1, min(NEW_TOKENS, room, limits.max_new_tokens))
 
 
 def _run_speech(engine: Any, features: list[Any], settings: Any) -> list[list[int]]:
