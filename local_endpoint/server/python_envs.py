@@ -19,6 +19,7 @@ import sys
 import tarfile
 from typing import Callable
 
+from deployment_spec.sections.requirements import NO_DEPS
 from local_endpoint.errors import TarballError
 from model_build.errors import BuildError
 from model_build.python_env import environment, target
@@ -49,7 +50,8 @@ def plan(tarball: pathlib.Path, log: Callable[[str], None]) -> list[EnvSwap]:
                                f"{here.python}") from None
         swaps.append(EnvSwap(member, built.archive, (
             f"{member}: execution environment rebuilt for the local server (CPython {here.python}) from the "
-            f"same {len(record['requirements'])} pinned requirements; the endpoint gets the one built for "
+            f"same {sum(line != NO_DEPS for line in record['requirements'])} pinned requirements; the endpoint "
+            "gets the one built for "
             f"CPython {record['target']['python']}")))
     return swaps
 

@@ -4,13 +4,23 @@ from deployment_spec.sections.tasks import Task, TaskKind
 from model_build.backends.ensemble import task_reference
 
 TASK = Task(TaskKind.AUDIO_CLASSIFICATION, top_k=3)
-# What the pipeline answers with reference_top_k (one label past top_k): a saturated softmax ties the last three.
+# What the pipeline answers with reference_top_k (every label): a saturated softmax ties the last three.
 THEIRS = [{"label": "glass", "score": 1.0}, {"label": "dog", "score": 1e-36}, {"label": "siren", "score": 0.0},
           {"label": "silence", "score": 0.0}]
 
 
-def test_the_reference_asks_one_label_past_the_shown_ones():
-    assert task_reference.reference_top_k(TASK) == 4
+def test_the_reference_asks_for_every_label():
+    assert task_reference.reference_top_k(TASK) == task_reference.EVERY_LABEL
+
+
+def test_labels_tied_past_the_one_after_the_last_shown_are_no_difference():
+    # A tiny random LeViT gave four labels 0.25 each: the pipeline listed cat, dog, fox, owl; ours cat, owl.
+    task = Task(TaskKind.IMAGE_CLASSIFICATION, top_k=2)
+    theirs = [{"label": name, "score": 0.25} for name in ("cat", "dog", "fox", "owl")]
+    ours = [{"label": "cat", "score": 0.25}, {"label": "owl", "score": 0.25}]
+    assert task_reference.compare(task, [ours], [theirs], 1e-5) == (0.0, [])
+    # twin: the reference cut at one label past top_k (the rule before) does not know owl's score
+    assert task_reference.compare(task, [ours], [theirs[:3]], 1e-5)[1] == ["row 0: label 2 is 'owl', the pipeline's 'dog'"]
 
 
 def test_a_tie_at_the_last_place_shown_is_no_difference():
