@@ -111,7 +111,9 @@ def _build(case: Case, root: pathlib.Path, requirements: tuple[str, ...]) -> dic
             "archive_bytes": env["archive_bytes"], "unpacked_bytes": env["unpacked_bytes"]}
 
 
-def _cold_loads(case: Case, root: pathlib.Path, runs: int) -> list[dict[str, Any]]:
+def _cold_load(case: Case, root: pathlib.Path, run: int) -> dict[str, Any]:
+    """One fresh local multi-model endpoint of the build in ``root``: its first request (the model not loaded) and
+    its second, timed; the step's load split from Triton's log."""
     import numpy as np
 
     from deployment_spec.served import resolve_endpoint
@@ -122,23 +124,19 @@ def _cold_loads(case: Case, root: pathlib.Path, runs: int) -> list[dict[str, Any
     local = resolve_endpoint(root / "spec.yaml", "tasks", None, root / "assets" / "manifest.json")
     name, row = case.request()
     request = encode_request([NamedTensor(name, "BYTES", np.array([[row]], dtype=np.object_))], binary=True)
-    out = []
-    for run in range(runs):
-        log = root / f"server-{run}.log"
-        with MultiModelEndpoint(list(local.tarballs), env=local.env, cpu_stand_in=True, log_file=log,
-                                triton_version=local.triton_version) as server:
-            start = time.monotonic()
-            invoke_url(server.url, request, target_model=local.tarballs[0].name)
-            cold = time.monotonic() - start
-            start = time.monotonic()
-            invoke_url(server.url, request, target_model=local.tarballs[0].name)
-            warm = time.monotonic() - start
-        steps = _step_times(log.read_text(), case.step)
-        out.append({"cold_s": round(cold, 2), "warm_s": round(warm, 3), **steps,
-                    "load": round(os.getloadavg()[0], 2)})
-        print(f"  run {run + 1}/{runs}: first request {cold:.2f} s (the step's environment {steps['env_s']:.2f} s, "
-              f"its initialize {steps['initialize_s']:.2f} s), second {warm * 1000:.0f} ms", flush=True)
-    return out
+    log = root / f"server-{run}.log"
+    with MultiModelEndpoint(list(local.tarballs), env=local.env, cpu_stand_in=True, log_file=log,
+                            triton_version=local.triton_version) as server:
+        start = time.monotonic()
+        invoke_url(server.url, request, target_model=local.tarballs[0].name)
+        cold = time.monotonic() - start
+        start = time.monotonic()
+        invoke_url(server.url, request, target_model=local.tarballs[0].name)
+        warm = time.monotonic() - start
+    steps = _step_times(log.read_text(), case.step)
+    print(f"  {root.name} run {run + 1}: first request {cold:.2f} s (the step's environment {steps['env_s']:.2f} s, "
+          f"its initialize {steps['initialize_s']:.2f} s), second {warm * 1000:.0f} ms", flush=True)
+    return {"cold_s": round(cold, 2), "warm_s": round(warm, 3), **steps, "load": round(os.getloadavg()[0], 2)}
 
 
 # Triton's log lines (python_backend src/python_be.cc, core src/model_lifecycle.cc) that mark a step's load: its
@@ -169,20 +167,28 @@ def _step_times(log: str, step: str) -> dict[str, Any]:
 
 
 def _measured(case: Case, tmp: pathlib.Path, runs: int) -> dict[str, Any]:
+    """Both builds, then their cold loads taking turns (before first in even rounds, after first in odd ones): each
+    load writes the unpacked environment to /tmp, and the disk's write-back of one run slows the next, so running
+    all of one build's loads first would favour it."""
     import importlib
 
     shipped = getattr(importlib.import_module(f"model_build.recipes.{case.module}"), case.attribute)
     record: dict[str, Any] = {}
+    roots = {}
     for name, requirements in (("before", case.before), ("after", shipped)):
-        root = tmp / case.kind / name
+        roots[name] = root = tmp / case.kind / name
         case.save(root / "checkpoint")
         (root / "spec.yaml").write_text(SPEC.format(kind=case.kind))
         print(f"{case.kind} {name}: tritonsm build with {', '.join(requirements)} ...", flush=True)
-        record[name] = _build(case, root, requirements)
+        record[name] = {**_build(case, root, requirements), "loads": []}
         print(f"{case.kind} {name}: {record[name]['packages']} packages, archive "
-              f"{record[name]['archive_bytes'] / 1e6:.1f} MB, tarball {record[name]['tarball_bytes'] / 1e6:.1f} MB; "
-              "cold loads on the local MME ...", flush=True)
-        record[name]["loads"] = _cold_loads(case, root, runs)
+              f"{record[name]['archive_bytes'] / 1e6:.1f} MB, tarball {record[name]['tarball_bytes'] / 1e6:.1f} MB",
+              flush=True)
+    print(f"{case.kind}: cold loads on the local MME, before and after taking turns ...", flush=True)
+    for run in range(runs):
+        for name in (("before", "after") if run % 2 == 0 else ("after", "before")):
+            record[name]["loads"].append(_cold_load(case, roots[name], run))
+    for name in roots:
         for key in ("cold_s", "env_s", "initialize_s"):
             record[name][key.replace("_s", "_median_s")] = statistics.median(r[key] for r in record[name]["loads"])
     return record
@@ -222,7 +228,8 @@ def main() -> int:
     lines = ["# Task steps' execution environments, before and after (issue #60)", "",
              f"`benchmarks/task_env_size.py --runs {args.runs}`: one entry per task on a tiny checkpoint, on the "
              "local multi-model endpoint (Triton 24.10 of nvidia-pytriton, this machine's CPU); each first request "
-             "on a fresh server (Triton unpacks the tarball and the environment, loads the ensemble's steps).", ""]
+             "on a fresh server (Triton unpacks the tarball and the environment, loads the ensemble's steps); "
+             "before's and after's servers take turns.", ""]
     for task, record in records.items():
         lines += _table(task, CASES[task], record)
     (args.out / "task_env_size.md").write_text("\n".join(lines))
