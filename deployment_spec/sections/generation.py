@@ -35,8 +35,8 @@ class Generation:
     default_max_new_tokens: int = dataclasses.field(default=64, metadata=meta(
         minimum=1, maximum=32768, help="new tokens of a request that does not say (at most max_new_tokens)"))
     max_prompt_tokens: int = dataclasses.field(default=2048, metadata=meta(
-        minimum=1, maximum=1_000_000, help="the longest prompt, in the checkpoint's tokens (after its chat template; a Whisper's "
-        "parameters.prompt with its <|startofprev|>)"))
+        minimum=1, maximum=1_000_000, help="the longest prompt, in the checkpoint's tokens (after its chat "
+        "template; a Whisper's parameters.prompt with its <|startofprev|>)"))
     max_temperature: float = dataclasses.field(default=2.0, metadata=meta(
         minimum=0, maximum=100, help="the highest parameters.temperature a request may send"))
     max_top_k: int = dataclasses.field(default=1000, metadata=meta(

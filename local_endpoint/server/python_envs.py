@@ -48,10 +48,10 @@ def plan(tarball: pathlib.Path, log: Callable[[str], None]) -> list[EnvSwap]:
         except BuildError as error:
             raise TarballError(f"{error}; the local endpoint rebuilds the environment for its own Python "
                                f"{here.python}") from None
+        pins = sum(line != NO_DEPS for line in record["requirements"])  # --no-deps is a flag, not a pin
         swaps.append(EnvSwap(member, built.archive, (
             f"{member}: execution environment rebuilt for the local server (CPython {here.python}) from the "
-            f"same {sum(line != NO_DEPS for line in record['requirements'])} pinned requirements; the endpoint "
-            "gets the one built for "
+            f"same {pins} pinned requirements; the endpoint gets the one built for "
             f"CPython {record['target']['python']}")))
     return swaps
 

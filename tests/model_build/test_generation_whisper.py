@@ -121,8 +121,8 @@ def _decode_asked(engine: Any, features: list[Any], asked: list[dict[str, Any]])
     done = [threading.Event() for _ in asked]
     try:
         for i, parameters in enumerate(asked):
-            settings = ge.parse_request({"max_new_tokens": 10, **{k: v for k, v in parameters.items() if v is not None}},
-                                        LIMITS, speech=True)
+            given = {name: value for name, value in parameters.items() if value is not None}
+            settings = ge.parse_request({"max_new_tokens": 10, **given}, LIMITS, speech=True)
             engine.submit(engine.prompt_for(settings), settings, lambda _t: None,
                           lambda _r, _u, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
                           features=features[i % len(features)])
@@ -152,7 +152,8 @@ def test_a_requests_language_and_task_decode_as_generate_with_them(folder: pathl
 # A request's prompt, as pipeline users pass generate_kwargs={"prompt_ids": processor.get_prompt_ids(text)}: with
 # language and task too, beside requests without one, all submitted at once.
 PROMPTED = [("Anna and Bob met", None, None), ("ice cream", "fr", None), ("  spaced out  ", "de", "translate"),
-            ("x", None, None), (None, None, None), ("a longer prompt of several words to read first", None, "translate")]
+            ("x", None, None), (None, None, None),
+            ("a longer prompt of several words to read first", None, "translate")]
 
 
 def test_a_requests_prompt_decodes_as_generate_with_its_prompt_ids(folder: pathlib.Path, features: list[Any]) -> None:
