@@ -510,6 +510,7 @@ def _transformers_version() -> str:
 
 def write_reports(rows: list[Row], started: str, out: pathlib.Path) -> dict[str, Row]:
     s = summary(rows)
+    out.mkdir(parents=True, exist_ok=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, shared"
     document = {"started": started, "machine": machine, "engine_sha256": engine_sha(), "summary": s,
                 "results": sorted(rows, key=lambda r: (r["kind"], r["model_type"]))}
