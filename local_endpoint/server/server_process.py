@@ -66,12 +66,14 @@ class LoggedProcess:
         return self._process.poll()
 
     def raise_if_exited_during_start(self) -> None:
-        """ServerStartError, with the log tail, if the process has exited while its owner waits for it."""
+        """ServerStartError, with the log tail (and the cause, where the log shows a known one), if the process has
+        exited while its owner waits for it."""
         code = self.exit_code()
         if code is not None:
+            tail = self.log_tail()
             raise ServerStartError(
-                f"{self.what} exited during start-up with {describe_exit(code)}; "
-                f"last lines of its log ({self.log_path}):\n{self.log_tail()}"
+                f"{self.what} exited during start-up with {describe_exit(code)}{known_cause(tail)}; "
+                f"last lines of its log ({self.log_path}):\n{tail}"
             )
 
     def check_running(self) -> None:
@@ -212,6 +214,20 @@ def start_logged(command: list[str], environment: dict[str, str] | None,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
+
+
+# Triton's Python backend unpacking a model's execution environment (src/pb_env.cc, libarchive) into a
+# /tmp/python_env_* folder it names itself: a write that fails there is almost always a full disk.
+_ENV_UNPACK_FAILED = "archive_write_data_block() failed"
+
+
+def known_cause(log: str) -> str:
+    """``": <cause and fix>"`` for a failure the log shows and a user can act on; "" otherwise."""
+    if _ENV_UNPACK_FAILED in log and "Write failed" in log:
+        return (": Triton's Python backend could not write a model's execution environment into /tmp (it unpacks "
+                "each one into a /tmp/python_env_* folder; the disk holding /tmp is most likely full): free space "
+                "there, starting with /tmp/python_env_* folders that killed servers left (docs/troubleshooting.md)")
+    return ""
 
 
 def describe_exit(code: int | None) -> str:
