@@ -55,6 +55,11 @@ class Case:
     save: Callable[[pathlib.Path], object]
     request: Callable[[], tuple[str, bytes]]  # (input tensor, one row)
 
+    def recipes(self) -> Any:
+        """The recipe module whose ``attribute`` the build reads."""
+        import importlib
+        return importlib.import_module(f"model_build.recipes.{self.module}")
+
 
 def _save_text(folder: pathlib.Path) -> object:
     from benchmarks.tooling import text_checkpoints
@@ -92,11 +97,9 @@ CASES = {
 
 
 def _build(case: Case, root: pathlib.Path, requirements: tuple[str, ...]) -> dict[str, Any]:
-    import importlib
-
     from tritonsm.cli import main as tritonsm_main
 
-    module = importlib.import_module(f"model_build.recipes.{case.module}")
+    module = case.recipes()
     shipped = getattr(module, case.attribute)
     setattr(module, case.attribute, requirements)
     try:
@@ -170,9 +173,7 @@ def _measured(case: Case, tmp: pathlib.Path, runs: int) -> dict[str, Any]:
     """Both builds, then their cold loads taking turns (before first in even rounds, after first in odd ones): each
     load writes the unpacked environment to /tmp, and the disk's write-back of one run slows the next, so running
     all of one build's loads first would favour it."""
-    import importlib
-
-    shipped = getattr(importlib.import_module(f"model_build.recipes.{case.module}"), case.attribute)
+    shipped = getattr(case.recipes(), case.attribute)
     record: dict[str, Any] = {}
     roots = {}
     for name, requirements in (("before", case.before), ("after", shipped)):

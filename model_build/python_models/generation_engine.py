@@ -713,17 +713,21 @@ class Engine:
             return start
         return self._previous_text(settings.prompt, len(start)) + start
 
+    @property
+    def takes_prompt_text(self) -> bool:
+        """Whether a request may send ``prompt``: a Whisper whose tokenizer makes generate's prompt_ids."""
+        return self.prompts is not None and hasattr(self.tokenizer, "get_prompt_ids")
+
     def _previous_text(self, text: str, start_tokens: int) -> list[int]:
         """A Whisper request's ``prompt`` as generate's ``prompt_ids``: the tokenizer's own ``get_prompt_ids``
         (<|startofprev|>, then " " + the text stripped), put before the start tokens as transformers 5.23.0's
         ``_prepare_decoder_input_ids`` puts them; bounded by the spec's max_prompt_tokens and the decoder's
         positions (generate raises a ValueError where they overflow)."""
-        get_prompt_ids = getattr(self.tokenizer, "get_prompt_ids", None)
-        if get_prompt_ids is None:
+        if not self.takes_prompt_text:
             raise RequestError(f"parameters.prompt: this checkpoint's tokenizer ({type(self.tokenizer).__name__}) "
                                "has no get_prompt_ids, which a WhisperTokenizer has; remove prompt")
         try:
-            ids = [int(t) for t in get_prompt_ids(text, return_tensors=None)]
+            ids = [int(t) for t in self.tokenizer.get_prompt_ids(text, return_tensors=None)]
         except ValueError as exc:  # "Encountered text in the prompt corresponding to disallowed special token"
             token = str(exc).rstrip(".").rsplit(": ", 1)[-1]
             raise RequestError(f"parameters.prompt: the text holds {token}, one of this Whisper's special tokens, "

@@ -338,7 +338,7 @@ def _asked_prompt(engine: Any) -> dict[str, str]:
 def _prompted(engine: Any, limits: Any) -> Optional[tuple[list[int], int]]:
     """A Whisper's prompt_ids for SPEECH_PROMPT and the new tokens that fit after them and the start tokens; None
     for another speech model (no request prompt)."""
-    if engine.prompts is None or not hasattr(engine.tokenizer, "get_prompt_ids"):
+    if not engine.takes_prompt_text:
         return None
     ids = [int(t) for t in engine.tokenizer.get_prompt_ids(SPEECH_PROMPT, return_tensors=None)]
     room = int(engine.model.config.max_target_positions) - len(ids) - len(engine.speech_prompt)
