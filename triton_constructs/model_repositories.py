@@ -190,6 +190,7 @@ class ModelFacts:
         compute_capability: The GPU a TensorRT plan was built on, e.g. ``8.6``.
         gpu_name: That GPU's name.
         hardware_compatibility: The plan's TensorRT hardware-compatibility level.
+        unverified_why: Why the build could not verify it in the serving runtime, when it says.
     """
 
     backend: str
@@ -199,6 +200,7 @@ class ModelFacts:
     compute_capability: Optional[str] = None
     gpu_name: Optional[str] = None
     hardware_compatibility: HardwareCompatibility = HardwareCompatibility.NONE
+    unverified_why: Optional[str] = None
 
     @classmethod
     def from_entry(cls, entry: ModelEntry,
@@ -206,7 +208,7 @@ class ModelFacts:
         env = entry.execution_environment
         return cls(entry.backend, entry.verification.triton_version, env.built_for if env else None,
                    env.target if env else None, entry.builder.gpu_compute_capability, entry.builder.gpu_name,
-                   hardware_compatibility)
+                   hardware_compatibility, entry.verification.why if entry.verification.ran else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -372,10 +374,14 @@ def verified_for(name: str, facts: ModelFacts, triton_version: str) -> list[Prob
     """Each model must have been checked in the runtimes of the Triton release that serves it."""
     if facts.verified_for == triton_version:
         return []
+    allowed = f"a model verified in the runtimes of Triton {triton_version}, which serves it"
+    if facts.unverified_why and not facts.verified_for:  # the build said why: its fix is the packages, not a rebuild
+        return [Problem(f"models.{name}", f"a model not verified in its serving runtime ({facts.unverified_why})",
+                        allowed, "pin the releases the build machine checked with in the model's python.requirements "
+                        f"(or build where the pinned ones are installed), then {REBUILD}")]
     got = (f"a model verified in the runtimes of Triton {facts.verified_for}" if facts.verified_for
            else "a model never verified in a serving runtime (an older build)")
-    return [Problem(f"models.{name}", got, f"a model verified in the runtimes of Triton {triton_version}, which "
-                    "serves it", f"{REBUILD} for triton_version {triton_version}")]
+    return [Problem(f"models.{name}", got, allowed, f"{REBUILD} for triton_version {triton_version}")]
 
 
 def environment_for_image(name: str, facts: ModelFacts) -> list[Problem]:

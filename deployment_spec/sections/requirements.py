@@ -26,6 +26,16 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def pins(lines: list[str]) -> dict[str, str]:
+    """The release each pinned line names, by normalized project name (other lines, e.g. --no-deps, left out)."""
+    out = {}
+    for line in lines:
+        match = _PIN.fullmatch(line.split(" #", 1)[0].strip())
+        if match:
+            out[normalize(match["name"])] = match["version"]
+    return out
+
+
 def is_pinned(line: str) -> bool:
     """Whether one requirement line pins exactly one release (a trailing ' # comment' allowed)."""
     return _PIN.fullmatch(line.split(" #", 1)[0].strip()) is not None

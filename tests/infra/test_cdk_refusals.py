@@ -138,6 +138,27 @@ def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
         "in the runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09")
 
 
+def test_a_model_whose_check_did_not_run_what_serves_it_is_refused_with_the_build_s_reason(tmp_path):
+    # A generating model's decoding is checked with the build machine's transformers and torch; an environment that
+    # pins other releases is not what was checked, and the build recorded why (generation_check.served_by).
+    spec = load_spec(ROOT / "triton.yaml")
+    manifest = _build(spec, tmp_path)
+    body = json.loads(manifest.read_text())
+    body["models"]["bert"]["verification"] = {
+        "ran": True, "why": "its decoding was checked with transformers 5.23.0 and torch 2.13.0 on the build machine, "
+                            "but its execution environment pins transformers 4.57.6 and torch 2.13.0"}
+    manifest.write_text(json.dumps(body))
+    with pytest.raises(PropsError) as caught:
+        _app(spec, manifest)
+    assert str(caught.value) == (
+        "TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 1 problem\n"
+        "  - models.bert: got a model not verified in its serving runtime (its decoding was checked with transformers "
+        "5.23.0 and torch 2.13.0 on the build machine, but its execution environment pins transformers 4.57.6 and "
+        "torch 2.13.0); allowed: a model verified in the runtimes of Triton 25.09, which serves it; fix: pin the "
+        "releases the build machine checked with in the model's python.requirements (or build where the pinned ones "
+        "are installed), then run `tritonsm build`")
+
+
 def _with_endpoint(spec, name, **changes):
     """The spec with one endpoint changed in every environment, past the loader's own checks."""
     envs = {k: dataclasses.replace(e, endpoints={**e.endpoints, name: dataclasses.replace(e.endpoints[name], **changes)})

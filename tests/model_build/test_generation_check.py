@@ -104,3 +104,29 @@ def test_a_generation_config_the_engine_cannot_follow_fails_the_build(made: tupl
     with pytest.raises(BuildError, match=r"models\.writer: generation_config\.json sets bad_words_ids \[\[5\]\], which "
                                          r"transformers' generate applies to greedy decoding \(NoBadWordsLogitsProcessor"):
         generation_check.verify(made[0], _with_generation_config(made, "bad", bad_words_ids=[[5]]), lambda _line: None)
+
+
+@pytest.mark.parametrize("lines, why", [
+    (None, "its decoding was checked with transformers {t} and torch {p} on the build machine, but it ships a "
+           "conda-pack archive (python.execution_env) whose releases the build does not read"),
+    (["transformers==4.57.6", "torch=={p}", "--no-deps"],
+     "its decoding was checked with transformers {t} and torch {p} on the build machine, but its execution "
+     "environment pins transformers 4.57.6 and torch {p}"),
+    (["transformers=={t}"], "its decoding was checked with transformers {t} and torch {p} on the build machine, but "
+                            "its execution environment pins transformers {t} and torch (not pinned)"),
+])
+def test_a_check_counts_for_the_serving_release_only_when_the_environment_pins_what_it_ran(lines, why) -> None:
+    import importlib.metadata
+
+    from deployment_spec.builds.manifest import Verification
+
+    here = {"t": importlib.metadata.version("transformers"), "p": importlib.metadata.version("torch").split("+")[0]}
+    ran = Verification(ran=True, runtime="transformers", version=here["t"], details={"alone": "token-identical"})
+    same = generation_check.served_by(ran, [f"transformers=={here['t']}", f"torch=={here['p']}", "numpy==1.26.4"],
+                                      "25.09")
+    assert same.triton_version == "25.09" and same.why is None
+    assert same.details == {"alone": "token-identical", "serving_packages": f"transformers {here['t']} and torch "
+                            f"{here['p']}, as the execution environment pins them"}
+    lines = [line.format(**here) for line in lines] if lines is not None else None
+    other = generation_check.served_by(ran, lines, "25.09")
+    assert other.triton_version is None and other.why == why.format(**here)

@@ -48,7 +48,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
                 raise BuildError(f"model {model.name}: its model step {window_step} is not built; build the entry "
                                  f"{model.task_entry} whole (tritonsm build --model {model.task_entry})")
             params["window_model"] = task_steps.window_model(model, built[window_step])
-    env_facts = None
+    env_facts, env_lines = None, None
     if model.python and model.python.execution_env:
         env = (ctx.spec.root / model.python.execution_env).resolve()
         if not env.is_file() or not env.name.endswith(".tar.gz"):
@@ -58,6 +58,7 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
         params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{env.name}"
     else:
         lines, where = python_env_requirements(ctx.spec, model, recipe_requirements)
+        env_lines = lines
         if lines:
             made_env = execution_env.build_for(ctx, model, lines, where)
             model_files[made_env.file_name] = made_env.archive
@@ -74,7 +75,8 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
         from model_build.backends.python import generation_check
         step = Step(ctx, model.name, f"verify greedy decoding against transformers' generate "
                                      f"({generation_check.cases_said(model)})")
-        verification = generation_check.verify(model, files, ctx.log)
+        verification = generation_check.served_by(generation_check.verify(model, files, ctx.log), env_lines,
+                                                  ctx.spec.triton_version)
         step.done()
     return BackendResult(tuple(inputs), tuple(outputs), files, verification,
                          parameters=params, model_files=model_files, environment=env_facts)

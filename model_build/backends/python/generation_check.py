@@ -12,6 +12,8 @@ decoding (the engine gives each row its own positions), so it does not fail the 
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
 import importlib.util
 import pathlib
 import sys
@@ -20,6 +22,7 @@ import types
 from typing import Any, Mapping, Optional
 
 from deployment_spec.builds.manifest import Verification
+from deployment_spec.sections import requirements
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TaskKind
 from model_build.errors import BuildError
@@ -92,6 +95,26 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
                                 else "token-identical" if not batched else
                                 f"{len(batched)} prompts differ in transformers' own padded batch"),
                             "near_ties": near_ties, "left_padded_differences": list(batched.values())})
+
+
+def served_by(verification: Verification, env_lines: Optional[list[str]], triton_version: str) -> Verification:
+    """The check ran this machine's transformers and torch; it is the serving runtime's check (what synthesis asks
+    of every model) when the execution environment that ships pins the same two releases. Else it records why not,
+    which `cdk synth` then shows."""
+    here = {name: importlib.metadata.version(name).split("+", 1)[0] for name in ("transformers", "torch")}
+    checked = " and ".join(f"{name} {version}" for name, version in here.items())
+    if env_lines is None:
+        why = (f"its decoding was checked with {checked} on the build machine, but it ships a conda-pack archive "
+               "(python.execution_env) whose releases the build does not read")
+    else:
+        pinned = requirements.pins(env_lines)
+        if all(pinned.get(name) == version for name, version in here.items()):
+            return dataclasses.replace(verification, triton_version=triton_version, details={
+                **verification.details, "serving_packages": f"{checked}, as the execution environment pins them"})
+        shipped = " and ".join(f"{name} {pinned.get(name, '(not pinned)')}" for name in here)
+        why = (f"its decoding was checked with {checked} on the build machine, but its execution environment pins "
+               f"{shipped}")
+    return dataclasses.replace(verification, triton_version=None, why=why)
 
 
 def _not_applied(generation: Any) -> list[str]:
