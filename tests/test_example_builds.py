@@ -74,4 +74,5 @@ def test_a_planted_defect_fails_the_run_and_is_named(tmp_path):
     assert row[-1] == (
         f"tritonsm build exited 2: error: {spec}: 1 problem // - models.sentiment.max_batch_size: got 0; allowed: 1 "
         "or more with task (the steps batch rows; a generating task decodes this many sequences together); fix: set "
-        f"max_batch_size to the largest batch you serve (whole log: {tmp_path}/out/bert-classifier-candidate/build.log)")
+        "max_batch_size to the largest batch you serve "
+        f"(whole log: {tmp_path}/out/bert-classifier-candidate/build.log)")

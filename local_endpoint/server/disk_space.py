@@ -16,6 +16,11 @@ from local_endpoint.errors import NoSpaceError
 from model_build import disk_space
 
 
+def folder_size(folder: pathlib.Path) -> int:
+    """Bytes of the regular files under ``folder`` (links to the Triton install not followed)."""
+    return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
 @contextlib.contextmanager
 def told_when_full(doing: str, folder: pathlib.Path) -> Iterator[None]:
     """Turns a full disk while ``doing`` (written into ``folder``) into a NoSpaceError with the fix."""

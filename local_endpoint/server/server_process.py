@@ -161,6 +161,25 @@ class TritonProcess(LoggedProcess):
         """``launcher``: a command that starts `tritonserver ARGUMENTS` itself (``loopback.launcher_command``)."""
         super().__init__([*launcher, str(install.server_binary), *arguments], environment, log_path, append=append)
 
+    def stop(self) -> None:
+        super().stop()
+        self._remove_python_envs()
+
+    def kill(self) -> None:
+        super().kill()
+        self._remove_python_envs()
+
+    def _remove_python_envs(self) -> None:
+        """A server that stops removes the folder its Python backend unpacked environments into; a killed one
+        leaves it (python_env_leftovers): removed here, once the server and its stubs are gone. The log names it."""
+        from local_endpoint.server import python_env_leftovers
+        from model_build.disk_space import human_size
+
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        for folder, size in python_env_leftovers.remove(python_env_leftovers.folders_in_log(text)):
+            print(f"removed {folder} ({human_size(size)}): the Python execution environments the ended Triton "
+                  "server left", flush=True)
+
     @property
     def metrics_url(self) -> str | None:
         """Triton's Prometheus metrics (``local_endpoint.server.triton_metrics``), when the environment turns

@@ -4,7 +4,8 @@ A serve deletes its folder when it stops; one killed with SIGKILL (or by the out
 its folder holds the whole unpacked model (hundreds of MB). So each folder records the processes that use it
 (``owners.json``: the serve's own and its server's, each with its start time, which tells a reused PID apart),
 and making a new folder first removes the folders whose processes are all gone. A live serve's folder is never
-touched, nor one whose record is missing (just made, or made by an older version).
+touched, nor one whose record is missing (just made, or made by an older version). The Python backend's own
+folders of killed servers go too (python_env_leftovers).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import tempfile
 
 import psutil
 
+from local_endpoint.server import python_env_leftovers
+from local_endpoint.server.disk_space import folder_size
 from model_build.disk_space import human_size
 
 PATTERN = "tritonsm-[sm]me-*"
@@ -29,6 +32,9 @@ def make(prefix: str) -> pathlib.Path:
     for folder, size, pids in remove_abandoned():
         print(f"removed {folder} ({human_size(size)}), left by a serve that is gone "
               f"(pid {', '.join(map(str, pids))})", flush=True)
+    for folder, size in python_env_leftovers.remove_abandoned():
+        print(f"removed {folder} ({human_size(size)}), the Python execution environments of a Triton server that "
+              "was killed", flush=True)
     folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     add_owner(folder, os.getpid())
     return folder
@@ -54,11 +60,6 @@ def remove_abandoned(temp_dir: pathlib.Path | None = None) -> list[tuple[pathlib
         shutil.rmtree(folder, ignore_errors=True)
         removed.append((folder, size, [owner["pid"] for owner in owners]))
     return removed
-
-
-def folder_size(folder: pathlib.Path) -> int:
-    """Bytes of the regular files under ``folder`` (links to the Triton install not followed)."""
-    return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
 def _owners(folder: pathlib.Path) -> list[dict] | None:

@@ -85,9 +85,26 @@ def _undocumented(names: list[str], package: str, source: str, text: str) -> lis
             or name not in text]
 
 
-@pytest.mark.parametrize("package, page, floor", [("triton_constructs", "reference/constructs", 10),
-                                                  ("deployment_spec", "reference/spec-api", 10),
-                                                  ("stacks", "reference/spec-app", 7)])
+REFERENCE_PAGES = [("triton_constructs", "reference/constructs", 10), ("deployment_spec", "reference/spec-api", 10),
+                   ("stacks", "reference/spec-app", 7), ("local_endpoint", "reference/local-endpoint", 15)]
+
+
+def _packages_without_reference(root: pathlib.Path) -> list[str]:
+    """The top-level packages under ``root`` that declare public names (``__all__``) and have no reference page."""
+    paged = {package for package, _, _ in REFERENCE_PAGES}
+    return sorted(p.parent.name for p in root.glob("*/__init__.py")
+                  if "__all__" in p.read_text() and p.parent.name not in paged)
+
+
+def test_every_package_with_public_names_has_a_reference_page(tmp_path):
+    assert _packages_without_reference(ROOT) == []
+    assert len(REFERENCE_PAGES) >= 4
+    (tmp_path / "new_package").mkdir()
+    (tmp_path / "new_package" / "__init__.py").write_text('__all__ = ["Thing"]\n')  # planted: a page missing
+    assert _packages_without_reference(tmp_path) == ["new_package"]
+
+
+@pytest.mark.parametrize("package, page, floor", REFERENCE_PAGES)
 def test_every_public_name_has_a_reference_entry(site, package, page, floor):
     import importlib
 

@@ -7,6 +7,7 @@ index and in no virtualenv of this machine); the tarball is built for the Triton
 from __future__ import annotations
 
 import importlib.util
+import time
 import pathlib
 import sys
 
@@ -54,3 +55,24 @@ def test_the_model_imports_a_package_only_the_environment_has(tarball):
     env_file = load_manifest(tarball.parent / "manifest.json").models["probe"].execution_environment.file
     assert notes == [f"probe/{env_file}: execution environment rebuilt for the local server (CPython {local}) "
                      "from the same 2 pinned requirements; the endpoint gets the one built for CPython 3.12"]
+
+
+def test_a_killed_server_s_environments_are_removed_when_it_is_ended(tarball, capsys):
+    """A server killed with SIGKILL cannot remove its /tmp/python_env_* folder; the endpoint that ends it does (the
+    folder its log names). A server that stops on its own removes it itself: the same call then finds nothing."""
+    import os
+    import signal
+
+    with SingleModelEndpoint(tarball) as endpoint:
+        request = encode_request([NamedTensor("IN", "FP32", np.ones((1, 1), dtype=np.float32))], binary=False)
+        (where,) = invoke_url(endpoint.url, request).outputs
+        folder = pathlib.Path(where.array[0][0].decode().split(" ")[2]).parent
+        assert folder.is_dir() and folder.name.startswith("python_env_")
+        os.kill(endpoint.server_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while endpoint._process.exit_code() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert folder.is_dir()  # the killed server left it
+    assert not folder.exists()
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"removed {folder} (")]
+    assert len(said) == 1 and said[0].endswith("): the Python execution environments the ended Triton server left")

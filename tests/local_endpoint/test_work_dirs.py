@@ -47,6 +47,8 @@ def test_only_folders_whose_processes_are_all_gone_are_removed(tmp_path: pathlib
 
 def test_a_new_folder_records_its_owner_and_says_what_it_removed(tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(work_dirs.tempfile, "tempdir", str(tmp_path))
+    # Not /tmp's Python-backend folders, which other tests' killed servers may leave (test_python_env_leftovers).
+    monkeypatch.setattr(work_dirs.python_env_leftovers, "ROOT", tmp_path / "python-envs")
     killed = subprocess.Popen(SLEEPER)
     abandoned = tmp_path / "tritonsm-sme-abandoned"
     abandoned.mkdir()
