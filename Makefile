@@ -16,8 +16,9 @@ synth: build
 # Every example spec built and synthesized with cdk-nag as its scenario page says, each in build/examples/NAME/
 # (scripts/build_examples.py; its tiny checkpoints made first): about 20 minutes on 2 cores, most of it RoBERTa-large
 # and BERT-large at their real sizes. TensorRT models are left for a GPU host and named in the summary.
+# `make examples ONLY="ensemble-sme t5-python-mme"`: those examples only.
 examples: setup compiled
-	.venv/bin/python scripts/build_examples.py
+	.venv/bin/python scripts/build_examples.py $(foreach name,$(ONLY),--only $(name))
 
 # Every test, on three workers on the 2-core machine (a test module whole on one, the slowest modules first:
 # tests/suite_tiers.py): the tests wait on servers, subprocesses and the network, so two workers kept the cores

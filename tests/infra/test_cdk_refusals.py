@@ -122,15 +122,11 @@ def test_manifest_for_another_triton_version(tmp_path):
 def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
     # The manifest says 25.09, but one model's serving check ran in Triton 25.04's runtimes (ONNX
     # Runtime 1.21.0) or in none: its answers on a 25.09 endpoint were never checked.
-    spec = load_spec(ROOT / "triton.yaml")
-    manifest = _build(spec, tmp_path)
-    body = json.loads(manifest.read_text())
-    body["models"]["resnet50"]["verification"]["triton_version"] = "25.04"
-    body["models"]["bert"]["verification"] = {"ran": False}
-    manifest.write_text(json.dumps(body))
-    with pytest.raises(PropsError) as caught:
-        _app(spec, manifest)
-    assert str(caught.value) == (
+    def change(models):
+        models["resnet50"]["verification"]["triton_version"] = "25.04"
+        models["bert"]["verification"] = {"ran": False}
+
+    assert _refusal_with(tmp_path, change) == (
         "TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 2 problems\n"
         "  - models.resnet50: got a model verified in the runtimes of Triton 25.04; allowed: a model verified in the "
         "runtimes of Triton 25.09, which serves it; fix: run `tritonsm build` for triton_version 25.09\n"
@@ -141,22 +137,30 @@ def test_a_model_verified_in_another_release_s_runtimes_is_refused(tmp_path):
 def test_a_model_whose_check_did_not_run_what_serves_it_is_refused_with_the_build_s_reason(tmp_path):
     # A generating model's decoding is checked with the build machine's transformers and torch; an environment that
     # pins other releases is not what was checked, and the build recorded why (generation_check.served_by).
-    spec = load_spec(ROOT / "triton.yaml")
-    manifest = _build(spec, tmp_path)
-    body = json.loads(manifest.read_text())
-    body["models"]["bert"]["verification"] = {
-        "ran": True, "why": "its decoding was checked with transformers 5.23.0 and torch 2.13.0 on the build machine, "
-                            "but its execution environment pins transformers 4.57.6 and torch 2.13.0"}
-    manifest.write_text(json.dumps(body))
-    with pytest.raises(PropsError) as caught:
-        _app(spec, manifest)
-    assert str(caught.value) == (
+    def change(models):
+        models["bert"]["verification"] = {
+            "ran": True, "why": "its decoding was checked with transformers 5.23.0 and torch 2.13.0 on the build "
+                                "machine, but its execution environment pins transformers 4.57.6 and torch 2.13.0"}
+
+    assert _refusal_with(tmp_path, change) == (
         "TritonSageMakerEndpoint TritonDev/vision-nlp/Default: 1 problem\n"
         "  - models.bert: got a model not verified in its serving runtime (its decoding was checked with transformers "
         "5.23.0 and torch 2.13.0 on the build machine, but its execution environment pins transformers 4.57.6 and "
         "torch 2.13.0); allowed: a model verified in the runtimes of Triton 25.09, which serves it; fix: pin the "
         "releases the build machine checked with in the model's python.requirements (or build where the pinned ones "
         "are installed), then run `tritonsm build`")
+
+
+def _refusal_with(tmp_path, change) -> str:
+    """What synthesis says of the default spec's build after ``change`` edited its manifest's models."""
+    spec = load_spec(ROOT / "triton.yaml")
+    manifest = _build(spec, tmp_path)
+    body = json.loads(manifest.read_text())
+    change(body["models"])
+    manifest.write_text(json.dumps(body))
+    with pytest.raises(PropsError) as caught:
+        _app(spec, manifest)
+    return str(caught.value)
 
 
 def _with_endpoint(spec, name, **changes):
