@@ -1,11 +1,13 @@
-"""`make examples` (scripts/build_examples.py): every example spec built and synthesized as its scenario page says.
+"""Every example spec is whole on a fresh clone: `make examples` (scripts/build_examples.py) builds and synthesizes
+each as its scenario page says, after `examples/make_checkpoints.py` made the checkpoints three of them name.
 
-The whole run is ~20 minutes on 2 cores (RoBERTa-large and BERT-large at their real sizes; T5's execution
-environment with torch for the image is 2.8 GB), too long for `make test`; its last result is recorded in
-docs/howto/scenarios.md. Here, the same script on a copy of examples/: the A/B-test example end to end (its tiny
-checkpoints made, eight models built, every stage synthesized with cdk-nag and the account rules), the TensorRT
-example on a host without a GPU (built as far as this host can, its endpoint left out of the synthesis: not a
-failure), and a planted defect, which must fail the run and be named in the summary.
+The whole run is ~16 minutes on 2 cores (RoBERTa-large and BERT-large at their real sizes; T5's execution
+environment with torch for the image), too long for `make test`; its last result is recorded in
+docs/howto/scenarios.md. Here, one run of the same script on a copy of examples/: the A/B-test example end to end
+(its tiny checkpoints made, eight models built, every stage synthesized with cdk-nag and the account rules) and,
+on a host without a GPU, the TensorRT example (built as far as this host can, its endpoint left out of the
+synthesis: not a failure); then every example validated with the checkpoints made, and without them; and a planted
+defect, which must fail the run and be named in the summary.
 """
 from __future__ import annotations
 
@@ -16,8 +18,13 @@ import sys
 
 import pytest
 
+from tritonsm.cli import main as tritonsm_main
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "build_examples.py"
+MAKER = ROOT / "examples" / "make_checkpoints.py"
+NAMING_A_CHECKPOINT = ("bert-classifier-candidate.yaml", "image-async-sme.yaml", "t5-streaming-sme.yaml")
+GPU_HOST = shutil.which("nvidia-smi") is not None  # there tests/gpu builds the TensorRT plan; not here too
 
 
 def _copy(into: pathlib.Path) -> pathlib.Path:
@@ -39,29 +46,54 @@ def _rows(out: pathlib.Path) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def no_gpu() -> None:
-    if shutil.which("nvidia-smi"):
-        pytest.skip("a GPU host builds the TensorRT plan itself: tests/gpu covers that build")
+def made(module_tmp) -> tuple[pathlib.Path, pathlib.Path, subprocess.CompletedProcess]:
+    """(the examples' copy with its checkpoints, the script's output folder, the run)."""
+    root = module_tmp.mktemp("examples")
+    examples = _copy(root / "examples")
+    names = ["bert-classifier-candidate"] + ([] if GPU_HOST else ["tensorrt-bert-mme"])
+    return examples, root / "out", _run(examples, root / "out", *names)
 
 
-def test_an_example_builds_and_every_stage_synthesizes(tmp_path):
-    done = _run(_copy(tmp_path / "examples"), tmp_path / "out", "bert-classifier-candidate")
+def test_an_example_builds_and_every_stage_synthesizes(made):
+    _, out, done = made
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    row = _rows(tmp_path / "out")["bert-classifier-candidate"]
+    row = _rows(out)["bert-classifier-candidate"]
     assert row[0] == "8" and row[2:5] == ["-", "-", "3"] and row[-1] == "ok", row
-    assembly = tmp_path / "out" / "bert-classifier-candidate" / "cdk.out"
-    assert sorted(p.name for p in assembly.glob("assembly-*")) == [
+    assert sorted(p.name for p in (out / "bert-classifier-candidate" / "cdk.out").glob("assembly-*")) == [
         "assembly-SentimentDev", "assembly-SentimentProd", "assembly-SentimentStaging"]
-    manifest = tmp_path / "out" / "bert-classifier-candidate" / "assets" / "manifest.json"
-    assert manifest.is_file() and "make_checkpoints" not in done.stderr
+    assert (out / "bert-classifier-candidate" / "assets" / "manifest.json").is_file()
 
 
-def test_a_tensorrt_example_is_built_as_far_as_this_host_can_and_its_endpoint_left_out(tmp_path, no_gpu):
-    done = _run(_copy(tmp_path / "examples"), tmp_path / "out", "tensorrt-bert-mme")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    row = _rows(tmp_path / "out")["tensorrt-bert-mme"]
+@pytest.mark.skipif(GPU_HOST, reason="a GPU host builds the TensorRT plan: tests/gpu covers that build")
+def test_a_tensorrt_example_is_built_as_far_as_this_host_can_and_its_endpoint_left_out(made):
+    _, out, done = made
+    row = _rows(out)["tensorrt-bert-mme"]
     assert row[2].startswith("model bert: a TensorRT plan needs an NVIDIA GPU and a Docker engine") and \
         row[3:5] == ["bert-mme", "0"] and row[-1] == "ok", row
+
+
+def _missing_weights(spec: pathlib.Path, capsys) -> list[str]:
+    assert tritonsm_main(["validate", "--spec", str(spec)]) == 0
+    return [line for line in capsys.readouterr().out.splitlines() if "does not exist; tritonsm build needs it" in line]
+
+
+def test_with_the_checkpoints_made_no_example_misses_its_weights(made, capsys):
+    examples, _, _ = made
+    specs = sorted(examples.glob("*.yaml"))
+    assert len(specs) >= 10
+    for spec in specs:
+        assert _missing_weights(spec, capsys) == [], spec.name
+    again = subprocess.run([sys.executable, str(MAKER), "--out", str(examples / "checkpoints")],
+                           capture_output=True, text=True, timeout=600)
+    assert again.stdout.count("exists, left as it is") == 4
+
+
+def test_without_the_checkpoints_validate_notes_each_missing_folder(tmp_path, capsys):
+    examples = _copy(tmp_path / "examples")
+    for name in NAMING_A_CHECKPOINT:
+        notes = _missing_weights(examples / name, capsys)
+        assert notes and all(f"{examples}/checkpoints/" in note for note in notes), name
+        assert "examples/make_checkpoints.py" in (examples / name).read_text()   # the header says how to make it
 
 
 def test_a_planted_defect_fails_the_run_and_is_named(tmp_path):

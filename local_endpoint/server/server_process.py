@@ -178,7 +178,7 @@ class TritonProcess(LoggedProcess):
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         for folder, size in python_env_leftovers.remove(python_env_leftovers.folders_in_log(text)):
             print(f"removed {folder} ({human_size(size)}): the Python execution environments the ended Triton "
-                  "server left", flush=True)
+                  "server left", file=sys.stderr, flush=True)
 
     @property
     def metrics_url(self) -> str | None:

@@ -74,5 +74,5 @@ def test_a_killed_server_s_environments_are_removed_when_it_is_ended(tarball, ca
             time.sleep(0.05)
         assert folder.is_dir()  # the killed server left it
     assert not folder.exists()
-    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"removed {folder} (")]
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(f"removed {folder} (")]
     assert len(said) == 1 and said[0].endswith("): the Python execution environments the ended Triton server left")
