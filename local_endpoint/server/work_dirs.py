@@ -33,10 +33,12 @@ def make(prefix: str) -> pathlib.Path:
     for folder, size, pids in remove_abandoned():
         print(f"removed {folder} ({human_size(size)}), left by a serve that is gone "
               f"(pid {', '.join(map(str, pids))})", flush=True)
-    # On stderr: a note beside what the serve itself prints (its banner is the first line of its output).
+    # On stderr: a note beside what the serve itself prints (its banner is the first line of its output). An empty
+    # folder (a killed server's whose Python models had no environment) is removed without one: nothing was freed.
     for folder, size in python_env_leftovers.remove_abandoned():
-        print(f"removed {folder} ({human_size(size)}), the Python execution environments of a Triton server that "
-              "was killed", file=sys.stderr, flush=True)
+        if size:
+            print(f"removed {folder} ({human_size(size)}), the Python execution environments of a Triton server "
+                  "that was killed", file=sys.stderr, flush=True)
     folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     add_owner(folder, os.getpid())
     return folder

@@ -3,9 +3,11 @@ real processes, one killed with SIGKILL, stand for the serves)."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import psutil
 
@@ -72,3 +74,21 @@ def test_an_image_serve_s_folder_is_one_of_them(tmp_path: pathlib.Path) -> None:
     killed.kill()
     killed.wait()
     assert [f for f, _, _ in work_dirs.remove_abandoned(tmp_path)] == [folder]
+
+
+def test_a_killed_server_s_python_environments_are_removed_and_told_but_an_empty_folder_silently(
+        tmp_path: pathlib.Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(work_dirs.tempfile, "tempdir", str(tmp_path / "work"))
+    (tmp_path / "work").mkdir()
+    envs = tmp_path / "python-envs"
+    monkeypatch.setattr(work_dirs.python_env_leftovers, "ROOT", envs)
+    (envs / "python_env_Full01" / "0").mkdir(parents=True)
+    (envs / "python_env_Full01" / "0" / "lib.so").write_bytes(b"x" * 2048)
+    (envs / "python_env_Empty1").mkdir()   # a server without environments makes its folder all the same
+    old = time.time() - 86400  # before any live server of the suite started: none of them can own these
+    for folder in envs.iterdir():
+        os.utime(folder, (old, old))
+    work_dirs.make("tritonsm-sme-")
+    assert capsys.readouterr().err == (f"removed {envs}/python_env_Full01 (2.0 KiB), the Python execution "
+                                       "environments of a Triton server that was killed\n")
+    assert list(envs.iterdir()) == []
