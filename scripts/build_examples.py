@@ -9,8 +9,8 @@ tarballs never replace another's or the default spec's `assets/`:
     tritonsm build --spec examples/NAME.yaml --out OUT/NAME/assets
     cdk synth --quiet -c spec=examples/NAME.yaml -c manifest=OUT/NAME/assets/manifest.json -o OUT/NAME/cdk.out
 
-The builds share the build cache (`.tritonsm/build`): a model with the same inputs as one built before (the default
-spec's ResNet-50 and BERT in `inference-components.yaml`) is copied, not built again. The synthesis runs the app's
+The builds share the build cache (`.tritonsm/build`): a model whose inputs are unchanged since an earlier run is not
+built again (the table's "unchanged" column). The synthesis runs the app's
 cdk-nag and account-rule checks on every stage, as `make` does for the default spec. A TensorRT model on a host
 without a GPU and a Docker engine is left unbuilt, as `tritonsm build` does, and named in the summary; the endpoints
 that serve it are left out of the synthesis (`-c endpoints=` the others, docs/howto/unbuildable-models.md), and an
@@ -47,8 +47,8 @@ class Outcome:
     error: str = ""
 
 
-def example_names(folder: pathlib.Path = EXAMPLES) -> list[str]:
-    return sorted(p.stem for p in folder.glob("*.yaml"))
+def example_names() -> list[str]:
+    return sorted(p.stem for p in EXAMPLES.glob("*.yaml"))
 
 
 def _run(command: list[str], log: pathlib.Path) -> tuple[int, str]:
@@ -62,38 +62,42 @@ def _run(command: list[str], log: pathlib.Path) -> tuple[int, str]:
 
 def build_and_synth(name: str, examples: pathlib.Path, out: pathlib.Path) -> Outcome:
     outcome, start = Outcome(name), time.monotonic()
-    folder = out / name
+    try:
+        _build_and_synth(outcome, examples, out / name)
+    finally:
+        outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _build_and_synth(outcome: Outcome, examples: pathlib.Path, folder: pathlib.Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    spec = str((examples / f"{name}.yaml").relative_to(ROOT) if examples.is_relative_to(ROOT) else
-               examples / f"{name}.yaml")
+    spec_path = examples / f"{outcome.example}.yaml"
+    spec = str(spec_path.relative_to(ROOT) if spec_path.is_relative_to(ROOT) else spec_path)
     bin_dir = pathlib.Path(sys.executable).parent
     code, text = _run([str(bin_dir / "tritonsm"), "build", "--spec", spec, "--out", str(folder / "assets")],
                       folder / "build.log")
     counts = SUMMARY.search(text)
     if counts:
         outcome.built, outcome.unchanged = int(counts[1]), int(counts[2])
-    outcome.not_here = re.findall(r"^not built here: (.*)$", text, re.M)
     if code != 0:
         outcome.error = f"tritonsm build exited {code}: {_tail(text)} (whole log: {folder / 'build.log'})"
-        outcome.seconds = time.monotonic() - start
-        return outcome
+        return
     manifest = json.loads((folder / "assets" / "manifest.json").read_text())
+    # What this host could not build, and the endpoints serving it (docs/howto/unbuildable-models.md): the build
+    # records both; the endpoints built here are synthesized, the others wait for a GPU host.
+    outcome.not_here = [why for key, why in sorted(manifest["not_built"].items()) if key.startswith("models.")]
+    outcome.left_out = sorted(key.split(".", 1)[1] for key in manifest["not_built"] if key.startswith("endpoints."))
     command = [str(bin_dir / "cdk"), "synth", "--quiet", "-c", f"spec={spec}",
                "-c", f"manifest={folder / 'assets' / 'manifest.json'}", "-o", str(folder / "cdk.out")]
-    if any(key.startswith("endpoints.") for key in manifest["not_built"]):
-        # As docs/howto/unbuildable-models.md says: the endpoints built here, the others on a GPU host.
-        outcome.left_out = sorted(key.split(".", 1)[1] for key in manifest["not_built"] if key.startswith("endpoints."))
+    if outcome.left_out:
         if not manifest["endpoints"]:
-            outcome.seconds = time.monotonic() - start
-            return outcome
+            return
         command[3:3] = ["-c", "endpoints=" + ",".join(sorted(manifest["endpoints"]))]
     code, text = _run(command, folder / "synth.log")
     if code != 0:
         outcome.error = f"cdk synth exited {code}: {_tail(text)} (whole log: {folder / 'synth.log'})"
     else:
         outcome.stages = len(list((folder / "cdk.out").glob("assembly-*")))
-    outcome.seconds = time.monotonic() - start
-    return outcome
 
 
 def _tail(text: str) -> str:

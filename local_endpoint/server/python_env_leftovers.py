@@ -87,16 +87,17 @@ def remove_abandoned(root: pathlib.Path | None = None) -> list[tuple[pathlib.Pat
     folders = [f for f in root.glob("python_env_*") if f.is_dir() and f.stat().st_uid == os.getuid()]
     if not folders:
         return []
-    named: set[pathlib.Path] = set()
+    processes = list(psutil.process_iter(["name", "create_time"]))
+    named_by = {process.pid: folders_named_by([process], root) for process in processes}
+    named = set().union(*named_by.values())
     unattributed_starts = []  # live servers whose stubs name no folder: each may own one made after its start
-    for process in psutil.process_iter(["name", "create_time"]):
-        named |= folders_named_by([process], root)
+    for process in processes:
         if process.info["name"] == "tritonserver" and _loaded_python_backend(process.pid):
             try:
-                own = folders_named_by(process.children(recursive=True), root)
+                children = process.children(recursive=True)
             except psutil.Error:
                 continue
-            if not own:
+            if not any(named_by.get(child.pid) for child in children):
                 unattributed_starts.append(process.info["create_time"])
     abandoned = []
     for folder in folders:

@@ -48,7 +48,8 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
                 raise BuildError(f"model {model.name}: its model step {window_step} is not built; build the entry "
                                  f"{model.task_entry} whole (tritonsm build --model {model.task_entry})")
             params["window_model"] = task_steps.window_model(model, built[window_step])
-    env_facts, env_lines = None, None
+    env_facts = None
+    env_lines: list[str] = []  # what the environment is built from; none for a conda-pack archive of one's own
     if model.python and model.python.execution_env:
         env = (ctx.spec.root / model.python.execution_env).resolve()
         if not env.is_file() or not env.name.endswith(".tar.gz"):
@@ -57,10 +58,9 @@ def build(ctx: BuildContext, model: ModelSpec, scratch: pathlib.Path, built: Map
         model_files[env.name] = env
         params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{env.name}"
     else:
-        lines, where = python_env_requirements(ctx.spec, model, recipe_requirements)
-        env_lines = lines
-        if lines:
-            made_env = execution_env.build_for(ctx, model, lines, where)
+        env_lines, where = python_env_requirements(ctx.spec, model, recipe_requirements)
+        if env_lines:
+            made_env = execution_env.build_for(ctx, model, env_lines, where)
             model_files[made_env.file_name] = made_env.archive
             params["EXECUTION_ENV_PATH"] = f"$$TRITON_MODEL_DIRECTORY/{made_env.file_name}"
             env_facts = execution_env.facts(made_env, ctx.python_env_for)

@@ -13,7 +13,6 @@ decoding (the engine gives each row its own positions), so it does not fail the 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import importlib.util
 import pathlib
 import sys
@@ -26,6 +25,7 @@ from deployment_spec.sections import requirements
 from deployment_spec.sections.model import ModelSpec
 from deployment_spec.sections.tasks import TaskKind
 from model_build.errors import BuildError
+from model_build.hashing import tool_versions
 
 PROMPTS = ("The quick brown fox", "Once upon a time, in a land far away,", "Hello", "1, 2, 3, 4, 5,",
            "Translate to German: the house is small.", "Summarize: the meeting moved to Tuesday because of rain.")
@@ -97,24 +97,21 @@ def verify(model: ModelSpec, files: Mapping[str, Any], log: Any) -> Verification
                             "near_ties": near_ties, "left_padded_differences": list(batched.values())})
 
 
-def served_by(verification: Verification, env_lines: Optional[list[str]], triton_version: str) -> Verification:
+def served_by(verification: Verification, env_lines: list[str], triton_version: str) -> Verification:
     """The check ran this machine's transformers and torch; it is the serving runtime's check (what synthesis asks
     of every model) when the execution environment that ships pins the same two releases. Else it records why not,
-    which `cdk synth` then shows."""
-    here = {name: importlib.metadata.version(name).split("+", 1)[0] for name in ("transformers", "torch")}
+    which `cdk synth` then shows. (A task entry takes no python.execution_env: its environment is always built from
+    pinned lines.)"""
+    versions = tool_versions()
+    here = {name: versions[name].split("+", 1)[0] for name in ("transformers", "torch")}
     checked = " and ".join(f"{name} {version}" for name, version in here.items())
-    if env_lines is None:
-        why = (f"its decoding was checked with {checked} on the build machine, but it ships a conda-pack archive "
-               "(python.execution_env) whose releases the build does not read")
-    else:
-        pinned = requirements.pins(env_lines)
-        if all(pinned.get(name) == version for name, version in here.items()):
-            return dataclasses.replace(verification, triton_version=triton_version, details={
-                **verification.details, "serving_packages": f"{checked}, as the execution environment pins them"})
-        shipped = " and ".join(f"{name} {pinned.get(name, '(not pinned)')}" for name in here)
-        why = (f"its decoding was checked with {checked} on the build machine, but its execution environment pins "
-               f"{shipped}")
-    return dataclasses.replace(verification, triton_version=None, why=why)
+    pinned = requirements.pins(env_lines)
+    if all(pinned.get(name) == version for name, version in here.items()):
+        return dataclasses.replace(verification, triton_version=triton_version, details={
+            **verification.details, "serving_packages": f"{checked}, as the execution environment pins them"})
+    shipped = " and ".join(f"{name} {pinned.get(name, '(not pinned)')}" for name in here)
+    return dataclasses.replace(verification, triton_version=None, why=(
+        f"its decoding was checked with {checked} on the build machine, but its execution environment pins {shipped}"))
 
 
 def _not_applied(generation: Any) -> list[str]:
