@@ -39,6 +39,7 @@ benchmarks/hf_generation_coverage.md and .json.
 from __future__ import annotations
 
 import argparse
+import io
 import collections
 import concurrent.futures
 import datetime
@@ -68,7 +69,8 @@ PREFIX = {"text-generation": "gen", "text2text-generation": "t2t", "speech seq2s
 TASK_KIND = {"speech seq2seq": "automatic-speech-recognition"}  # the spec's task.kind where it is not the row's
 # Served for real when they verify in-process: the families users deploy most, then whatever else verified.
 SERVED = {"text-generation": ("gpt2", "llama", "qwen2", "mistral", "gemma"),
-          "text2text-generation": ("t5", "bart", "marian", "mbart", "pegasus")}
+          "text2text-generation": ("t5", "bart", "marian", "mbart", "pegasus"),
+          "speech seq2seq": ("whisper", "qwen3_asr", "vibevoice_asr", "speech_to_text", "moonshine")}
 SERVED_PER_KIND = 5
 IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
     "token-identical", "near-tie", "refused", "failed", "skipped", "not yet: audio input")
@@ -197,7 +199,7 @@ def make_checkpoint(row: Row, folder: pathlib.Path) -> None:
 
 def make_speech_checkpoint(row: Row, folder: pathlib.Path) -> None:
     """A tiny speech checkpoint the engine decodes; for any other type, the config.json the loader refuses."""
-    from benchmarks.tooling import generation_checkpoints, speech_checkpoints
+    from benchmarks.tooling import audio_llm_checkpoints, generation_checkpoints, speech_checkpoints
 
     shutil.rmtree(folder, ignore_errors=True)
     row.update(weights=str(folder), tokenizer="bpe-bytes")
@@ -205,6 +207,8 @@ def make_speech_checkpoint(row: Row, folder: pathlib.Path) -> None:
         generation_checkpoints.save_whisper(folder)
     elif row["model_type"] in speech_checkpoints.MAKERS:
         speech_checkpoints.save(folder, row["model_type"])
+    elif row["model_type"] in audio_llm_checkpoints.MAKERS:
+        audio_llm_checkpoints.save(folder, row["model_type"])
     else:
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps({"model_type": row["model_type"]}))
@@ -287,22 +291,29 @@ def _distinct(folder: pathlib.Path, kind: str) -> int:
 def _distinct_speech(folder: pathlib.Path) -> int:
     """Distinct tokens in generate's answer to the build check's synthetic clips (tone, noise, chirp), the most of
     the three: the check tells tokens apart on that clip at least."""
-    import torch
-    import transformers
-
+    from benchmarks.tooling import speech_reference
     from model_build.backends.python.generation_check import _clips
 
-    net = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
-    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
-    name = net.get_encoder().main_input_name
-    rate = int(extractor.sampling_rate)
-    counts = []
-    for clip in _clips(rate):
-        with torch.no_grad():
-            out = net.generate(**{name: extractor(clip, sampling_rate=rate, return_tensors="pt")[name]},
-                               do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
-        counts.append(len(set(int(t) for t in out[0][1:])))
-    return max(counts)
+    rate = _speech_rate(folder)
+    return max(len(set(speech_reference.new_tokens(folder, clip, rate, MAX_NEW_TOKENS)[0])) for clip in _clips(rate))
+
+
+def _tone_wav(rate: int) -> bytes:
+    """One second of a 440 Hz tone, 16-bit PCM WAV at ``rate`` (what a recorder writes)."""
+    import numpy as np
+    import soundfile
+
+    out = io.BytesIO()
+    soundfile.write(out, 0.5 * np.sin(2 * np.pi * 440 * np.arange(rate) / rate), rate, format="WAV",
+                    subtype="PCM_16")
+    return out.getvalue()
+
+
+def _speech_rate(folder: pathlib.Path) -> int:
+    """The sampling rate a speech checkpoint's features are made at (its feature extractor's)."""
+    import transformers
+
+    return int(transformers.AutoFeatureExtractor.from_pretrained(folder).sampling_rate)
 
 
 def _greedy(folder: pathlib.Path, kind: str, prompt: str) -> tuple[list[int], str]:
@@ -376,19 +387,26 @@ def serve_subset(rows: list[Row], work: pathlib.Path, clock: float) -> None:
 
 
 def _ask(row: Row, url: str) -> Row:
-    """Streams one prompt and compares the concatenated text_output with generate's decoded answer."""
-    from local_endpoint.client.invoke_stream import generate_body, stream_sagemaker_endpoint
+    """Streams one prompt (a speech row: one clip, a WAV at its feature extractor's rate) and compares the
+    concatenated text_output with generate's decoded answer."""
+    from benchmarks.tooling import speech_reference
+    from local_endpoint.client.invoke_stream import audio_body, generate_body, stream_sagemaker_endpoint
     from local_endpoint.client.local_clients import local_client
 
     prompt = "The quick brown fox"
+    folder = pathlib.Path(row["weights"])
+    parameters: dict[str, object] = {"max_new_tokens": MAX_NEW_TOKENS}
+    wav = _tone_wav(_speech_rate(folder)) if row["kind"] == "speech seq2seq" else b""
+    body = audio_body(wav, parameters) if wav else generate_body(prompt, parameters)
     name = f"{PROJECT}-{ENVIRONMENT}-{endpoint_name(row)}"
     pieces: list[str] = []
     try:
-        stream_sagemaker_endpoint(name, generate_body(prompt, {"max_new_tokens": MAX_NEW_TOKENS}), pieces.append,
-                                  endpoint_url=url, client=local_client("sagemaker-runtime", url, read_timeout=300))
+        stream_sagemaker_endpoint(name, body, pieces.append, endpoint_url=url,
+                                  client=local_client("sagemaker-runtime", url, read_timeout=300))
     except Exception as exc:  # an InvokeError or the client's own: the row's served answer failed
         return {"ok": False, "detail": _first(exc)}
-    got, (_, want) = "".join(pieces), _greedy(pathlib.Path(row["weights"]), row["kind"], prompt)
+    got = "".join(pieces)
+    want = speech_reference.transcript(folder, wav, MAX_NEW_TOKENS) if wav else _greedy(folder, row["kind"], prompt)[1]
     return {"ok": got == want, "detail": f"{len(pieces)} events, {got!r}" + ("" if got == want else
                                                                              f"; generate decodes {want!r}")}
 
@@ -483,10 +501,13 @@ def markdown(s: dict[str, Row], rows: list[Row], started: str, machine: str) -> 
         "benchmark's tiny-checkpoint maker cannot instantiate offline from their config alone (external files, "
         "sub-configs it does not shrink, the tokenizer's own limits): a cause outside the product, so they are "
         "listed with it and not counted. Speech seq2seq rows: the tiny checkpoints of "
-        "benchmarks/tooling/speech_checkpoints.py (width 32, 2 layers, each type's own feature extractor) through "
-        "the same recipe and build-time verification on three synthetic clips (alone and at once); a type the "
-        "engine does not decode is refused by the spec's loader from its config.json, with the cause; speech rows "
-        "are not served here (tests/local_endpoint/test_generation_serve.py serves a Whisper). "
+        "benchmarks/tooling/speech_checkpoints.py (encoder-decoders: width 32, 2 layers, each type's own feature "
+        "extractor) and benchmarks/tooling/audio_llm_checkpoints.py (audio language models: the processor with a "
+        "chat template that holds the clip) through the same recipe and build-time verification on three synthetic "
+        "clips (alone and at once; with a request's language and context prompt where the checkpoint takes them); "
+        "a type the engine does not decode is refused by the spec's loader from its config.json, with the cause. "
+        "Served speech rows were asked with a one-second 440 Hz tone (a WAV at the feature extractor's rate) and "
+        "compared with generate on the same clip. "
         "The audio LLMs transformers maps for AutoModelForSeq2SeqLM (one decoder reading audio features: Qwen2-Audio, "
         "Voxtral...) are refused by the recipe for their audio input and listed as not yet: audio, not counted "
         "under text2text-generation. "

@@ -78,9 +78,10 @@ def window_model_step(model: ModelSpec) -> str:
 
 # transformers 5.23.0's MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES (models/auto/modeling_auto.py): the model types
 # AutoModelForSpeechSeq2Seq loads, written out because the spec loads with the standard library only
-# (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them: the
-# encoder reads the clip's features (the feature extractor's input_features or input_values), the decoder writes
-# text from its start token (Whisper: from its prompt of language and task).
+# (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them (the
+# encoder reads the clip's features, the decoder writes text from its start token; Whisper: from its prompt of language
+# and task) and the audio language models whose processor writes a transcription request and whose decoding steps
+# read only the text (model_build/python_models/transcription_request.py AUDIO_LLM_TYPES).
 SPEECH_SEQ2SEQ_TYPES = frozenset({
     "canary", "cohere_asr", "dia", "fun_asr_nano", "granite_speech", "granite_speech_plus", "kyutai_speech_to_text",
     "moonshine", "moonshine_streaming", "pop2piano", "qwen3_asr", "seamless_m4t", "seamless_m4t_v2",
@@ -88,19 +89,25 @@ SPEECH_SEQ2SEQ_TYPES = frozenset({
     "voxtral_realtime", "whisper"})
 GENERATED_SPEECH_TYPES = frozenset({
     "canary", "cohere_asr", "moonshine", "moonshine_streaming", "seamless_m4t", "seamless_m4t_v2",
-    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper"})
-# Why the engine does not decode the others (transformers 5.23.0's classes for them).
-_AUDIO_LLM = ("an audio language model: one decoder reads the clip's features inside a text prompt it is given, "
-              "which the engine does not build")
+    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr"})
+# Why the engine does not decode the others (transformers 5.23.0's classes, processors and feature extractors).
+_TORCHAUDIO = ("an audio language model whose feature extractor needs torchaudio, which has no release for the torch "
+               "the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)")
+_STREAMING = "a streaming model: each decoding step reads {what}, which the engine's prefill-then-decode does not feed"
 NOT_DECODED_SPEECH = {
     "dia": "speech synthesis: it writes audio codes from text, not text from audio",
     "vibevoice": "speech synthesis: it writes audio from text, not text from audio",
     "pop2piano": "music transcription: it writes MIDI event tokens, not text",
-    **{model_type: _AUDIO_LLM for model_type in ("fun_asr_nano", "granite_speech", "granite_speech_plus",
-                                                 "kyutai_speech_to_text", "qwen3_asr", "vibevoice_asr", "voxtral",
-                                                 "voxtral_realtime")}}
-SPEECH_ENGINE = "a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...)"
+    "fun_asr_nano": _TORCHAUDIO, "granite_speech": _TORCHAUDIO, "granite_speech_plus": _TORCHAUDIO,
+    "voxtral": ("an audio language model whose processor writes the transcription request with mistral_common, which "
+                "the serving environment does not ship"),
+    "kyutai_speech_to_text": _STREAMING.format(what="the next 80 ms frame's audio codes"),
+    "voxtral_realtime": _STREAMING.format(what="its own slice of the audio encoder's output")}
+SPEECH_ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...) or an "
+                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR)")
 CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
+_GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, or a CTC "
+                 "checkpoint")
 
 
 def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[Problem]:
@@ -122,13 +129,12 @@ def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[
         return [Problem(f"{path}.backend", f"{got} ({what})", f"{CTC_BACKENDS} for a CTC checkpoint; python for "
                         f"{SPEECH_ENGINE}", "set backend: onnxruntime for a CTC checkpoint, or give a speech "
                         "encoder-decoder checkpoint" if model_type not in NOT_DECODED_SPEECH
-                        else "give a speech encoder-decoder or a CTC checkpoint")]
+                        else _GIVE_DECODED)]
     if not model.task.speech_seq2seq and model_type in SPEECH_SEQ2SEQ_TYPES:
         return [Problem(f"{path}.backend", f"{got} (a sequence-to-sequence model: it generates text token by "
                         "token, which no exported graph step does)", f"python for {SPEECH_ENGINE} (our "
                         f"generation engine); {CTC_BACKENDS} for a CTC checkpoint", "set backend: python"
-                        if model_type in GENERATED_SPEECH_TYPES else "give a speech encoder-decoder or a CTC "
-                        "checkpoint")]
+                        if model_type in GENERATED_SPEECH_TYPES else _GIVE_DECODED)]
     if not model.task.speech_seq2seq:
         return []
     if model_type != "whisper":

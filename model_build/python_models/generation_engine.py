@@ -19,6 +19,10 @@ them JOIN the batch, and finished requests LEAVE it. The batch's key/value cache
   ``WhisperForConditionalGeneration.generate`` builds it for short-form audio (whisper_prompt.py, shipped beside this
   file with speech models), the language detected from the clip where neither the request nor the checkpoint sets
   one.
+* audio language models (Qwen3-ASR, VibeVoice-ASR; speech models whose config is not an encoder-decoder): one
+  decoder reading the clip inside a text prompt that the checkpoint's processor writes (transcription_request.py,
+  shipped beside this file with them). Each prompt is prefilled alone with its audio features, which the model
+  merges into the prompt's audio positions; from then on the row is a causal LM's and joins the shared batch.
 
 Where a checkpoint's cache or positions cannot be aligned this way (sliding-window layers that already dropped
 tokens, linear-attention or other hybrid caches, sinusoidal decoder positions...), the request is decoded in a batch
@@ -44,7 +48,7 @@ import random
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
@@ -76,6 +80,9 @@ OnText = Callable[[str], None]
 OnDone = Callable[[Optional[str], dict[str, Any]], None]
 IsCancelled = Callable[[], bool]
 OnToken = Callable[[int], None]
+# A speech request's audio: a speech encoder-decoder's encoder input [1, ...], or an audio language model's prefill
+# arguments besides its prompt ids (input_features and their mask...: transcription_request.py).
+Features = Union[torch.Tensor, dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,7 +398,8 @@ class _Request:
     on_done: OnDone
     is_cancelled: IsCancelled
     on_token: Optional[OnToken]
-    features: Optional[torch.Tensor] = None  # speech: the encoder's input_features [1, mel bins, frames]
+    features: Optional[Features] = None
+    answer_after: Optional[int] = None  # the transcript begins after this token (transcription_request.py)
 
 
 class _Sequence:
@@ -410,6 +418,10 @@ class _Sequence:
         self.done = False
         self._detokenizer = _Detokenizer(tokenizer)
         self._stop = _StopText(request.settings.stop)
+        # Text before the answer_after token is the model's header (Qwen3-ASR's "language <NAME>"): held back, and
+        # dropped once the token comes; sent after all where it never does (as the processor's parse keeps it).
+        self._holding = request.answer_after
+        self._held: list[str] = []
         self.generator: Optional[torch.Generator] = None
         if not self.settings.greedy:
             # Own generator per sequence: a seeded request samples the same tokens whatever else runs beside it.
@@ -455,10 +467,18 @@ class _Sequence:
         if token in eos:
             self._send_rest()
             return FINISH_STOP
-        out, stopped = self._stop.push(self._detokenizer.add(token))
-        self._send(out)
-        if stopped:
-            return FINISH_STOP
+        if self._holding is not None:
+            if token == self._holding:
+                self._holding = None
+                self._held = []
+                self._detokenizer.flush()
+            else:
+                self._held.append(self._detokenizer.add(token))
+        else:
+            out, stopped = self._stop.push(self._detokenizer.add(token))
+            self._send(out)
+            if stopped:
+                return FINISH_STOP
         if len(self.generated) >= self.settings.max_new_tokens:
             self._send_rest()
             return FINISH_LENGTH
@@ -469,7 +489,8 @@ class _Sequence:
             self.request.on_text(text)
 
     def _send_rest(self) -> None:
-        out, stopped = self._stop.push(self._detokenizer.flush())
+        out, stopped = self._stop.push("".join(self._held) + self._detokenizer.flush())
+        self._held = []
         self._send(out if stopped else out + self._stop.rest())
 
     def finish(self, reason: Optional[str], error: Optional[str] = None) -> None:
@@ -582,7 +603,9 @@ class Engine:
         self.tokenizer = tokenizer
         self.limits = limits
         self.speech = kind == SPEECH
-        self.seq2seq = kind in ("text2text-generation", SPEECH)
+        # A speech model that is no encoder-decoder reads the clip inside its prompt (transcription_request.py).
+        self.audio_llm = self.speech and not getattr(model.config, "is_encoder_decoder", False)
+        self.seq2seq = kind == "text2text-generation" or self.speech and not self.audio_llm
         self.device = torch.device(device)
         generation = getattr(model, "generation_config", None)
         if eos_token_ids is None:
@@ -608,16 +631,17 @@ class Engine:
         self._begin_after_bos = self.constraints.forced_bos is not None
         # Speech: Whisper builds its own decoder prompt (whisper_prompt.py, shipped beside this file with speech
         # models only); the other encoder-decoders start from the decoder start token, as generate does.
-        self.whisper = getattr(model.config, "model_type", None) == "whisper"
+        # WhisperForCausalLM (Whisper's decoder alone, a text-generation checkpoint) reads text: not a speech prompt.
+        self.whisper = self.speech and getattr(model.config, "model_type", None) == "whisper"
         self.speech_input = str(getattr(model.get_encoder(), "main_input_name", "input_features")) \
-            if self.speech else ""
+            if self.speech and self.seq2seq else ""
         self.prompts: Any = None
         if self.whisper:
             from whisper_prompt import WhisperPrompts
 
             self.prompts = WhisperPrompts(generation, model.config, limits.languages)
         self.speech_prompt: list[int] = self.prompts.default if self.whisper else \
-            [self.decoder_start] if self.speech else []
+            [self.decoder_start] if self.speech and self.seq2seq else []
         self._languages = sorted(self.prompts.lang_to_id.values()) if self.prompts is not None else []
         self._forward_parameters = set(inspect.signature(model.forward).parameters)
         self._positions: Optional[torch.Tensor] = None
@@ -633,7 +657,7 @@ class Engine:
         # batch of its own, with no encoder mask (none is padded), as generate decodes one clip.
         self._own_clip = self.speech and not self.whisper
         self._group_prefill = (self._decoder_positions is not None and not self._own_clip) if self.seq2seq else \
-            "position_ids" in self._forward_parameters and not self._alone_only
+            "position_ids" in self._forward_parameters and not self._alone_only and not self.audio_llm
         window = getattr(model.config, "sliding_window", None)
         self._group_bound = window if isinstance(window, int) and window > 0 else sys.maxsize
         self.timings = Timings()
@@ -700,8 +724,8 @@ class Engine:
     def prompt_for(self, settings: Settings) -> list[int]:
         """A speech request's decoder prompt, with its own language, task and prompt text (a RequestError where
         refused)."""
-        if not self.speech:
-            raise ValueError("only a speech model has a decoder prompt per request")
+        if not self.speech or self.audio_llm:
+            raise ValueError("only a speech encoder-decoder has a decoder prompt per request")
         if self.prompts is None:
             asked = next((name for name in SPEECH_PARAMETERS if getattr(settings, name) is not None), None)
             if asked is not None:
@@ -748,24 +772,27 @@ class Engine:
 
     def submit(self, prompt_ids: list[int], settings: Settings, on_text: OnText, on_done: OnDone,
                is_cancelled: IsCancelled, on_token: Optional[OnToken] = None,
-               features: Optional[torch.Tensor] = None) -> None:
+               features: Optional[Features] = None, answer_after: Optional[int] = None) -> None:
         """Queue a request; its text arrives through ``on_text`` (on the scheduler thread), then ``on_done`` once
         with the finish reason ("stop", "length", "cancelled"; None on an error, named by usage["error"]) and usage
         {prompt_tokens, completion_tokens}. ``on_token`` sees each generated id (tests). Speech: ``features`` are
-        the clip's input_features and ``prompt_ids`` the decoder's prompt (``prompt_for``)."""
+        the clip's input_features and ``prompt_ids`` the decoder's prompt (``prompt_for``); an audio language model:
+        ``prompt_ids``, ``features`` and ``answer_after`` from transcription_request.py."""
         if self._closed:
             raise RuntimeError("the generation engine is closed")
         if not prompt_ids:
             raise RequestError("the prompt is empty (no tokens); send some text")
-        if self.speech != (features is not None):
-            raise ValueError("a speech model takes features with each request, a text model none")
+        if self.speech != (features is not None) or self.audio_llm != isinstance(features, dict):
+            raise ValueError("a speech encoder-decoder takes its encoder input with each request, an audio language "
+                             "model its prefill arguments (a dict), a text model none")
         positions = getattr(self.model.config, "max_target_positions", None) if self.speech else None
         room = int(positions) - len(prompt_ids) if isinstance(positions, int) else sys.maxsize
         if settings.max_new_tokens > room:  # Whisper's generate raises a ValueError for the same
             raise RequestError(f"max_new_tokens: {settings.max_new_tokens} and the {len(prompt_ids)}-token decoder "
                                f"prompt exceed this model's {positions} decoder positions (max_target_positions); "
                                f"send max_new_tokens of at most {room}")
-        self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token, features))
+        self._waiting.put(_Request(list(prompt_ids), settings, on_text, on_done, is_cancelled, on_token, features,
+                                   answer_after))
         self._wake.set()
 
     def close(self) -> None:
@@ -978,6 +1005,12 @@ class Engine:
             kwargs["position_ids"] = (mask.cumsum(dim=1) - 1).clamp(min=0)
         if "logits_to_keep" in self._forward_parameters:
             kwargs["logits_to_keep"] = 1  # generate asks for the last position only
+        audio = group[0].request.features
+        if isinstance(audio, dict):  # an audio language model's prompt: prefilled alone (_group_prefill is off)
+            kwargs.update({name: value.to(self.device, dtype=self.model.dtype) if torch.is_floating_point(value)
+                           else value.to(self.device) for name, value in audio.items()
+                           if isinstance(value, torch.Tensor)})
+            kwargs.update({name: value for name, value in audio.items() if not isinstance(value, torch.Tensor)})
         out = self.model(**kwargs)
         layers = _plain_layers(out.past_key_values) if "position_ids" in self._forward_parameters else None
         cache = _dynamic(_zero_pads(layers, mask)) if layers is not None else out.past_key_values
@@ -1019,7 +1052,8 @@ class Engine:
     def _speech_encoder(self, group: list[_Sequence]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The clips' encoder outputs, their mask (all ones: every clip fills the fixed window) and the decoder's
         prompts, the language detected where the prompt leaves it open."""
-        features = torch.cat([row.request.features for row in group if row.request.features is not None])
+        features = torch.cat([row.request.features for row in group
+                              if isinstance(row.request.features, torch.Tensor)])
         features = features.to(self.device, dtype=self.model.dtype)
         encoder = self._encode(**{self.speech_input: features})
         encoder_mask = torch.ones(encoder.shape[:2], dtype=torch.long, device=self.device)

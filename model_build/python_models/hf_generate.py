@@ -23,7 +23,9 @@ with the whole text, the requests of one call decoded together.
   decodes it (its rules: resampled to the feature extractor's sampling rate, mono, at most the
   ``max_audio_seconds`` parameter), the checkpoint's own feature extractor (``preprocessor_config.json``) makes what its encoder reads (input_features or input_values),
   and the engine decodes from them. A Whisper takes request parameters ``language`` and ``task`` as generate takes
-  them (whisper_prompt.py beside this file), within the ``languages`` parameter (task.generation.languages).
+  them (whisper_prompt.py beside this file), within the ``languages`` parameter (task.generation.languages). An
+  audio language model (Qwen3-ASR, VibeVoice-ASR) gets its prompt and features from its own processor instead
+  (transcription_request.py beside this file), with the ``language`` and ``prompt`` its processor takes.
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request
@@ -148,11 +150,20 @@ class TritonPythonModel:
         self.metrics = GenerationMetrics.create(
             pb_utils, {"model": args["model_name"], "version": args["model_version"]}, pb_utils.Logger.log_warn)
 
+        self.speech = params["kind"] == "automatic-speech-recognition"
         self.extractor: Any = None
-        if params["kind"] == "automatic-speech-recognition":
+        self.transcriber: Any = None
+        if self.speech and self.engine.audio_llm:
+            from transcription_request import TranscriptionRequests
+
+            self.transcriber = TranscriptionRequests(folder, self.engine.model)
+            self.sampling_rate = self.transcriber.sampling_rate
+        elif self.speech:
             import transformers
 
             self.extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
+            self.sampling_rate = int(self.extractor.sampling_rate)
+        if self.speech:
             self.max_audio_seconds = float(params["max_audio_seconds"])
 
     def execute(self, requests: list[Any]) -> Optional[list[Any]]:
@@ -178,8 +189,8 @@ class TritonPythonModel:
 
     def _submit(self, request: Any, sender: Any) -> None:
         timings = GenerationMetrics.timings()  # its clock starts as the request arrives, before tokenizing
-        settings = parse_request(_parameters(request), self.engine.limits, speech=self.extractor is not None)
-        if self.extractor is not None:
+        settings = parse_request(_parameters(request), self.engine.limits, speech=self.speech)
+        if self.speech:
             self._submit_audio(request, sender, settings, timings)
             return
         text, alias = _text(request, "text_input"), _text(request, "inputs")
@@ -205,7 +216,11 @@ class TritonPythonModel:
     def _submit_audio(self, request: Any, sender: Any, settings: Any, timings: Any) -> None:
         import audio_decode
 
-        prompt = self.engine.prompt_for(settings)  # its language and task checked before the clip is decoded
+        # The request's language, task and prompt are checked before the clip is decoded.
+        if self.transcriber is not None:
+            asked = self.transcriber.asked(settings.language, settings.prompt, settings.task)
+        else:
+            prompt = self.engine.prompt_for(settings)
         encoded = _text(request, "audio")
         if encoded is None:
             raise RequestError("audio: missing; send one audio file (WAV, FLAC, Ogg, MP3...), base64-encoded, as the "
@@ -216,12 +231,15 @@ class TritonPythonModel:
             raise RequestError("audio: not base64; send the file's bytes base64-encoded (a JSON string cannot hold "
                                "raw bytes)") from None
         try:
-            samples = audio_decode.decode(data, sampling_rate=int(self.extractor.sampling_rate),
-                                          max_seconds=self.max_audio_seconds)
+            samples = audio_decode.decode(data, sampling_rate=self.sampling_rate, max_seconds=self.max_audio_seconds)
         except audio_decode.AudioRejected as exc:  # its messages name the ensembles' AUDIO input
             raise RequestError("audio:" + str(exc).removeprefix("AUDIO:")) from None
-        features = self.extractor(samples, sampling_rate=int(self.extractor.sampling_rate),
-                                  return_tensors="pt")[self.engine.speech_input]
+        answer_after = None
+        if self.transcriber is not None:
+            prompt, features, answer_after = self.transcriber.inputs(samples, asked)
+        else:
+            features = self.extractor(samples, sampling_rate=self.sampling_rate,
+                                      return_tensors="pt")[self.engine.speech_input]
         answer = _Answer(sender, settings.stream and self.decoupled)
         metrics = self.metrics
 
@@ -231,7 +249,8 @@ class TritonPythonModel:
             answer.done(reason, usage)
 
         self.engine.submit(prompt, settings, answer.text, done, _cancelled(sender),
-                           on_token=timings.token if metrics is not None else None, features=features)
+                           on_token=timings.token if metrics is not None else None, features=features,
+                           answer_after=answer_after)
 
     def finalize(self) -> None:
         self.engine.close()

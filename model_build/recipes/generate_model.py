@@ -62,15 +62,17 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
 
 
 def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> PythonModel:
-    """A speech encoder-decoder: ``audio`` in (an audio file libsndfile reads, base64: the generate route's JSON holds strings),
-    decoded by the audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in
-    hf_generate.py); a Whisper's decoder prompt by whisper_prompt.py."""
+    """A speech model: ``audio`` in (an audio file libsndfile reads, base64: the generate route's JSON holds
+    strings), decoded by the audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in
+    hf_generate.py); a Whisper's decoder prompt by whisper_prompt.py, an audio language model's prompt and features
+    by its processor (transcription_request.py)."""
     task = checkpoint_text.task_of(model)
     parameters = task.generation.model_parameters(task.kind.value, max_concurrent=model.max_batch_size)
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
                "step_requests.py": TEMPLATES / "step_requests.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
                "whisper_prompt.py": TEMPLATES / "whisper_prompt.py",
+               "transcription_request.py": TEMPLATES / "transcription_request.py",
                "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
         inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),
@@ -110,10 +112,13 @@ def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str
     if kind is TaskKind.TEXT2TEXT_GENERATION and not config.get("is_encoder_decoder"):
         # transformers maps audio LLMs (Qwen2-Audio, Voxtral...) for AutoModelForSeq2SeqLM: one decoder reading audio
         # features, with no decoder start token; a prompt alone is not what they are for.
+        fix = ("set task.kind: automatic-speech-recognition (the endpoint then takes the clip as audio)"
+               if model_type in GENERATED_SPEECH_TYPES else
+               "give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")
         raise BuildError(f"{where}.weights: {folder} is a {model_type!r} checkpoint, which is not an encoder-decoder "
                          "(its config.json has no is_encoder_decoder: true; transformers maps it for "
                          "AutoModelForSeq2SeqLM for its audio input, which a text2text-generation request does not "
-                         "send); fix: give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")
+                         f"send); fix: {fix}")
     _refuse_undecodable(where, folder, model_type, mapping[model_type])
     return mapping[model_type]
 

@@ -1,5 +1,5 @@
 """Generating task entries served as users run them (issue #59): `tritonsm build` of a causal LM with a chat template
-and of a Whisper, `tritonsm serve --all`, boto3's own ``invoke_endpoint_with_response_stream`` reassembling the event
+, of a Whisper and of an audio language model (Qwen3-ASR), `tritonsm serve --all`, boto3's own ``invoke_endpoint_with_response_stream`` reassembling the event
 stream; the text equals transformers' greedy ``generate`` on the same prompt or clip; bad requests are answered 400
 with the reason; a client that hangs up mid-stream leaves the server answering; `tritonsm invoke --stream` prints the
 text. (The encoder-decoder text kind, text2text-generation, is served by benchmarks/hf_generation_coverage.py: T5,
@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from benchmarks.tooling import generation_checkpoints
+from benchmarks.tooling import audio_llm_checkpoints, generation_checkpoints, speech_reference
 from local_endpoint.client.local_clients import local_client
 from local_endpoint.server.ports import free_port
 
@@ -42,9 +42,15 @@ models:
     weights: ckpt/whisper
     max_batch_size: 4
     task: {kind: automatic-speech-recognition, max_audio_seconds: 10, generation: {languages: [en, fr]}}
+  hearer:
+    backend: python
+    weights: ckpt/qwen3_asr
+    max_batch_size: 4
+    task: {kind: automatic-speech-recognition, max_audio_seconds: 10}
 endpoints:
   chat: {kind: single-model, models: [writer], instance_type: ml.g5.2xlarge}
   listen: {kind: single-model, models: [listener], instance_type: ml.g5.2xlarge}
+  hear: {kind: single-model, models: [hearer], instance_type: ml.g5.2xlarge}
 environments:
   dev: {region: us-east-1}
 """
@@ -55,6 +61,7 @@ def built(module_tmp) -> pathlib.Path:
     root = module_tmp.mktemp("generation")
     generation_checkpoints.save(root / "ckpt" / "llama", "llama", generation_checkpoints.CHAT_TEMPLATE)
     generation_checkpoints.save_whisper(root / "ckpt" / "whisper")
+    audio_llm_checkpoints.save(root / "ckpt" / "qwen3_asr", "qwen3_asr")
     (root / "spec.yaml").write_text(SPEC)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(root / "spec.yaml"),
                            "--python-env-for", "local"], cwd=ROOT, capture_output=True, text=True)
@@ -245,26 +252,6 @@ def _tone_wav() -> bytes:
     return out.getvalue()
 
 
-def _whisper_reference(folder: pathlib.Path, wav: bytes, **asked: str) -> str:
-    import io
-
-    import soundfile
-    import torch
-    import transformers
-
-    samples, rate = soundfile.read(io.BytesIO(wav), dtype="float32")
-    extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
-    features = extractor(samples, sampling_rate=rate, return_tensors="pt").input_features
-    model = transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    prompt = asked.pop("prompt", None)  # the request's text before the clip: generate's prompt_ids
-    if prompt is not None:
-        asked["prompt_ids"] = torch.tensor(tokenizer.get_prompt_ids(prompt, return_tensors="np"))
-    with torch.no_grad():
-        ids = model.generate(features, do_sample=False, max_new_tokens=NEW, **asked)[0]
-    return str(tokenizer.decode(ids, skip_special_tokens=True))
-
-
 @pytest.mark.triton
 def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pathlib.Path, url: str) -> None:
     """A WAV, base64 in the generate route's JSON, through the served Whisper; its language and task per request as
@@ -276,14 +263,14 @@ def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pa
     client = local_client("sagemaker-runtime", url)
     folder = built / "ckpt" / "whisper"
     detected = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW}})
-    assert detected == _whisper_reference(folder, wav)
+    assert detected == speech_reference.transcript(folder, wav, NEW)
     asked = {"language": "french", "task": "translate"}
     translated = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW, **asked}})
-    assert translated == _whisper_reference(folder, wav, **asked) and translated != detected
+    assert translated == speech_reference.transcript(folder, wav, NEW, **asked) and translated != detected
     prompted = {"prompt": "Anna and Bob", "language": "french"}
     conditioned = _stream(client, "Gen-dev-listen", {"audio": audio, "parameters": {"max_new_tokens": NEW,
                                                                                     **prompted}})
-    assert conditioned == _whisper_reference(folder, wav, **prompted)
+    assert conditioned == speech_reference.transcript(folder, wav, NEW, **prompted)
     clip = built / "tone.wav"
     clip.write_bytes(wav)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "invoke", "--spec", str(built / "spec.yaml"), "--endpoint",
@@ -298,3 +285,36 @@ def test_a_clip_streams_back_whispers_transcript_in_the_language_asked(built: pa
     assert json.loads(error["OriginalMessage"]) == {"error": "parameters.language: 'de' is not allowed on this "
                                                              "endpoint (the spec's task.generation.languages: en, "
                                                              "fr); send one of en, fr"}
+
+
+@pytest.mark.triton
+def test_a_clip_streams_back_the_transcript_of_an_audio_language_model(built: pathlib.Path, url: str) -> None:
+    """A Qwen3-ASR: its processor's transcription request (the clip inside its chat prompt) on the endpoint, with the
+    language and context prompt its processor takes; what it does not take is a 400 naming it."""
+    import base64
+
+    wav = _tone_wav()
+    audio = base64.b64encode(wav).decode()
+    client = local_client("sagemaker-runtime", url)
+    folder = built / "ckpt" / "qwen3_asr"
+    heard = _stream(client, "Gen-dev-hear", {"audio": audio, "parameters": {"max_new_tokens": NEW}})
+    assert heard == speech_reference.transcript(folder, wav, NEW) and heard
+    asked = {"language": "en", "prompt": "Anna and Bob"}
+    told = _stream(client, "Gen-dev-hear", {"audio": audio, "parameters": {"max_new_tokens": NEW, **asked}})
+    assert told == speech_reference.transcript(folder, wav, NEW, **asked) and told != heard
+    for parameters, message in (
+            ({"task": "translate"}, "parameters.task: this qwen3_asr checkpoint takes no task per request (its "
+                                    "processor's transcription request takes language and prompt); remove task"),
+            ({"language": "xx"}, "parameters.language: \"xx\" is not a language this qwen3_asr checkpoint "
+                                 f"transcribes; send one of {_qwen3_languages()} (a code or its name)")):
+        with pytest.raises(ClientError) as caught:
+            _stream(client, "Gen-dev-hear", {"audio": audio, "parameters": parameters})
+        error = caught.value.response
+        assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
+        assert json.loads(error["OriginalMessage"]) == {"error": message}
+
+
+def _qwen3_languages() -> str:
+    from transformers.models.qwen3_asr import processing_qwen3_asr
+
+    return ", ".join(sorted(processing_qwen3_asr.LANGUAGE_CODE_TO_NAME))

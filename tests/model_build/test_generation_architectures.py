@@ -62,7 +62,8 @@ def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_
     assert row["outcome"] == coverage.REFUSED
     assert row["reason"] == (
         f"models.asr_voxtral.backend: got 'python' with the 'voxtral' checkpoint in {folder} (an audio language "
-        "model: one decoder reads the clip's features inside a text prompt it is given, which the engine does not "
-        "build); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a speech encoder-decoder "
-        "(Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...); fix: give a speech encoder-decoder or "
-        "a CTC checkpoint")
+        "model whose processor writes the transcription request with mistral_common, which the serving environment "
+        "does not ship); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a speech "
+        "encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...) or an audio language "
+        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR); fix: give a speech encoder-decoder, an audio "
+        "language model with a transcription request, or a CTC checkpoint")

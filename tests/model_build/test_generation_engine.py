@@ -652,3 +652,21 @@ def test_decoder_start_falls_back_as_generate_does() -> None:
     assert ge._decoder_start(None, transformers.PretrainedConfig(decoder_start_token_id=3)) == 3
     with pytest.raises(ValueError, match="set neither decoder_start_token_id nor bos_token_id"):
         ge._decoder_start(transformers.GenerationConfig(), config)
+
+
+def test_whispers_decoder_alone_is_a_text_model_not_a_speech_prompt() -> None:
+    """WhisperForCausalLM (transformers maps it for text-generation) decodes text prompts: the engine builds no
+    Whisper speech prompt for it, which would need whisper_prompt.py, shipped with speech models only (a served
+    text-generation entry of this checkpoint failed to load in Triton with ModuleNotFoundError)."""
+    import transformers
+
+    tok = generation_checkpoints.tokenizer()
+    config = transformers.WhisperConfig(vocab_size=len(tok), d_model=32, decoder_layers=2, decoder_attention_heads=2,
+                                        decoder_ffn_dim=64, encoder_layers=2, encoder_attention_heads=2,
+                                        encoder_ffn_dim=64, max_target_positions=64, pad_token_id=1, bos_token_id=0,
+                                        eos_token_id=2, decoder_start_token_id=0)
+    engine = ge.Engine(transformers.WhisperForCausalLM(config), tok, ge.Limits(), "text-generation")
+    try:
+        assert (engine.whisper, engine.prompts, engine.speech, engine.audio_llm) == (False, None, False, False)
+    finally:
+        engine.close()

@@ -12,12 +12,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from benchmarks.tooling import speech_checkpoints  # noqa: E402
+from benchmarks.tooling import audio_llm_checkpoints, speech_checkpoints  # noqa: E402
 from deployment_spec import SpecError  # noqa: E402
 from deployment_spec.sections import task_models  # noqa: E402
 from deployment_spec.spec import parse_spec  # noqa: E402
 from model_build.backends.python import generation_check  # noqa: E402
-from model_build.python_models import generation_engine as ge  # noqa: E402
+from model_build.python_models import generation_engine as ge, transcription_request  # noqa: E402
 from model_build.recipes import load_python  # noqa: E402
 
 
@@ -45,7 +45,9 @@ def test_the_build_decodes_each_speech_encoder_decoder_as_generate(model_type: s
 
 
 def test_every_type_the_engine_decodes_has_a_tiny_checkpoint_here() -> None:
-    assert set(speech_checkpoints.MAKERS) | {"whisper"} == task_models.GENERATED_SPEECH_TYPES
+    assert set(speech_checkpoints.MAKERS) | set(audio_llm_checkpoints.MAKERS) | {"whisper"} == \
+        task_models.GENERATED_SPEECH_TYPES
+    assert set(audio_llm_checkpoints.MAKERS) == transcription_request.AUDIO_LLM_TYPES
     assert set(task_models.NOT_DECODED_SPEECH) | task_models.GENERATED_SPEECH_TYPES == \
         task_models.SPEECH_SEQ2SEQ_TYPES
 
@@ -70,3 +72,49 @@ def test_a_language_is_refused_by_a_model_that_takes_none(tmp_path: pathlib.Path
         f"models.asr.task.generation.languages: got fr with the 'speech_to_text' checkpoint in {folder}; allowed: "
         "only with a Whisper checkpoint (the speech model whose decoder prompt names a language); fix: remove "
         "languages"]
+
+
+@pytest.mark.parametrize("model_type", sorted(audio_llm_checkpoints.MAKERS))
+def test_the_build_decodes_each_audio_language_model_as_generate(model_type: str, tmp_path: pathlib.Path) -> None:
+    folder = audio_llm_checkpoints.save(tmp_path / model_type, model_type)
+    model = _spec(folder, tmp_path).models["asr"]
+    made = load_python(model, tmp_path, False)
+    assert [t.name for t in made.inputs] == ["audio"] and "transcription_request.py" in made.files
+    verification = generation_check.verify(model, made.files, lambda _line: None)
+    takes = {"qwen3_asr": {"clip 0 asked language en": {"language": "en"},
+                           "clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}},
+             "vibevoice_asr": {"clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}}}[model_type]
+    assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
+        3 + len(takes), "token-identical", "token-identical")
+    assert verification.details["request_language_and_prompt"] == takes
+    assert verification.details["reference"].startswith(
+        f"{ge_class(model_type)}.generate(**processor.apply_transcription_request(clip)), greedy, each clip alone")
+
+
+def ge_class(model_type: str) -> str:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+
+    return MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES[model_type]
+
+
+@pytest.mark.parametrize("model_type,fix", [
+    ("qwen3_asr", "set task.kind: automatic-speech-recognition (the endpoint then takes the clip as audio)"),
+    ("voxtral", "give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")])
+def test_an_audio_language_model_as_text2text_is_refused_with_the_kind_that_serves_it(
+        model_type: str, fix: str, tmp_path: pathlib.Path) -> None:
+    from model_build.errors import BuildError
+
+    folder = tmp_path / model_type
+    folder.mkdir()
+    (folder / "config.json").write_text(f'{{"model_type": "{model_type}"}}')
+    raw = {"project": "Text", "triton_version": "25.09", "signing": {"unsigned_reason": "a test"},
+           "models": {"t2t": {"backend": "python", "weights": str(folder), "max_batch_size": 4,
+                              "task": {"kind": "text2text-generation"}}},
+           "endpoints": {"e": {"kind": "single-model", "models": ["t2t"], "instance_type": "ml.g5.xlarge"}},
+           "environments": {"dev": {"region": "us-east-1"}}}
+    with pytest.raises(BuildError) as refused:
+        load_python(parse_spec(raw, tmp_path / "spec.yaml").models["t2t"], tmp_path, False)
+    assert str(refused.value) == (
+        f"models.t2t.weights: {folder} is a '{model_type}' checkpoint, which is not an encoder-decoder (its "
+        "config.json has no is_encoder_decoder: true; transformers maps it for AutoModelForSeq2SeqLM for its audio "
+        f"input, which a text2text-generation request does not send); fix: {fix}")

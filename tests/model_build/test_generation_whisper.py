@@ -299,9 +299,15 @@ def test_max_new_tokens_past_the_decoders_positions_is_refused(folder: pathlib.P
 def test_a_speech_engine_wants_features(folder: pathlib.Path) -> None:
     engine, _ = _engine(folder)
     try:
-        with pytest.raises(ValueError, match="a speech model takes features with each request"):
+        wants = ("a speech encoder-decoder takes its encoder input with each request, an audio language model its "
+                 "prefill arguments (a dict), a text model none")
+        with pytest.raises(ValueError) as none:
             engine.submit(engine.speech_prompt, ge.Settings(max_new_tokens=2), lambda _t: None,
                           lambda _r, _u: None, lambda: False)
+        with pytest.raises(ValueError) as a_dict:  # an audio language model's prefill arguments
+            engine.submit(engine.speech_prompt, ge.Settings(max_new_tokens=2), lambda _t: None,
+                          lambda _r, _u: None, lambda: False, features={})
+        assert str(none.value) == str(a_dict.value) == wants
     finally:
         engine.close()
 

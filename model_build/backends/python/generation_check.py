@@ -275,9 +275,11 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
     import transformers
 
     folder = str(files["checkpoint"])
+    engine = engine_module.Engine.from_checkpoint(folder, model.task.kind.value if model.task else "", limits)
+    if engine.audio_llm:
+        return _verify_audio_llm(model, files, engine, engine_module, limits)
     extractor = transformers.AutoFeatureExtractor.from_pretrained(folder)
     rate = int(extractor.sampling_rate)
-    engine = engine_module.Engine.from_checkpoint(folder, model.task.kind.value if model.task else "", limits)
     name = engine.speech_input  # input_features (Whisper, Speech2Text...) or input_values (SpeechT5, Moonshine...)
     features = [extractor(clip, sampling_rate=rate, return_tensors="pt")[name] for clip in _clips(rate)]
     try:
@@ -314,13 +316,7 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
             labels.append(f"clip 1 with the prompt {SPEECH_PROMPT!r}")
     finally:
         engine.close()
-    for how, runs in (("alone", alone), ("all clips at once", together)):
-        for i, (got, want) in enumerate(zip(runs, references)):
-            if got != want:
-                clip = labels[i]
-                raise BuildError(f"models.{model.task_entry or model.name}: the served speech decoding of synthetic "
-                                 f"{clip} ({how}) differs from transformers' generate: {got} against {want}; "
-                                 "this is a model_build bug, please report it")
+    _compare_clips(model, labels, references, alone, together)
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
                         cases=len(references), details={
                             "reference": f"{type(engine.model).__name__}.generate({name}), greedy, each clip alone",
@@ -331,6 +327,61 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
                             "request_prompt": ({"prompt": SPEECH_PROMPT, "prompt_ids": prompted[0]} if prompted
                                                else "none (not a Whisper, or a tokenizer without get_prompt_ids)"),
                             "alone": "token-identical", "engine_batch": "token-identical"})
+
+
+def _verify_audio_llm(model: ModelSpec, files: Mapping[str, Any], engine: Any, engine_module: types.ModuleType,
+                      limits: Any) -> Verification:
+    """An audio language model: each clip's prompt and features from the shipped transcription_request.py, its
+    tokens from the shipped engine (alone, and all at once: prefilled one by one, decoded together), against
+    ``generate(**processor.apply_transcription_request(clip), do_sample=False)``; where the processor takes them, a
+    request's language (clip 0) and context prompt (clip 1) too."""
+    import torch
+    import transformers
+
+    shipped = _load("shipped_transcription_request", pathlib.Path(files["transcription_request.py"]))
+    try:
+        requests = shipped.TranscriptionRequests(str(files["checkpoint"]), engine.model)
+        clips = _clips(requests.sampling_rate)
+        cases: list[tuple[str, Any, dict[str, str]]] = [(f"clip {i}", clip, {}) for i, clip in enumerate(clips)]
+        if "language" in requests.takes:
+            cases.append(("clip 0 asked language en", clips[0], {"language": "en"}))
+        if "prompt" in requests.takes:
+            cases.append((f"clip 1 with the prompt {SPEECH_PROMPT!r}", clips[1], {"prompt": SPEECH_PROMPT}))
+        made = [requests.inputs(clip, asked) for _label, clip, asked in cases]
+        greedy = engine_module.parse_request({"max_new_tokens": NEW_TOKENS}, limits, speech=True)
+        references = []
+        fixed = shipped.PREFILL_EXTRA.get(requests.model_type, {})  # sample=False: no noise drawn (VibeVoice-ASR)
+        with torch.no_grad():
+            for (_label, clip, asked), (ids, _extras, _after) in zip(cases, made):
+                inputs = requests.processor.apply_transcription_request(audio=clip, **asked)
+                out = engine.model.generate(**inputs, do_sample=False, max_new_tokens=NEW_TOKENS, **fixed)
+                references.append(_until_end([int(t) for t in out[0, len(ids):]], engine.eos))
+        alone = [_run_prompted(engine, [one], greedy)[0] for one in made]
+        together = _run_prompted(engine, made, greedy)
+    finally:
+        engine.close()
+    labels = [label for label, _clip, _asked in cases]
+    _compare_clips(model, labels, references, alone, together)
+    asked_said = {label: asked for label, _clip, asked in cases if asked}
+    return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
+                        cases=len(references), details={
+                            "reference": f"{type(engine.model).__name__}.generate(**processor."
+                                         f"apply_transcription_request(clip)), greedy, each clip alone"
+                                         + (f", with {fixed}" if fixed else ""),
+                            "clips": ", ".join(CLIPS), "prompt_tokens": [len(ids) for ids, _e, _a in made],
+                            "new_tokens": NEW_TOKENS,
+                            "request_language_and_prompt": asked_said or "none (the processor takes neither)",
+                            "alone": "token-identical", "engine_batch": "token-identical"})
+
+
+def _compare_clips(model: ModelSpec, labels: list[str], references: list[list[int]], alone: list[list[int]],
+                   together: list[list[int]]) -> None:
+    for how, runs in (("alone", alone), ("all clips at once", together)):
+        for i, (got, want) in enumerate(zip(runs, references)):
+            if got != want:
+                raise BuildError(f"models.{model.task_entry or model.name}: the served speech decoding of synthetic "
+                                 f"{labels[i]} ({how}) differs from transformers' generate: {got} against {want}; "
+                                 "this is a model_build bug, please report it")
 
 
 def _new(engine: Any, ids: Any) -> list[int]:
@@ -375,4 +426,17 @@ def _run_speech(engine: Any, features: list[Any], settings: Any) -> list[list[in
                       features=clip)
     for event in done:
         event.wait(600)
+    return [_until_end(row, engine.eos) for row in tokens]
+
+
+def _run_prompted(engine: Any, made: list[tuple[list[int], dict[str, Any], Optional[int]]],
+                  settings: Any) -> list[list[int]]:
+    """An audio language model's clips through the engine: (prompt ids, prefill arguments, answer_after) each."""
+    tokens: list[list[int]] = [[] for _ in made]
+    done = [threading.Event() for _ in made]
+    for i, (ids, extras, after) in enumerate(made):
+        engine.submit(ids, settings, lambda _text: None, lambda _reason, _usage, i=i: done[i].set(), lambda: False,
+                      on_token=tokens[i].append, features=extras, answer_after=after)
+    for event in done:
+        event.wait(WAIT_S)
     return [_until_end(row, engine.eos) for row in tokens]

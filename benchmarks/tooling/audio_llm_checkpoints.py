@@ -1,0 +1,107 @@
+"""Tiny audio language models (one decoder reading a clip inside a text prompt) that transformers 5.23.0 maps for
+AutoModelForSpeechSeq2Seq and the generation engine serves through the checkpoint's own processor
+(``apply_transcription_request``): each at 2 layers and width 32, a byte-level BPE tokenizer trained offline that
+holds the processor's special tokens, a chat template that renders an audio item as the processor expects, and the
+processor saved beside the weights (what ``AutoProcessor.from_pretrained`` loads). Real checkpoints ship richer
+templates; the mechanics (audio placeholders expanded, features merged at prefill) are the same. Random weights drawn
+wide (8 x fan-in^-1/2) so the decoders wander through tokens."""
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Callable
+
+from benchmarks.tooling.text_checkpoints import CORPUS
+
+# Qwen-style turns; an audio item as the processor's placeholder run (Qwen3ASRProcessor expands <|audio_pad|>).
+QWEN3_ASR_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'audio' %}<|audio_start|><|audio_pad|><|audio_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{% if not loop.last or m['role'] != 'assistant' %}<|im_end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# VibeVoiceAsrProcessor expands <|box_start|> and fills in <|AUDIO_DURATION|>.
+VIBEVOICE_ASR_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'audio' %}<|object_ref_start|><|box_start|><|object_ref_end|>\nThis is a <|AUDIO_DURATION|> "
+    "seconds audio, please transcribe it{% elif c['type'] == 'text' %} with context: {{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+SCALE = 8.0
+
+
+def _tokenizer(specials: list[str], template: str, **named: str) -> Any:
+    """Byte-level BPE of 300 tokens after ``specials`` (ids 0.. in order); <|im_end|> ends, <|endoftext|> pads;
+    ``named`` become tokenizer attributes (audio_token...)."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300 + len(specials), special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(CORPUS) + ["language English", "transcribe the speech"], trainer)
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", model_max_length=100000,
+        padding_side="left", **({"extra_special_tokens": named} if named else {}))
+    fast.chat_template = template
+    return fast
+
+
+def _decoder(vocab: int) -> dict[str, Any]:
+    return dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=1, head_dim=16, max_position_embeddings=4096)
+
+
+def _qwen3_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+    tok = _tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>",
+                      "<|audio_pad|>", "<asr_text>", "<timestamp>"], QWEN3_ASR_TEMPLATE,
+                     audio_token="<|audio_pad|>", audio_bos_token="<|audio_start|>", audio_eos_token="<|audio_end|>")
+    ids = dict(pad_token_id=0, eos_token_id=[0, 2])
+    config = t.Qwen3ASRConfig(
+        audio_config=dict(num_mel_bins=128, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+                          d_model=32, output_dim=32, downsample_hidden_size=16),
+        text_config=dict(model_type="qwen3", tie_word_embeddings=True, **_decoder(len(tok))),
+        audio_token_id=tok.convert_tokens_to_ids("<|audio_pad|>"), timestamp_token_id=7, **ids)
+    processor = t.Qwen3ASRProcessor(feature_extractor=t.Qwen3ASRFeatureExtractor(feature_size=128), tokenizer=tok,
+                                    chat_template=QWEN3_ASR_TEMPLATE)
+    return config, processor, ids
+
+
+def _vibevoice_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+    tok = _tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+                      "<|box_start|>"], VIBEVOICE_ASR_TEMPLATE)
+    ids = dict(pad_token_id=0, eos_token_id=2)
+    # The smallest acoustic encoders that keep the real hop (3,200 samples at 24 kHz per audio token).
+    encoder = dict(hidden_size=8, num_filters=4, depths=[1] * 7, downsampling_ratios=[2, 2, 4, 5, 5, 8])
+    config = t.VibeVoiceAsrConfig(acoustic_tokenizer_encoder_config=dict(encoder),
+                                  semantic_tokenizer_encoder_config=dict(encoder),
+                                  text_config=dict(model_type="qwen2", **_decoder(len(tok))),
+                                  audio_token_id=5, audio_bos_token_id=3, audio_eos_token_id=4, **ids)
+    processor = t.VibeVoiceAsrProcessor(feature_extractor=t.VibeVoiceAcousticTokenizerFeatureExtractor(),
+                                        tokenizer=tok, chat_template=VIBEVOICE_ASR_TEMPLATE)
+    return config, processor, ids
+
+
+MAKERS: dict[str, Callable[[Any], tuple[Any, Any, dict[str, Any]]]] = {
+    "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr}
+
+
+def save(folder: pathlib.Path, model_type: str, seed: int = 0) -> pathlib.Path:
+    """A tiny random ``model_type`` audio language model in ``folder``: weights, generation_config.json (end and pad
+    ids) and the processor (tokenizer, chat template, feature extractor)."""
+    import torch
+    import transformers
+
+    config, processor, ids = MAKERS[model_type](transformers)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForSpeechSeq2Seq.from_config(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.ndim >= 2:
+                parameter.normal_(0, SCALE / parameter.shape[-1] ** 0.5)
+    model.generation_config = transformers.GenerationConfig(**ids)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder

@@ -1,0 +1,89 @@
+"""An audio language model's transcription request, for ``generation_engine.py`` and ``hf_generate.py`` (shipped
+beside them with such checkpoints).
+
+An audio language model (Qwen3-ASR, VibeVoice-ASR) is one decoder that reads the clip inside a text prompt: its
+processor's ``apply_transcription_request`` (transformers 5.23.0) writes the checkpoint's chat template around an
+audio item, expands the audio placeholder to one token per audio frame the encoder will make, and returns the
+features that the model's forward merges into those positions. The engine prefills the prompt with those features
+once and then decodes token by token from the key/value cache like any causal LM, which is exactly what
+``generate(**inputs)`` does: transformers drops the audio inputs after the prefill
+(generation/utils.py ``MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL``).
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+from typing import Any, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+from step_requests import RequestError  # noqa: E402
+
+# The model types decoded this way: every one whose processor has apply_transcription_request and whose decoding
+# steps need nothing but the text token (the streaming ones, Kyutai and Voxtral Realtime, read audio at every step).
+AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr"})
+# Prefill arguments beyond the processor's: VibeVoice-ASR draws noise into its acoustic latents unless sample=False
+# (modeling_vibevoice_asr.py get_audio_features), so two runs of generate on one clip differ; the engine and the
+# build's reference both pass it, which makes the decoding deterministic.
+PREFILL_EXTRA: dict[str, dict[str, Any]] = {"vibevoice_asr": {"sample": False}}
+# The token after which the transcript begins: Qwen3-ASR writes "language <NAME><asr_text>" before it (its processor's
+# decode(return_format="transcription_only") keeps what follows); a request that sets a language has it in the prompt.
+ANSWER_AFTER = {"qwen3_asr": "<asr_text>"}
+
+
+class TranscriptionRequests:
+    """The checkpoint's processor, making each clip's prompt ids and prefill features."""
+
+    def __init__(self, folder: str, model: Any) -> None:
+        import transformers
+
+        self.processor: Any = transformers.AutoProcessor.from_pretrained(folder)
+        self.model_type = model_type = str(model.config.model_type)
+        self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
+        accepted = inspect.signature(self.processor.apply_transcription_request).parameters
+        # What a request may set, as the processor names it: language (Qwen3-ASR), prompt (context, both).
+        self.takes = tuple(name for name in ("language", "prompt") if name in accepted)
+        self._forward = set(inspect.signature(model.forward).parameters)
+        marker = ANSWER_AFTER.get(model_type)
+        vocabulary = self.processor.tokenizer.get_vocab()
+        self._answer_after: Optional[int] = vocabulary.get(marker) if marker is not None else None
+
+    def asked(self, language: Optional[str] = None, prompt: Optional[str] = None,
+              task: Optional[str] = None) -> dict[str, str]:
+        """A request's language, prompt and task as the processor takes them (a RequestError for one it does not);
+        checked before the clip is decoded."""
+        asked = {name: value for name, value in (("language", language), ("prompt", prompt), ("task", task))
+                 if value is not None}
+        for name in asked:
+            if name not in self.takes:
+                raise RequestError(f"parameters.{name}: this {self.model_type} checkpoint takes no {name} per request "
+                                   f"(its processor's transcription request takes {_listed(self.takes)}); remove "
+                                   f"{name}")
+        return asked
+
+    def inputs(self, samples: Any, asked: dict[str, str]) -> tuple[list[int], dict[str, Any], Optional[int]]:
+        """One clip (mono float32 at ``sampling_rate``) as (prompt ids, the other prefill arguments, the token the
+        transcript follows where the prompt does not already end the header with it)."""
+        try:
+            batch = self.processor.apply_transcription_request(audio=samples, **asked)
+        except ValueError as exc:
+            if "language" not in asked or "language" not in str(exc).lower():
+                raise
+            raise RequestError(f"parameters.language: {json.dumps(asked['language'])} is not a language this "
+                               f"{self.model_type} checkpoint transcribes; send one of {self._languages()} (a code or "
+                               "its name)") from None
+        ids = [int(token) for token in batch["input_ids"][0]]
+        extras = {name: value for name, value in batch.items()
+                  if name in self._forward and name not in ("input_ids", "attention_mask")}
+        extras.update(PREFILL_EXTRA.get(self.model_type, {}))
+        after = self._answer_after if self._answer_after is not None and self._answer_after not in ids else None
+        return ids, extras, after
+
+    def _languages(self) -> str:
+        names = getattr(sys.modules.get(type(self.processor).__module__), "LANGUAGE_CODE_TO_NAME", None)
+        return ", ".join(sorted(names)) if isinstance(names, dict) else "the languages its model card lists"
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return " and ".join(names) if names else "neither"
