@@ -156,7 +156,7 @@ class TritonPythonModel:
         if self.speech and self.engine.audio_llm:
             from transcription_request import TranscriptionRequests
 
-            self.transcriber = TranscriptionRequests(folder, self.engine.model)
+            self.transcriber = TranscriptionRequests(folder, self.engine.model, self.engine.limits.max_prompt_tokens)
             self.sampling_rate = self.transcriber.sampling_rate
         elif self.speech:
             import transformers

@@ -17,7 +17,8 @@ import os
 import sys
 from typing import Any, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # step_requests.py ships beside this file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its siblings ship beside this file
+from generation_engine import CHARS_PER_TOKEN_CAP  # noqa: E402
 from step_requests import RequestError  # noqa: E402
 
 # The model types decoded this way: every one whose processor has apply_transcription_request and whose decoding
@@ -35,9 +36,10 @@ ANSWER_AFTER = {"qwen3_asr": "<asr_text>"}
 class TranscriptionRequests:
     """The checkpoint's processor, making each clip's prompt ids and prefill features."""
 
-    def __init__(self, folder: str, model: Any) -> None:
+    def __init__(self, folder: str, model: Any, max_prompt_tokens: int) -> None:
         import transformers
 
+        self.max_prompt_tokens = max_prompt_tokens
         self.processor: Any = transformers.AutoProcessor.from_pretrained(folder)
         self.model_type = model_type = str(model.config.model_type)
         self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
@@ -60,7 +62,22 @@ class TranscriptionRequests:
                 raise RequestError(f"parameters.{name}: this {self.model_type} checkpoint takes no {name} per request "
                                    f"(its processor's transcription request takes {_listed(self.takes)}); remove "
                                    f"{name}")
+        if prompt is not None:
+            self._bound(prompt)
         return asked
+
+    def _bound(self, prompt: str) -> None:
+        """The request's context prompt within the spec's max_prompt_tokens, as a Whisper's prompt is: the processor
+        puts it in the prompt the model prefills, so an unbounded one would cost the server unbounded work."""
+        bound = self.max_prompt_tokens
+        over = (f"above this endpoint's bound {bound} (the spec's task.generation.max_prompt_tokens); send a shorter "
+                "prompt")
+        if len(prompt) > bound * CHARS_PER_TOKEN_CAP:  # refused before it is tokenized, as a text prompt is
+            raise RequestError(f"parameters.prompt: {len(prompt)} characters, more than {bound} tokens can hold, is "
+                               f"{over}")
+        count = len(self.processor.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if count > bound:
+            raise RequestError(f"parameters.prompt: {count} tokens is {over}")
 
     def inputs(self, samples: Any, asked: dict[str, str]) -> tuple[list[int], dict[str, Any], Optional[int]]:
         """One clip (mono float32 at ``sampling_rate``) as (prompt ids, the other prefill arguments, the token the

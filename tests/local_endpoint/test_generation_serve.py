@@ -306,7 +306,10 @@ def test_a_clip_streams_back_the_transcript_of_an_audio_language_model(built: pa
             ({"task": "translate"}, "parameters.task: this qwen3_asr checkpoint takes no task per request (its "
                                     "processor's transcription request takes language and prompt); remove task"),
             ({"language": "xx"}, "parameters.language: \"xx\" is not a language this qwen3_asr checkpoint "
-                                 f"transcribes; send one of {_qwen3_languages()} (a code or its name)")):
+                                 f"transcribes; send one of {_qwen3_languages()} (a code or its name)"),
+            ({"prompt": "x" * 131073}, "parameters.prompt: 131073 characters, more than 2048 tokens can hold, is "
+                                       "above this endpoint's bound 2048 (the spec's task.generation.max_prompt_tokens);"
+                                       " send a shorter prompt")):
         with pytest.raises(ClientError) as caught:
             _stream(client, "Gen-dev-hear", {"audio": audio, "parameters": parameters})
         error = caught.value.response

@@ -32,7 +32,7 @@ def test_what_a_request_may_set_is_what_the_processor_takes(qwen3: tuple[pathlib
                                                              tmp_path: pathlib.Path) -> None:
     import transformers
 
-    requests = TranscriptionRequests(str(qwen3[0]), qwen3[1])
+    requests = TranscriptionRequests(str(qwen3[0]), qwen3[1], 1024)
     assert (requests.takes, requests.sampling_rate) == (("language", "prompt"), 16000)
     assert requests.asked(language="en", prompt="Anna") == {"language": "en", "prompt": "Anna"}
     with pytest.raises(ge.RequestError) as task:
@@ -47,7 +47,8 @@ def test_what_a_request_may_set_is_what_the_processor_takes(qwen3: tuple[pathlib
                                   f"transcribes; send one of {', '.join(sorted(LANGUAGE_CODE_TO_NAME))} (a code or "
                                   "its name)")
     folder = audio_llm_checkpoints.save(tmp_path / "vibevoice", "vibevoice_asr")
-    vibevoice = TranscriptionRequests(str(folder), transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder))
+    vibevoice = TranscriptionRequests(str(folder), transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder),
+                                      1024)
     assert (vibevoice.takes, vibevoice.sampling_rate) == (("prompt",), 24000)
     with pytest.raises(ge.RequestError) as language:
         vibevoice.asked(language="en")
@@ -58,7 +59,7 @@ def test_what_a_request_may_set_is_what_the_processor_takes(qwen3: tuple[pathlib
 
 
 def test_the_answer_starts_after_the_marker_where_the_prompt_does_not_hold_it(qwen3: tuple[pathlib.Path, Any]) -> None:
-    requests = TranscriptionRequests(str(qwen3[0]), qwen3[1])
+    requests = TranscriptionRequests(str(qwen3[0]), qwen3[1], 1024)
     marker = requests.processor.tokenizer.convert_tokens_to_ids("<asr_text>")
     clip = np.zeros(16000, dtype=np.float32)
     assert requests.inputs(clip, {})[2] == marker
@@ -69,7 +70,7 @@ def test_the_answer_starts_after_the_marker_where_the_prompt_does_not_hold_it(qw
 @pytest.mark.parametrize("with_marker,sent", [(True, " the cat"), (False, "language English the cat")])
 def test_the_header_before_the_marker_is_held_back(qwen3: tuple[pathlib.Path, Any], with_marker: bool,
                                                    sent: str) -> None:
-    tokenizer = TranscriptionRequests(str(qwen3[0]), qwen3[1]).processor.tokenizer
+    tokenizer = TranscriptionRequests(str(qwen3[0]), qwen3[1], 1024).processor.tokenizer
     marker = tokenizer.convert_tokens_to_ids("<asr_text>")
     tokens = tokenizer("language English")["input_ids"] + ([marker] if with_marker else []) + \
         tokenizer(" the cat")["input_ids"]
@@ -88,3 +89,23 @@ def test_the_header_before_the_marker_is_held_back(qwen3: tuple[pathlib.Path, An
     assert sent_by_then[:header] == [""] * header
     if not with_marker:
         assert sent_by_then[-2] == ""  # held to the end: sent at the finish
+
+
+def test_a_context_prompt_is_bounded_like_a_whispers(qwen3: tuple[pathlib.Path, Any]) -> None:
+    """The processor puts the request's prompt in the prompt the model prefills: the spec's max_prompt_tokens bounds
+    it (an unbounded one is unbounded work for the server), counted before the clip is decoded."""
+    requests = TranscriptionRequests(str(qwen3[0]), qwen3[1], 64)
+    tokens = len(requests.processor.tokenizer("the cat", add_special_tokens=False)["input_ids"])
+    assert tokens <= 64 and requests.asked(prompt="the cat") == {"prompt": "the cat"}
+    long = "harbour pier boats " * 10
+    count = len(requests.processor.tokenizer(long, add_special_tokens=False)["input_ids"])
+    with pytest.raises(ge.RequestError) as over:
+        requests.asked(prompt=long)
+    assert count > 64 and str(over.value) == (
+        f"parameters.prompt: {count} tokens is above this endpoint's bound 64 (the spec's "
+        "task.generation.max_prompt_tokens); send a shorter prompt")
+    with pytest.raises(ge.RequestError) as huge:  # refused from its length alone, before any tokenizing
+        requests.asked(prompt="x" * 4097)
+    assert str(huge.value) == ("parameters.prompt: 4097 characters, more than 64 tokens can hold, is above this "
+                               "endpoint's bound 64 (the spec's task.generation.max_prompt_tokens); send a shorter "
+                               "prompt")

@@ -340,7 +340,7 @@ def _verify_audio_llm(model: ModelSpec, files: Mapping[str, Any], engine: Any, e
 
     shipped = _load("shipped_transcription_request", pathlib.Path(files["transcription_request.py"]))
     try:
-        requests = shipped.TranscriptionRequests(str(files["checkpoint"]), engine.model)
+        requests = shipped.TranscriptionRequests(str(files["checkpoint"]), engine.model, limits.max_prompt_tokens)
         clips = _clips(requests.sampling_rate)
         cases: list[tuple[str, Any, dict[str, str]]] = [(f"clip {i}", clip, {}) for i, clip in enumerate(clips)]
         if "language" in requests.takes:
