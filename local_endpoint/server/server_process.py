@@ -164,10 +164,24 @@ class TritonProcess(LoggedProcess):
     def stop(self) -> None:
         super().stop()
         self._remove_python_envs()
+        self._remove_shm_regions()
 
     def kill(self) -> None:
         super().kill()
         self._remove_python_envs()
+        self._remove_shm_regions()
+
+    def _remove_shm_regions(self) -> None:
+        """A server that stops unlinks its Python stubs' shared-memory regions; a killed one leaves them in
+        /dev/shm (RAM; shm_leftovers): removed here once nothing maps them, and said in its log."""
+        from local_endpoint.server import shm_leftovers
+        from model_build.disk_space import human_size
+
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        removed = shm_leftovers.remove(shm_leftovers.regions_in_log(text))
+        if removed:
+            self.note(f"tritonsm: removed {len(removed)} shared-memory region(s) of the ended server's Python models "
+                      f"from {shm_leftovers.ROOT} ({human_size(sum(size for _, size in removed))})")
 
     def _remove_python_envs(self) -> None:
         """A server that stops removes the folder its Python backend unpacked environments into; a killed one

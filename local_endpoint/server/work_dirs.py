@@ -18,7 +18,7 @@ import tempfile
 
 import psutil
 
-from local_endpoint.server import python_env_leftovers
+from local_endpoint.server import python_env_leftovers, shm_leftovers
 from local_endpoint.server.disk_space import folder_size
 from model_build.disk_space import human_size
 
@@ -39,6 +39,8 @@ def make(prefix: str) -> pathlib.Path:
         if size:
             print(f"removed {folder} ({human_size(size)}), the Python execution environments of a Triton server "
                   "that was killed", file=sys.stderr, flush=True)
+    # Killed servers' shared-memory regions: RAM nothing maps any more; removed without a note (housekeeping).
+    shm_leftovers.remove_abandoned()
     folder = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     add_owner(folder, os.getpid())
     return folder

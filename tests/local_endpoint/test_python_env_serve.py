@@ -18,6 +18,7 @@ from deployment_spec.builds.manifest import load_manifest
 from local_endpoint.client.invoke import invoke_url
 from local_endpoint.client.payload import NamedTensor, encode_request
 from local_endpoint.endpoints.single_model import SingleModelEndpoint
+from local_endpoint.server import shm_leftovers
 from tritonsm.cli import main as tritonsm_main
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -58,8 +59,9 @@ def test_the_model_imports_a_package_only_the_environment_has(tarball):
 
 
 def test_a_killed_server_s_environments_are_removed_when_it_is_ended(tarball, capsys):
-    """A server killed with SIGKILL cannot remove its /tmp/python_env_* folder; the endpoint that ends it does (the
-    folder its log names). A server that stops on its own removes it itself: the same call then finds nothing."""
+    """A server killed with SIGKILL cannot remove its /tmp/python_env_* folder nor its stubs' /dev/shm regions; the
+    endpoint that ends it does (those its log names). A server that stops on its own removes them itself: the same
+    call then finds nothing."""
     import os
     import signal
 
@@ -73,6 +75,13 @@ def test_a_killed_server_s_environments_are_removed_when_it_is_ended(tarball, ca
         while endpoint._process.exit_code() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert folder.is_dir()  # the killed server left it
+        regions = shm_leftovers.regions_in_log(endpoint.log_path.read_text())
+        left = [region for region in regions if region.exists()]
+        assert regions and left, regions  # and shared memory of its stubs (a stub that saw it go unlinks its own)
+        log_path = endpoint.log_path
     assert not folder.exists()
+    assert not any(region.exists() for region in regions)
+    assert f"tritonsm: removed {len(left)} shared-memory region(s) of the ended server's Python models from " \
+           "/dev/shm (" in log_path.read_text()
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(f"removed {folder} (")]
     assert len(said) == 1 and said[0].endswith("): the Python execution environments the ended Triton server left")
