@@ -10,7 +10,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Callable
 
-from benchmarks.tooling.text_checkpoints import CORPUS
+from benchmarks.tooling.generation_checkpoints import byte_level_bpe
 
 # Qwen-style turns; an audio item as the processor's placeholder run (Qwen3ASRProcessor expands <|audio_pad|>).
 QWEN3_ASR_TEMPLATE = (
@@ -34,14 +34,8 @@ def _tokenizer(specials: list[str], template: str, **named: str) -> Any:
     """Byte-level BPE of 300 tokens after ``specials`` (ids 0.. in order); <|im_end|> ends, <|endoftext|> pads;
     ``named`` become tokenizer attributes (audio_token...)."""
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300 + len(specials), special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(list(CORPUS) + ["language English", "transcribe the speech"], trainer)
+    tok = byte_level_bpe(specials, 300 + len(specials), ("language English", "transcribe the speech"))
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", model_max_length=100000,
         padding_side="left", **({"extra_special_tokens": named} if named else {}))

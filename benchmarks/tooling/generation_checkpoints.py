@@ -19,19 +19,27 @@ CHAT_TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\
 WANDER = {"t5": 1.0, "bart": 4.0}
 
 
-def tokenizer() -> Any:
-    """Byte-level BPE of 300 tokens: <s> 0, <pad> 1, </s> 2, <unk> 3."""
-    import transformers
+def byte_level_bpe(specials: list[str], vocab_size: int = 300, extra: tuple[str, ...] = ()) -> Any:
+    """A byte-level BPE (GPT-2's algorithm) trained on the tooling's corpus and ``extra``: ``specials`` take ids 0..
+    in order; ``vocab_size`` counts them."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS, trainer)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>",
-                                                eos_token="</s>", unk_token="<unk>", model_max_length=256)
+    tok.train_from_iterator([*CORPUS, *extra], trainer)
+    return tok
+
+
+def tokenizer() -> Any:
+    """Byte-level BPE of 300 tokens: <s> 0, <pad> 1, </s> 2, <unk> 3."""
+    import transformers
+
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=byte_level_bpe(["<s>", "<pad>", "</s>", "<unk>"]),
+                                                bos_token="<s>", pad_token="<pad>", eos_token="</s>",
+                                                unk_token="<unk>", model_max_length=256)
 
 
 def config(family: str, vocab: int) -> Any:

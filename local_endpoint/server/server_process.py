@@ -163,36 +163,28 @@ class TritonProcess(LoggedProcess):
 
     def stop(self) -> None:
         super().stop()
-        self._remove_python_envs()
-        self._remove_shm_regions()
+        self._remove_leftovers()
 
     def kill(self) -> None:
         super().kill()
-        self._remove_python_envs()
-        self._remove_shm_regions()
+        self._remove_leftovers()
 
-    def _remove_shm_regions(self) -> None:
-        """A server that stops unlinks its Python stubs' shared-memory regions; a killed one leaves them in
-        /dev/shm (RAM; shm_leftovers): removed here once nothing maps them, and said in its log."""
-        from local_endpoint.server import shm_leftovers
-        from model_build.disk_space import human_size
-
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        removed = shm_leftovers.remove(shm_leftovers.regions_in_log(text))
-        if removed:
-            self.note(f"tritonsm: removed {len(removed)} shared-memory region(s) of the ended server's Python models "
-                      f"from {shm_leftovers.ROOT} ({human_size(sum(size for _, size in removed))})")
-
-    def _remove_python_envs(self) -> None:
-        """A server that stops removes the folder its Python backend unpacked environments into; a killed one
-        leaves it (python_env_leftovers): removed here, once the server and its stubs are gone. The log names it."""
-        from local_endpoint.server import python_env_leftovers
+    def _remove_leftovers(self) -> None:
+        """A server that stops removes the folder its Python backend unpacked environments into and unlinks its
+        stubs' shared-memory regions; a killed one leaves both (python_env_leftovers, shm_leftovers): removed here,
+        once the server and its stubs are gone, as its log names them. The folder is said on stderr (disk freed),
+        the regions in the server's log."""
+        from local_endpoint.server import python_env_leftovers, shm_leftovers
         from model_build.disk_space import human_size
 
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         for folder, size in python_env_leftovers.remove(python_env_leftovers.folders_in_log(text)):
             print(f"removed {folder} ({human_size(size)}): the Python execution environments the ended Triton "
                   "server left", file=sys.stderr, flush=True)
+        removed = shm_leftovers.remove(shm_leftovers.regions_in_log(text))
+        if removed:
+            self.note(f"tritonsm: removed {len(removed)} shared-memory region(s) of the ended server's Python models "
+                      f"from {shm_leftovers.ROOT} ({human_size(sum(size for _, size in removed))})")
 
     @property
     def metrics_url(self) -> str | None:

@@ -40,9 +40,9 @@ def mapped(root: pathlib.Path = ROOT) -> set[pathlib.Path]:
     skipped (not ours)."""
     found: set[pathlib.Path] = set()
     prefix = str(root / PREFIX)
-    for process in psutil.process_iter():
+    for pid in psutil.pids():
         try:
-            maps = pathlib.Path(f"/proc/{process.pid}/maps").read_text()
+            maps = pathlib.Path(f"/proc/{pid}/maps").read_text()
         except OSError:
             continue
         found.update(pathlib.Path(line.split(maxsplit=5)[-1].removesuffix(" (deleted)"))
@@ -69,10 +69,10 @@ def remove(regions: Iterable[pathlib.Path], root: pathlib.Path = ROOT) -> list[t
     return removed
 
 
-def remove_abandoned(root: pathlib.Path = ROOT, now: float | None = None) -> list[tuple[pathlib.Path, int]]:
+def remove_abandoned(root: pathlib.Path = ROOT) -> list[tuple[pathlib.Path, int]]:
     """Removes every region of ours under ``root`` that no live process maps and that is older than
     ``SETTLED_S``."""
-    now = time.time() if now is None else now
+    now = time.time()
     settled = []
     for region in root.glob(PREFIX + "*"):
         try:

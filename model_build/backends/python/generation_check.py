@@ -417,21 +417,14 @@ def _prompted(engine: Any, limits: Any) -> Optional[tuple[list[int], int]]:
 
 
 def _run_speech(engine: Any, features: list[Any], settings: Any) -> list[list[int]]:
-    tokens: list[list[int]] = [[] for _ in features]
-    done = [threading.Event() for _ in features]
+    """A speech encoder-decoder's clips through the engine, each with the request's decoder prompt."""
     prompt = engine.prompt_for(settings)
-    for i, clip in enumerate(features):
-        engine.submit(prompt, settings, lambda _text: None,
-                      lambda _reason, _usage, i=i: done[i].set(), lambda: False, on_token=tokens[i].append,
-                      features=clip)
-    for event in done:
-        event.wait(600)
-    return [_until_end(row, engine.eos) for row in tokens]
+    return _run_prompted(engine, [(prompt, clip, None) for clip in features], settings)
 
 
-def _run_prompted(engine: Any, made: list[tuple[list[int], dict[str, Any], Optional[int]]],
-                  settings: Any) -> list[list[int]]:
-    """An audio language model's clips through the engine: (prompt ids, prefill arguments, answer_after) each."""
+def _run_prompted(engine: Any, made: list[tuple[list[int], Any, Optional[int]]], settings: Any) -> list[list[int]]:
+    """Clips through the engine, all submitted at once: (prompt ids, features, answer_after) each (an audio language
+    model's from transcription_request.py; an encoder-decoder's encoder input with its decoder prompt)."""
     tokens: list[list[int]] = [[] for _ in made]
     done = [threading.Event() for _ in made]
     for i, (ids, extras, after) in enumerate(made):
