@@ -78,8 +78,26 @@ def _vibevoice_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
     return config, processor, ids
 
 
+def _kyutai_speech_to_text(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """Kyutai's streaming model: a decoder reading, at each step, its text token and the next 80 ms frame's codes
+    from a Mimi codec (the smallest codec that keeps the real 1,920-sample frame at 24 kHz). Its generation_config
+    names no end token (the clip's last frame ends generate), and its text pads with pad_token_id."""
+    tok = _tokenizer(["<unk>", "<s>", "</s>", "<pad>"], "")
+    ids = dict(pad_token_id=3, bos_token_id=1)
+    codec = dict(hidden_size=32, num_filters=8, num_residual_layers=1, codebook_size=64, codebook_dim=16,
+                 num_quantizers=4, num_semantic_quantizers=1, vector_quantization_hidden_dimension=16,
+                 num_hidden_layers=1, intermediate_size=32, num_attention_heads=2, num_key_value_heads=2, head_dim=16,
+                 upsampling_ratios=[8, 6, 5, 4], upsample_groups=32)
+    config = t.KyutaiSpeechToTextConfig(
+        codebook_vocab_size=65, vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, head_dim=16, ffn_dim=64, num_codebooks=4, audio_bos_token_id=64,
+        audio_pad_token_id=65 * 4, codec_config=codec, **ids)
+    processor = t.KyutaiSpeechToTextProcessor(feature_extractor=t.KyutaiSpeechToTextFeatureExtractor(), tokenizer=tok)
+    return config, processor, ids
+
+
 MAKERS: dict[str, Callable[[Any], tuple[Any, Any, dict[str, Any]]]] = {
-    "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr}
+    "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr, "kyutai_speech_to_text": _kyutai_speech_to_text}
 
 
 def save(folder: pathlib.Path, model_type: str, seed: int = 0) -> pathlib.Path:

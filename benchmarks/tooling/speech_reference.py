@@ -1,6 +1,7 @@
 """What transformers itself transcribes from a clip, as a served speech model's streamed text must read: greedy
 ``generate`` on the checkpoint's own inputs (a speech encoder-decoder: its feature extractor's; an audio language
-model: its processor's transcription request), the new tokens decoded without special tokens. For Qwen3-ASR the
+model: its processor's transcription request; Kyutai's streaming model: its processor's plain call), the new tokens
+decoded without special tokens. For Qwen3-ASR the
 text after ``<asr_text>`` where the model writes it (the engine leaves out its "language <NAME>" header)."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import io
 import pathlib
 from typing import Any, Optional
 
+from model_build.python_models.step_fed import STEP_FED_TYPES
 from model_build.python_models.transcription_request import ANSWER_AFTER, PREFILL_EXTRA
 
 
@@ -47,9 +49,14 @@ def new_tokens(folder: pathlib.Path, samples: Any, rate: int, max_new_tokens: in
     if rate != wanted:
         raise ValueError(f"the clip is at {rate} Hz; write it at the processor's {wanted} Hz (the server resamples, "
                          "this reference does not)")
-    inputs = processor.apply_transcription_request(audio=samples, **asked)
+    if model_type in STEP_FED_TYPES:  # Kyutai: generate starts from its start token and reads the clip as it goes
+        inputs = processor(audio=samples, sampling_rate=rate, return_tensors="pt")
+        prompt = 1
+    else:
+        inputs = processor.apply_transcription_request(audio=samples, **asked)
+        prompt = inputs["input_ids"].shape[1]
     with torch.no_grad():
         out = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens,
                              **PREFILL_EXTRA.get(model_type, {}))[0]
     marker = processor.tokenizer.get_vocab().get(ANSWER_AFTER.get(model_type, ""))
-    return [int(t) for t in out[inputs["input_ids"].shape[1]:]], processor.tokenizer, marker
+    return [int(t) for t in out[prompt:]], processor.tokenizer, marker

@@ -80,8 +80,9 @@ def window_model_step(model: ModelSpec) -> str:
 # AutoModelForSpeechSeq2Seq loads, written out because the spec loads with the standard library only
 # (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them (the
 # encoder reads the clip's features, the decoder writes text from its start token; Whisper: from its prompt of language
-# and task) and the audio language models whose processor writes a transcription request and whose decoding steps
-# read only the text (model_build/python_models/transcription_request.py AUDIO_LLM_TYPES).
+# and task), the audio language models whose processor writes a transcription request and whose decoding steps
+# read only the text, and Kyutai's streaming model, stepped through its own generate (model_build/python_models/
+# transcription_request.py AUDIO_LLM_TYPES, step_fed.py).
 SPEECH_SEQ2SEQ_TYPES = frozenset({
     "canary", "cohere_asr", "dia", "fun_asr_nano", "granite_speech", "granite_speech_plus", "kyutai_speech_to_text",
     "moonshine", "moonshine_streaming", "pop2piano", "qwen3_asr", "seamless_m4t", "seamless_m4t_v2",
@@ -89,25 +90,26 @@ SPEECH_SEQ2SEQ_TYPES = frozenset({
     "voxtral_realtime", "whisper"})
 GENERATED_SPEECH_TYPES = frozenset({
     "canary", "cohere_asr", "moonshine", "moonshine_streaming", "seamless_m4t", "seamless_m4t_v2",
-    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr"})
+    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr",
+    "kyutai_speech_to_text"})
 # Why the engine does not decode the others (transformers 5.23.0's classes, processors and feature extractors).
 _TORCHAUDIO = ("an audio language model whose feature extractor needs torchaudio, which has no release for the torch "
                "the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)")
-_STREAMING = "a streaming model: each decoding step reads {what}, which the engine's prefill-then-decode does not feed"
+_MISTRAL_COMMON = ("whose processor writes the transcription request with mistral_common, which the serving "
+                   "environment does not ship")
 NOT_DECODED_SPEECH = {
     "dia": "speech synthesis: it writes audio codes from text, not text from audio",
     "vibevoice": "speech synthesis: it writes audio from text, not text from audio",
     "pop2piano": "music transcription: it writes MIDI event tokens, not text",
     "fun_asr_nano": _TORCHAUDIO, "granite_speech": _TORCHAUDIO, "granite_speech_plus": _TORCHAUDIO,
-    "voxtral": ("an audio language model whose processor writes the transcription request with mistral_common, which "
-                "the serving environment does not ship"),
-    "kyutai_speech_to_text": _STREAMING.format(what="the next 80 ms frame's audio codes"),
-    "voxtral_realtime": _STREAMING.format(what="its own slice of the audio encoder's output")}
-SPEECH_ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...) or an "
-                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR)")
+    "voxtral": f"an audio language model {_MISTRAL_COMMON}",
+    "voxtral_realtime": f"a streaming audio language model {_MISTRAL_COMMON}"}
+SPEECH_ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an "
+                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming "
+                 "speech-to-text model")
 CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
-_GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, or a CTC "
-                 "checkpoint")
+_GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's "
+                 "streaming speech-to-text model, or a CTC checkpoint")
 
 
 def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[Problem]:

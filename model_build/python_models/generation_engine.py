@@ -484,6 +484,10 @@ class _Sequence:
             return FINISH_LENGTH
         return None
 
+    def end_text(self) -> None:
+        """Send the text held back (by the detokenizer, a stop string's start, a header): the model has ended."""
+        self._send_rest()
+
     def _send(self, text: str) -> None:
         if text:
             self.request.on_text(text)
@@ -606,10 +610,21 @@ class Engine:
         # A speech model that is no encoder-decoder reads the clip inside its prompt (transcription_request.py).
         self.audio_llm = self.speech and not getattr(model.config, "is_encoder_decoder", False)
         self.seq2seq = kind == "text2text-generation" or self.speech and not self.audio_llm
+        # A streaming speech model reads audio at every step: decoded by its own generate, a step at a time
+        # (step_fed.py, shipped beside this file with speech models).
+        self.step_fed: Any = None
+        if self.audio_llm:
+            import step_fed
+
+            self.step_fed = step_fed if getattr(model.config, "model_type", None) in step_fed.STEP_FED_TYPES \
+                else None
         self.device = torch.device(device)
         generation = getattr(model, "generation_config", None)
         if eos_token_ids is None:
-            eos_token_ids = _ids(getattr(generation, "eos_token_id", None)) or _ids(tokenizer.eos_token_id)
+            # A step-fed model ends where its generate ends (Kyutai's generation_config names no end: its clip's
+            # last frame ends it), not at a token its tokenizer calls the end.
+            eos_token_ids = _ids(getattr(generation, "eos_token_id", None)) or \
+                ([] if self.step_fed else _ids(tokenizer.eos_token_id))
         self.eos = frozenset(eos_token_ids)
         if self.seq2seq and decoder_start_token_id is None:
             decoder_start_token_id = _decoder_start(generation, model.config)
@@ -829,6 +844,7 @@ class Engine:
         for batch in self._batches():
             for row in batch.rows:
                 row.finish(None, error=error)
+            self._release(batch)
         self._shared, self._alone = None, []
 
     def _batches(self) -> list[_Batch]:
@@ -939,6 +955,12 @@ class Engine:
             started = time.perf_counter()
             logits = self._decode(batch)
             self.timings.forward_s += time.perf_counter() - started
+            if logits is None:  # the model's own end (Kyutai: the clip's last frame), as generate ends
+                for row in batch.rows:
+                    row.end_text()
+                    row.finish(FINISH_STOP)
+                self._remove(batch)
+                return
             self.timings.steps += 1
             self.timings.rows_decoded += len(batch.rows)
             if batch.shared:
@@ -974,6 +996,7 @@ class Engine:
         for batch in self._batches():
             for row in batch.rows:
                 row.finish(FINISH_CANCELLED)
+            self._release(batch)
         self._shared, self._alone = None, []
         while not self._waiting.empty():
             request = self._waiting.get_nowait()
@@ -998,6 +1021,8 @@ class Engine:
         """The group's prompts through the model in one forward pass: a batch of their rows and their logits."""
         if self.seq2seq:
             return self._prefill_seq2seq(group)
+        if self.step_fed:
+            return self._prefill_step_fed(group[0])
         ids, mask = self._padded(group, left=True)
         kwargs: dict[str, Any] = dict(input_ids=ids, attention_mask=mask, use_cache=True)
         if "position_ids" in self._forward_parameters:
@@ -1016,6 +1041,21 @@ class Engine:
         cache = _dynamic(_zero_pads(layers, mask)) if layers is not None else out.past_key_values
         batch = _Batch(list(group), cache, mask, ids[:, -1], shared=layers is not None and not self._alone_only)
         return batch, out.logits[:, -1, :]
+
+    def _prefill_step_fed(self, row: _Sequence) -> tuple[_Batch, torch.Tensor]:
+        """A step-fed row: its generate started in a thread of its own (step_fed.py), its first step's logits."""
+        features = row.request.features
+        assert isinstance(features, dict)
+        inputs = {name: value.to(self.device) if isinstance(value, torch.Tensor) else value
+                  for name, value in features.items()}
+        stepper = self.step_fed.GenerateStepper(self.model, inputs, row.settings.max_new_tokens)
+        logits = stepper.first()
+        if logits is None:
+            stepper.close()
+            raise RuntimeError("the model's generate ended before its first token")
+        ids = torch.tensor(row.request.prompt_ids[-1:], dtype=torch.long, device=self.device)
+        batch = _Batch([row], stepper, torch.ones(1, 1, dtype=torch.long, device=self.device), ids, shared=False)
+        return batch, logits[None]
 
     def _prefill_seq2seq(self, group: list[_Sequence]) -> tuple[_Batch, torch.Tensor]:
         if self.speech:
@@ -1099,8 +1139,12 @@ class Engine:
 
         return EncoderDecoderCache(_dynamic(self_layers), _dynamic(cross_layers))
 
-    def _decode(self, batch: _Batch) -> torch.Tensor:
-        """One token for every row: the batch's pending tokens through the model; logits [rows, vocabulary]."""
+    def _decode(self, batch: _Batch) -> Optional[torch.Tensor]:
+        """One token for every row: the batch's pending tokens through the model; logits [rows, vocabulary]. None
+        where a step-fed model's generate has ended by itself."""
+        if self.step_fed:
+            logits = batch.cache.step(int(batch.next_tokens[0]))
+            return None if logits is None else logits[None]
         tokens = batch.next_tokens[:, None]
         batch.mask = torch.cat([batch.mask, torch.ones_like(tokens)], dim=1)
         positions = batch.mask.sum(dim=1, keepdim=True) - 1  # as generate's cumsum - 1 at the last column
@@ -1198,6 +1242,7 @@ class Engine:
         self.timings.batch_s += time.perf_counter() - started
 
     def _remove(self, batch: _Batch) -> None:
+        self._release(batch)
         if batch is self._shared:
             self._shared = None
         else:
@@ -1222,6 +1267,11 @@ class Engine:
                 batch.cache = self._encoder_decoder_cache(
                     [(layer.keys, layer.values) for layer in batch.cache.self_attention_cache.layers], cross)
 
+    def _release(self, batch: _Batch) -> None:
+        """A step-fed batch's generate thread ends with it."""
+        if self.step_fed:
+            batch.cache.close()
+
     def _replace_self_cache(self, cache: Any, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
         if not self.seq2seq:
             return _dynamic(layers)
@@ -1234,6 +1284,8 @@ class Engine:
         """Next token per row: argmax for greedy rows, sampling with each row's own generator otherwise; the
         repetition penalty first, as transformers' RepetitionPenaltyLogitsProcessor."""
         logits = logits.float()  # generate chooses from float32 logits
+        if self.step_fed:  # generate applied the checkpoint's processors already
+            return [self._choose_row(logits[0], rows[0])]
         if self.constraints.active:
             self.constraints.apply(logits, rows)
         if self._suppress:

@@ -25,7 +25,8 @@ with the whole text, the requests of one call decoded together.
   and the engine decodes from them. A Whisper takes request parameters ``language`` and ``task`` as generate takes
   them (whisper_prompt.py beside this file), within the ``languages`` parameter (task.generation.languages). An
   audio language model (Qwen3-ASR, VibeVoice-ASR) gets its prompt and features from its own processor instead
-  (transcription_request.py beside this file), with the ``language`` and ``prompt`` its processor takes.
+  (transcription_request.py beside this file), with the ``language`` and ``prompt`` its processor takes; Kyutai's
+  streaming model its generate inputs, which its own generate reads step by step (step_fed.py beside this file).
 
 A client mistake is one error response (400, step_requests.client_error) and the final flag. A client that hangs up
 is seen through ``response_sender.is_cancelled`` (python_backend r24.10 src/pb_stub.cc binds it), and its request

@@ -19,11 +19,13 @@ from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its siblings ship beside this file
 from generation_engine import CHARS_PER_TOKEN_CAP  # noqa: E402
+from step_fed import STEP_FED_TYPES  # noqa: E402
 from step_requests import RequestError  # noqa: E402
 
 # The model types decoded this way: every one whose processor has apply_transcription_request and whose decoding
-# steps need nothing but the text token (the streaming ones, Kyutai and Voxtral Realtime, read audio at every step).
-AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr"})
+# steps need nothing but the text token; and the streaming ones whose generate reads the clip at every step
+# (step_fed.py: Kyutai), whose processor's plain call makes generate's inputs from the clip.
+AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr"}) | STEP_FED_TYPES
 # Prefill arguments beyond the processor's: VibeVoice-ASR draws noise into its acoustic latents unless sample=False
 # (modeling_vibevoice_asr.py get_audio_features), so two runs of generate on one clip differ; the engine and the
 # build's reference both pass it, which makes the decoding deterministic.
@@ -43,13 +45,19 @@ class TranscriptionRequests:
         self.processor: Any = transformers.AutoProcessor.from_pretrained(folder)
         self.model_type = model_type = str(model.config.model_type)
         self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
-        accepted = inspect.signature(self.processor.apply_transcription_request).parameters
+        self._step_fed = model_type in STEP_FED_TYPES
+        # How generate's inputs are made, in the build's verification record.
+        self.made_by = "processor(audio=clip)" if self._step_fed else "processor.apply_transcription_request(clip)"
+        accepted = {} if self._step_fed else inspect.signature(self.processor.apply_transcription_request).parameters
         # What a request may set, as the processor names it: language (Qwen3-ASR), prompt (context, both).
         self.takes = tuple(name for name in ("language", "prompt") if name in accepted)
         self._forward = set(inspect.signature(model.forward).parameters)
         marker = ANSWER_AFTER.get(model_type)
         vocabulary = self.processor.tokenizer.get_vocab()
         self._answer_after: Optional[int] = vocabulary.get(marker) if marker is not None else None
+        # A step-fed model's prompt: the token generate starts from (its generation_config's, else its config's).
+        start = getattr(model.generation_config, "bos_token_id", None)
+        self._start = [int(start if start is not None else model.config.bos_token_id)] if self._step_fed else []
 
     def asked(self, language: Optional[str] = None, prompt: Optional[str] = None,
               task: Optional[str] = None) -> dict[str, str]:
@@ -59,9 +67,10 @@ class TranscriptionRequests:
                  if value is not None}
         for name in asked:
             if name not in self.takes:
+                takes = "a streaming model, it reads the clip alone" if self._step_fed else \
+                    f"its processor's transcription request takes {_listed(self.takes)}"
                 raise RequestError(f"parameters.{name}: this {self.model_type} checkpoint takes no {name} per request "
-                                   f"(its processor's transcription request takes {_listed(self.takes)}); remove "
-                                   f"{name}")
+                                   f"({takes}); remove {name}")
         if prompt is not None:
             self._bound(prompt)
         return asked
@@ -82,8 +91,10 @@ class TranscriptionRequests:
     def inputs(self, samples: Any, asked: dict[str, str]) -> tuple[list[int], dict[str, Any], Optional[int]]:
         """One clip (mono float32 at ``sampling_rate``) as (prompt ids, the other prefill arguments, the token the
         transcript follows where the prompt does not already end the header with it)."""
+        if self._step_fed:  # generate's own inputs, whole: it encodes the clip as it decodes (step_fed.py)
+            return list(self._start), dict(self.generate_inputs(samples, asked)), None
         try:
-            batch = self.processor.apply_transcription_request(audio=samples, **asked)
+            batch = self.generate_inputs(samples, asked)
         except ValueError as exc:
             if "language" not in asked or "language" not in str(exc).lower():
                 raise
@@ -96,6 +107,13 @@ class TranscriptionRequests:
         extras.update(PREFILL_EXTRA.get(self.model_type, {}))
         after = self._answer_after if self._answer_after is not None and self._answer_after not in ids else None
         return ids, extras, after
+
+    def generate_inputs(self, samples: Any, asked: dict[str, str]) -> Any:
+        """What ``generate(**...)`` takes for one clip: the processor's transcription request, or a step-fed
+        model's plain processor call (its feature extractor's input_values and padding_mask)."""
+        if self._step_fed:
+            return self.processor(audio=samples, sampling_rate=self.sampling_rate, return_tensors="pt")
+        return self.processor.apply_transcription_request(audio=samples, **asked)
 
     def _languages(self) -> str:
         names = getattr(sys.modules.get(type(self.processor).__module__), "LANGUAGE_CODE_TO_NAME", None)

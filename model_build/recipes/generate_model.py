@@ -73,6 +73,7 @@ def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> Python
                "step_requests.py": TEMPLATES / "step_requests.py", "audio_decode.py": TEMPLATES / "audio_decode.py",
                "whisper_prompt.py": TEMPLATES / "whisper_prompt.py",
                "transcription_request.py": TEMPLATES / "transcription_request.py",
+               "step_fed.py": TEMPLATES / "step_fed.py",
                "generation_metrics.py": TEMPLATES / "generation_metrics.py", CHECKPOINT: folder},
         inputs=(TensorSpec(AUDIO, "TYPE_STRING", (1,)),),
         outputs=(TensorSpec(OUTPUT, "TYPE_STRING", (1,)),),

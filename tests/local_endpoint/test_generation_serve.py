@@ -47,10 +47,16 @@ models:
     weights: ckpt/qwen3_asr
     max_batch_size: 4
     task: {kind: automatic-speech-recognition, max_audio_seconds: 10}
+  follower:
+    backend: python
+    weights: ckpt/kyutai
+    max_batch_size: 4
+    task: {kind: automatic-speech-recognition, max_audio_seconds: 10}
 endpoints:
   chat: {kind: single-model, models: [writer], instance_type: ml.g5.2xlarge}
   listen: {kind: single-model, models: [listener], instance_type: ml.g5.2xlarge}
   hear: {kind: single-model, models: [hearer], instance_type: ml.g5.2xlarge}
+  follow: {kind: single-model, models: [follower], instance_type: ml.g5.2xlarge}
 environments:
   dev: {region: us-east-1}
 """
@@ -62,6 +68,7 @@ def built(module_tmp) -> pathlib.Path:
     generation_checkpoints.save(root / "ckpt" / "llama", "llama", generation_checkpoints.CHAT_TEMPLATE)
     generation_checkpoints.save_whisper(root / "ckpt" / "whisper")
     audio_llm_checkpoints.save(root / "ckpt" / "qwen3_asr", "qwen3_asr")
+    audio_llm_checkpoints.save(root / "ckpt" / "kyutai", "kyutai_speech_to_text")
     (root / "spec.yaml").write_text(SPEC)
     done = subprocess.run([sys.executable, "-m", "tritonsm", "build", "--spec", str(root / "spec.yaml"),
                            "--python-env-for", "local"], cwd=ROOT, capture_output=True, text=True)
@@ -235,8 +242,8 @@ def test_the_served_model_counts_its_requests_tokens_and_time_to_first_token(ser
     assert 0 < moved["tritonsm_generation_time_to_first_token_seconds_sum"] < 60
 
 
-def _tone_wav() -> bytes:
-    """One second of a 440 Hz tone as a 16 kHz mono WAV, as a recorder writes it (the standard library's wave)."""
+def _tone_wav(rate: int = 16000) -> bytes:
+    """One second of a 440 Hz tone as a mono WAV at ``rate``, as a recorder writes it (the standard library's wave)."""
     import io
     import math
     import struct
@@ -246,9 +253,9 @@ def _tone_wav() -> bytes:
     with wave.open(out, "wb") as writer:
         writer.setnchannels(1)
         writer.setsampwidth(2)
-        writer.setframerate(16000)
-        writer.writeframes(b"".join(struct.pack("<h", int(16000 * math.sin(2 * math.pi * 440 * i / 16000)))
-                                    for i in range(16000)))
+        writer.setframerate(rate)
+        writer.writeframes(b"".join(struct.pack("<h", int(16000 * math.sin(2 * math.pi * 440 * i / rate)))
+                                    for i in range(rate)))
     return out.getvalue()
 
 
@@ -315,6 +322,29 @@ def test_a_clip_streams_back_the_transcript_of_an_audio_language_model(built: pa
         error = caught.value.response
         assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
         assert json.loads(error["OriginalMessage"]) == {"error": message}
+
+
+@pytest.mark.triton
+def test_a_clip_streams_back_the_transcript_of_kyutais_streaming_model(built: pathlib.Path, url: str) -> None:
+    """Kyutai's speech-to-text model reads the next 80 ms of audio at every step: its own generate does the stepping
+    on the endpoint, the engine each token; the text as generate's, to the clip's end or the request's length."""
+    import base64
+
+    wav = _tone_wav(24000)  # the rate its processor works at (the server resamples others; the reference does not)
+    audio = base64.b64encode(wav).decode()
+    client = local_client("sagemaker-runtime", url)
+    folder = built / "ckpt" / "kyutai"
+    whole = _stream(client, "Gen-dev-follow", {"audio": audio, "parameters": {"max_new_tokens": 40}})
+    assert whole == speech_reference.transcript(folder, wav, 40) and whole  # 40 > its 25 frames: the clip ends it
+    assert _stream(client, "Gen-dev-follow", {"audio": audio, "parameters": {"max_new_tokens": 4}}) == \
+        speech_reference.transcript(folder, wav, 4)
+    with pytest.raises(ClientError) as caught:
+        _stream(client, "Gen-dev-follow", {"audio": audio, "parameters": {"language": "en"}})
+    error = caught.value.response
+    assert (error["Error"]["Code"], error["OriginalStatusCode"]) == ("ModelError", 400)
+    assert json.loads(error["OriginalMessage"]) == {"error": "parameters.language: this kyutai_speech_to_text "
+                                                             "checkpoint takes no language per request (a streaming "
+                                                             "model, it reads the clip alone); remove language"}
 
 
 def _qwen3_languages() -> str:

@@ -64,6 +64,7 @@ def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_
         f"models.asr_voxtral.backend: got 'python' with the 'voxtral' checkpoint in {folder} (an audio language "
         "model whose processor writes the transcription request with mistral_common, which the serving environment "
         "does not ship); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a speech "
-        "encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...) or an audio language "
-        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR); fix: give a speech encoder-decoder, an audio "
-        "language model with a transcription request, or a CTC checkpoint")
+        "encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio language "
+        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming speech-to-text model; "
+        "fix: give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's streaming "
+        "speech-to-text model, or a CTC checkpoint")

@@ -65,8 +65,9 @@ def test_a_ctc_entry_is_still_an_ensemble(tmp_path):
     assert spec.models["asr-model"].source.recipe == "hf-ctc"
 
 
-ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...) or an audio "
-          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR)")
+ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio "
+          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming speech-to-text "
+          "model")
 
 
 def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
@@ -81,10 +82,8 @@ def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
                 "which the serving environment does not ship"),
     ("granite_speech", "an audio language model whose feature extractor needs torchaudio, which has no release for "
                        "the torch the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)"),
-    ("kyutai_speech_to_text", "a streaming model: each decoding step reads the next 80 ms frame's audio codes, which "
-                              "the engine's prefill-then-decode does not feed"),
-    ("voxtral_realtime", "a streaming model: each decoding step reads its own slice of the audio encoder's output, "
-                         "which the engine's prefill-then-decode does not feed"),
+    ("voxtral_realtime", "a streaming audio language model whose processor writes the transcription request with "
+                         "mistral_common, which the serving environment does not ship"),
     ("dia", "speech synthesis: it writes audio codes from text, not text from audio"),
     ("pop2piano", "music transcription: it writes MIDI event tokens, not text"),
 ])
@@ -92,7 +91,12 @@ def test_a_speech_seq2seq_checkpoint_the_engine_does_not_decode_is_refused_with_
     assert _problems(tmp_path, WHISPER, model_type=model_type) == [
         f"models.asr.backend: got 'python' with the '{model_type}' checkpoint in ckpt ({why}); allowed: onnxruntime, "
         f"tensorrt or pytorch for a CTC checkpoint; python for {ENGINE}; fix: give a speech encoder-decoder, an audio "
-        "language model with a transcription request, or a CTC checkpoint"]
+        "language model with a transcription request, Kyutai's streaming speech-to-text model, or a CTC checkpoint"]
+
+
+def test_kyutais_streaming_model_is_a_generating_python_model(tmp_path):
+    spec = _spec(tmp_path, WHISPER, model_type="kyutai_speech_to_text")
+    assert spec.models["asr"].task.generates() and spec.models["asr"].source.recipe == "hf-generate"
 
 
 def test_another_speech_encoder_decoder_is_a_generating_python_model(tmp_path):

@@ -332,9 +332,10 @@ def _verify_speech(model: ModelSpec, files: Mapping[str, Any], engine_module: ty
 def _verify_audio_llm(model: ModelSpec, files: Mapping[str, Any], engine: Any, engine_module: types.ModuleType,
                       limits: Any) -> Verification:
     """An audio language model: each clip's prompt and features from the shipped transcription_request.py, its
-    tokens from the shipped engine (alone, and all at once: prefilled one by one, decoded together), against
-    ``generate(**processor.apply_transcription_request(clip), do_sample=False)``; where the processor takes them, a
-    request's language (clip 0) and context prompt (clip 1) too."""
+    tokens from the shipped engine (alone, and all at once: prefilled one by one, decoded together; a step-fed model's
+    rows each in its own generate), against ``generate(**processor.apply_transcription_request(clip),
+    do_sample=False)`` (a step-fed model: ``processor(audio=clip)``); where the processor takes them, a request's
+    language (clip 0) and context prompt (clip 1) too."""
     import torch
     import transformers
 
@@ -353,7 +354,7 @@ def _verify_audio_llm(model: ModelSpec, files: Mapping[str, Any], engine: Any, e
         fixed = shipped.PREFILL_EXTRA.get(requests.model_type, {})  # sample=False: no noise drawn (VibeVoice-ASR)
         with torch.no_grad():
             for (_label, clip, asked), (ids, _extras, _after) in zip(cases, made):
-                inputs = requests.processor.apply_transcription_request(audio=clip, **asked)
+                inputs = requests.generate_inputs(clip, asked)
                 out = engine.model.generate(**inputs, do_sample=False, max_new_tokens=NEW_TOKENS, **fixed)
                 references.append(_until_end([int(t) for t in out[0, len(ids):]], engine.eos))
         alone = [_run_prompted(engine, [one], greedy)[0] for one in made]
@@ -365,8 +366,8 @@ def _verify_audio_llm(model: ModelSpec, files: Mapping[str, Any], engine: Any, e
     asked_said = {label: asked for label, _clip, asked in cases if asked}
     return Verification(ran=True, runtime="transformers", version=transformers.__version__, device="cpu",
                         cases=len(references), details={
-                            "reference": f"{type(engine.model).__name__}.generate(**processor."
-                                         f"apply_transcription_request(clip)), greedy, each clip alone"
+                            "reference": f"{type(engine.model).__name__}.generate(**{requests.made_by}), greedy, "
+                                         "each clip alone"
                                          + (f", with {fixed}" if fixed else ""),
                             "clips": ", ".join(CLIPS), "prompt_tokens": [len(ids) for ids, _e, _a in made],
                             "new_tokens": NEW_TOKENS,
