@@ -23,9 +23,9 @@ Each speech row: the tiny checkpoint of benchmarks/tooling/speech_checkpoints.py
 alone and at once, a multilingual Whisper also with a request's language and task); a model type the engine does
 not decode is a config.json naming it, which the spec's loader refuses with its cause (no weights needed to refuse).
 
-A representative subset (``SERVED``, up to 5 per kind that verified) is then built for real (`tritonsm build
---python-env-for local`, one single-model endpoint each), served on the local Triton server (`tritonsm serve
---all --cpu-stand-in`) and asked through boto3's InvokeEndpointWithResponseStream; the ``text_output`` of the SSE
+A representative subset (``SERVED``: as many per kind as it names, of those that verified) is then built for real
+(`tritonsm build --python-env-for local`, one single-model endpoint each), served on the local Triton server
+(`tritonsm serve --all --cpu-stand-in`) and asked through boto3's InvokeEndpointWithResponseStream; the ``text_output`` of the SSE
 events, concatenated, must equal ``tokenizer.decode(generate(...), skip_special_tokens=True)`` of the same prompt
 (greedy, the same max_new_tokens).
 
@@ -70,8 +70,8 @@ TASK_KIND = {"speech seq2seq": "automatic-speech-recognition"}  # the spec's tas
 # Served for real when they verify in-process: the families users deploy most, then whatever else verified.
 SERVED = {"text-generation": ("gpt2", "llama", "qwen2", "mistral", "gemma"),
           "text2text-generation": ("t5", "bart", "marian", "mbart", "pegasus"),
-          "speech seq2seq": ("whisper", "qwen3_asr", "vibevoice_asr", "speech_to_text", "moonshine")}
-SERVED_PER_KIND = 5
+          "speech seq2seq": ("whisper", "qwen3_asr", "vibevoice_asr", "voxtral", "kyutai_speech_to_text",
+                             "speech_to_text", "moonshine")}  # each way a speech model is decoded, served
 IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
     "token-identical", "near-tie", "refused", "failed", "skipped", "not yet: audio input")
 MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS
@@ -598,7 +598,7 @@ def main() -> int:
                   and (not args.only or r["model_type"] in args.only)]
             ok.sort(key=lambda r: (first.index(r["model_type"]) if r["model_type"] in first else len(first),
                                    r["model_type"]))
-            chosen.extend(ok[:SERVED_PER_KIND])
+            chosen.extend(ok[:len(first)])
         if chosen:
             serve_subset(chosen, args.work, clock)
             store.write_text(json.dumps({"started": started, "results": results}, indent=1))

@@ -48,7 +48,7 @@ def _decoder(vocab: int) -> dict[str, Any]:
                 num_key_value_heads=1, head_dim=16, max_position_embeddings=4096)
 
 
-def _qwen3_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _qwen3_asr(t: Any, _folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
     tok = _tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>",
                       "<|audio_pad|>", "<asr_text>", "<timestamp>"], QWEN3_ASR_TEMPLATE,
                      audio_token="<|audio_pad|>", audio_bos_token="<|audio_start|>", audio_eos_token="<|audio_end|>")
@@ -63,7 +63,7 @@ def _qwen3_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
     return config, processor, ids
 
 
-def _vibevoice_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _vibevoice_asr(t: Any, _folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
     tok = _tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                       "<|box_start|>"], VIBEVOICE_ASR_TEMPLATE)
     ids = dict(pad_token_id=0, eos_token_id=2)
@@ -78,7 +78,7 @@ def _vibevoice_asr(t: Any) -> tuple[Any, Any, dict[str, Any]]:
     return config, processor, ids
 
 
-def _kyutai_speech_to_text(t: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _kyutai_speech_to_text(t: Any, _folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
     """Kyutai's streaming model: a decoder reading, at each step, its text token and the next 80 ms frame's codes
     from a Mimi codec (the smallest codec that keeps the real 1,920-sample frame at 24 kHz). Its generation_config
     names no end token (the clip's last frame ends generate), and its text pads with pad_token_id."""
@@ -96,8 +96,60 @@ def _kyutai_speech_to_text(t: Any) -> tuple[Any, Any, dict[str, Any]]:
     return config, processor, ids
 
 
-MAKERS: dict[str, Callable[[Any], tuple[Any, Any, dict[str, Any]]]] = {
-    "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr, "kyutai_speech_to_text": _kyutai_speech_to_text}
+# Voxtral's special tokens where mistral_common's tekken files put them (VoxtralProcessor takes [AUDIO] as id 24; its
+# v7 instruct tokenizer looks the tool and system tokens up too); the ids between are fillers, as in the real files.
+VOXTRAL_SPECIALS = {0: "<unk>", 1: "<s>", 2: "</s>", 3: "[INST]", 4: "[/INST]", 5: "[AVAILABLE_TOOLS]",
+                    6: "[/AVAILABLE_TOOLS]", 7: "[TOOL_RESULTS]", 8: "[/TOOL_RESULTS]", 9: "[TOOL_CALLS]", 10: "[IMG]",
+                    11: "<pad>", 12: "[IMG_BREAK]", 13: "[IMG_END]", 14: "[PREFIX]", 15: "[MIDDLE]", 16: "[SUFFIX]",
+                    17: "[SYSTEM_PROMPT]", 18: "[/SYSTEM_PROMPT]", 19: "[TOOL_CONTENT]", 24: "[AUDIO]",
+                    25: "[BEGIN_AUDIO]", 34: "[TRANSCRIBE]"}
+# tiktoken's split pattern as the tekken files give it.
+TEKKEN_PATTERN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+                  r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _tekken(folder: pathlib.Path, specials: dict[int, str], count: int, merges: tuple[str, ...],
+            audio: dict[str, Any]) -> int:
+    """A mistral_common tekken.json (what MistralCommonBackend loads): ``count`` special tokens (``specials`` at their
+    ids, fillers between), the 256 bytes and ``merges`` as ranked tiktoken tokens, the audio section; its size."""
+    import base64
+    import json
+
+    pieces = [bytes([i]) for i in range(256)] + [m.encode() for m in merges]
+    vocab = [{"rank": i, "token_bytes": base64.b64encode(p).decode(), "token_str": p.decode(errors="replace")}
+             for i, p in enumerate(pieces)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tekken.json").write_text(json.dumps({
+        "config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": len(vocab), "default_vocab_size": len(vocab) + count,
+                   "default_num_special_tokens": count, "version": "v7"},
+        "vocab": vocab, "version": 1, "type": "Tekken", "audio": audio,
+        "special_tokens": [{"rank": i, "token_str": specials.get(i, f"<SPECIAL_{i}>"), "is_control": True}
+                           for i in range(count)]}))
+    return len(vocab) + count
+
+
+def _voxtral(t: Any, folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
+    """Voxtral: a Whisper-like encoder whose frames are stacked four to one (the projector reshapes by the encoder's
+    intermediate_size, 4 x d_model) into a Llama decoder; its tokenizer is mistral_common's tekken (tekken.json), which
+    its processor writes the transcription request with: [INST][BEGIN_AUDIO][AUDIO] x 375 per 30 s[/INST]
+    (lang:xx)[TRANSCRIBE]."""
+    size = _tekken(folder, VOXTRAL_SPECIALS, 40, ("th", "he", "in", "en", "an", " t", "er", "la", "ng"),
+                   {"sampling_rate": 16000, "frame_rate": 12.5, "chunk_length_s": 30.0,
+                    "audio_encoding_config": {"num_mel_bins": 128, "hop_length": 160, "window_size": 400}})
+    tok = t.MistralCommonBackend.from_pretrained(str(folder))
+    ids = dict(bos_token_id=1, eos_token_id=2, pad_token_id=11)
+    config = t.VoxtralConfig(
+        audio_config=dict(num_mel_bins=128, encoder_layers=2, encoder_attention_heads=2, intermediate_size=128,
+                          d_model=32, max_source_positions=1500),
+        text_config=dict(model_type="llama", **_decoder(size)), audio_token_id=24)
+    processor = t.VoxtralProcessor(feature_extractor=t.WhisperFeatureExtractor(feature_size=128), tokenizer=tok)
+    return config, processor, ids
+
+
+MAKERS: dict[str, Callable[[Any, pathlib.Path], tuple[Any, Any, dict[str, Any]]]] = {
+    "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr, "voxtral": _voxtral,
+    "kyutai_speech_to_text": _kyutai_speech_to_text}
 
 
 def save(folder: pathlib.Path, model_type: str, seed: int = 0) -> pathlib.Path:
@@ -106,7 +158,7 @@ def save(folder: pathlib.Path, model_type: str, seed: int = 0) -> pathlib.Path:
     import torch
     import transformers
 
-    config, processor, ids = MAKERS[model_type](transformers)
+    config, processor, ids = MAKERS[model_type](transformers, folder)
     torch.manual_seed(seed)
     model = transformers.AutoModelForSpeechSeq2Seq.from_config(config).eval()
     with torch.no_grad():

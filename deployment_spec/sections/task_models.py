@@ -90,7 +90,7 @@ SPEECH_SEQ2SEQ_TYPES = frozenset({
     "voxtral_realtime", "whisper"})
 GENERATED_SPEECH_TYPES = frozenset({
     "canary", "cohere_asr", "moonshine", "moonshine_streaming", "seamless_m4t", "seamless_m4t_v2",
-    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr",
+    "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr", "voxtral",
     "kyutai_speech_to_text"})
 # Why the engine does not decode the others (transformers 5.23.0's classes, processors and feature extractors).
 _TORCHAUDIO = ("an audio language model whose feature extractor needs torchaudio, which has no release for the torch "
@@ -102,11 +102,10 @@ NOT_DECODED_SPEECH = {
     "vibevoice": "speech synthesis: it writes audio from text, not text from audio",
     "pop2piano": "music transcription: it writes MIDI event tokens, not text",
     "fun_asr_nano": _TORCHAUDIO, "granite_speech": _TORCHAUDIO, "granite_speech_plus": _TORCHAUDIO,
-    "voxtral": f"an audio language model {_MISTRAL_COMMON}",
     "voxtral_realtime": f"a streaming audio language model {_MISTRAL_COMMON}"}
 SPEECH_ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an "
-                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming "
-                 "speech-to-text model")
+                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's "
+                 "streaming speech-to-text model")
 CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
 _GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's "
                  "streaming speech-to-text model, or a CTC checkpoint")

@@ -25,11 +25,15 @@ from step_requests import RequestError  # noqa: E402
 # The model types decoded this way: every one whose processor has apply_transcription_request and whose decoding
 # steps need nothing but the text token; and the streaming ones whose generate reads the clip at every step
 # (step_fed.py: Kyutai), whose processor's plain call makes generate's inputs from the clip.
-AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr"}) | STEP_FED_TYPES
+AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr", "voxtral"}) | STEP_FED_TYPES
 # Prefill arguments beyond the processor's: VibeVoice-ASR draws noise into its acoustic latents unless sample=False
 # (modeling_vibevoice_asr.py get_audio_features), so two runs of generate on one clip differ; the engine and the
 # build's reference both pass it, which makes the decoding deterministic.
 PREFILL_EXTRA: dict[str, dict[str, Any]] = {"vibevoice_asr": {"sample": False}}
+# What a processor's apply_transcription_request needs beside the clip: Voxtral's (processing_voxtral.py) writes the
+# clip into an audio file for mistral_common (format: one soundfile writes), names the model in its request (model_id:
+# mistral_common's TranscriptionRequest carries it; the tokens do not depend on it) and checks the sampling rate.
+REQUEST_EXTRA: dict[str, dict[str, Any]] = {"voxtral": {"format": "wav", "model_id": "checkpoint"}}
 # The token after which the transcript begins: Qwen3-ASR writes "language <NAME><asr_text>" before it (its processor's
 # decode(return_format="transcription_only") keeps what follows); a request that sets a language has it in the prompt.
 ANSWER_AFTER = {"qwen3_asr": "<asr_text>"}
@@ -99,8 +103,7 @@ class TranscriptionRequests:
             if "language" not in asked or "language" not in str(exc).lower():
                 raise
             raise RequestError(f"parameters.language: {json.dumps(asked['language'])} is not a language this "
-                               f"{self.model_type} checkpoint transcribes; send one of {self._languages()} (a code or "
-                               "its name)") from None
+                               f"{self.model_type} checkpoint transcribes; send {self._languages()}") from None
         ids = [int(token) for token in batch["input_ids"][0]]
         extras = {name: value for name, value in batch.items()
                   if name in self._forward and name not in ("input_ids", "attention_mask")}
@@ -113,11 +116,19 @@ class TranscriptionRequests:
         model's plain processor call (its feature extractor's input_values and padding_mask)."""
         if self._step_fed:
             return self.processor(audio=samples, sampling_rate=self.sampling_rate, return_tensors="pt")
+        extra = REQUEST_EXTRA.get(self.model_type)
+        if extra is not None:
+            return self.processor.apply_transcription_request(audio=samples, sampling_rate=self.sampling_rate,
+                                                              **extra, **asked)
         return self.processor.apply_transcription_request(audio=samples, **asked)
 
     def _languages(self) -> str:
+        """What a request's language may be, in words."""
+        if self.model_type == "voxtral":  # mistral_common's TranscriptionRequest takes ISO 639-1 codes (pydantic's)
+            return "a two-letter ISO 639-1 code, e.g. en"
         names = getattr(sys.modules.get(type(self.processor).__module__), "LANGUAGE_CODE_TO_NAME", None)
-        return ", ".join(sorted(names)) if isinstance(names, dict) else "the languages its model card lists"
+        listed = ", ".join(sorted(names)) if isinstance(names, dict) else "the languages its model card lists"
+        return f"one of {listed} (a code or its name)"
 
 
 def _listed(names: tuple[str, ...]) -> str:

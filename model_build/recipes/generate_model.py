@@ -31,6 +31,9 @@ AUTO_CLASS = {TaskKind.TEXT_GENERATION: "AutoModelForCausalLM", TaskKind.TEXT2TE
 AUDIO = "audio"
 # What the served model decodes a clip with (audio_steps.PREPROCESS_REQUIREMENTS' soundfile: FLAC).
 SPEECH_REQUIREMENTS = (*TRANSFORMERS_REQUIREMENTS, "soundfile==0.14.0")
+# What a Voxtral's processor writes its transcription request with (transformers 5.23.0 processing_voxtral.py requires
+# mistral_common; its [audio] extra reads the clip the processor hands it as a WAV): shipped with such entries only.
+PROCESSOR_REQUIREMENTS = {"voxtral": ("mistral-common[audio]==1.13.1",)}
 
 
 def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
@@ -42,9 +45,11 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         return vllm_model.generate(model, task, folder)
     if task.engine is Engine.TENSORRT_LLM:
         return trtllm_model.generate(model, task, folder)
-    tok = checkpoint_text.tokenizer(folder)
     if task.kind is TaskKind.SPEECH_RECOGNITION:
+        if _model_type(folder) not in PROCESSOR_REQUIREMENTS:  # Voxtral's tokenizer is tekken.json, not a fast one
+            checkpoint_text.tokenizer(folder)
         return _speech(model, folder, architecture)
+    tok = checkpoint_text.tokenizer(folder)
     chat = "with its chat template" if getattr(tok, "chat_template", None) else "no chat template"
     return PythonModel(
         files={"model.py": TEMPLATES / "hf_generate.py", "generation_engine.py": TEMPLATES / "generation_engine.py",
@@ -80,7 +85,11 @@ def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> Python
         parameters={**parameters, "max_audio_seconds": str(task.max_audio_seconds)},
         note=f"{architecture} from {folder} (speech to text, clips up to {task.max_audio_seconds} s; up to "
              f"{model.max_batch_size} decoded at once, {'streaming' if task.streams() else 'whole answers'})",
-        requirements=SPEECH_REQUIREMENTS)
+        requirements=SPEECH_REQUIREMENTS + PROCESSOR_REQUIREMENTS.get(_model_type(folder), ()))
+
+
+def _model_type(folder: pathlib.Path) -> str:
+    return str(json.loads((folder / "config.json").read_text()).get("model_type"))
 
 
 def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str:

@@ -58,13 +58,14 @@ def test_an_architecture_that_needs_the_whole_sequence_each_step_is_refused(tmp_
 
 
 def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_path: pathlib.Path) -> None:
-    row, folder = _checked("speech seq2seq", "voxtral", tmp_path)
+    row, folder = _checked("speech seq2seq", "granite_speech", tmp_path)
     assert row["outcome"] == coverage.REFUSED
     assert row["reason"] == (
-        f"models.asr_voxtral.backend: got 'python' with the 'voxtral' checkpoint in {folder} (an audio language "
-        "model whose processor writes the transcription request with mistral_common, which the serving environment "
-        "does not ship); allowed: onnxruntime, tensorrt or pytorch for a CTC checkpoint; python for a speech "
+        f"models.asr_granite_speech.backend: got 'python' with the 'granite_speech' checkpoint in {folder} (an audio "
+        "language model whose feature extractor needs torchaudio, which has no release for the torch the serving "
+        "environment pins (2.13.0; torchaudio's newest is 2.11.1)); allowed: onnxruntime, tensorrt or pytorch for a "
+        "CTC checkpoint; python for a speech "
         "encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio language "
-        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming speech-to-text model; "
-        "fix: give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's streaming "
-        "speech-to-text model, or a CTC checkpoint")
+        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's streaming speech-to-text "
+        "model; fix: give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's "
+        "streaming speech-to-text model, or a CTC checkpoint")

@@ -84,6 +84,7 @@ def test_the_build_decodes_each_audio_language_model_as_generate(model_type: str
     takes = {"qwen3_asr": {"clip 0 asked language en": {"language": "en"},
                            "clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}},
              "vibevoice_asr": {"clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}},
+             "voxtral": {"clip 0 asked language en": {"language": "en"}},
              "kyutai_speech_to_text": {}}[model_type]
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
         3 + len(takes), "token-identical", "token-identical")
@@ -102,7 +103,8 @@ def ge_class(model_type: str) -> str:
 
 @pytest.mark.parametrize("model_type,fix", [
     ("qwen3_asr", "set task.kind: automatic-speech-recognition (the endpoint then takes the clip as audio)"),
-    ("voxtral", "give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")])
+    ("voxtral", "set task.kind: automatic-speech-recognition (the endpoint then takes the clip as audio)"),
+    ("qwen2_audio", "give an encoder-decoder text checkpoint (T5, BART, Marian, mBART, Pegasus...)")])
 def test_an_audio_language_model_as_text2text_is_refused_with_the_kind_that_serves_it(
         model_type: str, fix: str, tmp_path: pathlib.Path) -> None:
     from model_build.errors import BuildError

@@ -58,6 +58,28 @@ def test_what_a_request_may_set_is_what_the_processor_takes(qwen3: tuple[pathlib
     assert extras["sample"] is False and after is None and {"input_values", "padding_mask"} <= set(extras)
 
 
+def test_voxtral_takes_a_language_code_and_its_request_is_written_by_mistral_common(tmp_path: pathlib.Path) -> None:
+    import transformers
+
+    folder = audio_llm_checkpoints.save(tmp_path / "voxtral", "voxtral")
+    voxtral = TranscriptionRequests(str(folder), transformers.AutoModelForSpeechSeq2Seq.from_pretrained(folder), 1024)
+    assert (voxtral.takes, voxtral.sampling_rate) == (("language",), 16000)
+    clip = np.zeros(16000, dtype=np.float32)
+    ids, extras, _after = voxtral.inputs(clip, {"language": "en"})
+    # <s>[INST][BEGIN_AUDIO], one [AUDIO] per 80 ms of the clip padded to 30 s, [/INST], lang:en, [TRANSCRIBE]
+    assert ids[:3] == [1, 3, 25] and ids[3:378] == [24] * 375 and ids[378] == 4 and ids[-1] == 34
+    assert voxtral.processor.tokenizer.decode(ids[379:-1]) == "lang:en"
+    assert list(extras) == ["input_features"]
+    with pytest.raises(ge.RequestError) as unknown:
+        voxtral.inputs(clip, {"language": "english"})
+    assert str(unknown.value) == ('parameters.language: "english" is not a language this voxtral checkpoint '
+                                  "transcribes; send a two-letter ISO 639-1 code, e.g. en")
+    with pytest.raises(ge.RequestError) as prompt:
+        voxtral.asked(prompt="Anna and Bob")
+    assert str(prompt.value) == ("parameters.prompt: this voxtral checkpoint takes no prompt per request (its "
+                                 "processor's transcription request takes language); remove prompt")
+
+
 def test_the_answer_starts_after_the_marker_where_the_prompt_does_not_hold_it(qwen3: tuple[pathlib.Path, Any]) -> None:
     requests = TranscriptionRequests(str(qwen3[0]), qwen3[1], 1024)
     marker = requests.processor.tokenizer.convert_tokens_to_ids("<asr_text>")

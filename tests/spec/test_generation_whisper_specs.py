@@ -66,8 +66,8 @@ def test_a_ctc_entry_is_still_an_ensemble(tmp_path):
 
 
 ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio "
-          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR) or Kyutai's streaming speech-to-text "
-          "model")
+          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's streaming "
+          "speech-to-text model")
 
 
 def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
@@ -78,8 +78,6 @@ def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("model_type,why", [
-    ("voxtral", "an audio language model whose processor writes the transcription request with mistral_common, "
-                "which the serving environment does not ship"),
     ("granite_speech", "an audio language model whose feature extractor needs torchaudio, which has no release for "
                        "the torch the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)"),
     ("voxtral_realtime", "a streaming audio language model whose processor writes the transcription request with "
