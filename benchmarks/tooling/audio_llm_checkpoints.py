@@ -147,9 +147,30 @@ def _voxtral(t: Any, folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
     return config, processor, ids
 
 
+def _voxtral_realtime(t: Any, folder: pathlib.Path) -> tuple[Any, Any, dict[str, Any]]:
+    """Voxtral Realtime: a causal audio encoder whose output each decoding step reads a slice of (four frames per
+    token, 80 ms), into a Mistral decoder; its tekken.json is a streaming one (delay, look-ahead and look-back, the
+    left padding tokens), and its processor writes the prompt (<s> and [STREAMING_PAD]s) with mistral_common."""
+    specials = {**VOXTRAL_SPECIALS, 32: "[STREAMING_PAD]", 33: "[STREAMING_WORD]"}
+    size = _tekken(folder, specials, 40, ("th", "he", "in", "en", "an", " t", "er", "la", "ng"),
+                   {"sampling_rate": 16000, "frame_rate": 12.5, "transcription_format": "streaming",
+                    "transcription_delay_ms": 480, "streaming_look_ahead_ms": 2.5, "streaming_look_back_ms": 52.5,
+                    "streaming_n_left_pad_tokens": 32,
+                    "audio_encoding_config": {"num_mel_bins": 128, "hop_length": 160, "window_size": 400}})
+    tok = t.MistralCommonBackend.from_pretrained(str(folder))
+    ids = dict(bos_token_id=1, eos_token_id=2)
+    decoder = {**_decoder(size), "sliding_window": 4096}
+    config = t.VoxtralRealtimeConfig(
+        audio_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                          head_dim=16, num_mel_bins=128, sliding_window=750), text_config=decoder)
+    processor = t.VoxtralRealtimeProcessor(feature_extractor=t.VoxtralRealtimeFeatureExtractor(feature_size=128),
+                                           tokenizer=tok)
+    return config, processor, ids
+
+
 MAKERS: dict[str, Callable[[Any, pathlib.Path], tuple[Any, Any, dict[str, Any]]]] = {
     "qwen3_asr": _qwen3_asr, "vibevoice_asr": _vibevoice_asr, "voxtral": _voxtral,
-    "kyutai_speech_to_text": _kyutai_speech_to_text}
+    "kyutai_speech_to_text": _kyutai_speech_to_text, "voxtral_realtime": _voxtral_realtime}
 
 
 def save(folder: pathlib.Path, model_type: str, seed: int = 0) -> pathlib.Path:

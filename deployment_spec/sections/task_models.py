@@ -81,7 +81,7 @@ def window_model_step(model: ModelSpec) -> str:
 # (tests/spec/test_generation_whisper_specs.py compares). The engine decodes the encoder-decoders among them (the
 # encoder reads the clip's features, the decoder writes text from its start token; Whisper: from its prompt of language
 # and task), the audio language models whose processor writes a transcription request and whose decoding steps
-# read only the text, and Kyutai's streaming model, stepped through its own generate (model_build/python_models/
+# read only the text, and the streaming models, stepped through their own generate (model_build/python_models/
 # transcription_request.py AUDIO_LLM_TYPES, step_fed.py).
 SPEECH_SEQ2SEQ_TYPES = frozenset({
     "canary", "cohere_asr", "dia", "fun_asr_nano", "granite_speech", "granite_speech_plus", "kyutai_speech_to_text",
@@ -91,24 +91,21 @@ SPEECH_SEQ2SEQ_TYPES = frozenset({
 GENERATED_SPEECH_TYPES = frozenset({
     "canary", "cohere_asr", "moonshine", "moonshine_streaming", "seamless_m4t", "seamless_m4t_v2",
     "speech-encoder-decoder", "speech_to_text", "speecht5", "whisper", "qwen3_asr", "vibevoice_asr", "voxtral",
-    "kyutai_speech_to_text"})
+    "kyutai_speech_to_text", "voxtral_realtime"})
 # Why the engine does not decode the others (transformers 5.23.0's classes, processors and feature extractors).
 _TORCHAUDIO = ("an audio language model whose feature extractor needs torchaudio, which has no release for the torch "
                "the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)")
-_MISTRAL_COMMON = ("whose processor writes the transcription request with mistral_common, which the serving "
-                   "environment does not ship")
 NOT_DECODED_SPEECH = {
     "dia": "speech synthesis: it writes audio codes from text, not text from audio",
     "vibevoice": "speech synthesis: it writes audio from text, not text from audio",
     "pop2piano": "music transcription: it writes MIDI event tokens, not text",
-    "fun_asr_nano": _TORCHAUDIO, "granite_speech": _TORCHAUDIO, "granite_speech_plus": _TORCHAUDIO,
-    "voxtral_realtime": f"a streaming audio language model {_MISTRAL_COMMON}"}
+    "fun_asr_nano": _TORCHAUDIO, "granite_speech": _TORCHAUDIO, "granite_speech_plus": _TORCHAUDIO}
 SPEECH_ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an "
-                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's "
-                 "streaming speech-to-text model")
+                 "audio language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or a streaming "
+                 "speech model (Kyutai STT, Voxtral Realtime)")
 CTC_BACKENDS = "onnxruntime, tensorrt or pytorch"
-_GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's "
-                 "streaming speech-to-text model, or a CTC checkpoint")
+_GIVE_DECODED = ("give a speech encoder-decoder, an audio language model with a transcription request, a streaming "
+                 "speech model, or a CTC checkpoint")
 
 
 def speech_problems(model: ModelSpec, weights: pathlib.Path, path: str) -> list[Problem]:

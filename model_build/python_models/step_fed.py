@@ -3,7 +3,9 @@ such checkpoints).
 
 A streaming speech model reads the clip as it decodes: Kyutai's speech-to-text model feeds each decoding step the
 audio codes of the next 80 ms frame, which its ``prepare_inputs_for_generation`` encodes from the clip window by window
-with a codec cache of its own (transformers 5.23.0 models/kyutai_speech_to_text/modeling_kyutai_speech_to_text.py).
+with a codec cache of its own (transformers 5.23.0 models/kyutai_speech_to_text/modeling_kyutai_speech_to_text.py);
+Voxtral Realtime feeds each step its own slice of the audio encoder's output, with the encoder's cache carried from
+step to step (models/voxtral_realtime/modeling_voxtral_realtime.py).
 What a step needs lives in generate's loop, so the engine does not rebuild it: it runs the model's own ``generate`` in
 a thread of its own, one request each, and takes every step's logits from it through a logits processor, which waits
 for the engine's choice and makes that token the only one generate can pick. The engine decides every token (the
@@ -20,7 +22,7 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 # The model types decoded this way (their prepare_inputs_for_generation reads the audio at every step).
-STEP_FED_TYPES = frozenset({"kyutai_speech_to_text"})
+STEP_FED_TYPES = frozenset({"kyutai_speech_to_text", "voxtral_realtime"})
 _STOP = -1  # the engine's answer when the row has ended: generate's thread stops
 
 
@@ -46,8 +48,8 @@ class _Handoff(LogitsProcessor):
 
 class GenerateStepper:
     """One request's ``model.generate(**inputs)`` run a step at a time: ``first()`` gives the first step's logits,
-    ``step(token)`` sends the chosen token and gives the next logits; None once generate has ended by itself (Kyutai:
-    the clip's last frame). ``close()`` ends it wherever it is."""
+    ``step(token)`` sends the chosen token and gives the next logits; None once generate has ended by itself (the
+    clip's last frame). ``close()`` ends it wherever it is."""
 
     def __init__(self, model: Any, inputs: dict[str, Any], max_new_tokens: int) -> None:
         self._scores: "queue.Queue[Any]" = queue.Queue(maxsize=1)

@@ -24,7 +24,7 @@ from step_requests import RequestError  # noqa: E402
 
 # The model types decoded this way: every one whose processor has apply_transcription_request and whose decoding
 # steps need nothing but the text token; and the streaming ones whose generate reads the clip at every step
-# (step_fed.py: Kyutai), whose processor's plain call makes generate's inputs from the clip.
+# (step_fed.py: Kyutai, Voxtral Realtime), whose processor's plain call makes generate's inputs from the clip.
 AUDIO_LLM_TYPES = frozenset({"qwen3_asr", "vibevoice_asr", "voxtral"}) | STEP_FED_TYPES
 # Prefill arguments beyond the processor's: VibeVoice-ASR draws noise into its acoustic latents unless sample=False
 # (modeling_vibevoice_asr.py get_audio_features), so two runs of generate on one clip differ; the engine and the
@@ -59,9 +59,8 @@ class TranscriptionRequests:
         marker = ANSWER_AFTER.get(model_type)
         vocabulary = self.processor.tokenizer.get_vocab()
         self._answer_after: Optional[int] = vocabulary.get(marker) if marker is not None else None
-        # A step-fed model's prompt: the token generate starts from (its generation_config's, else its config's).
-        start = getattr(model.generation_config, "bos_token_id", None)
-        self._start = [int(start if start is not None else model.config.bos_token_id)] if self._step_fed else []
+        # A step-fed model's prompt where its processor writes none (Kyutai): the token generate starts from.
+        self._start = getattr(model.generation_config, "bos_token_id", None)
 
     def asked(self, language: Optional[str] = None, prompt: Optional[str] = None,
               task: Optional[str] = None) -> dict[str, str]:
@@ -96,7 +95,9 @@ class TranscriptionRequests:
         """One clip (mono float32 at ``sampling_rate``) as (prompt ids, the other prefill arguments, the token the
         transcript follows where the prompt does not already end the header with it)."""
         if self._step_fed:  # generate's own inputs, whole: it encodes the clip as it decodes (step_fed.py)
-            return list(self._start), dict(self.generate_inputs(samples, asked)), None
+            batch = self.generate_inputs(samples, asked)
+            ids = [int(t) for t in batch["input_ids"][0]] if "input_ids" in batch else [int(self._start)]
+            return ids, dict(batch), None
         try:
             batch = self.generate_inputs(samples, asked)
         except ValueError as exc:
@@ -113,7 +114,8 @@ class TranscriptionRequests:
 
     def generate_inputs(self, samples: Any, asked: dict[str, str]) -> Any:
         """What ``generate(**...)`` takes for one clip: the processor's transcription request, or a step-fed
-        model's plain processor call (its feature extractor's input_values and padding_mask)."""
+        model's plain processor call (Kyutai: its feature extractor's input_values and padding_mask; Voxtral Realtime:
+        its prompt of padding tokens and the clip's features)."""
         if self._step_fed:
             return self.processor(audio=samples, sampling_rate=self.sampling_rate, return_tensors="pt")
         extra = REQUEST_EXTRA.get(self.model_type)

@@ -31,9 +31,10 @@ AUTO_CLASS = {TaskKind.TEXT_GENERATION: "AutoModelForCausalLM", TaskKind.TEXT2TE
 AUDIO = "audio"
 # What the served model decodes a clip with (audio_steps.PREPROCESS_REQUIREMENTS' soundfile: FLAC).
 SPEECH_REQUIREMENTS = (*TRANSFORMERS_REQUIREMENTS, "soundfile==0.14.0")
-# What a Voxtral's processor writes its transcription request with (transformers 5.23.0 processing_voxtral.py requires
-# mistral_common; its [audio] extra reads the clip the processor hands it as a WAV): shipped with such entries only.
-PROCESSOR_REQUIREMENTS = {"voxtral": ("mistral-common[audio]==1.13.1",)}
+# What the Voxtrals' processors write their transcription requests with (transformers 5.23.0 processing_voxtral.py
+# and processing_voxtral_realtime.py require mistral_common; its [audio] extra reads the clip they hand it as a WAV):
+# shipped with such entries only.
+PROCESSOR_REQUIREMENTS = {name: ("mistral-common[audio]==1.13.1",) for name in ("voxtral", "voxtral_realtime")}
 
 
 def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:

@@ -66,6 +66,6 @@ def test_a_speech_model_the_engine_does_not_decode_is_refused_by_the_loader(tmp_
         "environment pins (2.13.0; torchaudio's newest is 2.11.1)); allowed: onnxruntime, tensorrt or pytorch for a "
         "CTC checkpoint; python for a speech "
         "encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio language "
-        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's streaming speech-to-text "
-        "model; fix: give a speech encoder-decoder, an audio language model with a transcription request, Kyutai's "
-        "streaming speech-to-text model, or a CTC checkpoint")
+        "model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or a streaming speech model (Kyutai "
+        "STT, Voxtral Realtime); fix: give a speech encoder-decoder, an audio language model with a transcription "
+        "request, a streaming speech model, or a CTC checkpoint")

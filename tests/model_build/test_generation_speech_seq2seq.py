@@ -85,11 +85,11 @@ def test_the_build_decodes_each_audio_language_model_as_generate(model_type: str
                            "clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}},
              "vibevoice_asr": {"clip 1 with the prompt 'Anna and Bob'": {"prompt": "Anna and Bob"}},
              "voxtral": {"clip 0 asked language en": {"language": "en"}},
-             "kyutai_speech_to_text": {}}[model_type]
+             "kyutai_speech_to_text": {}, "voxtral_realtime": {}}[model_type]
     assert (verification.cases, verification.details["alone"], verification.details["engine_batch"]) == (
         3 + len(takes), "token-identical", "token-identical")
     assert verification.details["request_language_and_prompt"] == (takes or "none (the processor takes neither)")
-    made_by = "processor(audio=clip)" if model_type == "kyutai_speech_to_text" else \
+    made_by = "processor(audio=clip)" if model_type in ("kyutai_speech_to_text", "voxtral_realtime") else \
         "processor.apply_transcription_request(clip)"
     assert verification.details["reference"].startswith(
         f"{ge_class(model_type)}.generate(**{made_by}), greedy, each clip alone")

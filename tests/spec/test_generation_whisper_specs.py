@@ -66,8 +66,8 @@ def test_a_ctc_entry_is_still_an_ensemble(tmp_path):
 
 
 ENGINE = ("a speech encoder-decoder (Whisper, Speech2Text, SpeechT5, Moonshine, Canary, Seamless M4T...), an audio "
-          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or Kyutai's streaming "
-          "speech-to-text model")
+          "language model with a transcription request (Qwen3-ASR, VibeVoice-ASR, Voxtral) or a streaming speech model "
+          "(Kyutai STT, Voxtral Realtime)")
 
 
 def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
@@ -80,8 +80,6 @@ def test_a_ctc_checkpoint_with_backend_python_is_refused(tmp_path):
 @pytest.mark.parametrize("model_type,why", [
     ("granite_speech", "an audio language model whose feature extractor needs torchaudio, which has no release for "
                        "the torch the serving environment pins (2.13.0; torchaudio's newest is 2.11.1)"),
-    ("voxtral_realtime", "a streaming audio language model whose processor writes the transcription request with "
-                         "mistral_common, which the serving environment does not ship"),
     ("dia", "speech synthesis: it writes audio codes from text, not text from audio"),
     ("pop2piano", "music transcription: it writes MIDI event tokens, not text"),
 ])
@@ -89,11 +87,12 @@ def test_a_speech_seq2seq_checkpoint_the_engine_does_not_decode_is_refused_with_
     assert _problems(tmp_path, WHISPER, model_type=model_type) == [
         f"models.asr.backend: got 'python' with the '{model_type}' checkpoint in ckpt ({why}); allowed: onnxruntime, "
         f"tensorrt or pytorch for a CTC checkpoint; python for {ENGINE}; fix: give a speech encoder-decoder, an audio "
-        "language model with a transcription request, Kyutai's streaming speech-to-text model, or a CTC checkpoint"]
+        "language model with a transcription request, a streaming speech model, or a CTC checkpoint"]
 
 
-def test_kyutais_streaming_model_is_a_generating_python_model(tmp_path):
-    spec = _spec(tmp_path, WHISPER, model_type="kyutai_speech_to_text")
+@pytest.mark.parametrize("model_type", ["kyutai_speech_to_text", "voxtral_realtime"])
+def test_a_streaming_speech_model_is_a_generating_python_model(tmp_path, model_type):
+    spec = _spec(tmp_path, WHISPER, model_type=model_type)
     assert spec.models["asr"].task.generates() and spec.models["asr"].source.recipe == "hf-generate"
 
 
