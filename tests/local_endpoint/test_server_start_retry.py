@@ -74,28 +74,30 @@ def test_a_stub_hand_shake_abort_is_started_once_more(tarballs: dict[str, pathli
     assert f"tritonsm: {STUB_ABORT_RETRY_NOTE} (log: {log})\n" in capsys.readouterr().err
 
 
-@pytest.mark.triton
-def test_the_abort_twice_is_reported_not_retried_again(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    install, starts = _front(tmp_path, aborts=5, line=STUB_HANDSHAKE_ABORT)
+def _failed_start(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                  aborts: int, line: str) -> tuple[str, int, str]:
+    """The start-up error of an endpoint whose server's first ``aborts`` starts print ``line`` and abort, how many
+    starts there were, and the server's log."""
+    install, starts = _front(tmp_path, aborts=aborts, line=line)
     monkeypatch.setattr(single_model, "find_triton_install", lambda: install)
     log = tmp_path / "server.log"
     with pytest.raises(ServerStartError) as caught:
         SingleModelEndpoint(tarballs["add"], log_file=log).start()
-    assert _started(starts) == 2
-    assert str(caught.value).startswith("the Triton server exited during start-up with ")
-    assert str(caught.value).endswith(STUB_HANDSHAKE_ABORT)
-    assert log.read_text().count(STUB_ABORT_RETRY_NOTE) == 1
+    message = str(caught.value)
+    assert message.startswith(f"the Triton server exited during start-up with signal SIGABRT; last lines of its log "
+                              f"({log}):\n") and message.endswith(line)
+    return message, _started(starts), log.read_text()
+
+
+@pytest.mark.triton
+def test_the_abort_twice_is_reported_not_retried_again(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    _message, starts, log = _failed_start(tarballs, tmp_path, monkeypatch, aborts=5, line=STUB_HANDSHAKE_ABORT)
+    assert starts == 2 and log.count(STUB_ABORT_RETRY_NOTE) == 1
 
 
 @pytest.mark.triton
 def test_another_abort_is_reported_at_once(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    install, starts = _front(tmp_path, aborts=1, line=OTHER_ABORT)
-    monkeypatch.setattr(single_model, "find_triton_install", lambda: install)
-    log = tmp_path / "server.log"
-    with pytest.raises(ServerStartError) as caught:
-        SingleModelEndpoint(tarballs["add"], log_file=log).start()
-    assert _started(starts) == 1
-    assert str(caught.value).endswith(OTHER_ABORT)
-    assert STUB_ABORT_RETRY_NOTE not in log.read_text()
+    _message, starts, log = _failed_start(tarballs, tmp_path, monkeypatch, aborts=1, line=OTHER_ABORT)
+    assert starts == 1 and STUB_ABORT_RETRY_NOTE not in log
