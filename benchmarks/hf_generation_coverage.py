@@ -71,7 +71,7 @@ TASK_KIND = {"speech seq2seq": "automatic-speech-recognition"}  # the spec's tas
 SERVED = {"text-generation": ("gpt2", "llama", "qwen2", "mistral", "gemma"),
           "text2text-generation": ("t5", "bart", "marian", "mbart", "pegasus"),
           "speech seq2seq": ("whisper", "qwen3_asr", "vibevoice_asr", "voxtral", "kyutai_speech_to_text",
-                             "speech_to_text", "moonshine")}  # each way a speech model is decoded, served
+                             "voxtral_realtime", "speech_to_text", "moonshine")}  # each way a speech model decodes
 IDENTICAL, NEAR_TIE, REFUSED, FAILED, SKIPPED, NOT_YET = (
     "token-identical", "near-tie", "refused", "failed", "skipped", "not yet: audio input")
 MAX_NEW_TOKENS = 16  # the served requests, as generation_check.NEW_TOKENS

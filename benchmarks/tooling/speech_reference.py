@@ -10,7 +10,7 @@ import pathlib
 from typing import Any, Optional
 
 from model_build.python_models.step_fed import STEP_FED_TYPES
-from model_build.python_models.transcription_request import ANSWER_AFTER, PREFILL_EXTRA
+from model_build.python_models.transcription_request import ANSWER_AFTER, PREFILL_EXTRA, REQUEST_EXTRA
 
 
 def transcript(folder: pathlib.Path, wav: bytes, max_new_tokens: int, **asked: Any) -> str:
@@ -53,7 +53,9 @@ def new_tokens(folder: pathlib.Path, samples: Any, rate: int, max_new_tokens: in
         inputs = processor(audio=samples, sampling_rate=rate, return_tensors="pt")
         prompt = 1
     else:
-        inputs = processor.apply_transcription_request(audio=samples, **asked)
+        extra = REQUEST_EXTRA.get(model_type)  # Voxtral's: the audio format and a model name for mistral_common
+        inputs = processor.apply_transcription_request(
+            audio=samples, **({**extra, "sampling_rate": rate} if extra is not None else {}), **asked)
         prompt = inputs["input_ids"].shape[1]
     with torch.no_grad():
         out = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens,
