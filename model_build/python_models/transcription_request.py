@@ -96,7 +96,7 @@ class TranscriptionRequests:
         transcript follows where the prompt does not already end the header with it)."""
         if self._step_fed:  # generate's own inputs, whole: it encodes the clip as it decodes (step_fed.py)
             batch = self.generate_inputs(samples, asked)
-            ids = [int(t) for t in batch["input_ids"][0]] if "input_ids" in batch else [int(self._start)]
+            ids = [int(t) for t in batch["input_ids"][0]] if "input_ids" in batch else [int(self._start or 0)]
             return ids, dict(batch), None
         try:
             batch = self.generate_inputs(samples, asked)

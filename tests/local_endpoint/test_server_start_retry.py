@@ -60,7 +60,7 @@ def _started(starts: pathlib.Path) -> int:
 @pytest.mark.triton
 def test_a_stub_hand_shake_abort_is_started_once_more(tarballs: dict[str, pathlib.Path], tmp_path: pathlib.Path,
                                                       monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture) -> None:
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     install, starts = _front(tmp_path, aborts=1, line=STUB_HANDSHAKE_ABORT)
     monkeypatch.setattr(single_model, "find_triton_install", lambda: install)
     log = tmp_path / "server.log"

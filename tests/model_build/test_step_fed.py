@@ -8,7 +8,7 @@ from __future__ import annotations
 import pathlib
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import pytest
@@ -23,8 +23,11 @@ from model_build.python_models.transcription_request import TranscriptionRequest
 CLIP = (0.3 * np.sin(np.arange(36000) / 24000 * 2 * np.pi * 440)).astype(np.float32)  # 1.5 s: 31 steps
 
 
+Engine = tuple[Any, TranscriptionRequests]  # the running engine and the checkpoint's requests
+
+
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, TranscriptionRequests]]:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     folder = audio_llm_checkpoints.save(tmp_path_factory.mktemp("kyutai") / "ckpt", "kyutai_speech_to_text")
     running = ge.Engine.from_checkpoint(str(folder), ge.SPEECH, ge.Limits())
     try:
@@ -45,21 +48,24 @@ def _steppers() -> int:
 
 
 def _run(engine: Any, requests: TranscriptionRequests, parameters: dict[str, Any],
-         cancelled: Callable[[list[int]], bool] = lambda _tokens: False, features: Any = None) -> tuple[list[int],
-                                                                                                   str, dict]:
+         cancelled: Callable[[list[int]], bool] = lambda _tokens: False,
+         features: Any = None) -> tuple[list[int], Optional[str], dict[str, Any]]:
     ids, extras, after = requests.inputs(CLIP, {})
     tokens: list[int] = []
     done = threading.Event()
     ended: dict[str, Any] = {}
-    engine.submit(ids, ge.parse_request(parameters, engine.limits, speech=True), lambda _text: None,
-                  lambda reason, usage: (ended.update(reason=reason, usage=usage), done.set()),
+    def finished(reason: Optional[str], usage: dict[str, Any]) -> None:
+        ended.update(reason=reason, usage=usage)
+        done.set()
+
+    engine.submit(ids, ge.parse_request(parameters, engine.limits, speech=True), lambda _text: None, finished,
                   lambda: cancelled(tokens), on_token=tokens.append, features=features or extras,
                   answer_after=after)
     assert done.wait(120)
     return tokens, ended["reason"], ended["usage"]
 
 
-def test_a_row_ends_where_the_clip_ends_or_at_its_length_and_its_generate_thread_with_it(engine) -> None:
+def test_a_row_ends_where_the_clip_ends_or_at_its_length_and_its_generate_thread_with_it(engine: Engine) -> None:
     running, requests = engine
     whole, reason, usage = _run(running, requests, {"max_new_tokens": 64})
     assert (reason, usage["completion_tokens"]) == (ge.FINISH_STOP, 31)  # Kyutai's generate stops at the last frame
@@ -68,14 +74,14 @@ def test_a_row_ends_where_the_clip_ends_or_at_its_length_and_its_generate_thread
     assert _steppers() == 0
 
 
-def test_a_cancelled_row_stops_its_generate(engine) -> None:
+def test_a_cancelled_row_stops_its_generate(engine: Engine) -> None:
     running, requests = engine
     tokens, reason, _usage = _run(running, requests, {"max_new_tokens": 64}, cancelled=lambda got: len(got) >= 3)
     assert reason == ge.FINISH_CANCELLED and 3 <= len(tokens) < 31
     assert _steppers() == 0
 
 
-def test_a_seeded_sampled_request_repeats_and_differs_from_greedy(engine) -> None:
+def test_a_seeded_sampled_request_repeats_and_differs_from_greedy(engine: Engine) -> None:
     running, requests = engine
     sampled = {"max_new_tokens": 64, "do_sample": True, "temperature": 1.5, "seed": 7}
     first, _reason, _usage = _run(running, requests, sampled)
@@ -84,7 +90,7 @@ def test_a_seeded_sampled_request_repeats_and_differs_from_greedy(engine) -> Non
     assert first == again and first != greedy
 
 
-def test_a_generate_that_fails_answers_its_own_request_and_the_engine_serves_on(engine) -> None:
+def test_a_generate_that_fails_answers_its_own_request_and_the_engine_serves_on(engine: Engine) -> None:
     running, requests = engine
     _ids, extras, _after = requests.inputs(CLIP, {})
     broken = {**extras, "input_values": extras["input_values"][..., :10]}  # shorter than one frame
