@@ -25,9 +25,9 @@ not decode is a config.json naming it, which the spec's loader refuses with its 
 
 A representative subset (``SERVED``: as many per kind as it names, of those that verified) is then built for real
 (`tritonsm build --python-env-for local`, one single-model endpoint each), served on the local Triton server
-(`tritonsm serve --all --cpu-stand-in`) and asked through boto3's InvokeEndpointWithResponseStream; the ``text_output`` of the SSE
-events, concatenated, must equal ``tokenizer.decode(generate(...), skip_special_tokens=True)`` of the same prompt
-(greedy, the same max_new_tokens).
+(`tritonsm serve --all --cpu-stand-in`) and asked through boto3's InvokeEndpointWithResponseStream; the
+``text_output`` of the SSE events, concatenated, must equal
+``tokenizer.decode(generate(...), skip_special_tokens=True)`` of the same prompt (greedy, the same max_new_tokens).
 
 Outcomes: token-identical; near-tie at position P (margin M); refused: <the build's message>; failed: <exception
 type and first line> (a Python exception anywhere, the engine's own included: a defect, listed first); skipped:

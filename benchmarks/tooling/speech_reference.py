@@ -1,8 +1,8 @@
 """What transformers itself transcribes from a clip, as a served speech model's streamed text must read: greedy
 ``generate`` on the checkpoint's own inputs (a speech encoder-decoder: its feature extractor's; an audio language
-model: its processor's transcription request; Kyutai's streaming model: its processor's plain call), the new tokens
-decoded without special tokens. For Qwen3-ASR the
-text after ``<asr_text>`` where the model writes it (the engine leaves out its "language <NAME>" header)."""
+model: its processor's transcription request; a streaming model: its processor's plain call), the new tokens decoded
+without special tokens. For Qwen3-ASR the text after ``<asr_text>`` where the model writes it (the engine leaves out
+its "language <NAME>" header)."""
 from __future__ import annotations
 
 import io
@@ -49,9 +49,9 @@ def new_tokens(folder: pathlib.Path, samples: Any, rate: int, max_new_tokens: in
     if rate != wanted:
         raise ValueError(f"the clip is at {rate} Hz; write it at the processor's {wanted} Hz (the server resamples, "
                          "this reference does not)")
-    if model_type in STEP_FED_TYPES:  # Kyutai: generate starts from its start token and reads the clip as it goes
+    if model_type in STEP_FED_TYPES:  # reads the clip as it goes; Kyutai's processor writes no prompt (generate: <s>)
         inputs = processor(audio=samples, sampling_rate=rate, return_tensors="pt")
-        prompt = 1
+        prompt = inputs["input_ids"].shape[1] if "input_ids" in inputs else 1
     else:
         extra = REQUEST_EXTRA.get(model_type)  # Voxtral's: the audio format and a model name for mistral_common
         inputs = processor.apply_transcription_request(

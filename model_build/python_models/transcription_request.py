@@ -34,6 +34,9 @@ PREFILL_EXTRA: dict[str, dict[str, Any]] = {"vibevoice_asr": {"sample": False}}
 # clip into an audio file for mistral_common (format: one soundfile writes), names the model in its request (model_id:
 # mistral_common's TranscriptionRequest carries it; the tokens do not depend on it) and checks the sampling rate.
 REQUEST_EXTRA: dict[str, dict[str, Any]] = {"voxtral": {"format": "wav", "model_id": "checkpoint"}}
+# What a request's language may be where the processor module lists no LANGUAGE_CODE_TO_NAME: Voxtral's request is
+# mistral_common's TranscriptionRequest, whose language is an ISO 639-1 code (pydantic-extra-types).
+LANGUAGES_TAKEN = {"voxtral": "a two-letter ISO 639-1 code, e.g. en"}
 # The token after which the transcript begins: Qwen3-ASR writes "language <NAME><asr_text>" before it (its processor's
 # decode(return_format="transcription_only") keeps what follows); a request that sets a language has it in the prompt.
 ANSWER_AFTER = {"qwen3_asr": "<asr_text>"}
@@ -59,8 +62,10 @@ class TranscriptionRequests:
         marker = ANSWER_AFTER.get(model_type)
         vocabulary = self.processor.tokenizer.get_vocab()
         self._answer_after: Optional[int] = vocabulary.get(marker) if marker is not None else None
-        # A step-fed model's prompt where its processor writes none (Kyutai): the token generate starts from.
-        self._start = getattr(model.generation_config, "bos_token_id", None)
+        # A step-fed model's prompt where its processor writes none (Kyutai): the token generate starts from (its
+        # generation_config's, else its config's).
+        start = getattr(model.generation_config, "bos_token_id", None)
+        self._start = int(start if start is not None else getattr(model.config, "bos_token_id", 0) or 0)
 
     def asked(self, language: Optional[str] = None, prompt: Optional[str] = None,
               task: Optional[str] = None) -> dict[str, str]:
@@ -96,7 +101,7 @@ class TranscriptionRequests:
         transcript follows where the prompt does not already end the header with it)."""
         if self._step_fed:  # generate's own inputs, whole: it encodes the clip as it decodes (step_fed.py)
             batch = self.generate_inputs(samples, asked)
-            ids = [int(t) for t in batch["input_ids"][0]] if "input_ids" in batch else [int(self._start or 0)]
+            ids = [int(t) for t in batch["input_ids"][0]] if "input_ids" in batch else [self._start]
             return ids, dict(batch), None
         try:
             batch = self.generate_inputs(samples, asked)
@@ -126,8 +131,8 @@ class TranscriptionRequests:
 
     def _languages(self) -> str:
         """What a request's language may be, in words."""
-        if self.model_type == "voxtral":  # mistral_common's TranscriptionRequest takes ISO 639-1 codes (pydantic's)
-            return "a two-letter ISO 639-1 code, e.g. en"
+        if self.model_type in LANGUAGES_TAKEN:
+            return LANGUAGES_TAKEN[self.model_type]
         names = getattr(sys.modules.get(type(self.processor).__module__), "LANGUAGE_CODE_TO_NAME", None)
         listed = ", ".join(sorted(names)) if isinstance(names, dict) else "the languages its model card lists"
         return f"one of {listed} (a code or its name)"

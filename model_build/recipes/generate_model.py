@@ -47,9 +47,10 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
     if task.engine is Engine.TENSORRT_LLM:
         return trtllm_model.generate(model, task, folder)
     if task.kind is TaskKind.SPEECH_RECOGNITION:
-        if _model_type(folder) not in PROCESSOR_REQUIREMENTS:  # Voxtral's tokenizer is tekken.json, not a fast one
+        model_type = str(json.loads((folder / "config.json").read_text()).get("model_type"))
+        if model_type not in PROCESSOR_REQUIREMENTS:  # the Voxtrals' tokenizer is tekken.json, not a fast one
             checkpoint_text.tokenizer(folder)
-        return _speech(model, folder, architecture)
+        return _speech(model, folder, architecture, model_type)
     tok = checkpoint_text.tokenizer(folder)
     chat = "with its chat template" if getattr(tok, "chat_template", None) else "no chat template"
     return PythonModel(
@@ -67,7 +68,7 @@ def generate(model: ModelSpec, root: pathlib.Path) -> PythonModel:
         requirements=TRANSFORMERS_REQUIREMENTS)
 
 
-def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> PythonModel:
+def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str, model_type: str) -> PythonModel:
     """A speech model: ``audio`` in (an audio file libsndfile reads, base64: the generate route's JSON holds
     strings), decoded by the audio tasks' own audio_decode.py, then the checkpoint's feature extractor (both in
     hf_generate.py); a Whisper's decoder prompt by whisper_prompt.py, an audio language model's prompt and features
@@ -86,11 +87,7 @@ def _speech(model: ModelSpec, folder: pathlib.Path, architecture: str) -> Python
         parameters={**parameters, "max_audio_seconds": str(task.max_audio_seconds)},
         note=f"{architecture} from {folder} (speech to text, clips up to {task.max_audio_seconds} s; up to "
              f"{model.max_batch_size} decoded at once, {'streaming' if task.streams() else 'whole answers'})",
-        requirements=SPEECH_REQUIREMENTS + PROCESSOR_REQUIREMENTS.get(_model_type(folder), ()))
-
-
-def _model_type(folder: pathlib.Path) -> str:
-    return str(json.loads((folder / "config.json").read_text()).get("model_type"))
+        requirements=SPEECH_REQUIREMENTS + PROCESSOR_REQUIREMENTS.get(model_type, ()))
 
 
 def _architecture(model: ModelSpec, folder: pathlib.Path, kind: TaskKind) -> str:
