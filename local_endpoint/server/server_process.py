@@ -172,16 +172,13 @@ class TritonProcess(LoggedProcess):
     def _remove_leftovers(self) -> None:
         """A server that stops removes the folder its Python backend unpacked environments into and unlinks its
         stubs' shared-memory regions; a killed one leaves both (python_env_leftovers, shm_leftovers): removed here,
-        once the server and its stubs are gone, as its log names them. A log at --log-verbose false (what a spec's
-        endpoint runs with unless it says otherwise) names no stub: then the folders no live server can own go, the
-        rule a serve's start applies. The folder is said on stderr (disk freed), the regions in the server's log."""
+        once the server and its stubs are gone, as its log names them. The folder is said on stderr (disk freed),
+        the regions in the server's log."""
         from local_endpoint.server import python_env_leftovers, shm_leftovers
         from model_build.disk_space import human_size
 
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        named = python_env_leftovers.folders_in_log(text)
-        gone = python_env_leftovers.remove(named) if named else python_env_leftovers.remove_abandoned()
-        for folder, size in gone:
+        for folder, size in python_env_leftovers.remove(python_env_leftovers.folders_in_log(text)):
             print(f"removed {folder} ({human_size(size)}): the Python execution environments the ended Triton "
                   "server left", file=sys.stderr, flush=True)
         removed = shm_leftovers.remove(shm_leftovers.regions_in_log(text))

@@ -58,27 +58,6 @@ def test_the_model_imports_a_package_only_the_environment_has(tarball):
                      "from the same 2 pinned requirements; the endpoint gets the one built for CPython 3.12"]
 
 
-def test_a_killed_quiet_server_s_environments_are_removed_too(tarball, capsys):
-    """At --log-verbose false (a spec endpoint's default) the log names no stub, nor so the folder: the endpoint that
-    ends the killed server removes what no live server can own, as a serve's start does."""
-    import os
-    import signal
-
-    with SingleModelEndpoint(tarball, env={"SAGEMAKER_TRITON_LOG_VERBOSE": "false"}) as endpoint:
-        request = encode_request([NamedTensor("IN", "FP32", np.ones((1, 1), dtype=np.float32))], binary=False)
-        (where,) = invoke_url(endpoint.url, request).outputs
-        folder = pathlib.Path(where.array[0][0].decode().split(" ")[2]).parent
-        assert folder.name.startswith("python_env_") and folder.name not in endpoint.log_path.read_text()
-        os.kill(endpoint.server_pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while endpoint._process.exit_code() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert folder.is_dir()  # the killed server left it
-    assert not folder.exists()
-    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(f"removed {folder} (")]
-    assert len(said) == 1
-
-
 def test_a_killed_server_s_environments_are_removed_when_it_is_ended(tarball, capsys):
     """A server killed with SIGKILL cannot remove its /tmp/python_env_* folder nor its stubs' /dev/shm regions; the
     endpoint that ends it does (those its log names). A server that stops on its own removes them itself: the same
